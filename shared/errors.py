@@ -1,0 +1,132 @@
+"""The protocol's errors as values: JSON-RPC's standard codes and A2A's -32001..-32009.
+
+Each error knows its code, its default message (the spec's exact string), its ErrorInfo
+reason and HTTP status, and optional detail (the field at fault, the limit exceeded). The
+dialects decide how the detail is shaped on the wire.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class A2AError(Exception):
+    code: ClassVar[int]
+    default_message: ClassVar[str]
+    reason: ClassVar[str]
+    http_status: ClassVar[int] = 400
+
+    def __init__(
+        self,
+        detail: str | None = None,
+        *,
+        field: str | None = None,
+        metadata: dict[str, str] | None = None,
+    ) -> None:
+        self.detail = detail
+        self.field = field
+        self.metadata = dict(metadata or {})
+        super().__init__(self.message)
+
+    @property
+    def message(self) -> str:
+        """The spec's message, followed by what exactly went wrong when we know it."""
+        return f"{self.default_message}: {self.detail}" if self.detail else self.default_message
+
+    def info(self) -> dict[str, Any]:
+        """Detail fields for the v0.x free-form `data` member (empty when there are none)."""
+        info: dict[str, Any] = {}
+        if self.field:
+            info["field"] = self.field
+        if self.detail:
+            info["detail"] = self.detail
+        info.update(self.metadata)
+        return info
+
+
+class JSONParseError(A2AError):
+    code = -32700
+    default_message = "Invalid JSON payload"
+    reason = "INVALID_JSON"
+
+
+class InvalidRequestError(A2AError):
+    code = -32600
+    default_message = "Request payload validation error"
+    reason = "INVALID_REQUEST"
+
+
+class MethodNotFoundError(A2AError):
+    code = -32601
+    default_message = "Method not found"
+    reason = "METHOD_NOT_FOUND"
+    http_status = 404
+
+
+class InvalidParamsError(A2AError):
+    code = -32602
+    default_message = "Invalid parameters"
+    reason = "INVALID_PARAMS"
+
+
+class InternalError(A2AError):
+    code = -32603
+    default_message = "Internal error"
+    reason = "INTERNAL"
+    http_status = 500
+
+
+class TaskNotFoundError(A2AError):
+    code = -32001
+    default_message = "Task not found"
+    reason = "TASK_NOT_FOUND"
+    http_status = 404
+
+
+class TaskNotCancelableError(A2AError):
+    code = -32002
+    default_message = "Task cannot be canceled"
+    reason = "TASK_NOT_CANCELABLE"
+
+
+class PushNotificationNotSupportedError(A2AError):
+    code = -32003
+    default_message = "Push Notification is not supported"
+    reason = "PUSH_NOTIFICATION_NOT_SUPPORTED"
+
+
+class UnsupportedOperationError(A2AError):
+    code = -32004
+    default_message = "This operation is not supported"
+    reason = "UNSUPPORTED_OPERATION"
+
+
+class ContentTypeNotSupportedError(A2AError):
+    code = -32005
+    default_message = "Incompatible content types"
+    reason = "CONTENT_TYPE_NOT_SUPPORTED"
+
+
+class InvalidAgentResponseError(A2AError):
+    code = -32006
+    default_message = "Invalid agent response"
+    reason = "INVALID_AGENT_RESPONSE"
+    http_status = 500
+
+
+class ExtendedAgentCardNotConfiguredError(A2AError):
+    code = -32007
+    default_message = "Authenticated Extended Card is not configured"
+    reason = "EXTENDED_AGENT_CARD_NOT_CONFIGURED"
+
+
+class ExtensionSupportRequiredError(A2AError):
+    code = -32008
+    default_message = "Extension support required"
+    reason = "EXTENSION_SUPPORT_REQUIRED"
+
+
+class VersionNotSupportedError(A2AError):
+    code = -32009
+    default_message = "Version not supported"
+    reason = "VERSION_NOT_SUPPORTED"

@@ -1,0 +1,145 @@
+"""The canonical A2A model: the v1.0 semantics as pydantic v2 models.
+
+Every dialect decodes into these types and encodes from them; the service, the runtime and
+the stores speak nothing else. Field names are Python's; wire names belong to the dialects.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+def new_id() -> str:
+    """A fresh server-side identifier (task, context, message or artifact)."""
+    return str(uuid.uuid4())
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class _Model(BaseModel):
+    # Frozen: a task is changed by folding events into a copy, never in place, so a snapshot
+    # handed to a caller or a store can't change under it.
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TaskState(StrEnum):
+    SUBMITTED = "submitted"
+    WORKING = "working"
+    INPUT_REQUIRED = "input-required"
+    AUTH_REQUIRED = "auth-required"
+    COMPLETED = "completed"
+    CANCELED = "canceled"
+    FAILED = "failed"
+    REJECTED = "rejected"
+    UNKNOWN = "unknown"
+
+    @property
+    def terminal(self) -> bool:
+        return self in _TERMINAL
+
+    @property
+    def interrupted(self) -> bool:
+        return self in _INTERRUPTED
+
+
+_TERMINAL = frozenset(
+    {TaskState.COMPLETED, TaskState.CANCELED, TaskState.FAILED, TaskState.REJECTED}
+)
+_INTERRUPTED = frozenset({TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
+
+
+class Role(StrEnum):
+    USER = "user"
+    AGENT = "agent"
+
+
+class Part(_Model):
+    """One piece of content: text, raw bytes (base64), a URL, or any JSON value as data.
+
+    `raw` holds the base64 text as received: it is passed through untouched (no decode and
+    re-encode on the hot path) and decoded only when a handler asks for bytes.
+    """
+
+    text: str | None = None
+    raw: str | None = None
+    url: str | None = None
+    data: Any = None
+    filename: str | None = None
+    media_type: str | None = None
+    metadata: dict[str, Any] | None = None
+
+    @property
+    def kind(self) -> Literal["text", "raw", "url", "data"]:
+        if self.text is not None:
+            return "text"
+        if self.raw is not None:
+            return "raw"
+        if self.url is not None:
+            return "url"
+        return "data"
+
+
+class Message(_Model):
+    message_id: str
+    role: Role
+    parts: tuple[Part, ...]
+    context_id: str | None = None
+    task_id: str | None = None
+    reference_task_ids: tuple[str, ...] = ()
+    extensions: tuple[str, ...] = ()
+    metadata: dict[str, Any] | None = None
+
+
+class TaskStatus(_Model):
+    state: TaskState
+    message: Message | None = None
+    timestamp: datetime = Field(default_factory=utc_now)
+
+
+class Artifact(_Model):
+    artifact_id: str
+    parts: tuple[Part, ...]
+    name: str | None = None
+    description: str | None = None
+    extensions: tuple[str, ...] = ()
+    metadata: dict[str, Any] | None = None
+
+
+class Task(_Model):
+    id: str
+    context_id: str
+    status: TaskStatus
+    history: tuple[Message, ...] = ()
+    artifacts: tuple[Artifact, ...] = ()
+    metadata: dict[str, Any] | None = None
+
+
+class StatusUpdate(_Model):
+    """The task moved to a new status (the v0.x `final` flag is derived, not stored)."""
+
+    task_id: str
+    context_id: str
+    status: TaskStatus
+    metadata: dict[str, Any] | None = None
+
+
+class ArtifactUpdate(_Model):
+    """An artifact was added, replaced, or (with `append`) extended by a chunk."""
+
+    task_id: str
+    context_id: str
+    artifact: Artifact
+    append: bool = False
+    last_chunk: bool = False
+    metadata: dict[str, Any] | None = None
+
+
+# What the event log holds: a message entering history, a status change, an artifact change.
+Event = Message | StatusUpdate | ArtifactUpdate

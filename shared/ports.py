@@ -1,0 +1,121 @@
+"""The contracts between the A2A service and the outside world.
+
+A TaskStore keeps tasks with optimistic concurrency and an append-only event log; the
+in-memory store (`shared.store.memory`) and the Firestore store implement it and pass the
+same contract tests. Every call is scoped by owner: another owner's task does not exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from shared.model import Event, Task, TaskState
+
+
+@dataclass(frozen=True)
+class StoredTask:
+    """A task as the store holds it, with what optimistic concurrency needs."""
+
+    task: Task
+    owner: str
+    version: int  # bumped by exactly one on every commit
+    last_seq: int  # sequence number of the newest event in the log (0: none yet)
+    dialect: str  # the wire dialect the task was created in; v0.1 tasks answer in v0.1
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class LoggedEvent:
+    seq: int  # dense from 1 within a task
+    event: Event
+
+
+@dataclass(frozen=True)
+class TaskQuery:
+    """ListTasks filters and paging. Results come newest status timestamp first."""
+
+    context_id: str | None = None
+    state: TaskState | None = None
+    status_after: datetime | None = None
+    page_size: int = 50
+    page_token: str | None = None
+
+
+@dataclass(frozen=True)
+class TaskPage:
+    tasks: list[StoredTask]
+    next_page_token: str  # "" on the last page
+    total_size: int
+
+
+class VersionConflict(Exception):
+    """The task changed since it was read. Re-read it and decide again."""
+
+
+class TaskExists(Exception):
+    """A task with this id exists already (possibly another owner's)."""
+
+
+class DuplicateMessage(Exception):
+    """The owner sent this messageId before; `task_id` is the task it went to."""
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__(task_id)
+        self.task_id = task_id
+
+
+class InvalidPageToken(ValueError):
+    """A page token that this store did not issue, or issued for other filters."""
+
+
+class TaskStore(Protocol):
+    def get(self, owner: str, task_id: str) -> StoredTask | None:
+        """The task, or None when it does not exist for this owner."""
+        ...
+
+    def create(
+        self,
+        owner: str,
+        task: Task,
+        events: Sequence[Event],
+        *,
+        dialect: str,
+        message_id: str | None = None,
+    ) -> StoredTask:
+        """Store a new task (version 1) with its first events.
+
+        Raises TaskExists when the id is taken, DuplicateMessage when `message_id` was
+        already recorded for this owner. Both leave the store unchanged.
+        """
+        ...
+
+    def commit(
+        self,
+        current: StoredTask,
+        task: Task,
+        events: Sequence[Event],
+        *,
+        message_id: str | None = None,
+    ) -> StoredTask:
+        """Replace `current` by `task` and append `events`, atomically.
+
+        Raises VersionConflict when the stored version is no longer `current.version`, and
+        DuplicateMessage as `create` does; both leave the store unchanged.
+        """
+        ...
+
+    def find_message(self, owner: str, message_id: str) -> str | None:
+        """The id of the task that this owner's message went to, if it was recorded."""
+        ...
+
+    def events(self, owner: str, task_id: str, after_seq: int = 0) -> list[LoggedEvent]:
+        """The task's events with a sequence number above `after_seq`, in order."""
+        ...
+
+    def list(self, owner: str, query: TaskQuery) -> TaskPage:
+        """One page of the owner's tasks. Raises InvalidPageToken for a foreign token."""
+        ...

@@ -1,0 +1,1 @@
+"""Task store adapters: in memory (embedded backend) and Firestore (production)."""

@@ -1,0 +1,123 @@
+"""The embedded task store: the TaskStore contract in one process's memory.
+
+A real implementation for `make run` and the tests, not a mock: versions, owner scoping,
+dense event sequences, idempotent message ids and cursor paging behave as in Firestore.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import replace
+
+from shared.model import Event, Task, utc_now
+from shared.ports import (
+    DuplicateMessage,
+    LoggedEvent,
+    StoredTask,
+    TaskExists,
+    TaskPage,
+    TaskQuery,
+    VersionConflict,
+)
+from shared.store.paging import Cursor, decode_token, encode_token
+
+
+class MemoryTaskStore:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._tasks: dict[str, StoredTask] = {}
+        self._events: dict[str, list[LoggedEvent]] = {}
+        self._messages: dict[tuple[str, str], str] = {}
+
+    def get(self, owner: str, task_id: str) -> StoredTask | None:
+        stored = self._tasks.get(task_id)
+        return stored if stored is not None and stored.owner == owner else None
+
+    def create(
+        self,
+        owner: str,
+        task: Task,
+        events: Sequence[Event],
+        *,
+        dialect: str,
+        message_id: str | None = None,
+    ) -> StoredTask:
+        with self._lock:
+            if task.id in self._tasks:
+                raise TaskExists(task.id)
+            self._claim(owner, message_id, task.id)
+            now = utc_now()
+            stored = StoredTask(task, owner, 1, len(events), dialect, now, now)
+            self._tasks[task.id] = stored
+            self._events[task.id] = [LoggedEvent(i + 1, e) for i, e in enumerate(events)]
+            return stored
+
+    def commit(
+        self,
+        current: StoredTask,
+        task: Task,
+        events: Sequence[Event],
+        *,
+        message_id: str | None = None,
+    ) -> StoredTask:
+        with self._lock:
+            stored = self._tasks.get(task.id)
+            if stored is None or stored.owner != current.owner:
+                raise VersionConflict(task.id)
+            if stored.version != current.version:
+                raise VersionConflict(task.id)
+            self._claim(current.owner, message_id, task.id)
+            log = self._events[task.id]
+            log.extend(LoggedEvent(stored.last_seq + i + 1, e) for i, e in enumerate(events))
+            new = replace(
+                stored,
+                task=task,
+                version=stored.version + 1,
+                last_seq=stored.last_seq + len(events),
+                updated_at=utc_now(),
+            )
+            self._tasks[task.id] = new
+            return new
+
+    def _claim(self, owner: str, message_id: str | None, task_id: str) -> None:
+        if message_id is None:
+            return
+        previous = self._messages.get((owner, message_id))
+        if previous is not None:
+            raise DuplicateMessage(previous)
+        self._messages[(owner, message_id)] = task_id
+
+    def find_message(self, owner: str, message_id: str) -> str | None:
+        return self._messages.get((owner, message_id))
+
+    def events(self, owner: str, task_id: str, after_seq: int = 0) -> list[LoggedEvent]:
+        if self.get(owner, task_id) is None:
+            return []
+        # Sequences are dense from 1, so the slice starts at index after_seq.
+        return list(self._events[task_id][max(after_seq, 0) :])
+
+    def list(self, owner: str, query: TaskQuery) -> TaskPage:
+        cursor = decode_token(query)
+        matching = [
+            s
+            for s in self._tasks.values()
+            if s.owner == owner
+            and (query.context_id is None or s.task.context_id == query.context_id)
+            and (query.state is None or s.task.status.state == query.state)
+            and (query.status_after is None or s.task.status.timestamp > query.status_after)
+        ]
+        matching.sort(key=lambda s: (s.task.status.timestamp, s.task.id), reverse=True)
+        if cursor is not None:
+            key = (cursor.timestamp, cursor.task_id)
+            start = [(s.task.status.timestamp, s.task.id) < key for s in matching]
+            matching_after = [s for s, keep in zip(matching, start, strict=True) if keep]
+        else:
+            matching_after = matching
+        page = matching_after[: query.page_size]
+        more = len(matching_after) > query.page_size
+        token = ""
+        if more:
+            last = page[-1].task
+            token = encode_token(query, Cursor(last.status.timestamp, last.id))
+        return TaskPage(page, token, len(matching))

@@ -1,0 +1,51 @@
+"""ListTasks page tokens shared by every store: an opaque cursor bound to its filters.
+
+A token holds the sort key of the last task of a page (status timestamp, then id, both
+descending) and a fingerprint of the filters it was issued for, so a token reused with other
+filters is refused instead of silently skipping tasks.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+from shared.ports import InvalidPageToken, TaskQuery
+
+
+@dataclass(frozen=True)
+class Cursor:
+    timestamp: datetime
+    task_id: str
+
+
+def _fingerprint(query: TaskQuery) -> str:
+    key = [
+        query.context_id,
+        query.state.value if query.state else None,
+        query.status_after.isoformat() if query.status_after else None,
+    ]
+    return hashlib.sha256(json.dumps(key).encode()).hexdigest()[:12]
+
+
+def encode_token(query: TaskQuery, cursor: Cursor) -> str:
+    raw = json.dumps([cursor.timestamp.isoformat(), cursor.task_id, _fingerprint(query)])
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def decode_token(query: TaskQuery) -> Cursor | None:
+    """The cursor in `query.page_token`, None for the first page."""
+    if not query.page_token:
+        return None
+    try:
+        padded = query.page_token + "=" * (-len(query.page_token) % 4)
+        stamp, task_id, fingerprint = json.loads(base64.urlsafe_b64decode(padded))
+        cursor = Cursor(datetime.fromisoformat(stamp), str(task_id))
+    except (ValueError, TypeError) as exc:
+        raise InvalidPageToken("pageToken is not a token this server issued") from exc
+    if fingerprint != _fingerprint(query):
+        raise InvalidPageToken("pageToken was issued for other filters")
+    return cursor
