@@ -32,7 +32,7 @@ test: $(STAMP)  ## install everything and run the whole suite
 lint: $(STAMP)  ## ruff and mypy
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy shared functions
+	$(VENV)/bin/mypy shared functions tests
 
 bench: $(STAMP)  ## throughput, latency and cold start figures
 	$(PY) -m tests.bench

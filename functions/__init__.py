@@ -1,0 +1,1 @@
+"""What deploys: the Cloud Functions entry points and the agents' handler modules."""

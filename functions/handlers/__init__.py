@@ -1,0 +1,1 @@
+"""Handler modules: one agent each. Pick one with A2A_HANDLER=functions.handlers.<name>."""

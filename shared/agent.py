@@ -1,0 +1,282 @@
+"""What a handler module sees: the Context of one turn, and what it declares for the card.
+
+A handler module is plain Python:
+
+    from shared.agent import Context, Skill
+
+    SKILLS = [Skill(id="echo", name="Echo", description="Says it back", tags=("echo",))]
+
+    def handle(ctx: Context) -> None:
+        ctx.artifact(text=ctx.text)
+
+`handle` may be `async def`. Returning without ending the turn completes the task; raising
+fails it with a message for the client (the traceback goes to the log only). No wire types
+appear here: every protocol version reaches the handler as the same Context.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Protocol
+
+from shared.model import (
+    Artifact,
+    ArtifactUpdate,
+    Event,
+    Message,
+    Part,
+    Role,
+    StatusUpdate,
+    TaskState,
+    TaskStatus,
+    new_id,
+)
+
+
+@dataclass(frozen=True)
+class Skill:
+    """One thing the agent can do, as the agent card lists it."""
+
+    id: str
+    name: str
+    description: str
+    tags: tuple[str, ...] = ()
+    examples: tuple[str, ...] = ()
+    input_modes: tuple[str, ...] = ()
+    output_modes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AgentInfo:
+    """The agent's identity for the card; deploy settings may override each field."""
+
+    name: str = "A2A agent"
+    description: str = "An agent served by a2a-functions"
+    version: str = "1.0.0"
+    input_modes: tuple[str, ...] = ("text/plain",)
+    output_modes: tuple[str, ...] = ("text/plain",)
+
+
+class TurnEnded(RuntimeError):
+    """The handler tried to act after it ended its turn (completed, asked, failed, ...)."""
+
+
+class TaskCanceled(Exception):
+    """Raised inside the handler at its next action once the task was canceled."""
+
+
+class _Sink(Protocol):
+    """The runtime side of a Context: where its events go."""
+
+    def emit(self, event: Event) -> None: ...
+
+    def reply(self, message: Message) -> None: ...
+
+    def canceled(self) -> bool: ...
+
+
+def text_part(text: str) -> Part:
+    return Part(text=text)
+
+
+@dataclass
+class Context:
+    """One turn of a task: the incoming message, the task so far, and ways to answer."""
+
+    task_id: str
+    context_id: str
+    message: Message
+    history: tuple[Message, ...]
+    artifacts: tuple[Artifact, ...]
+    _sink: _Sink = field(repr=False)
+    _ended: TaskState | None = field(default=None, repr=False)
+
+    @property
+    def parts(self) -> tuple[Part, ...]:
+        return self.message.parts
+
+    @property
+    def text(self) -> str:
+        """The incoming message's text parts, joined by newlines."""
+        return "\n".join(p.text for p in self.message.parts if p.text is not None)
+
+    @property
+    def data(self) -> list[Any]:
+        """The incoming message's data parts."""
+        return [p.data for p in self.message.parts if p.kind == "data"]
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return dict(self.message.metadata or {})
+
+    @property
+    def canceled(self) -> bool:
+        """True once someone canceled the task; the handler should stop soon."""
+        return self._sink.canceled()
+
+    # -- answers that keep the turn open ---------------------------------------------------
+
+    def progress(self, text: str) -> None:
+        """Report progress: the task is `working`, with this status message."""
+        self._status(TaskState.WORKING, text)
+
+    def artifact(
+        self,
+        text: str | None = None,
+        *,
+        data: Any = None,
+        file: bytes | None = None,
+        url: str | None = None,
+        filename: str | None = None,
+        media_type: str | None = None,
+        name: str | None = None,
+        description: str | None = None,
+        artifact_id: str | None = None,
+        append: bool = False,
+        last_chunk: bool = False,
+        metadata: dict[str, Any] | None = None,
+    ) -> str:
+        """Add an artifact (or, with `append`, a chunk of one); returns its id.
+
+        Give exactly one of text, data, file (bytes) or url. Chunks of one artifact share
+        the id returned by the first call; mark the last with `last_chunk=True`.
+        """
+        given = [v is not None for v in (text, data, file, url)]
+        if sum(given) != 1:
+            raise ValueError("artifact() takes exactly one of text, data, file or url")
+        raw = base64.b64encode(file).decode() if file is not None else None
+        part = Part(
+            text=text, raw=raw, url=url, data=data, filename=filename, media_type=media_type
+        )
+        artifact_id = artifact_id or new_id()
+        self._emit(
+            ArtifactUpdate(
+                task_id=self.task_id,
+                context_id=self.context_id,
+                artifact=Artifact(
+                    artifact_id=artifact_id,
+                    parts=(part,),
+                    name=name,
+                    description=description,
+                    metadata=metadata,
+                ),
+                append=append,
+                last_chunk=last_chunk,
+            )
+        )
+        return artifact_id
+
+    # -- answers that end the turn ---------------------------------------------------------
+
+    def reply(self, text: str | None = None, *, parts: Sequence[Part] = ()) -> None:
+        """Answer with a message and no task (when the task has no other events yet)."""
+        message = self._agent_message(text, parts)
+        self._end(TaskState.COMPLETED)
+        self._sink.reply(message)
+
+    def complete(self, text: str | None = None) -> None:
+        self._status(TaskState.COMPLETED, text, end=True)
+
+    def ask(self, text: str) -> None:
+        """Ask the client for more input: the task waits in `input-required`."""
+        self._status(TaskState.INPUT_REQUIRED, text, end=True)
+
+    def require_auth(self, text: str) -> None:
+        """The task waits in `auth-required` until credentials arrive out of band."""
+        self._status(TaskState.AUTH_REQUIRED, text, end=True)
+
+    def fail(self, text: str) -> None:
+        self._status(TaskState.FAILED, text, end=True)
+
+    def reject(self, text: str) -> None:
+        """Refuse the task: the agent will not do it."""
+        self._status(TaskState.REJECTED, text, end=True)
+
+    @property
+    def ended(self) -> TaskState | None:
+        """The state the handler ended its turn with, if it did."""
+        return self._ended
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _agent_message(self, text: str | None, parts: Sequence[Part]) -> Message:
+        all_parts = ((text_part(text),) if text is not None else ()) + tuple(parts)
+        if not all_parts:
+            raise ValueError("a message needs text or parts")
+        return Message(
+            message_id=new_id(),
+            role=Role.AGENT,
+            parts=all_parts,
+            task_id=self.task_id,
+            context_id=self.context_id,
+        )
+
+    def _status(self, state: TaskState, text: str | None, *, end: bool = False) -> None:
+        message = self._agent_message(text, ()) if text is not None else None
+        if end:
+            self._end(state)
+        else:
+            self._check_open()
+        self._sink.emit(
+            StatusUpdate(
+                task_id=self.task_id,
+                context_id=self.context_id,
+                status=TaskStatus(state=state, message=message),
+            )
+        )
+
+    def _emit(self, event: Event) -> None:
+        self._check_open()
+        self._sink.emit(event)
+
+    def _check_open(self) -> None:
+        if self._ended is not None:
+            raise TurnEnded(f"the turn already ended ({self._ended.value}); return from handle()")
+
+    def _end(self, state: TaskState) -> None:
+        self._check_open()
+        self._ended = state
+
+
+Handler = Callable[[Context], Awaitable[None] | None]
+
+
+@dataclass(frozen=True)
+class HandlerModule:
+    """A loaded handler module: its handle function and its declarations."""
+
+    name: str
+    handle: Handler
+    info: AgentInfo
+    skills: tuple[Skill, ...]
+
+
+class HandlerModuleError(ValueError):
+    """The configured handler module cannot be used; the message says how to fix it."""
+
+
+def load_handler_module(name: str) -> HandlerModule:
+    try:
+        module: ModuleType = importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        raise HandlerModuleError(
+            f"A2A_HANDLER={name!r}: module not found ({exc.name}). Set A2A_HANDLER to a module "
+            "path such as functions.handlers.echo."
+        ) from exc
+    handle = getattr(module, "handle", None)
+    if not callable(handle):
+        raise HandlerModuleError(
+            f"A2A_HANDLER={name!r}: the module has no handle(ctx) function. Define "
+            "`def handle(ctx: Context) -> None` in it."
+        )
+    info = getattr(module, "AGENT", AgentInfo())
+    skills = tuple(getattr(module, "SKILLS", ()))
+    if not isinstance(info, AgentInfo) or not all(isinstance(s, Skill) for s in skills):
+        raise HandlerModuleError(
+            f"A2A_HANDLER={name!r}: AGENT must be an AgentInfo and SKILLS a list of Skill."
+        )
+    return HandlerModule(name=name, handle=handle, info=info, skills=skills)

@@ -1,0 +1,132 @@
+"""The HTTP face of the `a2a` function: routes a Flask request to the card or JSON-RPC.
+
+It owns what is HTTP about A2A: the well-known card paths with caching headers, the body
+size limit, authentication before any work, and turning every failure into the protocol's
+error body (never an HTML page or a traceback).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import flask
+
+from shared.bindings import jsonrpc
+from shared.card import AgentCard
+from shared.dialects.v0_3 import V03
+from shared.errors import A2AError, InvalidRequestError, UnsupportedOperationError
+from shared.identity import AuthenticationError, Authenticator
+from shared.service import A2AService
+from shared.settings import Settings
+
+log = logging.getLogger("a2a.http")
+
+CARD_PATHS = frozenset(
+    {"/.well-known/agent-card.json", "/.well-known/agent.json", "/.well-known/agent-card"}
+)
+JSON = "application/json"
+
+
+def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> flask.Response:
+    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    return flask.Response(body, status=status, mimetype=JSON, headers=headers)
+
+
+def _rpc_error(error: A2AError, status: int = 200) -> flask.Response:
+    body: dict[str, Any] = {"code": error.code, "message": error.message}
+    data = V03.error_data(error)
+    if data:
+        body["data"] = data
+    return _json({"jsonrpc": "2.0", "id": None, "error": body}, status)
+
+
+def _status_error(status: int, code: str, message: str) -> flask.Response:
+    """A non-JSON-RPC route's error, shaped as google.rpc.Status like v1.0 REST errors."""
+    return _json({"error": {"code": status, "status": code, "message": message}}, status)
+
+
+class HttpApp:
+    def __init__(
+        self,
+        service: A2AService,
+        card: AgentCard,
+        authenticator: Authenticator,
+        settings: Settings,
+    ) -> None:
+        self.service = service
+        self.card = card
+        self.authenticator = authenticator
+        self.settings = settings
+
+    def __call__(self, request: flask.Request) -> flask.Response:
+        path = request.path.rstrip("/") or "/"
+        if path in CARD_PATHS:
+            if request.method not in ("GET", "HEAD"):
+                return _status_error(405, "METHOD_NOT_ALLOWED", "the agent card is read with GET")
+            return self._card(request)
+        if path == "/sse":
+            error = UnsupportedOperationError(
+                "this agent does not stream (capabilities.streaming is false)"
+            )
+            return _rpc_error(error, 400)
+        if request.method == "POST":
+            # JSON-RPC at the root, and at any other path a deployment puts in front of it
+            # (seed 002 posts to /api/a2a).
+            return self._rpc(request)
+        if path == "/":
+            return _status_error(
+                405,
+                "METHOD_NOT_ALLOWED",
+                "POST JSON-RPC requests here; the agent card is at /.well-known/agent-card.json",
+            )
+        return _status_error(404, "NOT_FOUND", f"no route for {request.method} {request.path}")
+
+    def public_url(self, request: flask.Request) -> str:
+        """The URL clients reach us by, also behind a proxy that sets X-Forwarded-*."""
+        if self.settings.public_url:
+            return self.settings.public_url
+        proto = request.headers.get("X-Forwarded-Proto", request.scheme).split(",")[0].strip()
+        host = request.headers.get("X-Forwarded-Host", request.host).split(",")[0].strip()
+        return f"{proto}://{host}/"
+
+    def _card(self, request: flask.Request) -> flask.Response:
+        document = self.card.document(self.public_url(request))
+        headers = {
+            "ETag": document.etag,
+            "Last-Modified": document.last_modified_header,
+            "Cache-Control": f"public, max-age={self.settings.card_max_age}",
+        }
+        if document.not_modified(
+            request.headers.get("If-None-Match"), request.headers.get("If-Modified-Since")
+        ):
+            return flask.Response(status=304, headers=headers)
+        return flask.Response(document.body, mimetype=JSON, headers=headers)
+
+    def _rpc(self, request: flask.Request) -> flask.Response:
+        limit = self.settings.max_body_bytes
+        if request.content_length is not None and request.content_length > limit:
+            error = InvalidRequestError(
+                f"the body has {request.content_length} bytes; the limit is {limit} "
+                "(A2A_MAX_BODY_BYTES)"
+            )
+            return _rpc_error(error, 413)
+        body = request.stream.read(limit + 1)
+        if len(body) > limit:
+            return _rpc_error(InvalidRequestError(f"the body exceeds {limit} bytes"), 413)
+        try:
+            principal = self.authenticator.authenticate(request.headers.get)
+        except AuthenticationError as exc:
+            response = _rpc_error(InvalidRequestError(f"authentication required: {exc}"), 401)
+            response.headers["WWW-Authenticate"] = f'ApiKey header="{self.authenticator.header}"'
+            return response
+        answer = jsonrpc.dispatch(
+            body,
+            call=jsonrpc.Call(self.service, principal),
+            content_type=request.headers.get("Content-Type"),
+            version=request.headers.get("A2A-Version") or request.args.get("A2A-Version"),
+        )
+        if answer is None:
+            return flask.Response(status=204)
+        return _json(answer)

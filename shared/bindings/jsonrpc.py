@@ -1,0 +1,249 @@
+"""JSON-RPC 2.0: a pure function from a request body to a response value.
+
+Parse errors answer `id: null`; invalid requests, unknown methods and bad params get their
+standard codes; batches are answered element by element as JSON-RPC 2.0 says (an empty
+batch is an invalid request, notifications get no answer). Requests without a "jsonrpc"
+member (the seeds' informal form) are served and always answered. Every A2A error goes back
+in the dialect of the method that was called. Nothing that a client sends produces a traceback:
+an unexpected exception is logged with a reference and answered as an internal error.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from shared.dialects import decode
+from shared.dialects.base import Dialect
+from shared.dialects.registry import BY_NAME, METHODS, version_supported
+from shared.dialects.v0_3 import V03, V03_LEGACY
+from shared.dialects.v1_0 import V1
+from shared.errors import (
+    A2AError,
+    ContentTypeNotSupportedError,
+    InternalError,
+    InvalidParamsError,
+    InvalidRequestError,
+    JSONParseError,
+    MethodNotFoundError,
+    PushNotificationNotSupportedError,
+    UnsupportedOperationError,
+    VersionNotSupportedError,
+)
+from shared.identity import Principal
+from shared.model import new_id
+from shared.service import A2AService, view
+
+log = logging.getLogger("a2a.jsonrpc")
+
+JSON_MEDIA_TYPES = frozenset({"application/json", "application/a2a+json", "application/json-rpc"})
+
+_NO_ID = object()  # a notification: no "id" member at all
+
+
+@dataclass(frozen=True)
+class Call:
+    """What an operation gets: the service, the caller and the capabilities in force."""
+
+    service: A2AService
+    principal: Principal
+
+
+Operation = Callable[[Call, Mapping[str, Any], Dialect], Any]
+
+
+def _send(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    if dialect is V03 and ("id" in params or "sessionId" in params):
+        dialect = V03_LEGACY  # v0.1 names on a v0.3 method, as in the seeds
+    request = decode.send(params, dialect.default_history)
+    result = call.service.send(
+        call.principal.owner,
+        request,
+        dialect=dialect.name,
+        message_results=dialect.message_results,
+    )
+    return dialect.send_result(result)
+
+
+def _reader_dialect(dialect: Dialect, origin: str) -> Dialect:
+    """v0.x `tasks/*` methods serve v0.1 and v0.3 alike: answer in the task's own dialect."""
+    return dialect if dialect.version == "1.0" else BY_NAME.get(origin, dialect)
+
+
+def _get(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    selector = decode.task_selector(params, None)
+    stored = call.service.get(call.principal.owner, selector.task_id, None)
+    dialect = _reader_dialect(dialect, stored.dialect)
+    history = selector.history_length
+    return dialect.task(view(stored.task, dialect.default_history if history is None else history))
+
+
+def _cancel(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    selector = decode.task_selector(params, None)
+    stored = call.service.cancel(call.principal.owner, selector.task_id)
+    dialect = _reader_dialect(dialect, stored.dialect)
+    return dialect.task(view(stored.task, dialect.default_history))
+
+
+def _list(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    request = decode.list_tasks(params)
+    page, tasks = call.service.list(call.principal.owner, request)
+    return dialect.task_list(page, tasks, request.page_size)
+
+
+def _messages(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    selector = decode.task_selector(params, None)
+    return [
+        dialect.message(m) for m in call.service.messages(call.principal.owner, selector.task_id)
+    ]
+
+
+def _streaming(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    raise UnsupportedOperationError("this agent does not stream (capabilities.streaming is false)")
+
+
+def _push(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    raise PushNotificationNotSupportedError(
+        "this agent does not send push notifications (capabilities.pushNotifications is false)"
+    )
+
+
+def _extended_card(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    raise UnsupportedOperationError("this agent has no extended agent card")
+
+
+OPERATIONS: dict[str, Operation] = {
+    "send": _send,
+    "get": _get,
+    "cancel": _cancel,
+    "list": _list,
+    "messages": _messages,
+    "stream": _streaming,
+    "subscribe": _streaming,
+    "push": _push,
+    "extended_card": _extended_card,
+}
+
+
+def _error(request_id: Any, error: A2AError, dialect: Dialect) -> dict[str, Any]:
+    body: dict[str, Any] = {"code": error.code, "message": error.message}
+    data = dialect.error_data(error)
+    if data is not None:
+        body["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": body}
+
+
+def _usable_id(value: Any) -> bool:
+    return value is None or (isinstance(value, str | int | float) and not isinstance(value, bool))
+
+
+def _id_if_any(body: bytes) -> Any:
+    """The request id, when the body happens to be a JSON-RPC request; else None."""
+    try:
+        payload = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    request_id = payload.get("id") if isinstance(payload, dict) else None
+    return request_id if _usable_id(request_id) else None
+
+
+def media_type(content_type: str | None) -> str | None:
+    return content_type.split(";", 1)[0].strip().lower() if content_type else None
+
+
+def dispatch(
+    body: bytes,
+    *,
+    call: Call,
+    content_type: str | None = None,
+    version: str | None = None,
+) -> Any:
+    """The response value for one HTTP body; None when nothing is to be sent back."""
+    header_dialect: Dialect = V1 if (version or "").startswith("1.") else V03
+    media = media_type(content_type)
+    if media is not None and media not in JSON_MEDIA_TYPES:
+        # Checked before parsing: a body sent as text/plain need not be JSON at all.
+        unsupported = ContentTypeNotSupportedError(
+            f"send Content-Type: application/json, not {media}",
+            metadata={"contentType": media},
+        )
+        return _error(_id_if_any(body), unsupported, header_dialect)
+    try:
+        payload = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return _error(None, JSONParseError(f"the body is not JSON ({exc})"), header_dialect)
+    if isinstance(payload, list):
+        if not payload:
+            return _error(None, InvalidRequestError("the batch is empty"), header_dialect)
+        answers = [_one(item, call, version, header_dialect) for item in payload]
+        return [a for a in answers if a is not None] or None
+    return _one(payload, call, version, header_dialect)
+
+
+def _one(request: Any, call: Call, version: str | None, header_dialect: Dialect) -> Any:
+    """The response to one request object, or None for a notification."""
+    if not isinstance(request, dict):
+        return _error(None, InvalidRequestError("a request must be a JSON object"), header_dialect)
+    request_id = request.get("id", _NO_ID)
+    answer_id = None if request_id is _NO_ID or not _usable_id(request_id) else request_id
+    method = request.get("method")
+    # A request with no "jsonrpc" member at all is the seeds' informal form (seed 000's
+    # streaming examples): it is served, and always answered, since its client cannot know
+    # JSON-RPC 2.0 notifications. A wrong value is still an invalid request.
+    informal = "jsonrpc" not in request
+    if not informal and request.get("jsonrpc") != "2.0":
+        problem = "'jsonrpc' must be \"2.0\""
+    elif not _usable_id(request.get("id")):
+        problem = "'id' must be a string, a number or null"
+    elif not isinstance(method, str) or not method:
+        problem = "'method' must be a non-empty string"
+    else:
+        return _call(
+            method,
+            request=request,
+            answer_id=answer_id,
+            notification=request_id is _NO_ID and not informal,
+            call=call,
+            version=version,
+        )
+    return _error(answer_id, InvalidRequestError(problem), header_dialect)
+
+
+def _call(
+    method: str,
+    *,
+    request: dict[str, Any],
+    answer_id: Any,
+    notification: bool,
+    call: Call,
+    version: str | None,
+) -> Any:
+    header_dialect: Dialect = V1 if (version or "").startswith("1.") else V03
+    found = METHODS.get(method)
+    if found is None:
+        not_found = MethodNotFoundError(f"no method {method!r}", metadata={"method": method})
+        return _error(answer_id, not_found, header_dialect)
+    operation_name, dialect = found
+    if version and not version_supported(version):
+        error = VersionNotSupportedError(
+            f"A2A-Version {version} is not supported; this agent speaks 1.0 and 0.3",
+            metadata={"requestedVersion": version, "supportedVersions": "1.0,0.3"},
+        )
+        return _error(answer_id, error, dialect)
+    params = request.get("params", {})
+    try:
+        if not isinstance(params, dict):
+            raise InvalidParamsError("'params' must be an object", field="params")
+        result = OPERATIONS[operation_name](call, params, dialect)
+    except A2AError as error:
+        answer: dict[str, Any] | None = _error(answer_id, error, dialect)
+    except Exception:
+        reference = new_id()[:8]
+        log.exception("%s failed (reference %s)", method, reference)
+        answer = _error(answer_id, InternalError(f"reference {reference}"), dialect)
+    else:
+        answer = {"jsonrpc": "2.0", "id": answer_id, "result": result}
+    return None if notification else answer

@@ -1,0 +1,43 @@
+"""What every dialect provides: encoders from the canonical model to its wire JSON."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from shared.errors import A2AError
+from shared.model import Message, Task
+from shared.ports import TaskPage
+
+
+class Dialect(Protocol):
+    #: the version this dialect speaks ("1.0", "0.3", "0.1")
+    version: str
+    #: this variant's name, stored with a task so v0.x readers get the task's own dialect
+    name: str
+    #: the history a reader gets when it sends no historyLength (None: all of it)
+    default_history: int | None
+    #: whether a send may answer with a bare message instead of a task
+    message_results: bool
+
+    def task(self, task: Task) -> dict[str, Any]: ...
+
+    def message(self, message: Message) -> dict[str, Any]: ...
+
+    def send_result(self, result: Task | Message) -> dict[str, Any]: ...
+
+    def task_list(self, page: TaskPage, tasks: list[Task], page_size: int) -> dict[str, Any]: ...
+
+    def error_data(self, error: A2AError) -> Any: ...
+
+
+def timestamp(moment: datetime) -> str:
+    """ISO 8601 in UTC with milliseconds and `Z`, as the v1.0 spec recommends."""
+    return (
+        moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    )
+
+
+def v0_error_data(error: A2AError) -> dict[str, Any] | None:
+    """v0.x: `data` is free-form; we put the field at fault and the detail there."""
+    return error.info() or None

@@ -1,0 +1,282 @@
+"""Reading request parameters of any A2A version into canonical values.
+
+One lenient reader serves every dialect, because real clients mix them: v0.1 parts with
+`type`, v0.3 parts with `kind`, v1.0 parts with no discriminator, v0.x enum strings sent to
+v1.0 methods, snake_case ProtoJSON names, and the seeds' informal forms (a message's parts
+under `data`, `params.taskId` as the task selector, a v0.1 `params.id` on `message/send`).
+Whatever cannot be read raises InvalidParamsError naming the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from shared.errors import InvalidParamsError
+from shared.model import Message, Part, Role, TaskState, new_id
+
+_ROLES = {"user": Role.USER, "role_user": Role.USER, "agent": Role.AGENT, "role_agent": Role.AGENT}
+
+_STATES: dict[str, TaskState] = {s.value: s for s in TaskState}
+_STATES.update({f"task_state_{s.value.replace('-', '_')}": s for s in TaskState})
+_STATES["task_state_cancelled"] = TaskState.CANCELED  # the v0.3 proto's spelling
+_STATES["cancelled"] = TaskState.CANCELED
+
+
+def _get(obj: Mapping[str, Any], *names: str) -> Any:
+    """The first of `names` present in `obj` (camelCase first, then its aliases)."""
+    for name in names:
+        if name in obj:
+            return obj[name]
+    return None
+
+
+def _str(value: Any, field: str, *, required: bool = False) -> str | None:
+    if value is None:
+        if required:
+            raise InvalidParamsError(f"'{field}' is required", field=field)
+        return None
+    if not isinstance(value, str):
+        raise InvalidParamsError(f"'{field}' must be a string", field=field)
+    return value
+
+
+def _object(value: Any, field: str) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise InvalidParamsError(f"'{field}' must be an object", field=field)
+    return value
+
+
+def _int(value: Any, field: str, *, low: int | None = None, high: int | None = None) -> int | None:
+    """An integer, also as ProtoJSON's decimal string, within [low, high] when given."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise InvalidParamsError(f"'{field}' must be an integer", field=field)
+    try:
+        number = int(value)
+    except ValueError:
+        raise InvalidParamsError(f"'{field}' must be an integer", field=field) from None
+    if (low is not None and number < low) or (high is not None and number > high):
+        bounds = f"from {low}" + (f" to {high}" if high is not None else " up")
+        raise InvalidParamsError(f"'{field}' must be {bounds}, got {number}", field=field)
+    return number
+
+
+def _bool(value: Any, field: str) -> bool | None:
+    if value is None:
+        return None
+    if isinstance(value, str) and value in ("true", "false"):  # query strings
+        return value == "true"
+    if not isinstance(value, bool):
+        raise InvalidParamsError(f"'{field}' must be true or false", field=field)
+    return value
+
+
+def _strings(value: Any, field: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InvalidParamsError(f"'{field}' must be a list of strings", field=field)
+    return tuple(value)
+
+
+def part(obj: Any, field: str) -> Part:
+    """A part in any version's form."""
+    if not isinstance(obj, dict):
+        raise InvalidParamsError(f"'{field}' must be an object", field=field)
+    kind = _get(obj, "kind", "type")
+    metadata = _object(obj.get("metadata"), f"{field}.metadata")
+    filename = _str(obj.get("filename"), f"{field}.filename")
+    media_type = _str(_get(obj, "mediaType", "media_type"), f"{field}.mediaType")
+    common: dict[str, Any] = {"metadata": metadata, "filename": filename, "media_type": media_type}
+    if kind == "file" or (kind is None and "file" in obj):
+        return _file_part(obj.get("file"), f"{field}.file", common)
+    if kind == "text" or (kind is None and "text" in obj):
+        return Part(text=_str(obj.get("text"), f"{field}.text", required=True), **common)
+    if kind == "data" or (kind is None and "data" in obj):
+        if "data" not in obj:
+            raise InvalidParamsError(f"'{field}.data' is required", field=f"{field}.data")
+        return Part(data=obj["data"], **common)
+    if kind is None and "raw" in obj:
+        return Part(raw=_str(obj["raw"], f"{field}.raw", required=True), **common)
+    if kind is None and "url" in obj:
+        return Part(url=_str(obj["url"], f"{field}.url", required=True), **common)
+    if kind is not None:
+        raise InvalidParamsError(
+            f"'{field}.kind' must be text, file or data, got {kind!r}", field=f"{field}.kind"
+        )
+    raise InvalidParamsError(f"'{field}' has none of text, raw, url, data or file", field=field)
+
+
+def _file_part(file: Any, field: str, common: dict[str, Any]) -> Part:
+    """A v0.x file part: `bytes` (or the seeds' `data`) inline, or `uri`."""
+    obj = _object(file, field)
+    if obj is None:
+        raise InvalidParamsError(f"'{field}' is required", field=field)
+    common = dict(common)
+    common["filename"] = _str(obj.get("name"), f"{field}.name") or common["filename"]
+    mime = _str(_get(obj, "mimeType", "mime_type"), f"{field}.mimeType")
+    common["media_type"] = mime or common["media_type"]
+    raw = _get(obj, "bytes", "data")
+    if raw is not None:
+        return Part(raw=_str(raw, f"{field}.bytes"), **common)
+    uri = _get(obj, "uri", "url")
+    if uri is not None:
+        return Part(url=_str(uri, f"{field}.uri"), **common)
+    raise InvalidParamsError(f"'{field}' needs bytes or uri", field=field)
+
+
+def message(obj: Any, field: str) -> Message:
+    """A message in any version's form; a missing v0.1 messageId gets a fresh one."""
+    if not isinstance(obj, dict):
+        raise InvalidParamsError(f"'{field}' is required and must be an object", field=field)
+    role_value = _str(obj.get("role"), f"{field}.role", required=True)
+    role = _ROLES.get((role_value or "").lower())
+    if role is None:
+        raise InvalidParamsError(
+            f"'{field}.role' must be user or agent, got {role_value!r}", field=f"{field}.role"
+        )
+    raw_parts = _get(obj, "parts", "content")
+    parts_field = f"{field}.parts"
+    if raw_parts is None and isinstance(obj.get("data"), list):
+        raw_parts, parts_field = obj["data"], f"{field}.data"  # seed 003's informal form
+    if not isinstance(raw_parts, list) or not raw_parts:
+        raise InvalidParamsError(f"'{parts_field}' must be a non-empty list", field=parts_field)
+    return Message(
+        message_id=_str(_get(obj, "messageId", "message_id"), f"{field}.messageId") or new_id(),
+        role=role,
+        parts=tuple(part(p, f"{parts_field}[{i}]") for i, p in enumerate(raw_parts)),
+        context_id=_str(_get(obj, "contextId", "context_id"), f"{field}.contextId"),
+        task_id=_str(_get(obj, "taskId", "task_id"), f"{field}.taskId"),
+        reference_task_ids=_strings(
+            _get(obj, "referenceTaskIds", "reference_task_ids"), f"{field}.referenceTaskIds"
+        ),
+        extensions=_strings(obj.get("extensions"), f"{field}.extensions"),
+        metadata=_object(obj.get("metadata"), f"{field}.metadata"),
+    )
+
+
+def state(value: Any, field: str) -> TaskState | None:
+    if value is None or value == "":
+        return None
+    found = _STATES.get(str(value).lower()) if isinstance(value, str) else None
+    if found is None or found is TaskState.UNKNOWN:
+        raise InvalidParamsError(f"'{field}' is not a task state: {value!r}", field=field)
+    return found
+
+
+@dataclass(frozen=True)
+class SendRequest:
+    message: Message
+    task_id: str | None  # the task to continue, if any
+    context_id: str | None  # the client's contextId; a mismatch with the task is refused
+    session_id: str | None  # v0.1 sessionId: the context of a new task, else ignored
+    create_if_missing: bool  # v0.1 `params.id`: the client names the task it creates
+    history_length: int | None
+    blocking: bool
+    metadata: dict[str, Any] | None
+
+
+def send(params: Mapping[str, Any], default_history: int | None) -> SendRequest:
+    msg = message(params.get("message"), "params.message")
+    config = _object(params.get("configuration"), "params.configuration") or {}
+    legacy_id = _str(params.get("id"), "params.id")
+    alias_id = _str(params.get("taskId"), "params.taskId")
+    chosen = [i for i in (msg.task_id, alias_id, legacy_id) if i is not None]
+    if len(set(chosen)) > 1:
+        raise InvalidParamsError(
+            "the task id is given twice with different values "
+            "(params.message.taskId, params.taskId, params.id)",
+            field="params.message.taskId",
+        )
+    # v0.1's sessionId only groups tasks, and v0.1 clients echo whatever they last saw: it
+    # names the context of a new task but never contradicts an existing one.
+    session = _str(params.get("sessionId"), "params.sessionId")
+    history = _int(
+        _get(config, "historyLength", "history_length"), "params.configuration.historyLength", low=0
+    )
+    if history is None:  # v0.1 put historyLength beside the message
+        history = _int(_get(params, "historyLength"), "params.historyLength", low=0)
+    return_immediately = _bool(
+        _get(config, "returnImmediately", "return_immediately"),
+        "params.configuration.returnImmediately",
+    )
+    blocking = _bool(config.get("blocking"), "params.configuration.blocking")
+    return SendRequest(
+        message=msg,
+        task_id=chosen[0] if chosen else None,
+        context_id=msg.context_id,
+        session_id=session,
+        create_if_missing=legacy_id is not None and msg.task_id is None and alias_id is None,
+        history_length=history if history is not None else default_history,
+        blocking=not return_immediately
+        if return_immediately is not None
+        else blocking is not False,
+        metadata=_object(params.get("metadata"), "params.metadata"),
+    )
+
+
+@dataclass(frozen=True)
+class TaskSelector:
+    task_id: str
+    history_length: int | None
+
+
+def task_selector(params: Mapping[str, Any], default_history: int | None) -> TaskSelector:
+    """`params.id` (every version) or the seeds' `params.taskId`."""
+    task_id = _str(params.get("id"), "params.id") or _str(params.get("taskId"), "params.taskId")
+    if not task_id:
+        raise InvalidParamsError("'params.id' is required", field="params.id")
+    history = _int(_get(params, "historyLength", "history_length"), "params.historyLength", low=0)
+    return TaskSelector(task_id, history if history is not None else default_history)
+
+
+@dataclass(frozen=True)
+class ListRequest:
+    context_id: str | None
+    state: TaskState | None
+    status_after: datetime | None
+    page_size: int
+    page_token: str | None
+    history_length: int | None
+    include_artifacts: bool
+
+
+def list_tasks(params: Mapping[str, Any]) -> ListRequest:
+    after_value = _str(
+        _get(params, "statusTimestampAfter", "status_timestamp_after"),
+        "params.statusTimestampAfter",
+    )
+    after = None
+    if after_value:
+        try:
+            after = datetime.fromisoformat(after_value.replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidParamsError(
+                f"'params.statusTimestampAfter' is not an ISO 8601 time: {after_value!r}",
+                field="params.statusTimestampAfter",
+            ) from None
+        if after.tzinfo is None:
+            raise InvalidParamsError(
+                "'params.statusTimestampAfter' needs a time zone (end it with Z)",
+                field="params.statusTimestampAfter",
+            )
+    page_size = _int(_get(params, "pageSize", "page_size"), "params.pageSize", low=1, high=100)
+    return ListRequest(
+        context_id=_str(_get(params, "contextId", "context_id"), "params.contextId") or None,
+        state=state(params.get("status"), "params.status"),
+        status_after=after,
+        page_size=page_size or 50,
+        page_token=_str(_get(params, "pageToken", "page_token"), "params.pageToken") or None,
+        history_length=_int(
+            _get(params, "historyLength", "history_length"), "params.historyLength", low=0
+        ),
+        include_artifacts=bool(
+            _bool(_get(params, "includeArtifacts", "include_artifacts"), "params.includeArtifacts")
+        ),
+    )

@@ -1,0 +1,85 @@
+"""A2A v0.1 JSON: `tasks/send` with client task ids and `sessionId`, parts with `type`,
+artifacts with `index`, and only the states v0.1 knew."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shared.dialects.base import timestamp, v0_error_data
+from shared.dialects.v0_3 import part as v0_3_part
+from shared.errors import A2AError
+from shared.model import Message, Task, TaskState, TaskStatus
+from shared.ports import TaskPage
+
+# v0.1 has no rejected or auth-required: send the nearest state a v0.1 client understands.
+_STATE = {TaskState.REJECTED: "failed", TaskState.AUTH_REQUIRED: "input-required"}
+
+
+def message(m: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "role": m.role.value,
+        "parts": [v0_3_part(p, discriminator="type") for p in m.parts],
+    }
+    if m.metadata is not None:
+        out["metadata"] = m.metadata
+    return out
+
+
+def status(s: TaskStatus) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "state": _STATE.get(s.state, s.state.value),
+        "timestamp": timestamp(s.timestamp),
+    }
+    if s.message is not None:
+        out["message"] = message(s.message)
+    return out
+
+
+class V01Dialect:
+    version = "0.1"
+    name = "0.1"
+    # v0.1: history comes back only when asked for (historyLength > 0).
+    default_history: int | None = 0
+    # v0.1 sends always answer a task: a direct reply becomes a completed task's message.
+    message_results = False
+
+    def task(self, t: Task) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": t.id, "sessionId": t.context_id, "status": status(t.status)}
+        if t.artifacts:
+            out["artifacts"] = []
+            for index, a in enumerate(t.artifacts):
+                item: dict[str, Any] = {}
+                if a.name:
+                    item["name"] = a.name
+                if a.description:
+                    item["description"] = a.description
+                item["parts"] = [v0_3_part(p, discriminator="type") for p in a.parts]
+                item["index"] = index
+                if a.metadata is not None:
+                    item["metadata"] = a.metadata
+                out["artifacts"].append(item)
+        if t.history:
+            out["history"] = [message(m) for m in t.history]
+        out["metadata"] = t.metadata if t.metadata is not None else {}
+        return out
+
+    def message(self, m: Message) -> dict[str, Any]:
+        return message(m)
+
+    def send_result(self, result: Task | Message) -> dict[str, Any]:
+        # The service never hands a Message to a dialect without message results.
+        return self.task(result) if isinstance(result, Task) else message(result)
+
+    def task_list(self, page: TaskPage, tasks: list[Task], page_size: int) -> dict[str, Any]:
+        return {
+            "tasks": [self.task(t) for t in tasks],
+            "nextPageToken": page.next_page_token,
+            "pageSize": page_size,
+            "totalSize": page.total_size,
+        }
+
+    def error_data(self, error: A2AError) -> Any:
+        return v0_error_data(error)
+
+
+V01 = V01Dialect()

@@ -1,0 +1,116 @@
+"""A2A v0.2/v0.3 JSON: `kind` discriminators, lowercase states, bare results.
+
+The `legacy` variant answers clients that sent the v0.1 names (`params.id`, `sessionId`) to
+v0.3 methods, as the seeds do: it adds `sessionId` beside `contextId` so they find it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shared.dialects.base import timestamp, v0_error_data
+from shared.errors import A2AError
+from shared.model import Artifact, Message, Part, Task, TaskStatus
+from shared.ports import TaskPage
+
+
+def part(p: Part, discriminator: str = "kind") -> dict[str, Any]:
+    out: dict[str, Any]
+    if p.text is not None:
+        out = {discriminator: "text", "text": p.text}
+    elif p.raw is not None or p.url is not None:
+        file: dict[str, Any] = {"bytes": p.raw} if p.raw is not None else {"uri": p.url}
+        if p.filename:
+            file["name"] = p.filename
+        if p.media_type:
+            file["mimeType"] = p.media_type
+        out = {discriminator: "file", "file": file}
+    else:
+        out = {discriminator: "data", "data": p.data}
+    if p.metadata is not None:
+        out["metadata"] = p.metadata
+    return out
+
+
+def message(m: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "kind": "message",
+        "messageId": m.message_id,
+        "role": m.role.value,
+        "parts": [part(p) for p in m.parts],
+    }
+    if m.context_id:
+        out["contextId"] = m.context_id
+    if m.task_id:
+        out["taskId"] = m.task_id
+    if m.reference_task_ids:
+        out["referenceTaskIds"] = list(m.reference_task_ids)
+    if m.extensions:
+        out["extensions"] = list(m.extensions)
+    if m.metadata is not None:
+        out["metadata"] = m.metadata
+    return out
+
+
+def status(s: TaskStatus) -> dict[str, Any]:
+    out: dict[str, Any] = {"state": s.state.value, "timestamp": timestamp(s.timestamp)}
+    if s.message is not None:
+        out["message"] = message(s.message)
+    return out
+
+
+def artifact(a: Artifact) -> dict[str, Any]:
+    out: dict[str, Any] = {"artifactId": a.artifact_id}
+    if a.name:
+        out["name"] = a.name
+    if a.description:
+        out["description"] = a.description
+    out["parts"] = [part(p) for p in a.parts]
+    if a.extensions:
+        out["extensions"] = list(a.extensions)
+    if a.metadata is not None:
+        out["metadata"] = a.metadata
+    return out
+
+
+class V03Dialect:
+    version = "0.3"
+    default_history: int | None = None
+    message_results = True
+
+    def __init__(self, *, legacy: bool = False) -> None:
+        self.legacy = legacy
+        self.name = "0.3-legacy" if legacy else "0.3"
+
+    def task(self, t: Task) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": "task", "id": t.id, "contextId": t.context_id}
+        if self.legacy:
+            out["sessionId"] = t.context_id
+        out["status"] = status(t.status)
+        if t.artifacts:
+            out["artifacts"] = [artifact(a) for a in t.artifacts]
+        if t.history:
+            out["history"] = [message(m) for m in t.history]
+        out["metadata"] = t.metadata if t.metadata is not None else {}
+        return out
+
+    def message(self, m: Message) -> dict[str, Any]:
+        return message(m)
+
+    def send_result(self, result: Task | Message) -> dict[str, Any]:
+        return self.task(result) if isinstance(result, Task) else message(result)
+
+    def task_list(self, page: TaskPage, tasks: list[Task], page_size: int) -> dict[str, Any]:
+        return {
+            "tasks": [self.task(t) for t in tasks],
+            "nextPageToken": page.next_page_token,
+            "pageSize": page_size,
+            "totalSize": page.total_size,
+        }
+
+    def error_data(self, error: A2AError) -> Any:
+        return v0_error_data(error)
+
+
+V03 = V03Dialect()
+V03_LEGACY = V03Dialect(legacy=True)

@@ -1,0 +1,128 @@
+"""A2A v1.0 JSON: ProtoJSON names, TASK_STATE_*/ROLE_* enums, part oneofs, wrapped results,
+and errors carrying a list of google.rpc details."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shared.dialects.base import timestamp
+from shared.errors import A2AError
+from shared.model import Artifact, Message, Part, Task, TaskState, TaskStatus
+from shared.ports import TaskPage
+
+_STATE = {s: "TASK_STATE_" + s.value.upper().replace("-", "_") for s in TaskState}
+_STATE[TaskState.UNKNOWN] = "TASK_STATE_UNSPECIFIED"
+
+
+def part(p: Part) -> dict[str, Any]:
+    out: dict[str, Any] = {p.kind: getattr(p, p.kind)}
+    if p.filename:
+        out["filename"] = p.filename
+    if p.media_type:
+        out["mediaType"] = p.media_type
+    if p.metadata is not None:
+        out["metadata"] = p.metadata
+    return out
+
+
+def message(m: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "messageId": m.message_id,
+        "role": "ROLE_USER" if m.role == "user" else "ROLE_AGENT",
+        "parts": [part(p) for p in m.parts],
+    }
+    if m.context_id:
+        out["contextId"] = m.context_id
+    if m.task_id:
+        out["taskId"] = m.task_id
+    if m.reference_task_ids:
+        out["referenceTaskIds"] = list(m.reference_task_ids)
+    if m.extensions:
+        out["extensions"] = list(m.extensions)
+    if m.metadata is not None:
+        out["metadata"] = m.metadata
+    return out
+
+
+def status(s: TaskStatus) -> dict[str, Any]:
+    out: dict[str, Any] = {"state": _STATE[s.state], "timestamp": timestamp(s.timestamp)}
+    if s.message is not None:
+        out["message"] = message(s.message)
+    return out
+
+
+def artifact(a: Artifact) -> dict[str, Any]:
+    out: dict[str, Any] = {"artifactId": a.artifact_id}
+    if a.name:
+        out["name"] = a.name
+    if a.description:
+        out["description"] = a.description
+    out["parts"] = [part(p) for p in a.parts]
+    if a.extensions:
+        out["extensions"] = list(a.extensions)
+    if a.metadata is not None:
+        out["metadata"] = a.metadata
+    return out
+
+
+def task(t: Task) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": t.id, "contextId": t.context_id, "status": status(t.status)}
+    # ProtoJSON leaves out empty repeated fields.
+    if t.artifacts:
+        out["artifacts"] = [artifact(a) for a in t.artifacts]
+    if t.history:
+        out["history"] = [message(m) for m in t.history]
+    if t.metadata is not None:
+        out["metadata"] = t.metadata
+    return out
+
+
+class V1Dialect:
+    version = "1.0"
+    name = "1.0"
+    default_history: int | None = None
+    message_results = True
+
+    def task(self, t: Task) -> dict[str, Any]:
+        return task(t)
+
+    def message(self, m: Message) -> dict[str, Any]:
+        return message(m)
+
+    def send_result(self, result: Task | Message) -> dict[str, Any]:
+        return {"task": task(result)} if isinstance(result, Task) else {"message": message(result)}
+
+    def task_list(self, page: TaskPage, tasks: list[Task], page_size: int) -> dict[str, Any]:
+        return {
+            "tasks": [task(t) for t in tasks],
+            "nextPageToken": page.next_page_token,
+            "pageSize": page_size,
+            "totalSize": page.total_size,
+        }
+
+    def error_data(self, error: A2AError) -> Any:
+        """An ErrorInfo for A2A errors, a BadRequest naming the field for invalid params."""
+        data: list[dict[str, Any]] = []
+        if error.code > -32100:  # the A2A range, -32001 and up
+            metadata = {k: str(v) for k, v in error.metadata.items()}
+            if error.detail:
+                metadata.setdefault("detail", error.detail)
+            data.append(
+                {
+                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": error.reason,
+                    "domain": "a2a-protocol.org",
+                    "metadata": metadata,
+                }
+            )
+        elif error.field:
+            data.append(
+                {
+                    "@type": "type.googleapis.com/google.rpc.BadRequest",
+                    "fieldViolations": [{"field": error.field, "description": error.detail or ""}],
+                }
+            )
+        return data or None
+
+
+V1 = V1Dialect()

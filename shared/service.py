@@ -1,0 +1,228 @@
+"""The A2A operations on canonical types, for one caller (the owner).
+
+Send, get, list, cancel and the seeds' message listing. Nothing here knows a wire format:
+the bindings decode requests into the values below and encode what comes back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+
+from shared.agent import HandlerModule
+from shared.dialects.decode import ListRequest, SendRequest
+from shared.errors import (
+    InvalidParamsError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from shared.lifecycle import apply
+from shared.model import Message, StatusUpdate, Task, TaskState, TaskStatus, new_id
+from shared.ports import (
+    DuplicateMessage,
+    InvalidPageToken,
+    StoredTask,
+    TaskExists,
+    TaskPage,
+    TaskQuery,
+    TaskStore,
+    VersionConflict,
+)
+from shared.runtime import Turn
+
+_CANCEL_ATTEMPTS = 20
+
+
+def view(task: Task, history_length: int | None, *, artifacts: bool = True) -> Task:
+    """The task as a reader asked for it: the last `history_length` messages (None: all)."""
+    update: dict[str, object] = {}
+    if history_length is not None and len(task.history) > history_length:
+        update["history"] = task.history[len(task.history) - history_length :]
+    if not artifacts and task.artifacts:
+        update["artifacts"] = ()
+    return task.model_copy(update=update) if update else task
+
+
+class A2AService:
+    def __init__(
+        self,
+        store: TaskStore,
+        handler: HandlerModule,
+        *,
+        commit_interval: float = 0.25,
+        background: Callable[[Callable[[], object]], object] | None = None,
+    ) -> None:
+        self.store = store
+        self.handler = handler
+        self._commit_interval = commit_interval
+        # Where non-blocking turns run. The embedded backend's default is a thread pool.
+        self._background = background or ThreadPoolExecutor(thread_name_prefix="turn").submit
+
+    # -- send ------------------------------------------------------------------------------
+
+    def send(
+        self, owner: str, request: SendRequest, *, dialect: str, message_results: bool
+    ) -> Task | Message:
+        """Start or continue a task with the request's message; the task or a direct reply."""
+        message_id = request.message.message_id
+        first = self.store.find_message(owner, message_id)
+        if first is not None:
+            return self._first_result(owner, first, request)
+        stored = self._target(owner, request)
+        if stored is None:
+            task = Task(
+                id=request.task_id or new_id(),
+                context_id=request.context_id or request.session_id or new_id(),
+                status=TaskStatus(state=TaskState.SUBMITTED),
+                metadata=request.metadata,
+            )
+        else:
+            task = stored.task
+        message = request.message.model_copy(
+            update={"task_id": task.id, "context_id": task.context_id}
+        )
+        try:
+            if stored is not None and not stored.task.status.state.interrupted:
+                # A turn is running (submitted or working): the message joins the history,
+                # and the running handler answers it; a second run would race the first.
+                return self._append_only(owner, stored, message, message_id, request)
+            turn = Turn(
+                self.store,
+                owner,
+                self.handler,
+                task=task,
+                stored=stored,
+                message=message,
+                dialect=dialect,
+                message_id=message_id,
+                commit_interval=self._commit_interval,
+                allow_message=message_results and stored is None,
+            )
+            if not request.blocking:
+                turn.persist()
+                self._background(turn.run)
+                return view(turn.task, request.history_length)
+            result = turn.run()
+        except DuplicateMessage as duplicate:
+            return self._first_result(owner, duplicate.task_id, request)
+        except TaskExists:
+            # A v0.1 client named a task that appeared meanwhile (or is another owner's).
+            raise TaskNotFoundError(
+                f"task {task.id} cannot be created: the id is taken", field="params.id"
+            ) from None
+        return result if isinstance(result, Message) else view(result, request.history_length)
+
+    def _target(self, owner: str, request: SendRequest) -> StoredTask | None:
+        """The task the message continues, None for a new one; refuses what can't go on."""
+        if request.task_id is None:
+            return None
+        stored = self.store.get(owner, request.task_id)
+        if stored is None:
+            if request.create_if_missing:
+                return None
+            raise TaskNotFoundError(f"no task {request.task_id}", field="params.message.taskId")
+        state = stored.task.status.state
+        if state.terminal:
+            raise UnsupportedOperationError(
+                f"task {stored.task.id} is {state.value} and cannot take more messages; send "
+                "the message without a taskId (same contextId) to start a follow-up task",
+                field="params.message.taskId",
+            )
+        if request.context_id is not None and request.context_id != stored.task.context_id:
+            raise InvalidParamsError(
+                f"contextId {request.context_id} is not the context of task {stored.task.id} "
+                f"({stored.task.context_id})",
+                field="params.message.contextId",
+            )
+        return stored
+
+    def _append_only(
+        self,
+        owner: str,
+        stored: StoredTask,
+        message: Message,
+        message_id: str,
+        request: SendRequest,
+    ) -> Task:
+        for _ in range(_CANCEL_ATTEMPTS):
+            try:
+                new = self.store.commit(
+                    stored,
+                    stored.task.model_copy(update={"history": (*stored.task.history, message)}),
+                    [message],
+                    message_id=message_id,
+                )
+                return view(new.task, request.history_length)
+            except VersionConflict:
+                fresh = self.store.get(owner, stored.task.id)
+                if fresh is None:
+                    raise TaskNotFoundError(f"no task {stored.task.id}") from None
+                stored = fresh
+                if stored.task.status.state.terminal:
+                    raise UnsupportedOperationError(
+                        f"task {stored.task.id} is {stored.task.status.state.value}"
+                    ) from None
+        raise RuntimeError(f"task {stored.task.id}: too many concurrent writers")
+
+    def _first_result(self, owner: str, task_id: str, request: SendRequest) -> Task:
+        """A repeated messageId gets the task its first send went to, unchanged."""
+        stored = self.store.get(owner, task_id)
+        if stored is None:
+            raise TaskNotFoundError(f"no task {task_id}")
+        return view(stored.task, request.history_length)
+
+    # -- get, list, cancel -----------------------------------------------------------------
+
+    def get(self, owner: str, task_id: str, history_length: int | None) -> StoredTask:
+        stored = self.store.get(owner, task_id)
+        if stored is None:
+            raise TaskNotFoundError(f"no task {task_id}", field="params.id")
+        return replace(stored, task=view(stored.task, history_length))
+
+    def list(self, owner: str, request: ListRequest) -> tuple[TaskPage, list[Task]]:
+        query = TaskQuery(
+            context_id=request.context_id,
+            state=request.state,
+            status_after=request.status_after,
+            page_size=request.page_size,
+            page_token=request.page_token,
+        )
+        try:
+            page = self.store.list(owner, query)
+        except InvalidPageToken as exc:
+            raise InvalidParamsError(str(exc), field="params.pageToken") from None
+        tasks = [
+            view(s.task, request.history_length, artifacts=request.include_artifacts)
+            for s in page.tasks
+        ]
+        return page, tasks
+
+    def cancel(self, owner: str, task_id: str) -> StoredTask:
+        for _ in range(_CANCEL_ATTEMPTS):
+            stored = self.store.get(owner, task_id)
+            if stored is None:
+                raise TaskNotFoundError(f"no task {task_id}", field="params.id")
+            state = stored.task.status.state
+            if state.terminal:
+                raise TaskNotCancelableError(
+                    f"task {task_id} is already {state.value}", field="params.id"
+                )
+            event = StatusUpdate(
+                task_id=task_id,
+                context_id=stored.task.context_id,
+                status=TaskStatus(state=TaskState.CANCELED),
+            )
+            try:
+                return self.store.commit(stored, apply(stored.task, event), [event])
+            except VersionConflict:
+                continue  # the running turn committed meanwhile: read again and decide again
+        raise RuntimeError(f"task {task_id}: too many concurrent writers")
+
+    def messages(self, owner: str, task_id: str) -> tuple[Message, ...]:
+        """The seeds' `messages/list`: the task's whole conversation, oldest first."""
+        stored = self.get(owner, task_id, None)
+        status_message = stored.task.status.message
+        tail = (status_message,) if status_message is not None else ()
+        return (*stored.task.history, *tail)

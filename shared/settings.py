@@ -1,0 +1,96 @@
+"""Deployment settings, read once from environment variables and validated.
+
+Every setting is an `A2A_*` variable (Google's own variables keep their names). A bad value
+stops start-up with a message naming the variable and what it accepts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+# Field name -> environment variable.
+ENVIRONMENT = {
+    "handler": "A2A_HANDLER",
+    "backend": "A2A_BACKEND",
+    "public_url": "A2A_PUBLIC_URL",
+    "agent_name": "A2A_AGENT_NAME",
+    "agent_description": "A2A_AGENT_DESCRIPTION",
+    "agent_version": "A2A_AGENT_VERSION",
+    "provider_organization": "A2A_PROVIDER_ORGANIZATION",
+    "provider_url": "A2A_PROVIDER_URL",
+    "documentation_url": "A2A_DOCUMENTATION_URL",
+    "auth": "A2A_AUTH",
+    "api_keys": "A2A_API_KEYS",
+    "api_key_header": "A2A_API_KEY_HEADER",
+    "max_body_bytes": "A2A_MAX_BODY_BYTES",
+    "commit_interval": "A2A_COMMIT_INTERVAL_SECONDS",
+    "card_max_age": "A2A_CARD_MAX_AGE_SECONDS",
+    "card_style": "A2A_CARD_STYLE",
+    "project": "GOOGLE_CLOUD_PROJECT",
+    "firestore_database": "A2A_FIRESTORE_DATABASE",
+    "retention_days": "A2A_RETENTION_DAYS",
+}
+
+
+class SettingsError(ValueError):
+    """A setting is missing or malformed; the message names the variable."""
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    handler: str = "functions.handlers.sample"
+    backend: Literal["memory", "firestore"] = "memory"
+    public_url: str | None = None
+    agent_name: str | None = None
+    agent_description: str | None = None
+    agent_version: str | None = None
+    provider_organization: str | None = None
+    provider_url: str | None = None
+    documentation_url: str | None = None
+    auth: Literal["none", "api-key"] = "none"
+    api_keys: dict[str, str] = Field(default_factory=dict)  # key -> owner
+    api_key_header: str = "X-API-Key"
+    max_body_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
+    commit_interval: float = Field(default=0.25, gt=0)
+    card_max_age: int = Field(default=300, ge=0)
+    # hybrid: v1.0 and v0.3 fields side by side (every client finds its own); v1: the strict
+    # v1.0 card, for validators with a closed schema (the A2A TCK).
+    card_style: Literal["hybrid", "v1"] = "hybrid"
+    project: str | None = None
+    firestore_database: str = "(default)"
+    retention_days: int = Field(default=30, ge=1)
+
+    @field_validator("api_keys", mode="before")
+    @classmethod
+    def _parse_keys(cls, value: object) -> object:
+        """`owner:key,owner2:key2` -> {key: owner}."""
+        if not isinstance(value, str):
+            return value
+        keys: dict[str, str] = {}
+        for item in filter(None, (i.strip() for i in value.split(","))):
+            owner, sep, key = item.partition(":")
+            if not sep or not owner or not key:
+                raise ValueError("expected owner:key pairs separated by commas")
+            keys[key] = owner
+        return keys
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        environ = os.environ if environ is None else environ
+        values = {f: environ[v] for f, v in ENVIRONMENT.items() if environ.get(v, "") != ""}
+        try:
+            settings = cls(**values)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{ENVIRONMENT.get(str(e['loc'][0]), e['loc'][0])}: {e['msg']}"
+                for e in exc.errors()
+            )
+            raise SettingsError(f"invalid settings: {problems}") from None
+        if settings.auth == "api-key" and not settings.api_keys:
+            raise SettingsError("A2A_AUTH=api-key needs A2A_API_KEYS=owner:key[,owner:key]")
+        return settings

@@ -1,0 +1,182 @@
+"""Shared fixtures: the app in process (fast) and as a real functions-framework server."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import flask
+import pytest
+import requests
+
+from shared.app import build
+from shared.bindings.http import HttpApp
+from shared.settings import Settings
+from shared.store.memory import MemoryTaskStore
+
+ROOT = Path(__file__).resolve().parent.parent
+FUNCTIONS_FRAMEWORK = Path(sys.executable).with_name("functions-framework")
+
+
+def flask_app(app: HttpApp) -> flask.Flask:
+    """A Flask app routing every path to `app`, as functions-framework does."""
+    web = flask.Flask("a2a-test")
+    methods = ["GET", "POST", "PUT", "DELETE", "HEAD", "PATCH"]
+
+    @web.route("/", defaults={"path": ""}, methods=methods)
+    @web.route("/<path:path>", methods=methods)
+    def _all(path: str) -> flask.Response:
+        return app(flask.request)
+
+    return web
+
+
+class Client:
+    """A JSON-RPC caller over a Flask test client."""
+
+    def __init__(self, app: HttpApp) -> None:
+        self.app = app
+        self.http = flask_app(app).test_client()
+
+    def post(self, body: Any, headers: dict[str, str] | None = None, path: str = "/") -> Any:
+        data = body if isinstance(body, bytes | str) else json.dumps(body)
+        hdrs = {"Content-Type": "application/json", **(headers or {})}
+        return self.http.post(path, data=data, headers=hdrs)
+
+    def rpc(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        version: str | None = None,
+        request_id: Any = 1,
+        headers: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            body["params"] = params
+        hdrs = dict(headers or {})
+        if version is not None:
+            hdrs["A2A-Version"] = version
+        response = self.post(body, hdrs)
+        assert response.status_code == 200, response.data
+        payload: dict[str, Any] = response.get_json()
+        return payload
+
+    def result(self, method: str, params: Any = None, **kwargs: Any) -> Any:
+        payload = self.rpc(method, params, **kwargs)
+        assert "error" not in payload, payload
+        return payload["result"]
+
+    def error(self, method: str, params: Any = None, **kwargs: Any) -> dict[str, Any]:
+        payload = self.rpc(method, params, **kwargs)
+        assert "result" not in payload, payload
+        error: dict[str, Any] = payload["error"]
+        return error
+
+
+@pytest.fixture
+def make_client() -> Callable[..., Client]:
+    """A client over a fresh in-process app; keyword arguments are Settings fields."""
+
+    def make(**settings: Any) -> Client:
+        values = {"handler": "functions.handlers.sample", **settings}
+        return Client(build(Settings(**values), store=MemoryTaskStore()))
+
+    return make
+
+
+@pytest.fixture
+def client(make_client: Callable[..., Client]) -> Client:
+    return make_client()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class Server:
+    """`functions-framework --target=a2a` in its own process, as `make run` starts it."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.port = free_port()
+        self.url = f"http://localhost:{self.port}"
+        full_env = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+        self.process = subprocess.Popen(
+            [
+                str(FUNCTIONS_FRAMEWORK),
+                "--target=a2a",
+                f"--source={ROOT / 'functions' / 'main.py'}",
+                f"--port={self.port}",
+            ],
+            cwd=ROOT,
+            env=full_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        self._wait()
+
+    def _wait(self) -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                output = self.process.stdout.read().decode() if self.process.stdout else ""
+                raise RuntimeError(f"the server exited at start:\n{output}")
+            try:
+                requests.get(f"{self.url}/.well-known/agent-card.json", timeout=1)
+                return
+            except requests.ConnectionError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("the server did not answer within 30 s")
+
+    def rpc(self, body: Any, headers: dict[str, str] | None = None, path: str = "/") -> Any:
+        hdrs = {"Content-Type": "application/json", **(headers or {})}
+        response = requests.post(
+            f"{self.url}{path}", data=json.dumps(body), headers=hdrs, timeout=30
+        )
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        if self.process.stdout:
+            self.process.stdout.close()
+
+
+@pytest.fixture
+def start_server() -> Iterator[Callable[..., Server]]:
+    """Start servers with extra environment variables; all are stopped after the test."""
+    servers: list[Server] = []
+
+    def start(**env: str) -> Server:
+        server = Server(env)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Server]:
+    """One sample-agent server for a test module."""
+    started = Server({"A2A_HANDLER": "functions.handlers.sample"})
+    yield started
+    started.stop()

@@ -1,0 +1,1 @@
+"""Handler modules that only test configurations load."""

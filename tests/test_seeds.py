@@ -1,0 +1,251 @@
+"""Every request in the seed documents, sent as written to a running `a2a` function.
+
+The seeds reuse one task id across sections, so each section gets a fresh server, set up in
+the state the section describes. Requests of later issues (streaming, push) must still get a
+well-formed error in the caller's dialect.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from tests.conftest import Server
+
+SEEDS = Path(__file__).parent / "seeds"
+TASK = "de38c76d-d54c-436c-8b9f-4c2703648d64"
+
+
+def seed(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((SEEDS / f"{name}.json").read_text())
+    return data
+
+
+S000 = seed("seed000")["requests"]
+S004 = seed("seed004")["requests"]
+
+Start = Callable[..., Server]
+
+
+def assert_v03_task(result: dict[str, Any], task_id: str | None = None) -> None:
+    assert result["kind"] == "task"
+    assert result["contextId"]
+    if task_id:
+        assert result["id"] == task_id
+
+
+def test_seed000_send_then_get(start_server: Start) -> None:
+    server = start_server()
+    sent = server.rpc(S000["send_joke"])
+    assert sent["id"] == 1
+    result = sent["result"]
+    assert_v03_task(result, TASK)
+    assert result["status"]["state"] == "completed"
+    assert result["sessionId"] == result["contextId"]  # the client spoke v0.1 names
+    [joke] = result["artifacts"]
+    assert joke["name"] == "joke"
+    assert joke["parts"] == [
+        {"kind": "text", "text": "Why did the chicken cross the road? To get to the other side!"}
+    ]
+
+    got = server.rpc(S000["get_task"])["result"]
+    assert_v03_task(got, TASK)
+    assert got["status"]["state"] == "completed"
+    assert got["artifacts"] == result["artifacts"]
+    assert [m["parts"][0]["text"] for m in got["history"]] == ["tell me a joke"]
+    assert got["history"][0]["role"] == "user"
+
+
+def test_seed000_cancel(start_server: Start) -> None:
+    server = start_server()
+    # The section cancels a task that is still open: put one in input-required first.
+    waiting = server.rpc(S000["phone_seq1"])["result"]
+    assert waiting["status"]["state"] == "input-required"
+    canceled = server.rpc(S000["cancel_task"])
+    assert canceled["id"] == 1
+    assert canceled["result"]["id"] == TASK
+    assert canceled["result"]["status"]["state"] == "canceled"
+    again = server.rpc(S000["cancel_task"])
+    assert again["error"]["code"] == -32002
+
+
+def test_seed000_multi_turn_phone_order(start_server: Start) -> None:
+    server = start_server()
+    first = server.rpc(S000["phone_seq1"])["result"]
+    assert_v03_task(first, TASK)
+    assert first["status"]["state"] == "input-required"
+    question = first["status"]["message"]
+    assert question["role"] == "agent"
+    assert question["parts"] == [{"kind": "text", "text": "Select a phone type (iPhone/Android)"}]
+
+    # As written, seq 3 carries the sessionId of the seed's own server, not ours: v0.1's
+    # sessionId never contradicts the task's context, so the order goes through.
+    second = server.rpc(S000["phone_seq3"])
+    assert second["id"] == 2
+    result = second["result"]
+    assert result["id"] == TASK
+    assert result["contextId"] == first["contextId"]
+    assert result["status"]["state"] == "completed"
+    [order] = result["artifacts"]
+    assert order["name"] == "order-confirmation"
+    text = order["parts"][0]["text"]
+    assert text.startswith("I have ordered a new Android device for you. Your request number is R")
+    texts = [m["parts"][0]["text"] for m in result["history"]]
+    assert texts == [
+        "request a new phone for me",
+        "Select a phone type (iPhone/Android)",
+        "Android",
+    ]
+
+
+def test_seed000_push_is_refused_until_push_exists(start_server: Start) -> None:
+    server = start_server()
+    for name in ("set_push", "get_push"):
+        answer = server.rpc(S000[name])
+        assert answer["id"] == 1
+        assert answer["error"]["code"] == -32003
+        assert answer["error"]["message"].startswith("Push Notification is not supported")
+
+
+def test_seed000_streaming_is_refused_until_streaming_exists(start_server: Start) -> None:
+    server = start_server()
+    for name in ("stream", "resubscribe"):
+        answer = server.rpc(S000[name])  # no "jsonrpc", no "id": answered all the same
+        assert answer["id"] is None
+        assert answer["error"]["code"] == -32004
+
+
+def test_seed000_non_textual_media(start_server: Start) -> None:
+    server = start_server()
+    sent = server.rpc(S000["media_seq1"])
+    assert sent["id"] == 9
+    result = sent["result"]
+    assert_v03_task(result, TASK)
+    assert result["status"]["state"] == "completed"
+    [analysis] = result["artifacts"]
+    assert "application/pdf" in analysis["parts"][0]["text"]
+    # The progress message the agent sent on the way is history now.
+    assert "analysis in progress, please wait" in json.dumps(result["history"])
+
+    got = server.rpc(S000["media_seq3"])
+    assert got["id"] == 10
+    assert got["result"]["status"]["state"] == "completed"
+    assert got["result"]["artifacts"] == result["artifacts"]
+
+
+def test_seed000_structured_output(start_server: Start) -> None:
+    server = start_server()
+    result = server.rpc(S000["structured"])["result"]
+    assert_v03_task(result, TASK)
+    assert result["status"]["state"] == "completed"
+    tickets = [
+        {"ticketNumber": "REQ12312", "description": "request for VPN access"},
+        {"ticketNumber": "REQ23422", "description": "Add to DL - team-gcp-onboarding"},
+    ]
+    [artifact] = result["artifacts"]
+    assert artifact["parts"][0] == {"kind": "data", "data": tickets}
+    assert json.loads(result["status"]["message"]["parts"][0]["text"]) == tickets
+
+
+def test_seed000_agent_card_example_fields_are_served(server: Server) -> None:
+    """The seed's card shows the fields a card has; ours has each of them (or its 1.0 form)."""
+    example = seed("seed000")["agent_card_example"]
+    card = requests.get(f"{server.url}/.well-known/agent-card.json", timeout=5).json()
+    for field in ("name", "description", "url", "version", "capabilities", "skills"):
+        assert field in example and field in card
+    for skill in card["skills"]:
+        assert {"id", "name", "description", "tags"} <= skill.keys()
+
+
+def test_seed002_stream_on_its_own_path(server: Server) -> None:
+    data = seed("seed002")
+    answer = server.rpc(data["requests"]["stream"], path=data["path"])
+    assert answer["id"] == "791"
+    assert answer["error"]["code"] == -32004  # streaming: a later issue
+
+
+def test_seed003_v01_send_with_parts_under_data(start_server: Start) -> None:
+    server = start_server()
+    answer = server.rpc(seed("seed003")["requests"]["send_joke"])
+    assert answer["id"] == 1
+    result = answer["result"]
+    assert result["id"] == TASK
+    assert result["sessionId"]
+    assert "kind" not in result and "contextId" not in result  # v0.1 answers in v0.1
+    assert result["status"]["state"] == "completed"
+    assert result["artifacts"] == [
+        {
+            "name": "joke",
+            "parts": [
+                {
+                    "type": "text",
+                    "text": "Why did the chicken cross the road? To get to the other side!",
+                }
+            ],
+            "index": 0,
+        }
+    ]
+
+
+def test_seed004_informal_forms(start_server: Start) -> None:
+    server = start_server()
+    for name in ("envelope", "send"):
+        answer = server.rpc(S004[name])
+        assert answer["id"] == S004[name]["id"]
+        assert_v03_task(answer["result"])
+        assert answer["result"]["status"]["state"] == "completed"
+
+    # The section's task id is "task-7f3a"; a v0.1 client can name its task, so make it so,
+    # in input-required so that the seed's cancel has something to cancel.
+    opened = server.rpc(
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "tasks/send",
+            "params": {
+                "id": "task-7f3a",
+                "message": {
+                    "role": "user",
+                    "parts": [{"type": "text", "text": "new phone please"}],
+                },
+            },
+        }
+    )
+    assert opened["result"]["status"]["state"] == "input-required"
+
+    got = server.rpc(S004["get"])
+    assert got["id"] == "2"
+    assert got["result"]["id"] == "task-7f3a"
+    assert got["result"]["status"]["state"] == "input-required"
+    assert [m["parts"][0]["text"] for m in got["result"]["history"]] == ["new phone please"]
+
+    listed = server.rpc(S004["messages_list"])
+    assert listed["id"] == "5"
+    texts = [m["parts"][0]["text"] for m in listed["result"]]
+    assert texts == ["new phone please", "Select a phone type (iPhone/Android)"]
+    assert [m["role"] for m in listed["result"]] == ["user", "agent"]
+
+    pushed = server.rpc(S004["push_config"])
+    assert pushed["error"]["code"] == -32003  # push: a later issue
+
+    canceled = server.rpc(S004["cancel"])
+    assert canceled["id"] == "3"
+    assert canceled["result"]["status"]["state"] == "canceled"
+
+
+@pytest.mark.parametrize("path", ["/.well-known/agent-card", "/.well-known/agent.json"])
+def test_seed004_card_paths(server: Server, path: str) -> None:
+    response = requests.get(f"{server.url}{path}", timeout=5)
+    assert response.status_code == 200
+    assert response.json()["name"]
+
+
+def test_seed004_sse_route_answers_a_clear_error(server: Server) -> None:
+    response = requests.get(f"{server.url}/sse?taskId=task-7f3a", timeout=5)
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32004
