@@ -42,7 +42,10 @@ def build(settings: Settings | None = None, store: TaskStore | None = None) -> H
     settings = settings or Settings.from_env()
     module = load_handler_module(settings.handler)
     service = A2AService(
-        store or _store(settings), module, commit_interval=settings.commit_interval
+        store or _store(settings),
+        module,
+        commit_interval=settings.commit_interval,
+        deduplicate=settings.deduplicate_messages,
     )
     card = AgentCard(
         card_template(module, settings), _card_time(module), hybrid=settings.card_style == "hybrid"

@@ -52,11 +52,13 @@ class A2AService:
         handler: HandlerModule,
         *,
         commit_interval: float = 0.25,
+        deduplicate: bool = True,
         background: Callable[[Callable[[], object]], object] | None = None,
     ) -> None:
         self.store = store
         self.handler = handler
         self._commit_interval = commit_interval
+        self._deduplicate = deduplicate
         # Where non-blocking turns run. The embedded backend's default is a thread pool.
         self._background = background or ThreadPoolExecutor(thread_name_prefix="turn").submit
 
@@ -66,10 +68,11 @@ class A2AService:
         self, owner: str, request: SendRequest, *, dialect: str, message_results: bool
     ) -> Task | Message:
         """Start or continue a task with the request's message; the task or a direct reply."""
-        message_id = request.message.message_id
-        first = self.store.find_message(owner, message_id)
-        if first is not None:
-            return self._first_result(owner, first, request)
+        message_id = request.message.message_id if self._deduplicate else None
+        if message_id is not None:
+            first = self.store.find_message(owner, message_id)
+            if first is not None:
+                return self._first_result(owner, first, request)
         stored = self._target(owner, request)
         if stored is None:
             task = Task(
@@ -143,7 +146,7 @@ class A2AService:
         owner: str,
         stored: StoredTask,
         message: Message,
-        message_id: str,
+        message_id: str | None,
         request: SendRequest,
     ) -> Task:
         for _ in range(_CANCEL_ATTEMPTS):

@@ -30,6 +30,7 @@ ENVIRONMENT = {
     "commit_interval": "A2A_COMMIT_INTERVAL_SECONDS",
     "card_max_age": "A2A_CARD_MAX_AGE_SECONDS",
     "card_style": "A2A_CARD_STYLE",
+    "deduplicate_messages": "A2A_DEDUPLICATE_MESSAGES",
     "project": "GOOGLE_CLOUD_PROJECT",
     "firestore_database": "A2A_FIRESTORE_DATABASE",
     "retention_days": "A2A_RETENTION_DAYS",
@@ -61,6 +62,9 @@ class Settings(BaseModel):
     # hybrid: v1.0 and v0.3 fields side by side (every client finds its own); v1: the strict
     # v1.0 card, for validators with a closed schema (the A2A TCK).
     card_style: Literal["hybrid", "v1"] = "hybrid"
+    # A resent messageId gets the first send's task. Off only for clients that reuse message
+    # ids for different messages (the A2A TCK does): ids are meant to be unique.
+    deduplicate_messages: bool = True
     project: str | None = None
     firestore_database: str = "(default)"
     retention_days: int = Field(default=30, ge=1)
