@@ -20,7 +20,10 @@ def new_id() -> str:
 
 
 def utc_now() -> datetime:
-    return datetime.now(UTC)
+    """Now, to the millisecond: the wire's precision, so a timestamp a client read back
+    compares equal to the stored one (ListTasks' statusTimestampAfter relies on it)."""
+    now = datetime.now(UTC)
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
 
 
 class _Model(BaseModel):

@@ -136,7 +136,7 @@ class Server:
                 requests.get(f"{self.url}/.well-known/agent-card.json", timeout=1)
                 return
             except requests.ConnectionError:
-                time.sleep(0.05)
+                time.sleep(0.01)
         self.stop()
         raise RuntimeError("the server did not answer within 30 s")
 

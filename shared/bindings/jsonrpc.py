@@ -69,8 +69,9 @@ def _send(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
 
 
 def _reader_dialect(dialect: Dialect, origin: str) -> Dialect:
-    """v0.x `tasks/*` methods serve v0.1 and v0.3 alike: answer in the task's own dialect."""
-    return dialect if dialect.version == "1.0" else BY_NAME.get(origin, dialect)
+    """v0.x `tasks/*` methods serve v0.1 and v0.3 alike: answer in the task's own v0.x dialect."""
+    own = BY_NAME.get(origin, dialect)
+    return own if dialect.version != "1.0" and own.version != "1.0" else dialect
 
 
 def _get(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:

@@ -45,7 +45,7 @@ def decode_token(query: TaskQuery) -> Cursor | None:
         stamp, task_id, fingerprint = json.loads(base64.urlsafe_b64decode(padded))
         cursor = Cursor(datetime.fromisoformat(stamp), str(task_id))
     except (ValueError, TypeError) as exc:
-        raise InvalidPageToken("pageToken is not a token this server issued") from exc
+        raise InvalidPageToken("'params.pageToken' is not a token this server issued") from exc
     if fingerprint != _fingerprint(query):
-        raise InvalidPageToken("pageToken was issued for other filters")
+        raise InvalidPageToken("'params.pageToken' was issued for other filters")
     return cursor

@@ -1,0 +1,1 @@
+"""Benchmarks (`make bench`): figures, not pass/fail tests."""

@@ -1,0 +1,139 @@
+"""`make bench`: throughput, latency, cold start and memory of the `a2a` function.
+
+Runs functions-framework as `make run` does, on the embedded backend with the echo agent,
+and drives it over real HTTP from this process. Every loop is bounded in count and time and
+talks to localhost only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import requests
+
+from tests.conftest import Server
+
+
+def send_body(text: str) -> str:
+    message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": text}]}
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+    )
+
+
+HEADERS = {"Content-Type": "application/json", "A2A-Version": "1.0"}
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def rss_mib(pid: int) -> tuple[float, float]:
+    """(current, peak) resident memory of a process, from /proc."""
+    fields = dict(
+        line.split(":", 1)
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+        if ":" in line
+    )
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+
+
+def cold_start(env: dict[str, str]) -> tuple[float, float]:
+    """Seconds from process start to the first answered send, and to the first card."""
+    started = time.perf_counter()
+    server = Server(env)  # returns once the card answers
+    card_at = time.perf_counter() - started
+    response = requests.post(server.url, data=send_body("first"), headers=HEADERS, timeout=30)
+    first_send = time.perf_counter() - started
+    assert response.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    server.stop()
+    return first_send, card_at
+
+
+def load(
+    server: Server, clients: int, requests_per_client: int, max_seconds: float
+) -> dict[str, float]:
+    latencies: list[float] = []
+    errors = 0
+    lock = threading.Lock()
+    deadline = time.monotonic() + max_seconds
+
+    def client() -> None:
+        nonlocal errors
+        session = requests.Session()
+        mine: list[float] = []
+        bad = 0
+        for i in range(requests_per_client):
+            if time.monotonic() > deadline:
+                break
+            body = send_body(f"hello {i}")
+            t0 = time.perf_counter()
+            answer = session.post(server.url, data=body, headers=HEADERS, timeout=30).json()
+            mine.append(time.perf_counter() - t0)
+            bad += "result" not in answer
+        with lock:
+            latencies.extend(mine)
+            errors += bad
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - t0
+    return {
+        "requests": len(latencies),
+        "errors": errors,
+        "rps": len(latencies) / elapsed,
+        "p50_ms": percentile(latencies, 0.50) * 1000,
+        "p99_ms": percentile(latencies, 0.99) * 1000,
+        "mean_ms": statistics.fmean(latencies) * 1000,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--requests", type=int, default=150, help="per client")
+    parser.add_argument("--seconds", type=float, default=60, help="upper bound for the load phase")
+    args = parser.parse_args()
+    env = {"A2A_HANDLER": "functions.handlers.echo", "A2A_BACKEND": "memory"}
+
+    print("cold start (embedded backend, echo agent), 3 runs:")
+    for _ in range(3):
+        first_send, card = cold_start(env)
+        print(
+            f"  process start -> first card {card * 1000:.0f} ms, "
+            f"-> first send answered {first_send * 1000:.0f} ms"
+        )
+
+    server = Server(env)
+    try:
+        idle, _ = rss_mib(server.process.pid)
+        load(server, 2, 20, 10)  # warm-up
+        print(
+            f"\nblocking SendMessage, {args.clients} concurrent clients, "
+            "embedded backend, echo agent:"
+        )
+        figures = load(server, args.clients, args.requests, args.seconds)
+        now, peak = rss_mib(server.process.pid)
+        print(
+            f"  {figures['requests']:.0f} requests, {figures['errors']:.0f} errors: "
+            f"{figures['rps']:.0f} req/s, p50 {figures['p50_ms']:.1f} ms, "
+            f"p99 {figures['p99_ms']:.1f} ms, mean {figures['mean_ms']:.1f} ms"
+        )
+        print(f"  server memory: {idle:.0f} MiB idle, {now:.0f} MiB after, {peak:.0f} MiB peak")
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

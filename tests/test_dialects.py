@@ -1,0 +1,276 @@
+"""Each protocol version gets its own wire format back, for the same task."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+
+from shared.dialects import decode
+from shared.errors import InvalidParamsError
+from shared.model import Role, TaskState
+from tests.conftest import Client
+
+TEXT = "hello there"
+
+
+def test_v1_send_is_wrapped_protojson(client: Client) -> None:
+    result = client.result(
+        "SendMessage",
+        {"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": TEXT}]}},
+        version="1.0",
+    )
+    task = result["task"]
+    assert set(task) == {"id", "contextId", "status", "artifacts", "history"}
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert task["status"]["timestamp"].endswith("Z")
+    assert task["history"][0] == {
+        "messageId": "m1",
+        "role": "ROLE_USER",
+        "parts": [{"text": TEXT}],
+        "contextId": task["contextId"],
+        "taskId": task["id"],
+    }
+    [artifact] = task["artifacts"]
+    assert artifact["parts"] == [{"text": TEXT}]
+    assert "kind" not in str(result)
+
+
+def test_v03_send_is_bare_with_kinds(client: Client) -> None:
+    result = client.result(
+        "message/send",
+        {
+            "message": {
+                "messageId": "m1",
+                "role": "user",
+                "parts": [{"kind": "text", "text": TEXT}],
+                "kind": "message",
+            }
+        },
+    )
+    assert result["kind"] == "task"
+    assert result["status"]["state"] == "completed"
+    assert result["history"][0]["kind"] == "message"
+    assert result["history"][0]["role"] == "user"
+    assert result["artifacts"][0]["parts"] == [{"kind": "text", "text": TEXT}]
+    assert "sessionId" not in result
+
+
+def test_v01_send_uses_client_id_and_session(client: Client) -> None:
+    params = {
+        "id": "client-task-1",
+        "sessionId": "session-9",
+        "message": {"role": "user", "parts": [{"type": "text", "text": TEXT}]},
+        "historyLength": 5,
+    }
+    result = client.result("tasks/send", params)
+    assert result["id"] == "client-task-1"
+    assert result["sessionId"] == "session-9"
+    assert result["status"]["state"] == "completed"
+    assert result["artifacts"][0] == {
+        "name": "echo",
+        "parts": [{"type": "text", "text": TEXT}],
+        "index": 0,
+    }
+    assert result["history"][0] == {"role": "user", "parts": [{"type": "text", "text": TEXT}]}
+    # A v0.1 reader asking nothing gets no history, as v0.1 said.
+    got = client.result("tasks/get", {"id": "client-task-1"})
+    assert "history" not in got and got["sessionId"] == "session-9"
+
+
+def test_one_task_read_in_every_version(client: Client) -> None:
+    sent = client.result(
+        "SendMessage",
+        {
+            "message": {
+                "messageId": "m1",
+                "role": "ROLE_USER",
+                "parts": [{"text": "request a new phone"}],
+            }
+        },
+        version="1.0",
+    )
+    task_id = sent["task"]["id"]
+    v1 = client.result("GetTask", {"id": task_id}, version="1.0")
+    v03 = client.result("tasks/get", {"id": task_id})
+    assert v1["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert v03["status"]["state"] == "input-required"
+    assert v1["status"]["message"]["role"] == "ROLE_AGENT"
+    assert v03["status"]["message"]["role"] == "agent"
+    assert v1["id"] == v03["id"] == task_id
+
+
+def test_canceled_and_rejected_states(make_client: Any) -> None:
+    tck = make_client(handler="tests.handlers.tck")
+    rejected = tck.result(
+        "SendMessage",
+        {
+            "message": {
+                "messageId": "tck-reject-task-1",
+                "role": "ROLE_USER",
+                "parts": [{"text": "x"}],
+            }
+        },
+    )["task"]
+    assert rejected["status"]["state"] == "TASK_STATE_REJECTED"
+    assert tck.result("tasks/get", {"id": rejected["id"]})["status"]["state"] == "rejected"
+    waiting = tck.result(
+        "message/send",
+        {
+            "message": {
+                "messageId": "tck-input-required-1",
+                "role": "user",
+                "parts": [{"kind": "text", "text": "x"}],
+            }
+        },
+    )
+    canceled = tck.result("CancelTask", {"id": waiting["id"]}, version="1.0")
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+    assert tck.result("tasks/get", {"id": waiting["id"]})["status"]["state"] == "canceled"
+
+
+def test_file_and_data_parts_in_each_version(make_client: Any) -> None:
+    tck = make_client(handler="tests.handlers.tck")
+
+    def send(method: str, mid: str, version: str | None = None) -> dict[str, Any]:
+        part = {"text": "x"} if method == "SendMessage" else {"kind": "text", "text": "x"}
+        role = "ROLE_USER" if method == "SendMessage" else "user"
+        result: dict[str, Any] = tck.result(
+            method, {"message": {"messageId": mid, "role": role, "parts": [part]}}, version=version
+        )
+        task: dict[str, Any] = result.get("task", result)
+        return task
+
+    v1_file = send("SendMessage", "tck-artifact-file-1", "1.0")["artifacts"][0]["parts"][0]
+    assert v1_file == {
+        "raw": base64.b64encode(b"tck").decode(),
+        "filename": "output.txt",
+        "mediaType": "text/plain",
+    }
+    v03_file = send("message/send", "tck-artifact-file-2")["artifacts"][0]["parts"][0]
+    assert v03_file == {
+        "kind": "file",
+        "file": {"bytes": "dGNr", "name": "output.txt", "mimeType": "text/plain"},
+    }
+    v03_url = send("message/send", "tck-artifact-file-url-3")["artifacts"][0]["parts"][0]
+    assert v03_url["file"]["uri"] == "https://example.com/output.txt"
+    v1_data = send("SendMessage", "tck-artifact-data-4", "1.0")["artifacts"][0]["parts"][0]
+    assert v1_data == {"data": {"key": "value", "count": 42}}
+    v03_data = send("message/send", "tck-artifact-data-5")["artifacts"][0]["parts"][0]
+    assert v03_data == {"kind": "data", "data": {"key": "value", "count": 42}}
+
+
+def test_message_results_per_version(make_client: Any) -> None:
+    tck = make_client(handler="tests.handlers.tck")
+    v1 = tck.result(
+        "SendMessage",
+        {
+            "message": {
+                "messageId": "tck-message-response-1",
+                "role": "ROLE_USER",
+                "parts": [{"text": "x"}],
+            }
+        },
+    )
+    assert set(v1) == {"message"}
+    assert v1["message"]["parts"] == [{"text": "Direct message response"}]
+    assert v1["message"]["role"] == "ROLE_AGENT"
+    assert "taskId" not in v1["message"]
+    v03 = tck.result(
+        "message/send",
+        {
+            "message": {
+                "messageId": "tck-message-response-2",
+                "role": "user",
+                "parts": [{"kind": "text", "text": "x"}],
+            }
+        },
+    )
+    assert v03["kind"] == "message"
+    # v0.1 has no message results: the reply is a completed task's status message.
+    v01 = tck.result(
+        "tasks/send",
+        {
+            "id": "t-v01",
+            "message": {
+                "messageId": "tck-message-response-3",
+                "role": "user",
+                "parts": [{"type": "text", "text": "x"}],
+            },
+        },
+    )
+    assert v01["status"]["state"] == "completed"
+    assert v01["status"]["message"]["parts"] == [
+        {"type": "text", "text": "Direct message response"}
+    ]
+
+
+def test_error_shapes_per_version(client: Client) -> None:
+    v1 = client.error("GetTask", {"id": "missing"}, version="1.0")
+    assert v1 == {
+        "code": -32001,
+        "message": "Task not found: no task missing",
+        "data": [
+            {
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": "TASK_NOT_FOUND",
+                "domain": "a2a-protocol.org",
+                "metadata": {"detail": "no task missing"},
+            }
+        ],
+    }
+    v03 = client.error("tasks/get", {"id": "missing"})
+    assert v03 == {
+        "code": -32001,
+        "message": "Task not found: no task missing",
+        "data": {"field": "params.id", "detail": "no task missing"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("method", "code"),
+    [
+        ("SendStreamingMessage", -32004),
+        ("SubscribeToTask", -32004),
+        ("message/stream", -32004),
+        ("tasks/resubscribe", -32004),
+        ("tasks/sendSubscribe", -32004),
+        ("CreateTaskPushNotificationConfig", -32003),
+        ("tasks/pushNotificationConfig/set", -32003),
+        ("tasks/pushNotification/get", -32003),
+        ("GetExtendedAgentCard", -32004),
+        ("agent/getAuthenticatedExtendedCard", -32004),
+    ],
+)
+def test_methods_of_later_issues_say_unsupported(client: Client, method: str, code: int) -> None:
+    assert client.error(method, {})["code"] == code
+
+
+def test_lenient_part_forms_decode_alike() -> None:
+    forms = [
+        {"kind": "text", "text": "a"},
+        {"type": "text", "text": "a"},
+        {"text": "a"},
+    ]
+    assert {decode.part(f, "p").text for f in forms} == {"a"}
+    file_forms = [
+        {"kind": "file", "file": {"bytes": "QQ==", "mimeType": "x/y", "name": "n"}},
+        {"kind": "file", "file": {"data": "QQ==", "mimeType": "x/y", "name": "n"}},
+        {"raw": "QQ==", "mediaType": "x/y", "filename": "n"},
+        {"raw": "QQ==", "media_type": "x/y", "filename": "n"},
+    ]
+    parts = [decode.part(f, "p") for f in file_forms]
+    assert {(p.raw, p.media_type, p.filename) for p in parts} == {("QQ==", "x/y", "n")}
+
+
+def test_lenient_message_and_states() -> None:
+    message = decode.message(
+        {"message_id": "m", "role": "ROLE_AGENT", "content": [{"text": "a"}], "context_id": "c"},
+        "m",
+    )
+    assert (message.message_id, message.role, message.context_id) == ("m", Role.AGENT, "c")
+    assert decode.state("TASK_STATE_CANCELLED", "s") is TaskState.CANCELED
+    assert decode.state("input-required", "s") is TaskState.INPUT_REQUIRED
+    with pytest.raises(InvalidParamsError):
+        decode.state("sleeping", "s")

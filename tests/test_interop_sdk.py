@@ -1,0 +1,149 @@
+"""Interop: the official Python SDK (a2a-sdk 1.3) talks to a running `a2a` function.
+
+It is a real, independent client over real HTTP: once as an A2A 1.0 client (what it picks
+from our card), once as a 0.3 client (its compat transport, which a 0.3-only card selects).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    TaskState,
+)
+
+from tests.conftest import Server
+
+T = TypeVar("T")
+
+
+def run(coroutine: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coroutine)
+
+
+def message(text: str, task_id: str | None = None, context_id: str | None = None) -> Message:
+    msg = Message(role=Role.ROLE_USER, message_id=str(uuid.uuid4()), parts=[Part(text=text)])
+    if task_id:
+        msg.task_id = task_id
+    if context_id:
+        msg.context_id = context_id
+    return msg
+
+
+METHODS = {
+    "1.0": ("SendMessage", "GetTask", "CancelTask"),
+    "0.3": ("message/send", "tasks/get", "tasks/cancel"),
+}
+
+
+@asynccontextmanager
+async def sdk_client(url: str, version: str) -> AsyncIterator[Any]:
+    sent: list[str] = []
+
+    async def record(request: httpx.Request) -> None:
+        if request.method == "POST":
+            sent.append(json.loads(request.content)["method"])
+
+    async with httpx.AsyncClient(timeout=30, event_hooks={"request": [record]}) as http:
+        card = await A2ACardResolver(http, url).get_agent_card()
+        if version == "0.3":
+            # The SDK speaks 0.3 only to a card that offers no 1.0 interface.
+            keep = [i for i in card.supported_interfaces if i.protocol_version.startswith("0.")]
+            del card.supported_interfaces[:]
+            card.supported_interfaces.extend(keep)
+        client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
+        try:
+            yield client
+        finally:
+            await client.close()
+    # The client really spoke the version under test.
+    assert sent and set(sent) <= set(METHODS[version]), sent
+
+
+async def send(client: Any, msg: Message) -> Any:
+    results = [event async for event in client.send_message(SendMessageRequest(message=msg))]
+    assert len(results) == 1
+    return results[0]
+
+
+@pytest.fixture(params=["1.0", "0.3"])
+def version(request: pytest.FixtureRequest) -> str:
+    value: str = request.param
+    return value
+
+
+def test_card_is_understood(server: Server) -> None:
+    async def check() -> Any:
+        async with httpx.AsyncClient() as http:
+            return await A2ACardResolver(http, server.url).get_agent_card()
+
+    card = run(check())
+    assert card.name == "a2a-functions sample agent"
+    assert [(i.protocol_binding, i.protocol_version) for i in card.supported_interfaces] == [
+        ("JSONRPC", "1.0"),
+        ("JSONRPC", "0.3"),
+    ]
+    assert card.supported_interfaces[0].url == f"{server.url}/"
+    assert {s.id for s in card.skills} >= {"echo", "phone-order"}
+
+
+def test_send_get_and_multi_turn(server: Server, version: str) -> None:
+    async def scenario() -> None:
+        async with sdk_client(server.url, version) as client:
+            first = await send(client, message("I would like a new phone"))
+            task = first.task
+            assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+            assert task.status.message.parts[0].text == "Select a phone type (iPhone/Android)"
+            second = await send(client, message("Android", task.id, task.context_id))
+            done = second.task
+            assert done.id == task.id
+            assert done.status.state == TaskState.TASK_STATE_COMPLETED
+            assert "Android" in done.artifacts[0].parts[0].text
+            got = await client.get_task(GetTaskRequest(id=task.id, history_length=1))
+            assert got.status.state == TaskState.TASK_STATE_COMPLETED
+            assert len(got.history) == 1
+            assert got.history[0].parts[0].text == "Android"
+
+    run(scenario())
+
+
+def test_cancel_and_errors(server: Server, version: str) -> None:
+    from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
+
+    async def scenario() -> None:
+        async with sdk_client(server.url, version) as client:
+            waiting = (await send(client, message("new phone"))).task
+            canceled = await client.cancel_task(CancelTaskRequest(id=waiting.id))
+            assert canceled.status.state == TaskState.TASK_STATE_CANCELED
+            with pytest.raises(TaskNotCancelableError):
+                await client.cancel_task(CancelTaskRequest(id=waiting.id))
+            with pytest.raises(TaskNotFoundError):
+                await client.get_task(GetTaskRequest(id="no-such-task"))
+
+    run(scenario())
+
+
+def test_echo_round_trip(server: Server, version: str) -> None:
+    async def scenario() -> None:
+        async with sdk_client(server.url, version) as client:
+            result = await send(client, message("héllo, wörld"))
+            task = result.task
+            assert task.status.state == TaskState.TASK_STATE_COMPLETED
+            assert task.artifacts[0].parts[0].text == "héllo, wörld"
+            assert task.history[0].role == Role.ROLE_USER
+
+    run(scenario())

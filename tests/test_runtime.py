@@ -1,0 +1,202 @@
+"""Running handlers: coalesced commits, visibility of slow turns, cancel, async, misuse."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from shared.agent import AgentInfo, Context, HandlerModule, TurnEnded
+from shared.dialects.decode import SendRequest
+from shared.model import Event, Message, Part, Role, Task, TaskState
+from shared.ports import StoredTask, TaskQuery
+from shared.service import A2AService
+from shared.store.memory import MemoryTaskStore
+from tests.handlers import slow
+
+
+class CountingStore(MemoryTaskStore):
+    """The memory store, counting commits (creates included)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.commits = 0
+
+    def create(self, owner: str, task: Task, events: Sequence[Event], **kwargs: Any) -> StoredTask:
+        self.commits += 1
+        return super().create(owner, task, events, **kwargs)
+
+    def commit(
+        self, current: StoredTask, task: Task, events: Sequence[Event], **kwargs: Any
+    ) -> StoredTask:
+        self.commits += 1
+        return super().commit(current, task, events, **kwargs)
+
+
+def module(handle: Any) -> HandlerModule:
+    return HandlerModule(name="test", handle=handle, info=AgentInfo(), skills=())
+
+
+def request(
+    text: str, message_id: str = "m", task_id: str | None = None, blocking: bool = True
+) -> SendRequest:
+    message = Message(
+        message_id=message_id, role=Role.USER, parts=(Part(text=text),), task_id=task_id
+    )
+    return SendRequest(
+        message=message,
+        task_id=task_id,
+        context_id=None,
+        session_id=None,
+        create_if_missing=False,
+        history_length=None,
+        blocking=blocking,
+        metadata=None,
+    )
+
+
+def service(
+    handle: Any, store: MemoryTaskStore | None = None, interval: float = 0.25
+) -> A2AService:
+    return A2AService(store or MemoryTaskStore(), module(handle), commit_interval=interval)
+
+
+def test_a_short_turn_is_one_commit() -> None:
+    store = CountingStore()
+
+    def handle(ctx: Context) -> None:
+        ctx.progress("thinking")
+        ctx.artifact(text="a")
+        ctx.artifact(text="b")
+
+    task = service(handle, store).send("o", request("x"), dialect="1.0", message_results=True)
+    assert isinstance(task, Task)
+    assert store.commits == 1
+    assert [e.seq for e in store.events("o", task.id)] == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_silent_slow_turn_becomes_visible_within_the_interval() -> None:
+    store = CountingStore()
+    release = threading.Event()
+
+    def handle(ctx: Context) -> None:
+        release.wait(5)
+        ctx.artifact(text="late")
+
+    svc = service(handle, store, interval=0.05)
+    result: list[Any] = []
+    worker = threading.Thread(
+        target=lambda: result.append(
+            svc.send("o", request("x"), dialect="1.0", message_results=True)
+        )
+    )
+    worker.start()
+    time.sleep(0.3)
+    page = store.list("o", TaskQuery())
+    assert [s.task.status.state for s in page.tasks] == [TaskState.WORKING]
+    release.set()
+    worker.join(5)
+    assert result[0].status.state is TaskState.COMPLETED
+    assert store.commits == 3  # the timer's create, the late artifact, the end
+
+
+def test_cancel_from_another_thread_stops_the_handler() -> None:
+    svc = service(slow.handle, interval=0.05)
+    result: list[Any] = []
+    worker = threading.Thread(
+        target=lambda: result.append(
+            svc.send("o", request("steps=100 delay=0.02"), dialect="1.0", message_results=True)
+        )
+    )
+    worker.start()
+    time.sleep(0.3)
+    [stored] = svc.store.list("o", TaskQuery()).tasks
+    svc.cancel("o", stored.task.id)
+    worker.join(5)
+    assert not worker.is_alive()
+    final = result[0]
+    assert final.status.state is TaskState.CANCELED
+    assert svc.store.get("o", stored.task.id).task.status.state is TaskState.CANCELED  # type: ignore[union-attr]
+    assert slow.SEEN.get(stored.task.id) == "canceled"
+    assert not final.artifacts  # what the handler did after the cancel is not recorded
+
+
+def test_async_handler(make_client: Any) -> None:
+    app = make_client(handler="tests.handlers.asynchronous")
+    task = app.result(
+        "SendMessage",
+        {"message": {"role": "ROLE_USER", "parts": [{"text": "hi"}], "messageId": "a"}},
+        version="1.0",
+    )["task"]
+    assert task["artifacts"][0]["parts"] == [{"text": "async: hi"}]
+
+
+def test_acting_after_the_turn_ended_fails_the_task() -> None:
+    def handle(ctx: Context) -> None:
+        ctx.complete("done")
+        ctx.artifact(text="too late")
+
+    task = service(handle).send("o", request("x"), dialect="1.0", message_results=True)
+    assert isinstance(task, Task)
+    assert task.status.state is TaskState.COMPLETED  # the first end stands
+    assert not task.artifacts
+
+
+def test_turn_ended_is_raised_to_the_handler() -> None:
+    raised: list[BaseException] = []
+
+    def handle(ctx: Context) -> None:
+        ctx.ask("which one?")
+        try:
+            ctx.progress("more")
+        except TurnEnded as exc:
+            raised.append(exc)
+
+    task = service(handle).send("o", request("x"), dialect="1.0", message_results=True)
+    assert isinstance(task, Task) and task.status.state is TaskState.INPUT_REQUIRED
+    assert raised and "already ended" in str(raised[0])
+
+
+def test_artifact_needs_exactly_one_content() -> None:
+    def handle(ctx: Context) -> None:
+        ctx.artifact(text="a", data={"b": 1})
+
+    task = service(handle).send("o", request("x"), dialect="1.0", message_results=True)
+    assert isinstance(task, Task) and task.status.state is TaskState.FAILED
+
+
+def test_chunked_artifact_is_assembled() -> None:
+    def handle(ctx: Context) -> None:
+        first = ctx.artifact(text="one ", name="doc")
+        ctx.artifact(text="two ", artifact_id=first, append=True)
+        ctx.artifact(text="three", artifact_id=first, append=True, last_chunk=True)
+
+    task = service(handle).send("o", request("x"), dialect="1.0", message_results=True)
+    assert isinstance(task, Task)
+    [artifact] = task.artifacts
+    assert [p.text for p in artifact.parts] == ["one ", "two ", "three"]
+    assert artifact.name == "doc"
+
+
+def test_reply_after_output_becomes_a_completed_task() -> None:
+    def handle(ctx: Context) -> None:
+        ctx.artifact(text="a")
+        ctx.reply("and a message")
+
+    result = service(handle).send("o", request("x"), dialect="1.0", message_results=True)
+    assert isinstance(result, Task)
+    assert result.status.state is TaskState.COMPLETED
+    assert (
+        result.status.message is not None and result.status.message.parts[0].text == "and a message"
+    )
+
+
+@pytest.mark.parametrize("bad", ["functions.handlers.nope", "shared.model"])
+def test_bad_handler_module_names_the_setting(bad: str) -> None:
+    from shared.agent import HandlerModuleError, load_handler_module
+
+    with pytest.raises(HandlerModuleError, match="A2A_HANDLER"):
+        load_handler_module(bad)

@@ -1,0 +1,308 @@
+"""The A2A operations end to end in one process: multi-turn, cancel, list, owners, retries."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from tests.conftest import Client
+
+
+def send(client: Client, text: str, **message: Any) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "message": {"role": "ROLE_USER", "parts": [{"text": text}], **message}
+    }
+    configuration = message.pop("configuration", None)
+    params["message"].pop("configuration", None)
+    if configuration is not None:
+        params["configuration"] = configuration
+    task: dict[str, Any] = client.result("SendMessage", params, version="1.0")["task"]
+    return task
+
+
+def test_multi_turn_continues_the_same_task(client: Client) -> None:
+    first = send(client, "I need a new phone", messageId="a")
+    assert first["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    second = send(
+        client, "iPhone please", messageId="b", taskId=first["id"], contextId=first["contextId"]
+    )
+    assert second["id"] == first["id"]
+    assert second["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert "iPhone" in second["artifacts"][0]["parts"][0]["text"]
+    texts = [m["parts"][0]["text"] for m in second["history"]]
+    assert texts == ["I need a new phone", "Select a phone type (iPhone/Android)", "iPhone please"]
+
+
+def test_context_is_inferred_from_the_task(client: Client) -> None:
+    first = send(client, "new phone", messageId="a")
+    second = send(client, "Android", messageId="b", taskId=first["id"])
+    assert second["contextId"] == first["contextId"]
+
+
+def test_auth_required_continues_like_input_required(make_client: Any) -> None:
+    auth = make_client(handler="tests.handlers.auth")
+    first = send(auth, "open the vault", messageId="a")
+    assert first["status"]["state"] == "TASK_STATE_AUTH_REQUIRED"
+    second = send(auth, "token is ready", messageId="b", taskId=first["id"])
+    assert second["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_terminal_task_refuses_messages(client: Client) -> None:
+    done = send(client, "hello", messageId="a")
+    error = client.error(
+        "SendMessage",
+        {
+            "message": {
+                "role": "ROLE_USER",
+                "parts": [{"text": "more"}],
+                "messageId": "b",
+                "taskId": done["id"],
+            }
+        },
+        version="1.0",
+    )
+    assert error["code"] == -32004
+    assert "follow-up" in error["message"]
+    unchanged = client.result("GetTask", {"id": done["id"]}, version="1.0")
+    assert len(unchanged["history"]) == 1
+
+
+def test_follow_up_in_the_same_context_is_a_new_task(client: Client) -> None:
+    done = send(client, "hello", messageId="a")
+    follow = send(
+        client, "again", messageId="b", contextId=done["contextId"], referenceTaskIds=[done["id"]]
+    )
+    assert follow["id"] != done["id"]
+    assert follow["contextId"] == done["contextId"]
+    assert follow["history"][0]["referenceTaskIds"] == [done["id"]]
+
+
+def test_context_mismatch_is_refused(client: Client) -> None:
+    waiting = send(client, "new phone", messageId="a")
+    error = client.error(
+        "SendMessage",
+        {
+            "message": {
+                "role": "ROLE_USER",
+                "parts": [{"text": "x"}],
+                "messageId": "b",
+                "taskId": waiting["id"],
+                "contextId": "other",
+            }
+        },
+        version="1.0",
+    )
+    assert error["code"] == -32602
+
+
+def test_unknown_task_id_is_not_found(client: Client) -> None:
+    error = client.error(
+        "SendMessage",
+        {
+            "message": {
+                "role": "ROLE_USER",
+                "parts": [{"text": "x"}],
+                "messageId": "b",
+                "taskId": "nope",
+            }
+        },
+        version="1.0",
+    )
+    assert error["code"] == -32001
+    assert client.error("GetTask", {"id": "nope"}, version="1.0")["code"] == -32001
+    assert client.error("CancelTask", {"id": "nope"}, version="1.0")["code"] == -32001
+
+
+def test_cancel_rules(client: Client) -> None:
+    waiting = send(client, "new phone", messageId="a")
+    canceled = client.result("CancelTask", {"id": waiting["id"]}, version="1.0")
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+    error = client.error("CancelTask", {"id": waiting["id"]}, version="1.0")
+    assert error["code"] == -32002
+    assert error["data"][0]["reason"] == "TASK_NOT_CANCELABLE"
+    assert client.error("tasks/cancel", {"id": waiting["id"]})["code"] == -32002
+
+
+@pytest.mark.parametrize(("length", "expected"), [(None, 3), (0, 0), (1, 1), (2, 2), (10, 3)])
+def test_history_length(client: Client, length: int | None, expected: int) -> None:
+    first = send(client, "new phone", messageId="a")
+    send(client, "Android", messageId="b", taskId=first["id"])
+    params: dict[str, Any] = {"id": first["id"]}
+    if length is not None:
+        params["historyLength"] = length
+    task = client.result("GetTask", params, version="1.0")
+    history = task.get("history", [])
+    assert len(history) == expected
+    if expected:
+        assert history[-1]["parts"][0]["text"] == "Android"  # the most recent ones
+    snake = client.result("GetTask", {"id": first["id"], "history_length": 1}, version="1.0")
+    assert len(snake["history"]) == 1
+
+
+def test_send_history_length_zero(client: Client) -> None:
+    task = send(client, "hello", messageId="a", configuration={"historyLength": 0})
+    assert "history" not in task
+
+
+def test_list_filters_and_pages(client: Client) -> None:
+    ids = [send(client, f"hello {i}", messageId=f"m{i}", contextId="ctx-a")["id"] for i in range(5)]
+    waiting = send(client, "new phone", messageId="w", contextId="ctx-b")
+    page = client.result("ListTasks", {"contextId": "ctx-a", "pageSize": 2}, version="1.0")
+    assert page["totalSize"] == 5 and page["pageSize"] == 2
+    listed = list(page["tasks"])
+    while page["nextPageToken"]:
+        page = client.result(
+            "ListTasks",
+            {"contextId": "ctx-a", "pageSize": 2, "pageToken": page["nextPageToken"]},
+            version="1.0",
+        )
+        listed += page["tasks"]
+    assert sorted(t["id"] for t in listed) == sorted(ids)  # each once
+    stamps = [t["status"]["timestamp"] for t in listed]
+    assert stamps == sorted(stamps, reverse=True)  # newest first
+    assert "artifacts" not in page["tasks"][0]  # includeArtifacts defaults to false
+    with_artifacts = client.result(
+        "ListTasks", {"contextId": "ctx-a", "include_artifacts": True}, version="1.0"
+    )
+    assert all(t["artifacts"] for t in with_artifacts["tasks"])
+    by_state = client.result("ListTasks", {"status": "TASK_STATE_INPUT_REQUIRED"}, version="1.0")
+    assert [t["id"] for t in by_state["tasks"]] == [waiting["id"]]
+    everything = client.result("ListTasks", {}, version="1.0")
+    assert everything["totalSize"] == 6 and everything["nextPageToken"] == ""
+
+
+def test_list_status_timestamp_after(client: Client) -> None:
+    send(client, "old", messageId="a")
+    time.sleep(0.01)
+    cut = client.result("ListTasks", {}, version="1.0")["tasks"][0]["status"]["timestamp"]
+    time.sleep(0.01)
+    new = send(client, "new", messageId="b")
+    after = client.result("ListTasks", {"statusTimestampAfter": cut}, version="1.0")
+    assert [t["id"] for t in after["tasks"]] == [new["id"]]
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"pageSize": 0}, "params.pageSize"),
+        ({"pageSize": 101}, "params.pageSize"),
+        ({"pageToken": "garbage"}, "params.pageToken"),
+        ({"status": "TASK_STATE_SLEEPING"}, "params.status"),
+        ({"statusTimestampAfter": "yesterday"}, "params.statusTimestampAfter"),
+    ],
+)
+def test_list_bad_params(client: Client, params: dict[str, Any], field: str) -> None:
+    error = client.error("ListTasks", params, version="1.0")
+    assert error["code"] == -32602
+    assert field in error["message"]
+
+
+def test_page_token_is_bound_to_its_filters(client: Client) -> None:
+    for i in range(3):
+        send(client, "x", messageId=f"m{i}", contextId="c1")
+    token = client.result("ListTasks", {"contextId": "c1", "pageSize": 1}, version="1.0")[
+        "nextPageToken"
+    ]
+    error = client.error("ListTasks", {"contextId": "c2", "pageToken": token}, version="1.0")
+    assert error["code"] == -32602
+
+
+def test_owners_see_only_their_tasks(make_client: Any) -> None:
+    app = make_client(auth="api-key", api_keys={"key-a": "alice", "key-b": "bob"})
+    alice = {"X-API-Key": "key-a"}
+    bob = {"X-API-Key": "key-b"}
+    params = {"message": {"role": "ROLE_USER", "parts": [{"text": "new phone"}], "messageId": "a"}}
+    task = app.result("SendMessage", params, version="1.0", headers=alice)["task"]
+    assert app.error("GetTask", {"id": task["id"]}, version="1.0", headers=bob)["code"] == -32001
+    assert app.error("CancelTask", {"id": task["id"]}, version="1.0", headers=bob)["code"] == -32001
+    follow = {
+        "message": {
+            "role": "ROLE_USER",
+            "parts": [{"text": "iPhone"}],
+            "messageId": "b",
+            "taskId": task["id"],
+        }
+    }
+    assert app.error("SendMessage", follow, version="1.0", headers=bob)["code"] == -32001
+    assert app.result("ListTasks", {}, version="1.0", headers=bob)["totalSize"] == 0
+    assert (
+        app.result("GetTask", {"id": task["id"]}, version="1.0", headers=alice)["id"] == task["id"]
+    )
+
+
+def test_missing_or_wrong_api_key_is_401(make_client: Any) -> None:
+    app = make_client(auth="api-key", api_keys={"key-a": "alice"})
+    for headers in ({}, {"X-API-Key": "wrong"}):
+        response = app.post(
+            {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}, headers
+        )
+        assert response.status_code == 401
+        assert "X-API-Key" in response.get_json()["error"]["message"]
+        assert response.headers["WWW-Authenticate"]
+
+
+def test_resent_message_gets_the_first_result(client: Client) -> None:
+    first = send(client, "hello", messageId="same")
+    again = send(client, "hello", messageId="same")
+    assert again["id"] == first["id"]
+    assert again["history"] == first["history"]
+    assert client.result("ListTasks", {}, version="1.0")["totalSize"] == 1
+
+
+def test_resent_follow_up_adds_no_history(client: Client) -> None:
+    first = send(client, "new phone", messageId="a")
+    send(client, "Android", messageId="b", taskId=first["id"])
+    again = send(client, "Android", messageId="b", taskId=first["id"])
+    assert len(again["history"]) == 3
+
+
+def test_deduplication_can_be_turned_off(make_client: Any) -> None:
+    app = make_client(deduplicate_messages=False)
+    assert send(app, "hi", messageId="same")["id"] != send(app, "hi", messageId="same")["id"]
+
+
+def test_non_blocking_send_returns_at_once_then_completes(make_client: Any) -> None:
+    app = make_client(handler="tests.handlers.slow")
+    started = time.monotonic()
+    task = send(
+        app, "steps=10 delay=0.05", messageId="a", configuration={"returnImmediately": True}
+    )
+    assert time.monotonic() - started < 0.4
+    assert task["status"]["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        got = app.result("GetTask", {"id": task["id"]}, version="1.0")
+        if got["status"]["state"] == "TASK_STATE_COMPLETED":
+            break
+        time.sleep(0.05)
+    assert got["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert got["artifacts"][0]["parts"] == [{"text": "done"}]
+
+
+def test_v03_blocking_false_is_non_blocking(make_client: Any) -> None:
+    app = make_client(handler="tests.handlers.slow")
+    params = {
+        "message": {
+            "role": "user",
+            "parts": [{"kind": "text", "text": "steps=20 delay=0.05"}],
+            "messageId": "a",
+        },
+        "configuration": {"blocking": False},
+    }
+    started = time.monotonic()
+    task = app.result("message/send", params)
+    assert time.monotonic() - started < 0.5
+    assert task["status"]["state"] in ("submitted", "working")
+
+
+def test_message_to_a_working_task_joins_its_history(make_client: Any) -> None:
+    app = make_client(handler="tests.handlers.slow")
+    task = send(
+        app, "steps=20 delay=0.05", messageId="a", configuration={"returnImmediately": True}
+    )
+    time.sleep(0.3)
+    joined = send(app, "by the way", messageId="b", taskId=task["id"])
+    assert joined["id"] == task["id"]
+    assert any(m["parts"][0]["text"] == "by the way" for m in joined["history"])
