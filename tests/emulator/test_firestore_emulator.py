@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -57,3 +59,23 @@ def test_jar_from_the_environment_wins(tmp_path: Path) -> None:
     jar = tmp_path / "emulator.jar"
     jar.write_bytes(b"")
     assert find_jar({"FIRESTORE_EMULATOR_JAR": str(jar)}) == jar
+
+
+def test_fixture_fails_loudly_without_java(tmp_path: Path) -> None:
+    # A suite that uses the fixture on a machine without Java must error, never skip.
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["emulator.pytest_plugin"]\n')
+    (tmp_path / "test_uses_it.py").write_text("def test_it(firestore_emulator):\n    pass\n")
+    env = {**os.environ, "PATH": str(tmp_path)}  # no java on it
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        cwd=Path(__file__).resolve().parents[2],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1, result.stdout
+    assert "1 error" in result.stdout
+    assert "skipped" not in result.stdout
+    assert "java was not found on PATH" in result.stdout
