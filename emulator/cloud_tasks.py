@@ -50,6 +50,8 @@ SECRET_ENV = "CLOUD_TASKS_EMULATOR_SECRET"
 NAME_RETENTION_ENV = "CLOUD_TASKS_EMULATOR_NAME_RETENTION"
 DEFAULT_PORT = 9022
 _LIST_QUEUES = "/google.cloud.tasks.v2.CloudTasks/ListQueues"
+# The emulator is local: gRPC must not route it through an $http_proxy of the machine.
+_NO_PROXY = [("grpc.enable_http_proxy", 0)]
 
 
 def _venv_python(venv: Path) -> Path:
@@ -150,7 +152,7 @@ def _answers_list_queues(address: str, timeout: float = 1.0) -> bool:
     """True when a ListQueues call succeeds (an empty request is an empty byte string)."""
     import grpc  # type: ignore[import-untyped]
 
-    with grpc.insecure_channel(address) as channel:
+    with grpc.insecure_channel(address, options=_NO_PROXY) as channel:
         call = channel.unary_unary(_LIST_QUEUES)
         try:
             call(b"", timeout=timeout)
@@ -281,5 +283,5 @@ def tasks_client(address: str | None = None) -> CloudTasksClient:
     from google.cloud.tasks_v2 import CloudTasksClient
     from google.cloud.tasks_v2.services.cloud_tasks.transports import CloudTasksGrpcTransport
 
-    channel = grpc.insecure_channel(address)
+    channel = grpc.insecure_channel(address, options=_NO_PROXY)
     return CloudTasksClient(transport=CloudTasksGrpcTransport(channel=channel))

@@ -74,10 +74,14 @@ def find_java() -> str:
     return java
 
 
+# The emulator is always local: an $http_proxy of the machine must not see these calls.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
 def _http(method: str, url: str, timeout: float = 5.0) -> tuple[int, str]:
     req = urllib.request.Request(url, method=method)
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
+        with _OPENER.open(req, timeout=timeout) as resp:
             return int(resp.status), resp.read().decode(errors="replace")
     except urllib.error.HTTPError as exc:
         with exc:

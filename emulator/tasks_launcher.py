@@ -65,6 +65,8 @@ DEFAULT_MAX_BACKOFF = timedelta(seconds=3600)
 DEFAULT_MAX_DOUBLINGS = 16
 DEFAULT_CONCURRENCY = 1000
 DEFAULT_DEADLINE = 600.0  # seconds; real HTTP tasks default to 10 minutes
+# Targets are local processes; a proxy from the environment would not reach them.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def _now() -> datetime:
@@ -308,7 +310,7 @@ class State(pkg.QueueState):  # type: ignore[misc]
         deadline = task.dispatch_deadline.total_seconds() or DEFAULT_DEADLINE
         log.info("[TASKS] %s %s (attempt %d)", req.method, http.url, task.dispatch_count)
         try:
-            with urllib.request.urlopen(req, timeout=deadline) as resp:
+            with _OPENER.open(req, timeout=deadline) as resp:
                 resp.read()
                 return int(resp.status)
         except urllib.error.HTTPError as exc:
