@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import itertools
 import subprocess
 import time
@@ -13,7 +14,12 @@ import pytest
 from google.api_core.exceptions import AlreadyExists, NotFound
 from google.cloud import tasks_v2
 
-from emulator.cloud_tasks import TasksEmulator, installed_version, start_tasks_emulator
+from emulator.cloud_tasks import (
+    TasksEmulator,
+    ensure_tasks_venv,
+    installed_version,
+    start_tasks_emulator,
+)
 from emulator.http_target import HttpTarget as Target
 from emulator.oidc import TokenError, bearer_token, verify_token
 
@@ -196,8 +202,14 @@ def test_oidc_token_becomes_a_verifiable_bearer_header(
     assert hits[path].headers["X-CloudTasks-QueueName"] == queue.rsplit("/", 1)[-1]
 
 
-def test_start_and_stop_by_pid(tmp_path: Any) -> None:
+def test_venv_setup_is_idempotent(tasks_emulator: TasksEmulator) -> None:
     assert installed_version() == "0.6.2"
+    said = io.StringIO()
+    ensure_tasks_venv(out=said)  # already there: nothing to do, nothing to say
+    assert said.getvalue() == ""
+
+
+def test_start_and_stop_by_pid(tmp_path: Any) -> None:
     emu = start_tasks_emulator(log_dir=tmp_path)
     assert emu.alive() and emu.is_ready()
     emu.stop()
