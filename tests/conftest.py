@@ -21,6 +21,9 @@ from shared.bindings.http import HttpApp
 from shared.settings import Settings
 from shared.store.memory import MemoryTaskStore
 
+# The emulator fixtures: firestore_emulator, clean_firestore, tasks_emulator, tasks_client.
+pytest_plugins = ["emulator.pytest_plugin"]
+
 ROOT = Path(__file__).resolve().parent.parent
 FUNCTIONS_FRAMEWORK = Path(sys.executable).with_name("functions-framework")
 
