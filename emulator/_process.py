@@ -1,0 +1,156 @@
+"""Process plumbing shared by the emulator launchers: ports, log files, start and stop by PID.
+
+Both emulators run as child processes in a session of their own, so that stopping one also
+stops anything it forked (the process group has the child's PID as its id).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+# The repository root: emulator/ sits directly under it.
+REPO_ROOT = Path(__file__).resolve().parent.parent
+# Logs, the tasks venv and locks live here; .gitignore lists it.
+STATE_DIR = REPO_ROOT / ".emulators"
+
+
+class EmulatorError(RuntimeError):
+    """An emulator could not be found, installed, started or reached; the message says why."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port the OS reports free right now (another process may still take it before us)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def port_in_use(host: str, port: int) -> bool:
+    """True when something already accepts connections on host:port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex((host, port)) == 0
+
+
+def log_tail(path: Path, lines: int = 30) -> str:
+    """The last lines of a log file, for error messages; empty when the file is missing."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def spawn(
+    argv: Sequence[str], log_path: Path, *, env: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start argv with stdout and stderr appended to log_path, in a new session (own group)."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        # The child keeps its own copy of the descriptor, so ours can be closed at once.
+        return subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=dict(env) if env is not None else None,
+            cwd=REPO_ROOT,
+            start_new_session=True,
+        )
+
+
+def pid_alive(pid: int) -> bool:
+    """True while a process with this PID exists (zombies of our own children excluded)."""
+    try:
+        # Reap it if it is our exited child, so that a zombie does not count as alive.
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    except ChildProcessError:
+        pass  # not our child: fall back to signal 0
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    # The group first (it holds anything the emulator forked), then the PID itself, in case
+    # it was started by someone else without a session of its own.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, sig)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
+
+
+def stop_pid(
+    pid: int, *, grace: float = 5.0, process: subprocess.Popen[bytes] | None = None
+) -> None:
+    """Stop a process and its group: SIGTERM, wait up to grace seconds, then SIGKILL."""
+    if process is not None and process.poll() is not None:
+        # Already exited; still sweep its group, in case a grandchild outlived it.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+        return
+    _signal_group(pid, signal.SIGTERM)
+    if not _wait_gone(pid, grace, process):
+        _signal_group(pid, signal.SIGKILL)
+        _wait_gone(pid, 5.0, process)
+    # Whatever is left in the group (a grandchild ignoring SIGTERM) goes too.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _wait_gone(pid: int, timeout: float, process: subprocess.Popen[bytes] | None) -> bool:
+    if process is not None:
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            return True
+        time.sleep(0.05)
+    return not pid_alive(pid)
+
+
+def wait_until(
+    ready: Callable[[], bool],
+    *,
+    process: subprocess.Popen[bytes],
+    timeout: float,
+    what: str,
+    log_path: Path,
+) -> None:
+    """Poll ready() until it is true; fail early if the process exits, else at the timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        code = process.poll()
+        if code is not None:
+            raise EmulatorError(
+                f"{what} exited with code {code} before it was ready. "
+                f"Log {log_path}:\n{log_tail(log_path)}"
+            )
+        if ready():
+            return
+        if time.monotonic() >= deadline:
+            stop_pid(process.pid, process=process)
+            raise EmulatorError(
+                f"{what} was not ready after {timeout:.0f} s (stopped it). "
+                f"Log {log_path}:\n{log_tail(log_path)}"
+            )
+        time.sleep(0.05)

@@ -1,0 +1,199 @@
+"""The local Firestore emulator: find the jar, start Java directly, wait, reset, stop by PID.
+
+Owns the official emulator's lifecycle for tests (`emulator.pytest_plugin`) and for manual use
+(`python -m emulator`). Java is started directly rather than through `gcloud emulators`,
+because killing that wrapper leaves Java running; we hold Java's own PID.
+Only the standard library is imported, so this is cheap to import anywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from emulator._process import (
+    STATE_DIR,
+    EmulatorError,
+    free_port,
+    pid_alive,
+    port_in_use,
+    spawn,
+    stop_pid,
+    wait_until,
+)
+
+JAR_ENV = "FIRESTORE_EMULATOR_JAR"
+DEFAULT_JAR = Path(
+    "/usr/lib/google-cloud-sdk/platform/cloud-firestore-emulator/cloud-firestore-emulator.jar"
+)
+HOST_ENV = "FIRESTORE_EMULATOR_HOST"
+MAIN_CLASS = "com.google.cloud.datastore.emulator.firestore.CloudFirestore"
+# A "demo-" project id can never reach a real project, whatever credentials are around.
+DEFAULT_PROJECT = "demo-a2a-functions"
+DEFAULT_PORT = 8085
+
+
+def find_jar(env: Mapping[str, str] | None = None, default: Path = DEFAULT_JAR) -> Path:
+    """The emulator jar: $FIRESTORE_EMULATOR_JAR if it exists, else the gcloud SDK's copy."""
+    env = os.environ if env is None else env
+    tried: list[str] = []
+    configured = env.get(JAR_ENV)
+    if configured:
+        if Path(configured).is_file():
+            return Path(configured)
+        tried.append(f"${JAR_ENV}={configured} (no such file)")
+    else:
+        tried.append(f"${JAR_ENV} (not set)")
+    if default.is_file():
+        return default
+    tried.append(f"{default} (no such file)")
+    raise EmulatorError(
+        "The Firestore emulator jar was not found. Looked at: "
+        + "; ".join(tried)
+        + ". Fix: run `gcloud components install cloud-firestore-emulator` "
+        f"(or point ${JAR_ENV} at cloud-firestore-emulator.jar)."
+    )
+
+
+def find_java() -> str:
+    """The java executable on PATH, or a clear error naming the fix."""
+    java = shutil.which("java")
+    if java is None:
+        raise EmulatorError(
+            "java was not found on PATH; the Firestore emulator needs Java 17 or newer. "
+            "Fix: install a JRE (Debian: `apt-get install openjdk-17-jre-headless`)."
+        )
+    return java
+
+
+def _http(method: str, url: str, timeout: float = 5.0) -> tuple[int, str]:
+    req = urllib.request.Request(url, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return int(resp.status), resp.read().decode(errors="replace")
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return exc.code, exc.read().decode(errors="replace")
+
+
+@dataclass
+class FirestoreEmulator:
+    """A running Firestore emulator that we started; stop() it (or use it as a context)."""
+
+    host: str
+    port: int
+    pid: int
+    log_path: Path
+    project: str = DEFAULT_PROJECT
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    # Seconds from spawn to the first Ok, for the figures people quote.
+    startup_seconds: float = 0.0
+
+    @property
+    def address(self) -> str:
+        """host:port, the value for FIRESTORE_EMULATOR_HOST."""
+        return f"{self.host}:{self.port}"
+
+    def env(self) -> dict[str, str]:
+        """The environment variables a client (or a child process) needs."""
+        return {HOST_ENV: self.address}
+
+    def is_ready(self) -> bool:
+        """True when the emulator answers GET / with Ok."""
+        try:
+            status, body = _http("GET", f"http://{self.address}/", timeout=1.0)
+        except OSError:
+            return False
+        return status == 200 and body.strip() == "Ok"
+
+    def reset(self, project: str | None = None) -> None:
+        """Delete every document of the project's default database."""
+        project = project or self.project
+        url = f"http://{self.address}/emulator/v1/projects/{project}/databases/(default)/documents"
+        try:
+            status, body = _http("DELETE", url)
+        except OSError as exc:
+            raise EmulatorError(f"Firestore emulator reset failed ({url}): {exc}") from exc
+        if status != 200:
+            raise EmulatorError(f"Firestore emulator reset answered {status}: {body[:500]}")
+
+    def alive(self) -> bool:
+        """True while the emulator's process exists."""
+        if self.process is not None:
+            return self.process.poll() is None
+        return pid_alive(self.pid)
+
+    def stop(self) -> None:
+        """Stop the emulator and its process group (terminate, then kill)."""
+        stop_pid(self.pid, process=self.process)
+
+    def __enter__(self) -> FirestoreEmulator:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def start_firestore(
+    port: int | None = None,
+    *,
+    host: str = "127.0.0.1",
+    project: str = DEFAULT_PROJECT,
+    timeout: float = 30.0,
+    jar: Path | None = None,
+    log_dir: Path | None = None,
+) -> FirestoreEmulator:
+    """Start the Firestore emulator and wait until it answers.
+
+    port=None picks a free port. Raises EmulatorError when java or the jar is missing, the
+    port is taken, or the emulator is not ready within timeout seconds (with its log tail).
+    """
+    java = find_java()
+    jar = jar or find_jar()
+    if port is None:
+        port = free_port(host)
+    elif port_in_use(host, port):
+        raise EmulatorError(
+            f"Port {host}:{port} is already in use; is another Firestore emulator running? "
+            "Stop it, or choose another port."
+        )
+    log_path = (log_dir or STATE_DIR) / f"firestore-{port}.log"
+    log_path.unlink(missing_ok=True)
+    argv = [
+        java,
+        # English messages, whatever the machine's locale: the log is read by people.
+        "-Duser.language=en",
+        "-cp",
+        str(jar),
+        MAIN_CLASS,
+        "start",
+        f"--host={host}",
+        f"--port={port}",
+    ]
+    started = time.monotonic()
+    process = spawn(argv, log_path)
+    emu = FirestoreEmulator(
+        host=host, port=port, pid=process.pid, log_path=log_path, project=project, process=process
+    )
+    wait_until(
+        emu.is_ready,
+        process=process,
+        timeout=timeout,
+        what=f"The Firestore emulator (pid {process.pid}, port {port})",
+        log_path=log_path,
+    )
+    emu.startup_seconds = time.monotonic() - started
+    return emu

@@ -1,0 +1,3 @@
+"""Suite-wide pytest setup: the emulator fixtures (firestore_emulator, tasks_emulator, ...)."""
+
+pytest_plugins = ["emulator.pytest_plugin"]
