@@ -11,17 +11,19 @@ from typing import Any
 import pytest
 from google.cloud import firestore
 
+from emulator.firestore import FirestoreEmulator
 from shared import lifecycle
 from shared.errors import InvalidParamsError
 from shared.model import Artifact, ArtifactUpdate, Event, Message, Part, Role
-from shared.store.firestore import EVENT_DOCUMENT_BUDGET, FirestoreTaskStore
-from tests.store.conftest import PROJECT
-from tests.store.test_contract import ALICE, message, new_task
+from shared.store.firestore import EVENT_DOCUMENT_BUDGET
+from tests.store.conftest import MakeStore
+from tests.store.factory import ALICE, message, new_task
 
 
 @pytest.fixture
-def client(firestore_host: str) -> firestore.Client:
-    return firestore.Client(project=PROJECT)
+def client(clean_firestore: FirestoreEmulator) -> firestore.Client:
+    """A plain client on the emptied emulator, to look at the documents the store wrote."""
+    return firestore.Client(project=clean_firestore.project)
 
 
 def raw_events(client: firestore.Client, task_id: str) -> dict[str, dict[str, Any]]:
@@ -38,8 +40,10 @@ def chunk(task_id: str, text: str, append: bool = True) -> ArtifactUpdate:
     )
 
 
-def test_one_event_document_per_commit(client: firestore.Client) -> None:
-    store = FirestoreTaskStore(PROJECT)
+def test_one_event_document_per_commit(
+    client: firestore.Client, make_firestore_store: MakeStore
+) -> None:
+    store = make_firestore_store()
     task, events = new_task()
     current = store.create(ALICE, task, events, dialect="v1.0")
     store.commit(current, task, [message(str(n), task.id) for n in range(3)])
@@ -52,9 +56,9 @@ def test_one_event_document_per_commit(client: firestore.Client) -> None:
 
 
 def test_a_commit_too_big_for_one_document_is_split_in_the_same_batch(
-    client: firestore.Client,
+    client: firestore.Client, make_firestore_store: MakeStore
 ) -> None:
-    store = FirestoreTaskStore(PROJECT)
+    store = make_firestore_store()
     task, events = new_task()
     current = store.create(ALICE, task, events, dialect="v1.0")
     third = EVENT_DOCUMENT_BUDGET // 3 + 1000
@@ -68,8 +72,10 @@ def test_a_commit_too_big_for_one_document_is_split_in_the_same_batch(
     assert store.get(ALICE, task.id) == current
 
 
-def test_the_task_document_keeps_the_task_while_it_fits(client: firestore.Client) -> None:
-    store = FirestoreTaskStore(PROJECT, task_budget=10_000)
+def test_the_task_document_keeps_the_task_while_it_fits(
+    client: firestore.Client, make_firestore_store: MakeStore
+) -> None:
+    store = make_firestore_store(task_budget=10_000)
     task, events = new_task()
     current = store.create(ALICE, task, events, dialect="v1.0")
     document = client.document("tasks", task.id).get()
@@ -83,8 +89,10 @@ def test_the_task_document_keeps_the_task_while_it_fits(client: firestore.Client
     assert store.get(ALICE, task.id) == current
 
 
-def test_a_part_over_the_limit_is_refused_naming_it(client: firestore.Client) -> None:
-    store = FirestoreTaskStore(PROJECT, part_limit=1000)
+def test_a_part_over_the_limit_is_refused_naming_it(
+    client: firestore.Client, make_firestore_store: MakeStore
+) -> None:
+    store = make_firestore_store(part_limit=1000)
     task, events = new_task()
     current = store.create(ALICE, task, events, dialect="v1.0")
     store.cost.reset()
@@ -99,8 +107,10 @@ def test_a_part_over_the_limit_is_refused_naming_it(client: firestore.Client) ->
     assert (store.cost.writes, store.get(ALICE, task.id)) == (0, current)
 
 
-def test_an_event_over_a_document_is_refused_naming_the_limit(firestore_host: str) -> None:
-    store = FirestoreTaskStore(PROJECT)
+def test_an_event_over_a_document_is_refused_naming_the_limit(
+    make_firestore_store: MakeStore,
+) -> None:
+    store = make_firestore_store()
     task, events = new_task()
     half = Part(text="z" * (EVENT_DOCUMENT_BUDGET // 2 + 10))
     big = Message(message_id="m", role=Role.USER, parts=(half, half))
@@ -110,8 +120,10 @@ def test_an_event_over_a_document_is_refused_naming_the_limit(firestore_host: st
     assert store.get(ALICE, task.id) is None
 
 
-def test_every_document_expires_after_the_retention(client: firestore.Client) -> None:
-    store = FirestoreTaskStore(PROJECT, retention_days=7)
+def test_every_document_expires_after_the_retention(
+    client: firestore.Client, make_firestore_store: MakeStore
+) -> None:
+    store = make_firestore_store(retention_days=7)
     task, events = new_task()
     before = datetime.now(UTC)
     current = store.create(ALICE, task, events, dialect="v1.0", message_id="m-1")
@@ -127,8 +139,8 @@ def test_every_document_expires_after_the_retention(client: firestore.Client) ->
     assert client.document("tasks", task.id).get().get("expireAt") > expiries[0]
 
 
-def test_data_firestore_refuses_in_a_map_round_trips(firestore_host: str) -> None:
-    store = FirestoreTaskStore(PROJECT)
+def test_data_firestore_refuses_in_a_map_round_trips(make_firestore_store: MakeStore) -> None:
+    store = make_firestore_store()
     deep: dict[str, Any] = {"__reserved__": 1, "": "empty key"}
     for _ in range(30):
         deep = {"nested": deep}

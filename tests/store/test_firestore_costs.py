@@ -13,13 +13,13 @@ from shared import lifecycle
 from shared.model import Artifact, ArtifactUpdate, Event, Part, Task, TaskState, TaskStatus
 from shared.ports import DuplicateMessage, TaskQuery, VersionConflict
 from shared.store.firestore import FirestoreTaskStore
-from tests.store.conftest import PROJECT
-from tests.store.test_contract import ALICE, MALLORY, message, new_task, status
+from tests.store.conftest import MakeStore
+from tests.store.factory import ALICE, MALLORY, message, new_task, status
 
 
 @pytest.fixture
-def store(firestore_host: str) -> FirestoreTaskStore:
-    return FirestoreTaskStore(PROJECT)
+def store(make_firestore_store: MakeStore) -> FirestoreTaskStore:
+    return make_firestore_store()
 
 
 def spent(store: FirestoreTaskStore) -> tuple[int, int]:

@@ -21,8 +21,8 @@ from google.cloud.firestore_v1.types import StructuredQuery
 from shared.model import TaskState
 from shared.ports import TaskQuery
 from shared.store.firestore import EVENTS, IDEMPOTENCY, TASKS, FirestoreTaskStore
-from tests.store.conftest import PROJECT
-from tests.store.test_contract import ALICE, new_task
+from tests.store.conftest import MakeStore
+from tests.store.factory import ALICE, new_task
 
 INDEX_FILE = Path(__file__).parents[2] / "infra" / "firestore.indexes.json"
 EQUAL = StructuredQuery.FieldFilter.Operator.EQUAL
@@ -121,9 +121,9 @@ def walk_every_query_path(store: FirestoreTaskStore) -> None:
 
 
 def test_every_query_has_its_index_and_every_index_a_query(
-    firestore_host: str, recorded: list[StructuredQuery]
+    make_firestore_store: MakeStore, recorded: list[StructuredQuery]
 ) -> None:
-    walk_every_query_path(FirestoreTaskStore(PROJECT, task_budget=200))
+    walk_every_query_path(make_firestore_store(task_budget=200))
     needs = {need_of(query) for query in recorded}
     indexes = declared()["indexes"]
     exempted = {
