@@ -231,7 +231,7 @@ class FirestoreTaskStore:
         owner: str = snapshot.get("owner")
         task = Task.model_validate_json(snapshot.get("task"))
         if snapshot.get("inLog"):
-            task = self._rebuild(owner, task)
+            task = self._rebuild(owner, task, snapshot.get("lastSeq"))
         return StoredTask(
             task,
             owner,
@@ -243,16 +243,19 @@ class FirestoreTaskStore:
             token=_Revision(owner, task.id, snapshot.update_time),
         )
 
-    def _rebuild(self, owner: str, outline: Task) -> Task:
+    def _rebuild(self, owner: str, outline: Task, last_seq: int) -> Task:
         """History and artifacts of a task too big for its document, folded from its log.
 
         The fold starts from the outline without a status message: the log's first status
         update must not move a later message into history. The stored status is the truth.
+        Events past `last_seq` were committed after the document was read: they belong to a
+        later version than the one this snapshot reports.
         """
         start = outline.model_copy(
             update={"status": outline.status.model_copy(update={"message": None})}
         )
-        folded = lifecycle.apply_all(start, (e.event for e in self.events(owner, outline.id)))
+        logged = self.events(owner, outline.id)
+        folded = lifecycle.apply_all(start, (e.event for e in logged if e.seq <= last_seq))
         return folded.model_copy(update={"status": outline.status})
 
     def _task_fields(self, stored: StoredTask) -> dict[str, Any]:

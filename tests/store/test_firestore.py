@@ -89,6 +89,28 @@ def test_the_task_document_keeps_the_task_while_it_fits(
     assert store.get(ALICE, task.id) == current
 
 
+def test_a_big_task_read_during_a_commit_is_one_version(
+    make_firestore_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, other = make_firestore_store(task_budget=200), make_firestore_store(task_budget=200)
+    task, events = new_task()
+    created = store.create(ALICE, task, events, dialect="v1.0")
+    read_log = store.events
+
+    def log_read_after_another_commit(owner: str, task_id: str, after_seq: int = 0) -> Any:
+        monkeypatch.setattr(store, "events", read_log)
+        current = other.get(owner, task_id)
+        assert current is not None
+        turn: list[Event] = [message("meanwhile", task_id)]
+        other.commit(current, lifecycle.apply_all(current.task, turn), turn)
+        return read_log(owner, task_id, after_seq)
+
+    monkeypatch.setattr(store, "events", log_read_after_another_commit)
+    got = store.get(ALICE, task.id)
+    assert got == created
+    assert got.task == created.task  # without the event of version 2
+
+
 def test_a_part_over_the_limit_is_refused_naming_it(
     client: firestore.Client, make_firestore_store: MakeStore
 ) -> None:
