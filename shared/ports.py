@@ -8,7 +8,7 @@ same contract tests. Every call is scoped by owner: another owner's task does no
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
@@ -26,6 +26,10 @@ class StoredTask:
     dialect: str  # the wire dialect the task was created in; v0.1 tasks answer in v0.1
     created_at: datetime
     updated_at: datetime
+    # What the store that issued this snapshot needs to detect a concurrent write without a
+    # transaction (Firestore: the document's update time); opaque to callers, None in stores
+    # that need nothing beyond `version`. Not part of equality: two reads of one version agree.
+    token: object = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,426 @@
+"""The Firestore task store: the TaskStore contract on Cloud Firestore, the store of record.
+
+Import this module only when the Firestore backend is chosen: it loads the Google client,
+which a function that does not use it should not pay for on a cold start.
+
+Layout (collection ids are the constants below):
+- `tasks/{taskId}`: owner, contextId, state, statusTimestamp, version, lastSeq, dialect,
+  createdAt, updatedAt, expireAt, and `task`, the materialized task as JSON. A task whose JSON
+  outgrows `task_budget` keeps only its status and metadata there (`inLog` is true) and is
+  rebuilt on read by folding its event log.
+- `tasks/{taskId}/events/{first}`: the events of one commit in one document (`first`, `last`,
+  `events`), id zero-padded so that lexical order is sequence order. One document per commit
+  rather than per event keeps a commit at two writes; a commit too big for one document is
+  split over several, still in the same batch.
+- `idempotency/{sha256}`: which task an owner's messageId went to, created in the batch that
+  records the message, so a duplicate send fails the whole batch.
+
+Models are stored as JSON strings, not Firestore maps: user data and metadata may hold keys
+Firestore reserves (`__x__`) or nest deeper than its 20 levels, and nothing queries inside them.
+
+Concurrency is optimistic and transaction-free: a commit's batch updates the task document
+with a precondition on the update time its snapshot was read at, so a lost race fails the
+whole batch and the writer re-reads. Every document carries `expireAt` for the TTL policy in
+`infra/firestore.indexes.json`; retention counts from a document's last write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from google.api_core import exceptions as google_errors
+from google.cloud import firestore
+from google.cloud.firestore_v1 import FieldFilter
+
+from shared import lifecycle
+from shared.errors import InvalidParamsError
+from shared.model import ArtifactUpdate, Event, Message, Part, StatusUpdate, Task, utc_now
+from shared.ports import (
+    DuplicateMessage,
+    LoggedEvent,
+    StoredTask,
+    TaskExists,
+    TaskPage,
+    TaskQuery,
+    VersionConflict,
+)
+from shared.store.paging import Cursor, decode_token, encode_token
+
+TASKS = "tasks"
+EVENTS = "events"
+IDEMPOTENCY = "idempotency"
+
+# Firestore refuses a document above 1 MiB (1,048,576 bytes, field names and document name
+# included); the events of one document stay under this many bytes of JSON, which leaves room
+# for the other fields.
+EVENT_DOCUMENT_BUDGET = 1_000_000
+
+# A count aggregation is billed one read per batch of up to this many index entries.
+_COUNT_ENTRIES_PER_READ = 1000
+
+_KIND_OF: dict[type[Event], str] = {
+    Message: "message",
+    StatusUpdate: "status",
+    ArtifactUpdate: "artifact",
+}
+_MODEL_OF: dict[str, type[Event]] = {kind: model for model, kind in _KIND_OF.items()}
+
+
+class Cost:
+    """Firestore documents read and written by one store, as Firestore bills them.
+
+    A document get is one read (found or not), a query one read per document returned and at
+    least one, a count aggregation one read per 1000 entries and at least one; a committed
+    batch one write per document. Failed batches are not billed.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.reads = 0
+        self.writes = 0
+
+    def reset(self) -> None:
+        with self._lock:
+            self.reads = 0
+            self.writes = 0
+
+    def add(self, *, reads: int = 0, writes: int = 0) -> None:
+        with self._lock:
+            self.reads += reads
+            self.writes += writes
+
+
+@dataclass(frozen=True)
+class _Revision:
+    """StoredTask.token: the update time a commit must find, bound to whom it was issued."""
+
+    owner: str
+    task_id: str
+    update_time: datetime
+
+
+class FirestoreTaskStore:
+    def __init__(
+        self,
+        project: str,
+        *,
+        database: str = "(default)",
+        retention_days: float = 30,
+        task_budget: int = 800_000,
+        part_limit: int = 900_000,
+    ) -> None:
+        """A store on `project`'s `database` (the emulator when FIRESTORE_EMULATOR_HOST is set).
+
+        `task_budget` is how many bytes of task JSON the task document keeps before history
+        and artifacts are read from the log instead; `part_limit` the largest part accepted.
+        """
+        self._client = firestore.Client(project=project, database=database)
+        self._retention = timedelta(days=retention_days)
+        self._task_budget = task_budget
+        self._part_limit = part_limit
+        self.cost = Cost()
+
+    def get(self, owner: str, task_id: str) -> StoredTask | None:
+        snapshot = self._client.collection(TASKS).document(task_id).get()
+        self.cost.add(reads=1)
+        if not snapshot.exists or snapshot.get("owner") != owner:
+            return None
+        return self._stored(snapshot)
+
+    def create(
+        self,
+        owner: str,
+        task: Task,
+        events: Sequence[Event],
+        *,
+        dialect: str,
+        message_id: str | None = None,
+    ) -> StoredTask:
+        encoded = self._encode_events(events)
+        now = utc_now()
+        stored = StoredTask(task, owner, 1, len(events), dialect, now, now)
+        batch = self._client.batch()
+        batch.create(self._client.collection(TASKS).document(task.id), self._task_fields(stored))
+        self._append(batch, stored, 1, encoded)
+        self._claim(batch, owner, message_id, task.id, now)
+        try:
+            results = batch.commit()
+        except google_errors.AlreadyExists:
+            self._raise_if_duplicate(owner, message_id)
+            raise TaskExists(task.id) from None
+        self.cost.add(writes=len(results))
+        return replace(stored, token=_Revision(owner, task.id, results[0].update_time))
+
+    def commit(
+        self,
+        current: StoredTask,
+        task: Task,
+        events: Sequence[Event],
+        *,
+        message_id: str | None = None,
+    ) -> StoredTask:
+        revision = current.token
+        # A snapshot this store did not issue for this owner and task (another owner's, or
+        # made up) cannot prove what it read: the caller must re-read.
+        if (
+            not isinstance(revision, _Revision)
+            or revision.owner != current.owner
+            or revision.task_id != task.id
+        ):
+            raise VersionConflict(task.id)
+        encoded = self._encode_events(events)
+        now = utc_now()
+        new = replace(
+            current,
+            task=task,
+            version=current.version + 1,
+            last_seq=current.last_seq + len(events),
+            updated_at=now,
+        )
+        batch = self._client.batch()
+        batch.update(
+            self._client.collection(TASKS).document(task.id),
+            self._task_fields(new),
+            option=self._client.write_option(last_update_time=revision.update_time),
+        )
+        self._append(batch, new, current.last_seq + 1, encoded)
+        self._claim(batch, current.owner, message_id, task.id, now)
+        try:
+            results = batch.commit()
+        except google_errors.FailedPrecondition:
+            raise VersionConflict(task.id) from None
+        except google_errors.AlreadyExists:
+            self._raise_if_duplicate(current.owner, message_id)
+            # Not the message: a concurrent commit took these sequence numbers first.
+            raise VersionConflict(task.id) from None
+        self.cost.add(writes=len(results))
+        return replace(new, token=_Revision(current.owner, task.id, results[0].update_time))
+
+    def find_message(self, owner: str, message_id: str) -> str | None:
+        snapshot = self._message_ref(owner, message_id).get()
+        self.cost.add(reads=1)
+        if not snapshot.exists or snapshot.get("owner") != owner:
+            return None
+        task_id: str = snapshot.get("taskId")
+        return task_id
+
+    def events(self, owner: str, task_id: str, after_seq: int = 0) -> list[LoggedEvent]:
+        # The owner is on every event document, so reading the log needs no read of the task.
+        query = (
+            self._client.collection(TASKS, task_id, EVENTS)
+            .where(filter=FieldFilter("owner", "==", owner))
+            .where(filter=FieldFilter("last", ">", after_seq))
+            .order_by("last")
+        )
+        logged = []
+        for snapshot in self._run(query):
+            first: int = snapshot.get("first")
+            for offset, text in enumerate(snapshot.get("events")):
+                if first + offset > after_seq:
+                    logged.append(LoggedEvent(first + offset, _decode_event(text)))
+        return logged
+
+    def _stored(self, snapshot: Any) -> StoredTask:
+        owner: str = snapshot.get("owner")
+        task = Task.model_validate_json(snapshot.get("task"))
+        if snapshot.get("inLog"):
+            task = self._rebuild(owner, task, snapshot.get("lastSeq"))
+        return StoredTask(
+            task,
+            owner,
+            snapshot.get("version"),
+            snapshot.get("lastSeq"),
+            snapshot.get("dialect"),
+            snapshot.get("createdAt"),
+            snapshot.get("updatedAt"),
+            token=_Revision(owner, task.id, snapshot.update_time),
+        )
+
+    def _rebuild(self, owner: str, outline: Task, last_seq: int) -> Task:
+        """History and artifacts of a task too big for its document, folded from its log.
+
+        The fold starts from the outline without a status message: the log's first status
+        update must not move a later message into history. The stored status is the truth.
+        Events past `last_seq` were committed after the document was read: they belong to a
+        later version than the one this snapshot reports.
+        """
+        start = outline.model_copy(
+            update={"status": outline.status.model_copy(update={"message": None})}
+        )
+        logged = self.events(owner, outline.id)
+        folded = lifecycle.apply_all(start, (e.event for e in logged if e.seq <= last_seq))
+        return folded.model_copy(update={"status": outline.status})
+
+    def _task_fields(self, stored: StoredTask) -> dict[str, Any]:
+        task = stored.task
+        text = task.model_dump_json()
+        in_log = len(text.encode()) > self._task_budget
+        if in_log:
+            text = task.model_copy(update={"history": (), "artifacts": ()}).model_dump_json()
+        return {
+            "owner": stored.owner,
+            "contextId": task.context_id,
+            "state": task.status.state.value,
+            "statusTimestamp": task.status.timestamp,
+            "version": stored.version,
+            "lastSeq": stored.last_seq,
+            "dialect": stored.dialect,
+            "createdAt": stored.created_at,
+            "updatedAt": stored.updated_at,
+            "expireAt": stored.updated_at + self._retention,
+            "task": text,
+            "inLog": in_log,
+        }
+
+    def _encode_events(self, events: Sequence[Event]) -> list[str]:
+        """The events as stored, refusing any that no event document could hold."""
+        encoded = []
+        for event in events:
+            for field, parts in _parts_of(event):
+                for index, part in enumerate(parts):
+                    size = len(part.model_dump_json().encode())
+                    if size > self._part_limit:
+                        raise InvalidParamsError(
+                            f"a part of {size} bytes is larger than this store's limit of "
+                            f"{self._part_limit} bytes per part",
+                            field=f"{field}[{index}]",
+                        )
+            text = _encode_event(event)
+            size = len(text.encode())
+            if size > EVENT_DOCUMENT_BUDGET:
+                raise InvalidParamsError(
+                    f"an event of {size} bytes is larger than this store's limit of "
+                    f"{EVENT_DOCUMENT_BUDGET} bytes per message, status or artifact update",
+                    field=_KIND_OF[type(event)],
+                )
+            encoded.append(text)
+        return encoded
+
+    def _append(self, batch: Any, stored: StoredTask, first_seq: int, encoded: list[str]) -> None:
+        """Add the event documents of one commit to its batch."""
+        log = self._client.collection(TASKS, stored.task.id, EVENTS)
+        for first, chunk in _pack(first_seq, encoded):
+            batch.create(
+                log.document(f"{first:010d}"),
+                {
+                    "owner": stored.owner,
+                    "first": first,
+                    "last": first + len(chunk) - 1,
+                    "events": chunk,
+                    "expireAt": stored.updated_at + self._retention,
+                },
+            )
+
+    def _claim(
+        self, batch: Any, owner: str, message_id: str | None, task_id: str, now: datetime
+    ) -> None:
+        if message_id is None:
+            return
+        batch.create(
+            self._message_ref(owner, message_id),
+            {
+                "owner": owner,
+                "messageId": message_id,
+                "taskId": task_id,
+                "expireAt": now + self._retention,
+            },
+        )
+
+    def _raise_if_duplicate(self, owner: str, message_id: str | None) -> None:
+        """After a batch failed on an existing document: was it this message's record?"""
+        if message_id is None:
+            return
+        task_id = self.find_message(owner, message_id)
+        if task_id is not None:
+            raise DuplicateMessage(task_id)
+
+    def _message_ref(self, owner: str, message_id: str) -> Any:
+        # Hashed: document ids have a length limit and forbid "/"; JSON keeps (owner, id)
+        # pairs such as ("ab", "c") and ("a", "bc") apart.
+        key = hashlib.sha256(json.dumps([owner, message_id]).encode()).hexdigest()
+        return self._client.collection(IDEMPOTENCY).document(key)
+
+    def _run(self, query: Any) -> list[Any]:
+        snapshots = list(query.stream())
+        self.cost.add(reads=max(1, len(snapshots)))
+        return snapshots
+
+    def _count(self, query: Any) -> int:
+        total: int = query.count().get()[0][0].value
+        self.cost.add(reads=max(1, math.ceil(total / _COUNT_ENTRIES_PER_READ)))
+        return total
+
+    # Last in the class: below it, `list` in an annotation would mean this method.
+    def list(self, owner: str, query: TaskQuery) -> TaskPage:
+        cursor = decode_token(query)
+        tasks = self._client.collection(TASKS)
+        matching = tasks.where(filter=FieldFilter("owner", "==", owner))
+        if query.context_id is not None:
+            matching = matching.where(filter=FieldFilter("contextId", "==", query.context_id))
+        if query.state is not None:
+            matching = matching.where(filter=FieldFilter("state", "==", query.state.value))
+        if query.status_after is not None:
+            matching = matching.where(
+                filter=FieldFilter("statusTimestamp", ">", query.status_after)
+            )
+        # The task id breaks ties between equal timestamps, so a cursor is exact.
+        matching = matching.order_by(
+            "statusTimestamp", direction=firestore.Query.DESCENDING
+        ).order_by("__name__", direction=firestore.Query.DESCENDING)
+        page = matching
+        if cursor is not None:
+            page = page.start_after(
+                {"statusTimestamp": cursor.timestamp, "__name__": tasks.document(cursor.task_id)}
+            )
+        # One task more than the page tells whether another page follows.
+        snapshots = self._run(page.limit(query.page_size + 1))
+        stored = [self._stored(s) for s in snapshots[: query.page_size]]
+        token = ""
+        if len(snapshots) > query.page_size:
+            last = stored[-1].task
+            token = encode_token(query, Cursor(last.status.timestamp, last.id))
+        return TaskPage(stored, token, self._count(matching))
+
+
+def _pack(first_seq: int, encoded: list[str]) -> list[tuple[int, list[str]]]:
+    """Consecutive events grouped into documents under the budget, with each one's first seq."""
+    documents: list[tuple[int, list[str]]] = []
+    chunk: list[str] = []
+    size = 0
+    for text in encoded:
+        length = len(text.encode())
+        if chunk and size + length > EVENT_DOCUMENT_BUDGET:
+            documents.append((first_seq, chunk))
+            first_seq, chunk, size = first_seq + len(chunk), [], 0
+        chunk.append(text)
+        size += length
+    if chunk:
+        documents.append((first_seq, chunk))
+    return documents
+
+
+def _parts_of(event: Event) -> list[tuple[str, tuple[Part, ...]]]:
+    """The parts an event carries, with the field that holds them."""
+    if isinstance(event, Message):
+        return [("message.parts", event.parts)]
+    if isinstance(event, StatusUpdate):
+        message = event.status.message
+        return [] if message is None else [("status.message.parts", message.parts)]
+    return [("artifact.parts", event.artifact.parts)]
+
+
+def _encode_event(event: Event) -> str:
+    stored = {"kind": _KIND_OF[type(event)], "event": event.model_dump(mode="json")}
+    return json.dumps(stored, ensure_ascii=False, separators=(",", ":"))
+
+
+def _decode_event(text: str) -> Event:
+    stored = json.loads(text)
+    return _MODEL_OF[stored["kind"]].model_validate(stored["event"])

@@ -1,0 +1,291 @@
+"""The TaskStore contract, run against every store: in memory and Firestore (the emulator)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+
+from shared import lifecycle
+from shared.model import Artifact, ArtifactUpdate, Event, Part, Task, TaskState, TaskStatus
+from shared.ports import (
+    DuplicateMessage,
+    InvalidPageToken,
+    StoredTask,
+    TaskExists,
+    TaskQuery,
+    TaskStore,
+    VersionConflict,
+)
+from tests.store.factory import ALICE, MALLORY, T0, message, new_task, status
+
+
+def step(store: TaskStore, current: StoredTask, events: list[Event]) -> StoredTask:
+    return store.commit(current, lifecycle.apply_all(current.task, events), events)
+
+
+def seqs(store: TaskStore, task_id: str, after: int = 0) -> list[int]:
+    return [e.seq for e in store.events(ALICE, task_id, after)]
+
+
+def test_create_then_get(store: TaskStore) -> None:
+    task, events = new_task()
+    created = store.create(ALICE, task, events, dialect="v1.0")
+    assert (created.version, created.last_seq, created.dialect) == (1, 2, "v1.0")
+    got = store.get(ALICE, task.id)
+    assert got == created
+    assert got.task == task
+    assert [(e.seq, e.event) for e in store.events(ALICE, task.id)] == [
+        (1, events[0]),
+        (2, events[1]),
+    ]
+
+
+def test_unknown_task_is_none(store: TaskStore) -> None:
+    assert store.get(ALICE, "nope") is None
+    assert store.events(ALICE, "nope") == []
+
+
+def test_taken_id_is_refused_even_for_another_owner(store: TaskStore) -> None:
+    task, events = new_task()
+    store.create(ALICE, task, events, dialect="v1.0")
+    for owner in (ALICE, MALLORY):
+        with pytest.raises(TaskExists):
+            store.create(owner, task, [], dialect="v0.3", message_id="m-1")
+    assert store.get(ALICE, task.id).version == 1  # type: ignore[union-attr]
+    assert store.find_message(ALICE, "m-1") is None
+    assert store.find_message(MALLORY, "m-1") is None
+
+
+def test_another_owners_task_does_not_exist(store: TaskStore) -> None:
+    task, events = new_task()
+    created = store.create(ALICE, task, events, dialect="v1.0", message_id="m-1")
+    assert store.get(MALLORY, task.id) is None
+    assert store.events(MALLORY, task.id) == []
+    assert store.find_message(MALLORY, "m-1") is None
+    assert store.list(MALLORY, TaskQuery()).tasks == []
+    forged = replace(created, owner=MALLORY)
+    with pytest.raises(VersionConflict):
+        step(store, forged, [status(task, TaskState.CANCELED)])
+    assert store.get(ALICE, task.id) == created
+
+
+def test_commit_bumps_version_and_appends_dense_seqs(store: TaskStore) -> None:
+    task, events = new_task()
+    current = store.create(ALICE, task, events, dialect="v1.0")
+    current = step(store, current, [message("a", task.id), message("b", task.id)])
+    current = step(store, current, [])
+    current = step(store, current, [status(current.task, TaskState.COMPLETED, text="done")])
+    assert (current.version, current.last_seq) == (4, 5)
+    assert store.get(ALICE, task.id) == current
+    assert seqs(store, task.id) == [1, 2, 3, 4, 5]
+    rebuilt = lifecycle.apply_all(
+        Task(id=task.id, context_id="ctx", status=TaskStatus(state=TaskState.SUBMITTED)),
+        [e.event for e in store.events(ALICE, task.id)],
+    )
+    assert rebuilt == current.task
+
+
+def test_events_after_seq(store: TaskStore) -> None:
+    task, events = new_task()
+    current = store.create(ALICE, task, events, dialect="v1.0")
+    step(store, current, [message(str(n), task.id) for n in range(3)])
+    assert seqs(store, task.id, 0) == [1, 2, 3, 4, 5]
+    assert seqs(store, task.id, 3) == [4, 5]  # from the middle of one commit's events
+    assert seqs(store, task.id, 2) == [3, 4, 5]
+    assert seqs(store, task.id, 5) == []
+    assert seqs(store, task.id, 99) == []
+
+
+def test_a_stale_commit_loses_and_nothing_is_lost(store: TaskStore) -> None:
+    task, events = new_task(state=TaskState.INPUT_REQUIRED)
+    store.create(ALICE, task, events, dialect="v1.0")
+    first, second = store.get(ALICE, task.id), store.get(ALICE, task.id)
+    assert first is not None and second is not None
+    won = step(store, first, [message("one", task.id)])
+    with pytest.raises(VersionConflict):
+        step(store, second, [message("two", task.id)])
+    assert store.get(ALICE, task.id) == won
+    # The loser re-reads and decides again.
+    again = store.get(ALICE, task.id)
+    assert again is not None
+    final = step(store, again, [message("two", task.id)])
+    assert final.version == 3
+    texts = [m.parts[0].text for m in final.task.history]
+    assert texts == ["hello", "one", "two"]
+    assert seqs(store, task.id) == [1, 2, 3, 4]
+
+
+def test_two_writers_at_the_same_moment(store: TaskStore) -> None:
+    task, events = new_task(state=TaskState.INPUT_REQUIRED)
+    store.create(ALICE, task, events, dialect="v1.0")
+    barrier = threading.Barrier(2)
+    versions: list[int] = []
+
+    def send(text: str) -> None:
+        barrier.wait()
+        while True:
+            current = store.get(ALICE, task.id)
+            assert current is not None
+            try:
+                versions.append(step(store, current, [message(text, task.id)]).version)
+                return
+            except VersionConflict:
+                continue
+
+    threads = [threading.Thread(target=send, args=(t,)) for t in ("x", "y")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(versions) == [2, 3]
+    final = store.get(ALICE, task.id)
+    assert final is not None
+    assert sorted(m.parts[0].text or "" for m in final.task.history[1:]) == ["x", "y"]
+    assert seqs(store, task.id) == [1, 2, 3, 4]
+
+
+def test_idempotent_message_ids(store: TaskStore) -> None:
+    task, events = new_task()
+    created = store.create(ALICE, task, events, dialect="v1.0", message_id="m-1")
+    assert store.find_message(ALICE, "m-1") == task.id
+    assert store.find_message(ALICE, "m-2") is None
+
+    again, again_events = new_task()
+    with pytest.raises(DuplicateMessage) as duplicate:
+        store.create(ALICE, again, again_events, dialect="v1.0", message_id="m-1")
+    assert duplicate.value.task_id == task.id
+    assert store.get(ALICE, again.id) is None
+
+    with pytest.raises(DuplicateMessage) as duplicate:
+        step_events: list[Event] = [message("retry", task.id)]
+        store.commit(created, lifecycle.apply_all(task, step_events), step_events, message_id="m-1")
+    assert duplicate.value.task_id == task.id
+    assert store.get(ALICE, task.id) == created
+    assert seqs(store, task.id) == [1, 2]
+
+    # Message ids are the sender's: another owner may use the same one.
+    other, other_events = new_task()
+    store.create(MALLORY, other, other_events, dialect="v1.0", message_id="m-1")
+    assert store.find_message(MALLORY, "m-1") == other.id
+    assert store.find_message(ALICE, "m-1") == task.id
+
+    later = store.commit(created, task, [], message_id="m-2")
+    assert later.version == 2
+    assert store.find_message(ALICE, "m-2") == task.id
+
+
+def list_ids(store: TaskStore, query: TaskQuery, owner: str = ALICE) -> list[str]:
+    return [s.task.id for s in store.list(owner, query).tasks]
+
+
+def test_list_newest_first_with_filters(store: TaskStore) -> None:
+    made = {}
+    for n, (ctx, state) in enumerate(
+        [
+            ("c1", TaskState.WORKING),
+            ("c2", TaskState.COMPLETED),
+            ("c1", TaskState.COMPLETED),
+            ("c2", TaskState.WORKING),
+            ("c1", TaskState.INPUT_REQUIRED),
+        ]
+    ):
+        task, events = new_task(ctx, T0 + timedelta(minutes=n), state)
+        store.create(ALICE, task, events, dialect="v1.0")
+        made[n] = task.id
+    mallorys, events = new_task("c1", T0 + timedelta(hours=1))
+    store.create(MALLORY, mallorys, events, dialect="v1.0")
+
+    assert list_ids(store, TaskQuery()) == [made[n] for n in (4, 3, 2, 1, 0)]
+    assert list_ids(store, TaskQuery(context_id="c1")) == [made[n] for n in (4, 2, 0)]
+    assert list_ids(store, TaskQuery(state=TaskState.COMPLETED)) == [made[2], made[1]]
+    assert list_ids(store, TaskQuery(context_id="c2", state=TaskState.WORKING)) == [made[3]]
+    after = T0 + timedelta(minutes=2)
+    assert list_ids(store, TaskQuery(status_after=after)) == [made[4], made[3]]
+    assert list_ids(store, TaskQuery(context_id="c1", status_after=after)) == [made[4]]
+    assert list_ids(store, TaskQuery(context_id="nope")) == []
+    page = store.list(ALICE, TaskQuery(context_id="c1"))
+    assert (page.total_size, page.next_page_token) == (3, "")
+    assert page.tasks[0] == store.get(ALICE, made[4])
+
+
+def test_list_pages(store: TaskStore) -> None:
+    ids = []
+    for n in range(7):
+        # Two tasks share each timestamp: the task id orders them.
+        task, events = new_task(at=T0 + timedelta(seconds=n // 2))
+        store.create(ALICE, task, events, dialect="v1.0")
+        ids.append((task.status.timestamp, task.id))
+    expected = [task_id for _, task_id in sorted(ids, reverse=True)]
+    seen: list[str] = []
+    token = None
+    sizes = []
+    while True:
+        page = store.list(ALICE, TaskQuery(page_size=3, page_token=token))
+        assert page.total_size == 7
+        seen += [s.task.id for s in page.tasks]
+        sizes.append(len(page.tasks))
+        if not page.next_page_token:
+            break
+        token = page.next_page_token
+    assert seen == expected
+    assert sizes == [3, 3, 1]
+    exact = store.list(ALICE, TaskQuery(page_size=7))
+    assert (len(exact.tasks), exact.next_page_token) == (7, "")
+
+
+def test_list_is_stable_under_concurrent_inserts(store: TaskStore) -> None:
+    ids = []
+    for n in range(4):
+        task, events = new_task(at=T0 + timedelta(seconds=n))
+        store.create(ALICE, task, events, dialect="v1.0")
+        ids.append(task.id)
+    first = store.list(ALICE, TaskQuery(page_size=2))
+    assert [s.task.id for s in first.tasks] == [ids[3], ids[2]]
+    # Newer tasks arrive between the pages: they belong before page one, not in page two.
+    for n in range(3):
+        task, events = new_task(at=T0 + timedelta(minutes=1, seconds=n))
+        store.create(ALICE, task, events, dialect="v1.0")
+    second = store.list(ALICE, TaskQuery(page_size=2, page_token=first.next_page_token))
+    assert [s.task.id for s in second.tasks] == [ids[1], ids[0]]
+    assert second.next_page_token == ""
+    assert second.total_size == 7
+
+
+def test_list_refuses_foreign_tokens(store: TaskStore) -> None:
+    for n in range(3):
+        task, events = new_task("c1", at=T0 + timedelta(seconds=n))
+        store.create(ALICE, task, events, dialect="v1.0")
+    token = store.list(ALICE, TaskQuery(context_id="c1", page_size=1)).next_page_token
+    assert token
+    with pytest.raises(InvalidPageToken):
+        store.list(ALICE, TaskQuery(context_id="c2", page_size=1, page_token=token))
+    for garbage in ("not-a-token", "e30", "W10"):
+        with pytest.raises(InvalidPageToken):
+            store.list(ALICE, TaskQuery(page_token=garbage))
+
+
+def test_a_task_larger_than_a_document_comes_back_whole(store: TaskStore) -> None:
+    task, events = new_task()
+    current = store.create(ALICE, task, events, dialect="v1.0")
+    chunk = 512 * 1024
+    for n in range(10):  # 5 MiB of artifact text, one chunk per step
+        update = ArtifactUpdate(
+            task_id=task.id,
+            context_id=task.context_id,
+            artifact=Artifact(artifact_id="big", parts=(Part(text=chr(65 + n) * chunk),)),
+            append=n > 0,
+            last_chunk=n == 9,
+        )
+        current = step(store, current, [update, message(f"note {n}", task.id)])
+    current = step(store, current, [status(current.task, TaskState.COMPLETED, text="done")])
+    got = store.get(ALICE, task.id)
+    assert got == current
+    assert got.task == current.task
+    (artifact,) = got.task.artifacts
+    assert sum(len(p.text or "") for p in artifact.parts) == 10 * chunk
+    assert len(got.task.history) == 11
+    assert seqs(store, task.id) == list(range(1, 24))
+    assert store.list(ALICE, TaskQuery()).tasks == [current]

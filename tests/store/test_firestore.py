@@ -1,0 +1,183 @@
+"""What only the Firestore store has: its document layout, size limits and retention."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.cloud import firestore
+
+from emulator.firestore import FirestoreEmulator
+from shared import lifecycle
+from shared.errors import InvalidParamsError
+from shared.model import Artifact, ArtifactUpdate, Event, Message, Part, Role
+from shared.store.firestore import EVENT_DOCUMENT_BUDGET
+from tests.store.conftest import MakeStore
+from tests.store.factory import ALICE, message, new_task
+
+
+@pytest.fixture
+def client(clean_firestore: FirestoreEmulator) -> firestore.Client:
+    """A plain client on the emptied emulator, to look at the documents the store wrote."""
+    return firestore.Client(project=clean_firestore.project)
+
+
+def raw_events(client: firestore.Client, task_id: str) -> dict[str, dict[str, Any]]:
+    log = client.collection("tasks", task_id, "events")
+    return {s.id: s.to_dict() for s in log.stream()}
+
+
+def chunk(task_id: str, text: str, append: bool = True) -> ArtifactUpdate:
+    return ArtifactUpdate(
+        task_id=task_id,
+        context_id="ctx",
+        artifact=Artifact(artifact_id="a", parts=(Part(text=text),)),
+        append=append,
+    )
+
+
+def test_one_event_document_per_commit(
+    client: firestore.Client, make_firestore_store: MakeStore
+) -> None:
+    store = make_firestore_store()
+    task, events = new_task()
+    current = store.create(ALICE, task, events, dialect="v1.0")
+    store.commit(current, task, [message(str(n), task.id) for n in range(3)])
+    documents = raw_events(client, task.id)
+    assert sorted(documents) == ["0000000001", "0000000003"]
+    assert [(d["first"], d["last"], len(d["events"])) for d in documents.values()] == [
+        (1, 2, 2),
+        (3, 5, 3),
+    ]
+
+
+def test_a_commit_too_big_for_one_document_is_split_in_the_same_batch(
+    client: firestore.Client, make_firestore_store: MakeStore
+) -> None:
+    store = make_firestore_store()
+    task, events = new_task()
+    current = store.create(ALICE, task, events, dialect="v1.0")
+    third = EVENT_DOCUMENT_BUDGET // 3 + 1000
+    turn: list[Event] = [chunk(task.id, c * third, append=c != "x") for c in "xyz"]
+    store.cost.reset()
+    current = store.commit(current, lifecycle.apply_all(current.task, turn), turn)
+    assert store.cost.writes == 3  # the task and two event documents
+    documents = raw_events(client, task.id)
+    assert [(d["first"], d["last"]) for d in documents.values()] == [(1, 2), (3, 4), (5, 5)]
+    assert [e.seq for e in store.events(ALICE, task.id)] == [1, 2, 3, 4, 5]
+    assert store.get(ALICE, task.id) == current
+
+
+def test_the_task_document_keeps_the_task_while_it_fits(
+    client: firestore.Client, make_firestore_store: MakeStore
+) -> None:
+    store = make_firestore_store(task_budget=10_000)
+    task, events = new_task()
+    current = store.create(ALICE, task, events, dialect="v1.0")
+    document = client.document("tasks", task.id).get()
+    assert document.get("inLog") is False
+    assert document.get("task") == task.model_dump_json()
+    turn: list[Event] = [chunk(task.id, "x" * 20_000, append=False)]
+    current = store.commit(current, lifecycle.apply_all(current.task, turn), turn)
+    document = client.document("tasks", task.id).get()
+    assert document.get("inLog") is True
+    assert len(document.get("task")) < 1000  # status and metadata, no history or artifacts
+    assert store.get(ALICE, task.id) == current
+
+
+def test_a_big_task_read_during_a_commit_is_one_version(
+    make_firestore_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, other = make_firestore_store(task_budget=200), make_firestore_store(task_budget=200)
+    task, events = new_task()
+    created = store.create(ALICE, task, events, dialect="v1.0")
+    read_log = store.events
+
+    def log_read_after_another_commit(owner: str, task_id: str, after_seq: int = 0) -> Any:
+        monkeypatch.setattr(store, "events", read_log)
+        current = other.get(owner, task_id)
+        assert current is not None
+        turn: list[Event] = [message("meanwhile", task_id)]
+        other.commit(current, lifecycle.apply_all(current.task, turn), turn)
+        return read_log(owner, task_id, after_seq)
+
+    monkeypatch.setattr(store, "events", log_read_after_another_commit)
+    got = store.get(ALICE, task.id)
+    assert got == created
+    assert got.task == created.task  # without the event of version 2
+
+
+def test_a_part_over_the_limit_is_refused_naming_it(
+    client: firestore.Client, make_firestore_store: MakeStore
+) -> None:
+    store = make_firestore_store(part_limit=1000)
+    task, events = new_task()
+    current = store.create(ALICE, task, events, dialect="v1.0")
+    store.cost.reset()
+    big = Message(message_id="m", role=Role.USER, parts=(Part(text="ok"), Part(raw="A" * 2000)))
+    with pytest.raises(InvalidParamsError) as refused:
+        store.commit(current, task, [big])
+    assert refused.value.field == "message.parts[1]"
+    assert "1000 bytes per part" in refused.value.message
+    with pytest.raises(InvalidParamsError) as refused:
+        store.commit(current, task, [chunk(task.id, "y" * 2000)])
+    assert refused.value.field == "artifact.parts[0]"
+    assert (store.cost.writes, store.get(ALICE, task.id)) == (0, current)
+
+
+def test_an_event_over_a_document_is_refused_naming_the_limit(
+    make_firestore_store: MakeStore,
+) -> None:
+    store = make_firestore_store()
+    task, events = new_task()
+    half = Part(text="z" * (EVENT_DOCUMENT_BUDGET // 2 + 10))
+    big = Message(message_id="m", role=Role.USER, parts=(half, half))
+    with pytest.raises(InvalidParamsError) as refused:
+        store.create(ALICE, task, [*events, big], dialect="v1.0")
+    assert f"{EVENT_DOCUMENT_BUDGET} bytes per message" in refused.value.message
+    assert store.get(ALICE, task.id) is None
+
+
+def test_every_document_expires_after_the_retention(
+    client: firestore.Client, make_firestore_store: MakeStore
+) -> None:
+    store = make_firestore_store(retention_days=7)
+    task, events = new_task()
+    before = datetime.now(UTC)
+    current = store.create(ALICE, task, events, dialect="v1.0", message_id="m-1")
+    expiries = [
+        client.document("tasks", task.id).get().get("expireAt"),
+        *[d["expireAt"] for d in raw_events(client, task.id).values()],
+        *[s.get("expireAt") for s in client.collection("idempotency").stream()],
+    ]
+    assert len(expiries) == 3
+    for expiry in expiries:
+        assert before + timedelta(days=7) <= expiry <= datetime.now(UTC) + timedelta(days=7)
+    store.commit(current, task, [])
+    assert client.document("tasks", task.id).get().get("expireAt") > expiries[0]
+
+
+def test_data_firestore_refuses_in_a_map_round_trips(make_firestore_store: MakeStore) -> None:
+    store = make_firestore_store()
+    deep: dict[str, Any] = {"__reserved__": 1, "": "empty key"}
+    for _ in range(30):
+        deep = {"nested": deep}
+    task, events = new_task()
+    data = Message(message_id="d", role=Role.AGENT, parts=(Part(data=deep, metadata=deep),))
+    task = lifecycle.apply(task, data)
+    store.create(ALICE, task, [*events, data], dialect="v1.0")
+    assert store.get(ALICE, task.id).task == task  # type: ignore[union-attr]
+    assert store.events(ALICE, task.id)[-1].event == data
+
+
+def test_the_store_modules_load_no_google_client() -> None:
+    probe = (
+        "import sys, shared.store, shared.store.memory, shared.store.paging, shared.ports; "
+        "sys.exit('google.cloud.firestore' in sys.modules)"
+    )
+    root = Path(__file__).parents[2]
+    assert subprocess.run([sys.executable, "-c", probe], cwd=root, check=False).returncode == 0

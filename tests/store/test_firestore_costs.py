@@ -1,0 +1,111 @@
+"""What each store operation costs in Firestore document reads and writes, held to budget.
+
+Issue 3's budgets: a blocking short task at most 3 writes and 2 reads, GetTask 1 read, a
+ListTasks page of N tasks N reads (plus the count, plus one look-ahead read when a next page
+exists).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from shared import lifecycle
+from shared.model import Artifact, ArtifactUpdate, Event, Part, Task, TaskState, TaskStatus
+from shared.ports import DuplicateMessage, TaskQuery, VersionConflict
+from shared.store.firestore import FirestoreTaskStore
+from tests.store.conftest import MakeStore
+from tests.store.factory import ALICE, MALLORY, message, new_task, status
+
+
+@pytest.fixture
+def store(make_firestore_store: MakeStore) -> FirestoreTaskStore:
+    return make_firestore_store()
+
+
+def spent(store: FirestoreTaskStore) -> tuple[int, int]:
+    """(reads, writes) since the last call; counting starts afresh."""
+    counts = store.cost.reads, store.cost.writes
+    store.cost.reset()
+    return counts
+
+
+def test_a_blocking_short_task_is_one_create(store: FirestoreTaskStore) -> None:
+    # The service coalesces a short blocking run into one create with all its events.
+    task, events = new_task()
+    artifact = ArtifactUpdate(
+        task_id=task.id,
+        context_id=task.context_id,
+        artifact=Artifact(artifact_id="a", parts=(Part(text="result"),)),
+    )
+    run: list[Event] = [*events, artifact, status(task, TaskState.COMPLETED, text="done")]
+    start = Task(
+        id=task.id, context_id=task.context_id, status=TaskStatus(state=TaskState.SUBMITTED)
+    )
+    store.create(ALICE, lifecycle.apply_all(start, run), run, dialect="v1.0", message_id="m-1")
+    assert spent(store) == (0, 3)
+
+
+def test_get_is_one_read(store: FirestoreTaskStore) -> None:
+    task, events = new_task()
+    store.create(ALICE, task, events, dialect="v1.0")
+    spent(store)
+    for owner, task_id in [(ALICE, task.id), (MALLORY, task.id), (ALICE, "missing")]:
+        store.get(owner, task_id)
+        assert spent(store) == (1, 0)
+
+
+def test_create_and_commit_writes(store: FirestoreTaskStore) -> None:
+    task, events = new_task()
+    current = store.create(ALICE, task, events, dialect="v1.0")
+    assert spent(store) == (0, 2)  # the task and one event document
+    store.create(ALICE, new_task()[0], [], dialect="v1.0")
+    assert spent(store) == (0, 1)
+    turn: list[Event] = [message("a", task.id), message("b", task.id)]
+    current = store.commit(current, lifecycle.apply_all(current.task, turn), turn)
+    assert spent(store) == (0, 2)
+    current = store.commit(current, current.task, turn, message_id="m-2")
+    assert spent(store) == (0, 3)
+    store.commit(current, current.task, [])
+    assert spent(store) == (0, 1)
+
+
+def test_refusals_cost_no_writes(store: FirestoreTaskStore) -> None:
+    task, events = new_task()
+    current = store.create(ALICE, task, events, dialect="v1.0", message_id="m-1")
+    store.commit(current, task, [])
+    spent(store)
+    with pytest.raises(VersionConflict):
+        store.commit(current, task, events)
+    assert spent(store) == (0, 0)
+    with pytest.raises(DuplicateMessage):
+        store.create(ALICE, *new_task(), dialect="v1.0", message_id="m-1")
+    assert spent(store) == (1, 0)  # the read that names the first task
+    store.find_message(ALICE, "m-1")
+    assert spent(store) == (1, 0)
+
+
+def test_a_list_page_of_n_tasks_is_n_reads_and_the_count(store: FirestoreTaskStore) -> None:
+    for _ in range(5):
+        store.create(ALICE, *new_task(), dialect="v1.0")
+    spent(store)
+    store.list(ALICE, TaskQuery(page_size=5))
+    assert spent(store) == (5 + 1, 0)
+    first = store.list(ALICE, TaskQuery(page_size=3))
+    assert spent(store) == (3 + 1 + 1, 0)  # a page with a successor reads one task more
+    store.list(ALICE, TaskQuery(page_size=3, page_token=first.next_page_token))
+    assert spent(store) == (2 + 1, 0)
+    store.list(MALLORY, TaskQuery())
+    assert spent(store) == (1 + 1, 0)  # an empty query still bills one read
+
+
+def test_reading_the_log_is_one_read_per_commit(store: FirestoreTaskStore) -> None:
+    task, events = new_task()
+    current = store.create(ALICE, task, events, dialect="v1.0")
+    store.commit(current, task, [message("a", task.id), message("b", task.id)])
+    spent(store)
+    assert len(store.events(ALICE, task.id)) == 4
+    assert spent(store) == (2, 0)
+    store.events(ALICE, task.id, after_seq=3)
+    assert spent(store) == (1, 0)
+    assert store.events(ALICE, task.id, after_seq=4) == []  # polling for nothing new
+    assert spent(store) == (1, 0)
