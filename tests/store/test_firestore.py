@@ -147,7 +147,7 @@ def test_every_document_expires_after_the_retention(
 ) -> None:
     store = make_firestore_store(retention_days=7)
     task, events = new_task()
-    before = datetime.now(UTC)
+    before = datetime.now(UTC).replace(microsecond=0)  # stored times are to the millisecond
     current = store.create(ALICE, task, events, dialect="v1.0", message_id="m-1")
     expiries = [
         client.document("tasks", task.id).get().get("expireAt"),
