@@ -21,10 +21,13 @@ from shared.settings import Settings
 
 def _store(settings: Settings) -> TaskStore:
     if settings.backend == "firestore":
-        from shared.store.firestore import FirestoreTaskStore  # type: ignore[import-not-found]
+        from shared.store.firestore import FirestoreTaskStore
 
-        store: TaskStore = FirestoreTaskStore.from_settings(settings)
-        return store
+        return FirestoreTaskStore(
+            settings.project,
+            database=settings.firestore_database,
+            retention_days=settings.retention_days,
+        )
     from shared.store.memory import MemoryTaskStore
 
     return MemoryTaskStore()

@@ -83,10 +83,12 @@ class Turn:
     def task(self) -> Task:
         return self._task
 
-    def persist(self) -> None:
-        """Commit what is pending now (a background turn is visible before it starts)."""
+    def claim(self) -> None:
+        """Commit the start of the turn now, once: a continuation claims its task this way
+        (only one message resumes an interrupted task) and a background turn becomes
+        visible before it runs. Raises VersionConflict when the task moved on meanwhile."""
         with self._lock:
-            self._flush()
+            self._commit()
 
     def run(self) -> Task | Message:
         """Run the handler to the end of its turn; the result for a blocking send."""
@@ -202,24 +204,31 @@ class Turn:
                 except Exception:
                     log.exception("background commit of task %s failed", self._task.id)
 
+    def _commit(self) -> None:
+        """One attempt at committing what is pending."""
+        if self._stored is None:
+            self._stored = self._store.create(
+                self._owner,
+                self._task,
+                self._pending,
+                dialect=self._dialect,
+                message_id=self._message_id,
+            )
+        else:
+            self._stored = self._store.commit(
+                self._stored, self._task, self._pending, message_id=self._message_id
+            )
+        self._message_id = None  # recorded with the first commit of the turn
+        self._pending.clear()
+        self._last_commit = time.monotonic()
+
     def _flush(self) -> None:
         """Commit the pending events; on a lost race, re-read and decide again."""
         if not self._pending and self._stored is not None:
             return
         for _ in range(_MAX_REBASES):
             try:
-                if self._stored is None:
-                    self._stored = self._store.create(
-                        self._owner,
-                        self._task,
-                        self._pending,
-                        dialect=self._dialect,
-                        message_id=self._message_id,
-                    )
-                else:
-                    self._stored = self._store.commit(
-                        self._stored, self._task, self._pending, message_id=self._message_id
-                    )
+                self._commit()
             except VersionConflict:
                 current = self._store.get(self._owner, self._task.id)
                 if current is None or current.task.status.state.terminal:
@@ -233,9 +242,6 @@ class Turn:
                 self._stored = current
                 self._task = apply_all(current.task, self._pending)
                 continue
-            self._message_id = None  # recorded with the first commit of the turn
-            self._pending.clear()
-            self._last_commit = time.monotonic()
             return
         raise RuntimeError(f"task {self._task.id}: gave up after {_MAX_REBASES} lost commits")
 

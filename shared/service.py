@@ -32,7 +32,7 @@ from shared.ports import (
 )
 from shared.runtime import Turn
 
-_CANCEL_ATTEMPTS = 20
+_ATTEMPTS = 20  # lost races in a row before we call it a bug, not bad luck
 
 
 def view(task: Task, history_length: int | None, *, artifacts: bool = True) -> Task:
@@ -73,7 +73,56 @@ class A2AService:
             first = self.store.find_message(owner, message_id)
             if first is not None:
                 return self._first_result(owner, first, request)
-        stored = self._target(owner, request)
+        try:
+            for _ in range(_ATTEMPTS):
+                stored = self._target(owner, request)
+                if stored is not None and not stored.task.status.state.interrupted:
+                    # A turn is running (submitted or working): the message joins the
+                    # task's history. The running handler does not see it; a second
+                    # concurrent run of the same task would race the first.
+                    try:
+                        return self._append_only(owner, stored, request, message_id)
+                    except VersionConflict:
+                        continue  # the task can be resumed again: decide again
+                turn = self._turn(
+                    owner,
+                    request=request,
+                    stored=stored,
+                    dialect=dialect,
+                    message_id=message_id,
+                    message_results=message_results,
+                )
+                if stored is not None or not request.blocking:
+                    try:
+                        turn.claim()
+                    except VersionConflict:
+                        continue  # another message resumed the task first: decide again
+                if not request.blocking:
+                    self._background(turn.run)
+                    return view(turn.task, request.history_length)
+                result = turn.run()
+                if isinstance(result, Message):
+                    return result
+                return view(result, request.history_length)
+        except DuplicateMessage as duplicate:
+            return self._first_result(owner, duplicate.task_id, request)
+        except TaskExists:
+            # A v0.1 client named a task that appeared meanwhile (or is another owner's).
+            raise TaskNotFoundError(
+                f"task {request.task_id} cannot be created: the id is taken", field="params.id"
+            ) from None
+        raise RuntimeError("too many concurrent writers on one task")
+
+    def _turn(
+        self,
+        owner: str,
+        *,
+        request: SendRequest,
+        stored: StoredTask | None,
+        dialect: str,
+        message_id: str | None,
+        message_results: bool,
+    ) -> Turn:
         if stored is None:
             task = Task(
                 id=request.task_id or new_id(),
@@ -86,36 +135,18 @@ class A2AService:
         message = request.message.model_copy(
             update={"task_id": task.id, "context_id": task.context_id}
         )
-        try:
-            if stored is not None and not stored.task.status.state.interrupted:
-                # A turn is running (submitted or working): the message joins the history,
-                # and the running handler answers it; a second run would race the first.
-                return self._append_only(owner, stored, message, message_id, request)
-            turn = Turn(
-                self.store,
-                owner,
-                self.handler,
-                task=task,
-                stored=stored,
-                message=message,
-                dialect=dialect,
-                message_id=message_id,
-                commit_interval=self._commit_interval,
-                allow_message=message_results and stored is None,
-            )
-            if not request.blocking:
-                turn.persist()
-                self._background(turn.run)
-                return view(turn.task, request.history_length)
-            result = turn.run()
-        except DuplicateMessage as duplicate:
-            return self._first_result(owner, duplicate.task_id, request)
-        except TaskExists:
-            # A v0.1 client named a task that appeared meanwhile (or is another owner's).
-            raise TaskNotFoundError(
-                f"task {task.id} cannot be created: the id is taken", field="params.id"
-            ) from None
-        return result if isinstance(result, Message) else view(result, request.history_length)
+        return Turn(
+            self.store,
+            owner,
+            self.handler,
+            task=task,
+            stored=stored,
+            message=message,
+            dialect=dialect,
+            message_id=message_id,
+            commit_interval=self._commit_interval,
+            allow_message=message_results and stored is None,
+        )
 
     def _target(self, owner: str, request: SendRequest) -> StoredTask | None:
         """The task the message continues, None for a new one; refuses what can't go on."""
@@ -142,32 +173,23 @@ class A2AService:
         return stored
 
     def _append_only(
-        self,
-        owner: str,
-        stored: StoredTask,
-        message: Message,
-        message_id: str | None,
-        request: SendRequest,
+        self, owner: str, stored: StoredTask, request: SendRequest, message_id: str | None
     ) -> Task:
-        for _ in range(_CANCEL_ATTEMPTS):
+        task = stored.task
+        message = request.message.model_copy(
+            update={"task_id": task.id, "context_id": task.context_id}
+        )
+        for _ in range(_ATTEMPTS):
             try:
                 new = self.store.commit(
-                    stored,
-                    stored.task.model_copy(update={"history": (*stored.task.history, message)}),
-                    [message],
-                    message_id=message_id,
+                    stored, apply(stored.task, message), [message], message_id=message_id
                 )
                 return view(new.task, request.history_length)
             except VersionConflict:
-                fresh = self.store.get(owner, stored.task.id)
-                if fresh is None:
-                    raise TaskNotFoundError(f"no task {stored.task.id}") from None
-                stored = fresh
-                if stored.task.status.state.terminal:
-                    raise UnsupportedOperationError(
-                        f"task {stored.task.id} is {stored.task.status.state.value}"
-                    ) from None
-        raise RuntimeError(f"task {stored.task.id}: too many concurrent writers")
+                stored = self._target(owner, request) or stored
+                if stored.task.status.state.interrupted:
+                    raise VersionConflict(task.id) from None  # resumable again: start over
+        raise RuntimeError(f"task {task.id}: too many concurrent writers")
 
     def _first_result(self, owner: str, task_id: str, request: SendRequest) -> Task:
         """A repeated messageId gets the task its first send went to, unchanged."""
@@ -203,7 +225,7 @@ class A2AService:
         return page, tasks
 
     def cancel(self, owner: str, task_id: str) -> StoredTask:
-        for _ in range(_CANCEL_ATTEMPTS):
+        for _ in range(_ATTEMPTS):
             stored = self.store.get(owner, task_id)
             if stored is None:
                 raise TaskNotFoundError(f"no task {task_id}", field="params.id")

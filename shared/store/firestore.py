@@ -109,14 +109,15 @@ class _Revision:
 class FirestoreTaskStore:
     def __init__(
         self,
-        project: str,
+        project: str | None,
         *,
         database: str = "(default)",
         retention_days: float = 30,
         task_budget: int = 800_000,
         part_limit: int = 900_000,
     ) -> None:
-        """A store on `project`'s `database` (the emulator when FIRESTORE_EMULATOR_HOST is set).
+        """A store on `project`'s `database` (the emulator when FIRESTORE_EMULATOR_HOST is set;
+        no project: the one the runtime's credentials belong to).
 
         `task_budget` is how many bytes of task JSON the task document keeps before history
         and artifacts are read from the log instead; `part_limit` the largest part accepted.

@@ -28,7 +28,7 @@ def client(clean_firestore: FirestoreEmulator) -> firestore.Client:
 
 def raw_events(client: firestore.Client, task_id: str) -> dict[str, dict[str, Any]]:
     log = client.collection("tasks", task_id, "events")
-    return {s.id: s.to_dict() for s in log.stream()}
+    return {s.id: s.to_dict() or {} for s in log.stream()}
 
 
 def chunk(task_id: str, text: str, append: bool = True) -> ArtifactUpdate:
