@@ -60,11 +60,15 @@ PUBLIC = "allUsers"
 
 
 def function_env(settings: Settings, role: str) -> dict[str, str]:
-    """The settings every function reads at start-up (the wiring URLs come on top)."""
+    """The settings every function reads at start-up (the wiring URLs come on top).
+
+    The `[env]` table of the settings file comes first, so the deploy's own values win.
+    """
     return {
+        **settings.env,
         "A2A_BACKEND": "firestore",
         "A2A_HANDLER": settings.handler,
-        "A2A_PROJECT": settings.project,
+        "GOOGLE_CLOUD_PROJECT": settings.project,
         "A2A_REGION": settings.region,
         "A2A_FIRESTORE_DATABASE": settings.firestore_database,
         "A2A_WORK_QUEUE": settings.queues.work.name,

@@ -94,6 +94,7 @@ class Settings(_Strict):
     functions: FunctionSet
     queues: QueueSet
     secrets: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("secrets")
     @classmethod
@@ -145,8 +146,8 @@ def _apply_overrides(
     result: dict[str, Any] = {}
     for key, value in table.items():
         path = (*prefix, key)
-        # Secrets map variable names to references: their keys are data, not settings paths.
-        if isinstance(value, dict) and path != ("secrets",):
+        # `secrets` and `env` map variable names to values: their keys are data, not settings.
+        if isinstance(value, dict) and path not in (("secrets",), ("env",)):
             result[key] = _apply_overrides(value, environ, path)
             continue
         override = environ.get(variable_name(path), "")
