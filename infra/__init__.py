@@ -1,0 +1,1 @@
+"""What `make deploy` creates in Google Cloud, and the commands that create, check and remove it."""

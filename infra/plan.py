@@ -1,0 +1,246 @@
+"""The ordered steps of `make deploy` and `make destroy`, built from the settings.
+
+Order is what makes one pass enough: APIs before any resource, service accounts before the
+bindings and functions that name them, `deliver` before `worker` before `a2a` so that each is
+deployed knowing the URLs it enqueues to, and invoker bindings once their service exists.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from infra.resources import (
+    Apis,
+    Binding,
+    CompositeIndexes,
+    Database,
+    FieldOverride,
+    Function,
+    FunctionSpec,
+    Notice,
+    Queue,
+    Removal,
+    ServiceAccount,
+    Ttl,
+    account_policy,
+    index_from_file,
+    index_kind,
+    project_policy,
+    secret_policy,
+    service_policy,
+)
+from infra.settings import Settings
+from infra.stage import stage
+from infra.steps import PlanError, Step, gcloud
+
+APIS = (
+    "cloudresourcemanager.googleapis.com",
+    "iam.googleapis.com",
+    "cloudfunctions.googleapis.com",
+    "run.googleapis.com",
+    "cloudbuild.googleapis.com",
+    "artifactregistry.googleapis.com",
+    "firestore.googleapis.com",
+    "cloudtasks.googleapis.com",
+)
+SECRETS_API = "secretmanager.googleapis.com"
+# deliver first: worker needs its URL, a2a needs both.
+DEPLOY_ORDER = ("deliver", "worker", "a2a")
+# Environment variable -> role whose URL it carries, per function.
+WIRING: dict[str, dict[str, str]] = {
+    "a2a": {"A2A_WORKER_URL": "worker", "A2A_DELIVER_URL": "deliver"},
+    "worker": {"A2A_DELIVER_URL": "deliver"},
+    "deliver": {},
+}
+PROJECT_ROLES = ("roles/datastore.user", "roles/cloudtasks.enqueuer")
+INVOKER = "roles/run.invoker"
+PUBLIC = "allUsers"
+
+
+def function_env(settings: Settings, role: str) -> dict[str, str]:
+    """The settings every function reads at start-up (the wiring URLs come on top).
+
+    The `[env]` table of the settings file comes first, so the deploy's own values win.
+    """
+    return {
+        **settings.env,
+        "A2A_BACKEND": "firestore",
+        "A2A_HANDLER": settings.handler,
+        "GOOGLE_CLOUD_PROJECT": settings.project,
+        "A2A_REGION": settings.region,
+        "A2A_FIRESTORE_DATABASE": settings.firestore_database,
+        "A2A_WORK_QUEUE": settings.queues.work.name,
+        "A2A_PUSH_QUEUE": settings.queues.push.name,
+        "A2A_RETENTION_DAYS": str(settings.retention_days),
+        "A2A_FUNCTION_TIMEOUT": str(getattr(settings.functions, role).timeout),
+        "A2A_TASKS_SERVICE_ACCOUNT": settings.invoker_email,
+    }
+
+
+def deploy_plan(settings: Settings, repo_root: Path, stage_root: Path) -> list[Step]:
+    """Every step of a deploy, in an order where each finds what it needs already in place."""
+    project = settings.project
+    runtime = f"serviceAccount:{settings.runtime_email}"
+    invoker = f"serviceAccount:{settings.invoker_email}"
+    apis = APIS + ((SECRETS_API,) if settings.secrets else ())
+    steps: list[Step] = [
+        Apis(project, apis),
+        Database(project, settings.firestore_database, settings.location),
+        *_index_steps(settings, repo_root / settings.firestore_indexes),
+        *(
+            Ttl(project, settings.firestore_database, group, settings.ttl_field)
+            for group in settings.ttl_collection_groups
+        ),
+        Queue(project, settings.region, settings.queues.work),
+        Queue(project, settings.region, settings.queues.push),
+        ServiceAccount(project, settings.runtime_service_account, "function runtime"),
+        ServiceAccount(project, settings.invoker_service_account, "Cloud Tasks invoker"),
+        *(Binding(project, project_policy(project), role, runtime) for role in PROJECT_ROLES),
+        # The functions create tasks whose OIDC token is minted for the invoker account.
+        Binding(
+            project, account_policy(settings.invoker_email), "roles/iam.serviceAccountUser", runtime
+        ),
+        *(
+            Binding(
+                project,
+                secret_policy(_secret_name(ref)),
+                "roles/secretmanager.secretAccessor",
+                runtime,
+            )
+            for ref in sorted(set(settings.secrets.values()))
+        ),
+    ]
+    for role in DEPLOY_ORDER:
+        function = getattr(settings.functions, role)
+        staged = stage(repo_root, role, stage_root / role, settings.handler)
+        public = role == "a2a" and settings.auth == "public"
+        spec = FunctionSpec(
+            role=role,
+            settings=function,
+            region=settings.region,
+            source=str(staged.path),
+            source_hash=staged.source_hash,
+            service_account=settings.runtime_email,
+            env=function_env(settings, role),
+            wiring=WIRING[role],
+            secrets=dict(settings.secrets),
+            public=public,
+        )
+        steps.append(Function(project, spec))
+        policy = service_policy(function.name, settings.region)
+        if role == "a2a":
+            # Switching to "authenticated" must also take away an earlier public binding.
+            steps.append(Binding(project, policy, INVOKER, PUBLIC, present=public))
+        else:
+            steps.append(Binding(project, policy, INVOKER, invoker))
+    return steps
+
+
+def _secret_name(reference: str) -> str:
+    return reference.split(":", 1)[0]
+
+
+def _index_steps(settings: Settings, path: Path) -> list[Step]:
+    project, database = settings.project, settings.firestore_database
+    if not path.is_file():
+        return [
+            Notice(
+                "Firestore indexes",
+                f"{path} does not exist yet (the Firestore store owns it): no composite indexes "
+                "applied; queries that need one fail until it exists and make deploy runs again",
+            )
+        ]
+    try:
+        content: dict[str, Any] = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise PlanError(f"{path} is not valid JSON: {error}") from error
+    steps: list[Step] = [
+        CompositeIndexes(
+            project, database, tuple(index_from_file(entry) for entry in content.get("indexes", []))
+        )
+    ]
+    for override in content.get("fieldOverrides", []):
+        group, field = override["collectionGroup"], override["fieldPath"]
+        indexes = tuple(
+            (index.get("queryScope", "COLLECTION"), *index_kind(index))
+            for index in override.get("indexes", [])
+        )
+        steps.append(FieldOverride(project, database, group, field, indexes))
+        if override.get("ttl") and group not in settings.ttl_collection_groups:
+            steps.append(Ttl(project, database, group, field))
+    return steps
+
+
+def destroy_plan(settings: Settings, *, delete_database: bool) -> list[Step]:
+    """The deploy in reverse: functions first, so nothing runs while the rest goes away."""
+    project, region = settings.project, settings.region
+    runtime = f"serviceAccount:{settings.runtime_email}"
+    steps: list[Step] = []
+    for role in reversed(DEPLOY_ORDER):
+        name = getattr(settings.functions, role).name
+        flags = (f"--region={region}",)
+        steps.append(
+            Removal(
+                f"function {name}",
+                gcloud(
+                    project,
+                    "functions",
+                    "describe",
+                    args=(name,),
+                    flags=(*flags, "--v2"),
+                    json=True,
+                ),
+                gcloud(project, "functions", "delete", args=(name,), flags=flags),
+            )
+        )
+    for queue in (settings.queues.work, settings.queues.push):
+        flags = (f"--location={region}",)
+        steps.append(
+            Removal(
+                f"queue {queue.name}",
+                gcloud(
+                    project,
+                    "tasks",
+                    "queues",
+                    "describe",
+                    args=(queue.name,),
+                    flags=flags,
+                    json=True,
+                ),
+                gcloud(project, "tasks", "queues", "delete", args=(queue.name,), flags=flags),
+            )
+        )
+    steps += [
+        Binding(project, project_policy(project), role, runtime, present=False)
+        for role in PROJECT_ROLES
+    ]
+    steps += [
+        Binding(
+            project,
+            secret_policy(_secret_name(ref)),
+            "roles/secretmanager.secretAccessor",
+            runtime,
+            present=False,
+        )
+        for ref in sorted(set(settings.secrets.values()))
+    ]
+    for account in (settings.runtime_email, settings.invoker_email):
+        steps.append(
+            Removal(
+                f"service account {account.split('@')[0]}",
+                gcloud(project, "iam", "service-accounts", "describe", args=(account,), json=True),
+                gcloud(project, "iam", "service-accounts", "delete", args=(account,)),
+            )
+        )
+    if delete_database:
+        flags = (f"--database={settings.firestore_database}",)
+        steps.append(
+            Removal(
+                f"Firestore database {settings.firestore_database} and all its data",
+                gcloud(project, "firestore", "databases", "describe", flags=flags, json=True),
+                gcloud(project, "firestore", "databases", "delete", flags=flags),
+            )
+        )
+    return steps

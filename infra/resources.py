@@ -1,0 +1,583 @@
+"""The steps for each kind of resource `make deploy` owns, from APIs to functions.
+
+Each compares gcloud's description of the resource with the settings in the API's own units, so
+that values the API writes back differently ("5s" against "5.000s") do not look like changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from infra.settings import FunctionSettings, QueueSettings
+from infra.steps import Change, Command, Outputs, PlanError, Skipped, Step, gcloud
+
+# gcloud adds this variable to every gen2 function it deploys; it is not ours to compare.
+_GCLOUD_ENV = frozenset({"LOG_EXECUTION_ID"})
+SOURCE_LABEL = "a2a-source"
+# IAM answers "does not exist" for a service account created seconds ago.
+_NEW_ACCOUNT = r"does not exist|not found"
+
+
+@dataclass
+class Apis(Step):
+    """The Google APIs the kit uses, enabled in one call."""
+
+    project: str
+    apis: tuple[str, ...]
+    title: str = "APIs"
+
+    def check(self) -> Command:
+        return gcloud(self.project, "services", "list", flags=("--enabled",), json=True)
+
+    def changes(self, found: Any, outputs: Outputs) -> list[Change]:
+        enabled = {service.get("config", {}).get("name") for service in found or []}
+        missing = tuple(api for api in self.apis if api not in enabled)
+        if not missing:
+            return []
+        command = gcloud(self.project, "services", "enable", args=missing)
+        return [Change("enable", command, ", ".join(missing))]
+
+
+@dataclass
+class Database(Step):
+    """The Firestore database, in native mode; created once, never changed."""
+
+    project: str
+    database: str
+    location: str
+
+    @property
+    def title(self) -> str:  # type: ignore[override]
+        return f"Firestore database {self.database}"
+
+    def check(self) -> Command:
+        flags = (f"--database={self.database}",)
+        return gcloud(self.project, "firestore", "databases", "describe", flags=flags, json=True)
+
+    def changes(self, found: Any, outputs: Outputs) -> list[Change]:
+        if found is None:
+            flags = (
+                f"--database={self.database}",
+                f"--location={self.location}",
+                "--type=firestore-native",
+            )
+            command = gcloud(self.project, "firestore", "databases", "create", flags=flags)
+            return [Change("create", command, f"native mode in {self.location}")]
+        if found.get("type") != "FIRESTORE_NATIVE":
+            raise PlanError(
+                f"database {self.database} exists in {found.get('type')}, not native mode; "
+                "choose another one: make deploy FIRESTORE_DATABASE=a2a"
+            )
+        return []
+
+
+@dataclass
+class Notice(Step):
+    """A step that only reports why it has nothing to do."""
+
+    title: str
+    message: str
+
+    def check(self) -> None:
+        return None
+
+    def changes(self, found: Any, outputs: Outputs) -> list[Change]:
+        raise Skipped(self.message)
+
+
+@dataclass(frozen=True)
+class CompositeIndex:
+    """A composite index as `firestore.indexes.json` writes it, reduced to what identifies it."""
+
+    collection_group: str
+    query_scope: str
+    fields: tuple[tuple[str, str, str], ...]  # (field path, "order" or "array-config", value)
+
+    @classmethod
+    def from_api(cls, index: dict[str, Any], collection_group: str) -> CompositeIndex:
+        # Firestore appends __name__ to every composite index; the index file leaves it out.
+        fields = [field for field in index.get("fields", []) if field["fieldPath"] != "__name__"]
+        return cls(collection_group, index.get("queryScope", "COLLECTION"), _fields(fields))
+
+    def create(self, project: str, database: str) -> Command:
+        configs = tuple(
+            f"--field-config=field-path={path},{kind}={value.lower()}"
+            for path, kind, value in self.fields
+        )
+        scope = self.query_scope.lower().replace("_", "-")
+        flags = (
+            f"--database={database}",
+            f"--collection-group={self.collection_group}",
+            f"--query-scope={scope}",
+            *configs,
+        )
+        return gcloud(project, "firestore", "indexes", "composite", "create", flags=flags)
+
+
+def index_kind(field: dict[str, Any]) -> tuple[str, str]:
+    """("order", "ASCENDING") or ("array-config", "CONTAINS"): how one field is indexed."""
+    if "order" in field:
+        return "order", str(field["order"]).upper()
+    if "arrayConfig" in field:
+        return "array-config", str(field["arrayConfig"]).upper()
+    raise PlanError(f"index field {field}: only 'order' and 'arrayConfig' are supported")
+
+
+def _fields(fields: list[dict[str, Any]]) -> tuple[tuple[str, str, str], ...]:
+    return tuple((field["fieldPath"], *index_kind(field)) for field in fields)
+
+
+def index_from_file(entry: dict[str, Any]) -> CompositeIndex:
+    """One entry of the `indexes` list of a Firebase-style index file."""
+    try:
+        return CompositeIndex(
+            entry["collectionGroup"],
+            entry.get("queryScope", "COLLECTION"),
+            _fields(entry["fields"]),
+        )
+    except (KeyError, TypeError) as error:
+        raise PlanError(f"index {entry}: missing or malformed {error}") from error
+
+
+@dataclass
+class CompositeIndexes(Step):
+    """The composite indexes of the index file; indexes made by others are left alone."""
+
+    project: str
+    database: str
+    wanted: tuple[CompositeIndex, ...]
+    title: str = "Firestore composite indexes"
+
+    def check(self) -> Command:
+        flags = (f"--database={self.database}",)
+        return gcloud(
+            self.project, "firestore", "indexes", "composite", "list", flags=flags, json=True
+        )
+
+    def changes(self, found: Any, outputs: Outputs) -> list[Change]:
+        existing = {
+            CompositeIndex.from_api(
+                index, index["name"].split("/collectionGroups/")[1].split("/")[0]
+            )
+            for index in found or []
+        }
+        return [
+            Change("create", index.create(self.project, self.database), index.collection_group)
+            for index in self.wanted
+            if index not in existing
+        ]
+
+
+def _field_describe(project: str, database: str, group: str, field: str) -> Command:
+    flags = (f"--database={database}", f"--collection-group={group}")
+    return gcloud(
+        project, "firestore", "indexes", "fields", "describe", args=(field,), flags=flags, json=True
+    )
+
+
+@dataclass
+class FieldOverride(Step):
+    """A single-field index exemption of the index file (`fieldOverrides`)."""
+
+    project: str
+    database: str
+    group: str
+    field: str
+    indexes: tuple[tuple[str, str, str], ...]  # (query scope, "order" or "array-config", value)
+
+    @property
+    def title(self) -> str:  # type: ignore[override]
+        return f"Firestore field {self.group}.{self.field} indexes"
+
+    def check(self) -> Command:
+        return _field_describe(self.project, self.database, self.group, self.field)
+
+    def changes(self, found: Any, outputs: Outputs) -> list[Change]:
+        current = {
+            (index.get("queryScope", "COLLECTION"), *index_kind(spec))
+            for index in (found or {}).get("indexConfig", {}).get("indexes", [])
+            for spec in index.get("fields", [])
+        }
+        config = (found or {}).get("indexConfig", {})
+        # A field that still uses its ancestor's (default) indexes has no exemption yet.
+        if (
+            found is not None
+            and not config.get("usesAncestorConfig")
+            and current == set(self.indexes)
+        ):
+            return []
+        flags: tuple[str, ...] = tuple(
+            f"--index={kind}={value.lower()},query-scope={scope.lower().replace('_', '-')}"
+            for scope, kind, value in self.indexes
+        ) or ("--disable-indexes",)
+        command = gcloud(
+            self.project,
+            "firestore",
+            "indexes",
+            "fields",
+            "update",
+            args=(self.field,),
+            flags=(f"--database={self.database}", f"--collection-group={self.group}", *flags),
+        )
+        return [Change("update", command, "single-field indexes differ")]
+
+
+@dataclass
+class Ttl(Step):
+    """The TTL policy that lets Firestore delete expired documents of one collection group."""
+
+    project: str
+    database: str
+    group: str
+    field: str
+
+    @property
+    def title(self) -> str:  # type: ignore[override]
+        return f"TTL on {self.group}.{self.field}"
+
+    def check(self) -> Command:
+        return _field_describe(self.project, self.database, self.group, self.field)
+
+    def changes(self, found: Any, outputs: Outputs) -> list[Change]:
+        state = (found or {}).get("ttlConfig", {}).get("state")
+        if state in ("ACTIVE", "CREATING"):
+            return []
+        flags = (
+            f"--database={self.database}",
+            f"--collection-group={self.group}",
+            "--enable-ttl",
+            # Activation takes minutes and needs no waiting: documents expire once it is active.
+            "--async",
+        )
+        command = gcloud(
+            self.project, "firestore", "fields", "ttls", "update", args=(self.field,), flags=flags
+        )
+        return [Change("enable", command, f"state {state or 'none'}")]
+
+
+def _seconds(value: Any) -> float:
+    return float(str(value).removesuffix("s")) if value else 0.0
+
+
+@dataclass
+class Queue(Step):
+    """A Cloud Tasks queue and its retry policy and rate limits."""
+
+    project: str
+    region: str
+    queue: QueueSettings
+
+    @property
+    def title(self) -> str:  # type: ignore[override]
+        return f"queue {self.queue.name}"
+
+    def check(self) -> Command:
+        return gcloud(
+            self.project,
+            "tasks",
+            "queues",
+            "describe",
+            args=(self.queue.name,),
+            flags=(f"--location={self.region}",),
+            json=True,
+        )
+
+    def _differences(self, found: dict[str, Any]) -> list[str]:
+        retry = found.get("retryConfig", {})
+        rates = found.get("rateLimits", {})
+        q = self.queue
+        pairs: list[tuple[str, Any, Any]] = [
+            ("max-attempts", int(retry.get("maxAttempts", 0)), q.max_attempts),
+            ("min-backoff", _seconds(retry.get("minBackoff")), _seconds(q.min_backoff)),
+            ("max-backoff", _seconds(retry.get("maxBackoff")), _seconds(q.max_backoff)),
+            ("max-doublings", int(retry.get("maxDoublings", 0)), q.max_doublings),
+            (
+                "max-retry-duration",
+                _seconds(retry.get("maxRetryDuration")),
+                _seconds(q.max_retry_duration),
+            ),
+            (
+                "max-dispatches-per-second",
+                float(rates.get("maxDispatchesPerSecond", 0)),
+                q.max_dispatches_per_second,
+            ),
+            (
+                "max-concurrent-dispatches",
+                int(rates.get("maxConcurrentDispatches", 0)),
+                q.max_concurrent_dispatches,
+            ),
+        ]
+        return [f"{name} {have} -> {want}" for name, have, want in pairs if have != want]
+
+    def _command(self, verb: str) -> Command:
+        q = self.queue
+        flags = (
+            f"--location={self.region}",
+            f"--max-attempts={q.max_attempts}",
+            f"--min-backoff={q.min_backoff}",
+            f"--max-backoff={q.max_backoff}",
+            f"--max-doublings={q.max_doublings}",
+            f"--max-retry-duration={q.max_retry_duration}",
+            f"--max-dispatches-per-second={q.max_dispatches_per_second}",
+            f"--max-concurrent-dispatches={q.max_concurrent_dispatches}",
+        )
+        return gcloud(self.project, "tasks", "queues", verb, args=(q.name,), flags=flags)
+
+    def changes(self, found: Any, outputs: Outputs) -> list[Change]:
+        if found is None:
+            return [Change("create", self._command("create"))]
+        differences = self._differences(found)
+        if not differences:
+            return []
+        return [Change("update", self._command("update"), ", ".join(differences))]
+
+
+@dataclass
+class ServiceAccount(Step):
+    """A service account of the kit, created if missing."""
+
+    project: str
+    name: str
+    purpose: str
+
+    @property
+    def title(self) -> str:  # type: ignore[override]
+        return f"service account {self.name}"
+
+    def check(self) -> Command:
+        email = f"{self.name}@{self.project}.iam.gserviceaccount.com"
+        return gcloud(self.project, "iam", "service-accounts", "describe", args=(email,), json=True)
+
+    def changes(self, found: Any, outputs: Outputs) -> list[Change]:
+        if found is not None:
+            return []
+        flags = (f"--display-name=a2a-functions {self.purpose}",)
+        command = gcloud(
+            self.project, "iam", "service-accounts", "create", args=(self.name,), flags=flags
+        )
+        return [Change("create", command, self.purpose)]
+
+
+@dataclass(frozen=True)
+class PolicyTarget:
+    """A resource with an IAM policy, and how gcloud reads and edits it."""
+
+    label: str
+    group: tuple[str, ...]
+    resource: str
+    flags: tuple[str, ...] = ()
+    # Project bindings need an explicit "no condition", or gcloud asks for one.
+    binding_flags: tuple[str, ...] = ()
+
+
+def project_policy(project: str) -> PolicyTarget:
+    return PolicyTarget(f"project {project}", ("projects",), project, (), ("--condition=None",))
+
+
+def account_policy(email: str) -> PolicyTarget:
+    return PolicyTarget(
+        f"service account {email.split('@', maxsplit=1)[0]}", ("iam", "service-accounts"), email
+    )
+
+
+def service_policy(name: str, region: str) -> PolicyTarget:
+    # A gen2 function's invoker is a Cloud Run invoker on the service of the same name.
+    return PolicyTarget(f"function {name}", ("run", "services"), name, (f"--region={region}",))
+
+
+def secret_policy(secret: str) -> PolicyTarget:
+    return PolicyTarget(f"secret {secret}", ("secrets",), secret)
+
+
+@dataclass
+class Binding(Step):
+    """One role for one member on one resource; `present=False` makes sure it is absent."""
+
+    project: str
+    target: PolicyTarget
+    role: str
+    member: str
+    present: bool = True
+
+    @property
+    def title(self) -> str:  # type: ignore[override]
+        relation = "has" if self.present else "lacks"
+        return f"{self.member} {relation} {self.role} on {self.target.label}"
+
+    def check(self) -> Command:
+        return gcloud(
+            self.project,
+            *self.target.group,
+            "get-iam-policy",
+            args=(self.target.resource,),
+            flags=self.target.flags,
+            json=True,
+        )
+
+    def changes(self, found: Any, outputs: Outputs) -> list[Change]:
+        bound = any(
+            binding.get("role") == self.role
+            and self.member in binding.get("members", [])
+            and "condition" not in binding
+            for binding in (found or {}).get("bindings", [])
+        )
+        if bound == self.present:
+            return []
+        verb = "add" if self.present else "remove"
+        command = gcloud(
+            self.project,
+            *self.target.group,
+            f"{verb}-iam-policy-binding",
+            args=(self.target.resource,),
+            flags=(
+                *self.target.flags,
+                f"--member={self.member}",
+                f"--role={self.role}",
+                *self.target.binding_flags,
+            ),
+        )
+        return [Change("grant" if self.present else "revoke", command, retry_if=_NEW_ACCOUNT)]
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """Everything a function is deployed with, except the URLs it learns from other functions."""
+
+    role: str
+    settings: FunctionSettings
+    region: str
+    source: str
+    source_hash: str
+    service_account: str
+    env: dict[str, str]
+    # Environment variable -> role whose URL it carries (the wiring between the functions).
+    wiring: dict[str, str]
+    secrets: dict[str, str]
+    public: bool
+
+
+def _env_flag(name: str, values: dict[str, str]) -> str:
+    pairs = [f"{key}={value}" for key, value in sorted(values.items())]
+    if any("," in pair for pair in pairs):
+        # gcloud's escape for lists whose items contain commas: a custom delimiter.
+        return f"{name}=^|^" + "|".join(pairs)
+    return f"{name}=" + ",".join(pairs)
+
+
+@dataclass
+class Function(Step):
+    """A gen2 function on python311, deployed from its staging folder."""
+
+    project: str
+    spec: FunctionSpec
+    refresh: bool = True
+
+    @property
+    def title(self) -> str:  # type: ignore[override]
+        return f"function {self.spec.settings.name}"
+
+    def check(self) -> Command:
+        return gcloud(
+            self.project,
+            "functions",
+            "describe",
+            args=(self.spec.settings.name,),
+            flags=(f"--region={self.spec.region}", "--v2"),
+            json=True,
+        )
+
+    def env(self, outputs: Outputs) -> dict[str, str]:
+        wired = {name: outputs.url(role) for name, role in self.spec.wiring.items()}
+        return {**self.spec.env, **wired}
+
+    def _differences(self, found: dict[str, Any], env: dict[str, str]) -> list[str]:
+        spec, fs = self.spec, self.spec.settings
+        build = found.get("buildConfig", {})
+        service = found.get("serviceConfig", {})
+        have_env = {
+            key: value
+            for key, value in service.get("environmentVariables", {}).items()
+            if key not in _GCLOUD_ENV
+        }
+        have_secrets = {
+            item["key"]: f"{item['secret']}:{item['version']}"
+            for item in service.get("secretEnvironmentVariables", [])
+        }
+        pairs: list[tuple[str, Any, Any]] = [
+            ("state", found.get("state"), "ACTIVE"),
+            ("runtime", build.get("runtime"), "python311"),
+            ("entry point", build.get("entryPoint"), spec.role),
+            ("memory", service.get("availableMemory"), fs.memory),
+            ("cpu", service.get("availableCpu"), fs.cpu),
+            ("timeout", service.get("timeoutSeconds"), fs.timeout),
+            ("concurrency", service.get("maxInstanceRequestConcurrency"), fs.concurrency),
+            ("min instances", service.get("minInstanceCount", 0), fs.min_instances),
+            ("max instances", service.get("maxInstanceCount"), fs.max_instances),
+            ("service account", service.get("serviceAccountEmail"), spec.service_account),
+            ("source", found.get("labels", {}).get(SOURCE_LABEL), spec.source_hash),
+        ]
+        differences = [f"{name} {have} -> {want}" for name, have, want in pairs if have != want]
+        if have_env != env:
+            keys = sorted(
+                key for key in have_env.keys() | env.keys() if have_env.get(key) != env.get(key)
+            )
+            differences.append("environment " + ", ".join(keys))
+        if have_secrets != spec.secrets:
+            differences.append("secrets")
+        return differences
+
+    def _deploy(self, env: dict[str, str]) -> Command:
+        spec, fs = self.spec, self.spec.settings
+        flags = [
+            "--gen2",
+            f"--region={spec.region}",
+            "--runtime=python311",
+            f"--source={spec.source}",
+            f"--entry-point={spec.role}",
+            "--trigger-http",
+            "--allow-unauthenticated" if spec.public else "--no-allow-unauthenticated",
+            f"--service-account={spec.service_account}",
+            f"--memory={fs.memory}",
+            f"--cpu={fs.cpu}",
+            f"--timeout={fs.timeout}s",
+            f"--concurrency={fs.concurrency}",
+            f"--min-instances={fs.min_instances}",
+            f"--max-instances={fs.max_instances}",
+            _env_flag("--set-env-vars", env),
+            f"--update-labels={SOURCE_LABEL}={spec.source_hash}",
+        ]
+        flags.append(
+            _env_flag("--set-secrets", spec.secrets) if spec.secrets else "--clear-secrets"
+        )
+        return gcloud(self.project, "functions", "deploy", args=(fs.name,), flags=tuple(flags))
+
+    def changes(self, found: Any, outputs: Outputs) -> list[Change]:
+        env = self.env(outputs)
+        if found is None:
+            return [Change("create", self._deploy(env), "builds and deploys, takes minutes")]
+        differences = self._differences(found, env)
+        if not differences:
+            return []
+        return [Change("update", self._deploy(env), ", ".join(differences))]
+
+    def learn(self, found: Any, outputs: Outputs) -> None:
+        url = found.get("serviceConfig", {}).get("uri") or found.get("url")
+        if not url:
+            raise PlanError(f"gcloud describes {self.spec.settings.name} without a URL")
+        outputs.urls[self.spec.role] = url
+
+
+@dataclass
+class Removal(Step):
+    """`make destroy`: delete a resource if it exists."""
+
+    title: str
+    describe: Command
+    delete: Command
+
+    def check(self) -> Command:
+        return self.describe
+
+    def changes(self, found: Any, outputs: Outputs) -> list[Change]:
+        return [] if found is None else [Change("delete", self.delete)]

@@ -1,0 +1,169 @@
+"""Deploy settings: `infra/deploy.toml`, overridden by environment (make) variables, validated.
+
+A variable is named after the setting's path, upper-cased and joined by "_" (`functions.a2a.memory`
+is FUNCTIONS_A2A_MEMORY), so `make deploy FUNCTIONS_A2A_MEMORY=1Gi` needs no code to exist.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+DEFAULT_FILE = Path(__file__).with_name("deploy.toml")
+
+_SECONDS = re.compile(r"^\d+(\.\d+)?s$")
+_SECRET_REF = re.compile(r"^[A-Za-z0-9_-]+:(latest|\d+)$")
+
+
+class SettingsError(Exception):
+    """The settings file or an override is invalid; the message names the variable."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FunctionSettings(_Strict):
+    """One Cloud Function (gen2): its name and the resources of its Cloud Run service."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,62}$")
+    memory: str = Field(pattern=r"^\d+(Mi|Gi)$")
+    cpu: str = Field(pattern=r"^\d+(\.\d+)?$")
+    timeout: int = Field(ge=1, le=3600)
+    concurrency: int = Field(ge=1, le=1000)
+    min_instances: int = Field(ge=0)
+    max_instances: int = Field(ge=1)
+
+
+class QueueSettings(_Strict):
+    """One Cloud Tasks queue and its retry policy, in the units of `gcloud tasks queues`."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9-]{1,100}$")
+    max_attempts: int = Field(ge=-1)
+    min_backoff: str
+    max_backoff: str
+    max_doublings: int = Field(ge=0)
+    max_retry_duration: str
+    max_dispatches_per_second: float = Field(gt=0)
+    max_concurrent_dispatches: int = Field(ge=1)
+
+    @field_validator("min_backoff", "max_backoff", "max_retry_duration")
+    @classmethod
+    def _seconds(cls, value: str) -> str:
+        if not _SECONDS.match(value):
+            raise ValueError(f"expected seconds such as '10s' or '0.5s', got {value!r}")
+        return value
+
+
+class FunctionSet(_Strict):
+    """The three functions, by role: the public endpoint and the two Cloud Tasks targets."""
+
+    a2a: FunctionSettings
+    worker: FunctionSettings
+    deliver: FunctionSettings
+
+
+class QueueSet(_Strict):
+    """The two queues: background runs for `worker`, push deliveries for `deliver`."""
+
+    work: QueueSettings
+    push: QueueSettings
+
+
+class Settings(_Strict):
+    """Everything `make deploy` needs to know about the target project."""
+
+    # Empty is allowed so that `stage` works without a project; deploy and destroy require one.
+    project: str = Field(pattern=r"^([a-z][a-z0-9-]{4,28}[a-z0-9])?$")
+    region: str = Field(min_length=1)
+    handler: str = Field(pattern=r"^[A-Za-z_][\w.]*$")
+    auth: Literal["public", "authenticated"]
+    retention_days: int = Field(ge=1)
+    runtime_service_account: str = Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+    invoker_service_account: str = Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+    firestore_database: str
+    firestore_location: str
+    firestore_indexes: str
+    ttl_collection_groups: tuple[str, ...]
+    ttl_field: str
+    functions: FunctionSet
+    queues: QueueSet
+    secrets: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("secrets")
+    @classmethod
+    def _secret_refs(cls, value: dict[str, str]) -> dict[str, str]:
+        for env, ref in value.items():
+            if not _SECRET_REF.match(ref):
+                raise ValueError(f"{env} = {ref!r}: expected 'secret-name:version'")
+        return value
+
+    @property
+    def location(self) -> str:
+        """Where the Firestore database lives."""
+        return self.firestore_location or self.region
+
+    def email(self, account: str) -> str:
+        """The e-mail of one of the kit's service accounts in the target project."""
+        return f"{account}@{self.project}.iam.gserviceaccount.com"
+
+    @property
+    def runtime_email(self) -> str:
+        return self.email(self.runtime_service_account)
+
+    @property
+    def invoker_email(self) -> str:
+        return self.email(self.invoker_service_account)
+
+
+def variable_name(path: tuple[str, ...]) -> str:
+    """The environment variable that overrides the setting at `path`."""
+    return "_".join(path).upper()
+
+
+def load(path: Path = DEFAULT_FILE, environ: Mapping[str, str] | None = None) -> Settings:
+    """Read `path`, apply overrides from `environ` (empty values count as unset), validate."""
+    try:
+        raw = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise SettingsError(f"cannot read {path}: {error}") from error
+    overridden = _apply_overrides(raw, environ or {}, ())
+    try:
+        return Settings.model_validate(overridden)
+    except ValidationError as error:
+        raise SettingsError(_explain(error)) from error
+
+
+def _apply_overrides(
+    table: dict[str, Any], environ: Mapping[str, str], prefix: tuple[str, ...]
+) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in table.items():
+        path = (*prefix, key)
+        # `secrets` and `env` map variable names to values: their keys are data, not settings.
+        if isinstance(value, dict) and path not in (("secrets",), ("env",)):
+            result[key] = _apply_overrides(value, environ, path)
+            continue
+        override = environ.get(variable_name(path), "")
+        if not override or isinstance(value, dict):
+            result[key] = value
+        elif isinstance(value, list):
+            result[key] = [item.strip() for item in override.split(",") if item.strip()]
+        else:
+            # pydantic converts the string to the field's type and reports it by variable name.
+            result[key] = override
+    return result
+
+
+def _explain(error: ValidationError) -> str:
+    lines = ["invalid deploy settings:"]
+    for problem in error.errors():
+        path = tuple(str(part) for part in problem["loc"])
+        lines.append(f"  {variable_name(path)} ({'.'.join(path)}): {problem['msg']}")
+    return "\n".join(lines)

@@ -1,0 +1,115 @@
+"""Staging: the folder gcloud uploads for one function, built from the repository as it is.
+
+Cloud Functions loads `main.py` from the root of the upload and installs `requirements.txt`. The
+stage gets `functions/`, `shared/`, a generated `main.py` that exposes the one entry point, and a
+`requirements.txt` pinned to the versions installed here, so the cloud runs what the tests ran.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tomllib
+from collections import deque
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+PACKAGES = ("functions", "shared")
+_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".*")
+
+
+class StageError(Exception):
+    """The repository cannot be packaged; the message says what is missing."""
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A staging folder and the hash of its contents (a deploy changes only if the hash does)."""
+
+    path: Path
+    source_hash: str
+
+
+def stage(repo_root: Path, entry_point: str, out_dir: Path, handler: str) -> Staged:
+    """Build `out_dir` (replacing it) for the function whose entry point is `entry_point`."""
+    for package in PACKAGES:
+        if not (repo_root / package).is_dir():
+            raise StageError(f"{repo_root / package} is missing: nothing to deploy")
+    if not (repo_root / "functions" / "main.py").is_file():
+        raise StageError(
+            f"{repo_root / 'functions' / 'main.py'} is missing: it holds the entry points"
+        )
+    if not _module_file(repo_root, handler):
+        raise StageError(
+            f"handler module {handler} is not in {repo_root}: set HANDLER to a module "
+            "under functions/ or shared/, such as functions.handlers.sample"
+        )
+    requirements = pinned_requirements(repo_root / "pyproject.toml")
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True)
+    for package in PACKAGES:
+        shutil.copytree(repo_root / package, out_dir / package, ignore=_IGNORED)
+    (out_dir / "main.py").write_text(_entry_module(entry_point))
+    (out_dir / "requirements.txt").write_text(requirements)
+    return Staged(out_dir, tree_hash(out_dir))
+
+
+def _module_file(repo_root: Path, module: str) -> bool:
+    base = repo_root.joinpath(*module.split("."))
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def _entry_module(entry_point: str) -> str:
+    return (
+        f'"""Entry point of the `{entry_point}` function, written by infra.stage: '
+        'Cloud Functions loads main.py."""\n\n'
+        f"from functions.main import {entry_point}\n\n"
+        f'__all__ = ["{entry_point}"]\n'
+    )
+
+
+def pinned_requirements(pyproject: Path) -> str:
+    """The runtime dependencies of `pyproject` and everything they need, at installed versions."""
+    dependencies = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
+    pins: dict[str, str] = {}
+    pending = deque(Requirement(line) for line in dependencies)
+    seen: set[tuple[str, frozenset[str]]] = set()
+    while pending:
+        requirement = pending.popleft()
+        key = (canonicalize_name(requirement.name), frozenset(requirement.extras))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            distribution = metadata.distribution(requirement.name)
+        except metadata.PackageNotFoundError as error:
+            raise StageError(
+                f"{requirement.name} is required but not installed here: run make install"
+            ) from error
+        pins[key[0]] = f"{distribution.metadata['Name']}=={distribution.version}"
+        extras = {"", *requirement.extras}
+        for line in distribution.requires or []:
+            needed = Requirement(line)
+            # Markers are evaluated for this interpreter, which is the one the cloud runs (3.11).
+            if needed.marker is None or any(
+                needed.marker.evaluate({"extra": extra}) for extra in extras
+            ):
+                pending.append(needed)
+    header = (
+        "# Written by infra.stage: pyproject dependencies at the versions the tests ran with.\n"
+    )
+    return header + "".join(f"{pins[name]}\n" for name in sorted(pins))
+
+
+def tree_hash(folder: Path) -> str:
+    """A short hash of every file's path and bytes, stable across machines and runs."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]

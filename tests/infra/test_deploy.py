@@ -1,0 +1,275 @@
+"""`python -m infra deploy|destroy` with a fake gcloud: order, idempotence, dry run, failure."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from fake_gcloud import FakeGcloud
+
+from infra.__main__ import main
+
+DISABLED = (
+    "ERROR: (gcloud.tasks.queues.create) PERMISSION_DENIED: Cloud Tasks API has not been used "
+    "in project 1234 before or it is disabled. Enable it by visiting https://console.developers"
+    ".google.com/apis/api/cloudtasks.googleapis.com/overview?project=1234\n"
+)
+
+
+def run(repo: Path, *command: str) -> int:
+    stage_dir = repo / "build" / "stage"
+    return main(["--repo-root", str(repo), "--stage-dir", str(stage_dir), *command])
+
+
+def position(calls: list[list[str]], *words: str) -> int:
+    """Index of the first call whose argv starts with `words` (fails the test if none does)."""
+    for index, call in enumerate(calls):
+        if call[: len(words)] == list(words):
+            return index
+    raise AssertionError(f"no call starts with {words}")
+
+
+def flag(call: list[str], name: str) -> str:
+    return next(word.split("=", 1)[1] for word in call if word.startswith(f"--{name}="))
+
+
+def test_first_run_creates_everything_in_order(
+    fake_gcloud: FakeGcloud, fake_repo: Path, project_env: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(fake_repo, "deploy") == 0
+
+    calls = fake_gcloud.changes()
+    enable = position(calls, "services", "enable")
+    assert enable == 0, "APIs come before every other change"
+    assert {"cloudtasks.googleapis.com", "firestore.googleapis.com"} <= set(calls[0])
+    runtime_sa = position(calls, "iam", "service-accounts", "create", "a2a-runtime")
+    invoker_sa = position(calls, "iam", "service-accounts", "create", "a2a-tasks")
+    bindings = [i for i, call in enumerate(calls) if call[1].startswith("add-iam-policy-binding")]
+    bindings += [i for i, call in enumerate(calls) if call[2:3] == ["add-iam-policy-binding"]]
+    assert bindings and min(bindings) > max(runtime_sa, invoker_sa)
+    database = position(calls, "firestore", "databases", "create")
+    ttl = position(calls, "firestore", "fields", "ttls", "update", "expireAt")
+    assert database < ttl
+    deliver = position(calls, "functions", "deploy", "deliver")
+    worker = position(calls, "functions", "deploy", "worker")
+    a2a = position(calls, "functions", "deploy", "a2a")
+    assert max(runtime_sa, invoker_sa) < deliver < worker < a2a
+
+    # The wiring: each function is deployed knowing the URLs described after earlier deploys.
+    a2a_env = flag(calls[a2a], "set-env-vars")
+    assert "A2A_WORKER_URL=https://worker-fakehash-uc.a.run.app" in a2a_env
+    assert "A2A_DELIVER_URL=https://deliver-fakehash-uc.a.run.app" in a2a_env
+    assert "A2A_DELIVER_URL=https://deliver-fakehash-uc.a.run.app" in flag(
+        calls[worker], "set-env-vars"
+    )
+    assert "--allow-unauthenticated" in calls[a2a]
+    assert "--no-allow-unauthenticated" in calls[worker]
+    assert "--no-allow-unauthenticated" in calls[deliver]
+    assert flag(calls[a2a], "entry-point") == "a2a"
+    assert flag(calls[a2a], "runtime") == "python311"
+    assert Path(flag(calls[a2a], "source"), "main.py").is_file()
+
+    # Cloud Tasks' identity may invoke worker and deliver, after they exist, and nothing else.
+    invoker = "--member=serviceAccount:a2a-tasks@demo-project.iam.gserviceaccount.com"
+    invoker_bindings = [
+        call[3]
+        for call in calls
+        if call[:3] == ["run", "services", "add-iam-policy-binding"] and invoker in call
+    ]
+    assert invoker_bindings == ["deliver", "worker"]
+    assert position(calls, "run", "services", "add-iam-policy-binding", "worker") > worker
+    roles = {flag(call, "role") for call in calls if "add-iam-policy-binding" in call}
+    assert roles == {
+        "roles/datastore.user",
+        "roles/cloudtasks.enqueuer",
+        "roles/iam.serviceAccountUser",
+        "roles/run.invoker",
+    }
+
+    out = capsys.readouterr().out
+    assert out.rstrip().splitlines()[-1] == (
+        "agent card: https://a2a-fakehash-uc.a.run.app/.well-known/agent-card.json"
+    )
+
+
+def test_second_run_changes_nothing_then_only_what_differs(
+    fake_gcloud: FakeGcloud,
+    fake_repo: Path,
+    project_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert run(fake_repo, "deploy") == 0
+    fake_gcloud.clear_log()
+
+    assert run(fake_repo, "deploy") == 0
+    assert fake_gcloud.calls(), "the second run still looks at every resource"
+    assert fake_gcloud.changes() == []
+    assert "up to date" in capsys.readouterr().out
+
+    fake_gcloud.clear_log()
+    monkeypatch.setenv("FUNCTIONS_WORKER_MEMORY", "1Gi")
+    monkeypatch.setenv("QUEUES_PUSH_MAX_ATTEMPTS", "5")
+    assert run(fake_repo, "deploy") == 0
+    changed = [call[:4] for call in fake_gcloud.changes()]
+    assert changed == [
+        ["tasks", "queues", "update", "push"],
+        ["functions", "deploy", "worker", "--gen2"],
+    ]
+    out = capsys.readouterr().out
+    assert "max-attempts 30 -> 5" in out
+    assert "memory 512Mi -> 1Gi" in out
+
+    # A change in the code redeploys the functions (they all ship the same packages).
+    fake_gcloud.clear_log()
+    (fake_repo / "shared" / "card.py").write_text('CARD = {"name": "changed"}\n')
+    assert run(fake_repo, "deploy") == 0
+    assert [call[:3] for call in fake_gcloud.changes()] == [
+        ["functions", "deploy", "deliver"],
+        ["functions", "deploy", "worker"],
+        ["functions", "deploy", "a2a"],
+    ]
+
+
+def test_switching_to_authenticated_removes_public_access(
+    fake_gcloud: FakeGcloud, fake_repo: Path, project_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert run(fake_repo, "deploy") == 0
+    fake_gcloud.clear_log()
+    monkeypatch.setenv("AUTH", "authenticated")
+    assert run(fake_repo, "deploy") == 0
+    # The function itself is unchanged: who may call it lives in the service's IAM policy.
+    changes = fake_gcloud.changes()
+    assert [call[:4] for call in changes] == [
+        ["run", "services", "remove-iam-policy-binding", "a2a"]
+    ]
+    assert "--member=allUsers" in changes[0]
+
+
+def test_dry_run_prints_every_command_and_runs_none(
+    fake_gcloud: FakeGcloud,
+    fake_repo: Path,
+    project_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("DRY_RUN", "1")
+    assert run(fake_repo, "deploy") == 0
+    assert fake_gcloud.calls() == []
+    out = capsys.readouterr().out
+    commands = [line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("  ")]
+    assert commands[0].startswith("gcloud services list")
+    order = [
+        "gcloud services enable",
+        "gcloud firestore databases create",
+        "gcloud tasks queues create work",
+        "gcloud iam service-accounts create a2a-runtime",
+        "gcloud projects add-iam-policy-binding demo-project",
+        "gcloud functions deploy deliver",
+        "gcloud functions deploy worker",
+        "gcloud functions deploy a2a",
+    ]
+    found = [next(i for i, c in enumerate(commands) if c.startswith(prefix)) for prefix in order]
+    assert found == sorted(found)
+    assert "A2A_WORKER_URL='<url of worker>'" in out or "A2A_WORKER_URL=<url of worker>" in out
+    assert out.rstrip().endswith("agent card: <url of a2a>/.well-known/agent-card.json")
+
+
+def test_failing_step_stops_the_run_and_says_how_to_fix_it(
+    fake_gcloud: FakeGcloud,
+    fake_repo: Path,
+    project_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv(
+        "FAKE_GCLOUD_FAIL", json.dumps({"match": "tasks queues create work", "stderr": DISABLED})
+    )
+    assert run(fake_repo, "deploy") == 1
+    err = capsys.readouterr().err
+    assert "queue work failed (create, exit 1)" in err
+    assert "Cloud Tasks API has not been used" in err
+    assert "gcloud services enable cloudtasks.googleapis.com --project=demo-project" in err
+    last = fake_gcloud.calls()[-1]
+    assert last[:4] == ["tasks", "queues", "create", "work"], "nothing runs after the failure"
+
+
+def test_missing_project_is_named(
+    fake_gcloud: FakeGcloud, fake_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(fake_repo, "deploy") == 1
+    assert "make deploy PROJECT=my-project" in capsys.readouterr().err
+    assert fake_gcloud.calls() == []
+
+
+def test_index_file_is_applied_once(
+    fake_gcloud: FakeGcloud, fake_repo: Path, project_env: None
+) -> None:
+    (fake_repo / "infra").mkdir()
+    (fake_repo / "infra" / "firestore.indexes.json").write_text(
+        json.dumps(
+            {
+                "indexes": [
+                    {
+                        "collectionGroup": "tasks",
+                        "queryScope": "COLLECTION",
+                        "fields": [
+                            {"fieldPath": "owner", "order": "ASCENDING"},
+                            {"fieldPath": "updatedAt", "order": "DESCENDING"},
+                        ],
+                    }
+                ],
+                "fieldOverrides": [
+                    {"collectionGroup": "events", "fieldPath": "payload", "indexes": []}
+                ],
+            }
+        )
+    )
+    assert run(fake_repo, "deploy") == 0
+    changes = fake_gcloud.changes()
+    created = [
+        call for call in changes if call[:4] == ["firestore", "indexes", "composite", "create"]
+    ]
+    assert len(created) == 1
+    assert "--field-config=field-path=updatedAt,order=descending" in created[0]
+    assert any("--disable-indexes" in call for call in changes)
+    fake_gcloud.clear_log()
+    assert run(fake_repo, "deploy") == 0
+    assert fake_gcloud.changes() == []
+
+
+def test_missing_index_file_is_reported_not_fatal(
+    fake_gcloud: FakeGcloud, fake_repo: Path, project_env: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(fake_repo, "deploy") == 0
+    out = capsys.readouterr().out
+    assert "Firestore indexes: skipped:" in out
+    assert "firestore.indexes.json does not exist yet" in out
+
+
+def test_destroy_asks_then_removes_what_deploy_created(
+    fake_gcloud: FakeGcloud,
+    fake_repo: Path,
+    project_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert run(fake_repo, "deploy") == 0
+    fake_gcloud.clear_log()
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("no\n"))
+    assert run(fake_repo, "destroy") == 1
+    assert fake_gcloud.calls() == []
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("demo-project\n"))
+    assert run(fake_repo, "destroy") == 0
+    deleted = [call[:3] for call in fake_gcloud.changes() if "delete" in call[:3]]
+    assert [words[0] for words in deleted] == ["functions"] * 3 + ["tasks"] * 2 + ["iam"] * 2
+    state = json.loads(fake_gcloud.state.read_text())
+    assert not [key for key in state if key.startswith(("function/", "queue/", "account/"))]
+    assert "database/(default)" in state, "the data stays unless --delete-database"
+
+    fake_gcloud.clear_log()
+    assert run(fake_repo, "destroy", "--yes") == 0
+    assert fake_gcloud.changes() == []

@@ -1,0 +1,115 @@
+"""The staging folder is a deployable function: functions-framework serves it on its own.
+
+The server runs isolated: `python -I -S` (no PYTHONPATH, no .pth files, so no editable install
+of the project), cwd = the stage, and only the installed packages added to the path. `functions`
+and `shared` can only come from the staged copy, as in the cloud.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+import requests
+from conftest import REAL_ROOT
+
+from infra.stage import StageError, pinned_requirements, stage
+
+CARD = "/.well-known/agent-card.json"
+# Puts the installed packages (argv[1]) on the path, then runs the functions-framework CLI.
+BOOT = (
+    "import runpy, sys; sys.path.append(sys.argv.pop(1)); "
+    "runpy.run_module('functions_framework', run_name='__main__', alter_sys=True)"
+)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def serve_and_get_card(staged: Path, env: dict[str, str] | None = None) -> requests.Response:
+    port = free_port()
+    clean = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    command = [sys.executable, "-I", "-S", "-c", BOOT, sysconfig.get_paths()["purelib"]]
+    command += ["--target=a2a", f"--source={staged / 'main.py'}", f"--port={port}"]
+    command += ["--host=127.0.0.1"]
+    with subprocess.Popen(
+        command,
+        cwd=staged,
+        env={**clean, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    ) as server:
+        try:
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                if server.poll() is not None:
+                    output = server.stdout.read() if server.stdout else ""
+                    pytest.fail(f"the staged function did not start:\n{output}")
+                try:
+                    return requests.get(f"http://127.0.0.1:{port}{CARD}", timeout=2)
+                except requests.ConnectionError:
+                    time.sleep(0.1)
+            pytest.fail("the staged function did not answer within 20 s")
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+
+
+def test_staged_fake_repo_serves_its_card(fake_repo: Path, tmp_path: Path) -> None:
+    staged = stage(fake_repo, "a2a", tmp_path / "stage" / "a2a", "functions.handlers.sample")
+
+    assert (staged.path / "functions" / "main.py").is_file()
+    assert (staged.path / "shared" / "card.py").is_file()
+    assert "from functions.main import a2a" in (staged.path / "main.py").read_text()
+    response = serve_and_get_card(staged.path)
+    assert response.status_code == 200
+    assert response.json()["name"] == "staged-fake"
+
+
+def test_staged_real_repo_serves_its_card(tmp_path: Path) -> None:
+    """Stages this checkout's functions/ and shared/: fails until they exist on this branch."""
+    staged = stage(REAL_ROOT, "a2a", tmp_path / "a2a", "functions.handlers.sample")
+    env = {"A2A_BACKEND": "memory", "A2A_HANDLER": "functions.handlers.sample"}
+    response = serve_and_get_card(staged.path, env)
+    assert response.status_code == 200
+    assert response.json()["name"]
+
+
+def test_requirements_pin_what_is_installed_here() -> None:
+    lines = pinned_requirements(REAL_ROOT / "pyproject.toml").splitlines()
+    pins = dict(line.split("==") for line in lines if not line.startswith("#"))
+    assert pins["functions-framework"] == "3.10.2"
+    assert pins["google-cloud-firestore"] == metadata.version("google-cloud-firestore")
+    # Dependencies of dependencies are pinned too: the cloud resolves nothing on its own.
+    assert pins["Werkzeug"] == metadata.version("werkzeug")
+    assert "pytest" not in pins, "dev tools are not deployed"
+
+
+def test_staging_is_reproducible_and_tracks_changes(fake_repo: Path, tmp_path: Path) -> None:
+    first = stage(fake_repo, "worker", tmp_path / "one", "functions.handlers.sample")
+    second = stage(fake_repo, "worker", tmp_path / "two", "functions.handlers.sample")
+    assert first.source_hash == second.source_hash
+    (fake_repo / "shared" / "card.py").write_text("CARD = {}\n")
+    third = stage(fake_repo, "worker", tmp_path / "one", "functions.handlers.sample")
+    assert third.source_hash != first.source_hash
+
+
+def test_staging_names_what_is_missing(fake_repo: Path, tmp_path: Path) -> None:
+    with pytest.raises(StageError, match=r"handler module functions\.handlers\.nope"):
+        stage(fake_repo, "a2a", tmp_path / "a", "functions.handlers.nope")
+    (fake_repo / "shared" / "card.py").unlink()
+    (fake_repo / "shared" / "__init__.py").unlink()
+    (fake_repo / "shared").rmdir()
+    with pytest.raises(StageError, match="shared is missing"):
+        stage(fake_repo, "a2a", tmp_path / "a", "functions.handlers.sample")
