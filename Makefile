@@ -7,35 +7,66 @@ STAMP := $(VENV)/.installed
 PORT ?= 8080
 BACKEND ?= memory
 HANDLER ?= functions.handlers.sample
+# deploy settings (empty: the value in infra/deploy.toml)
+PROJECT ?=
+REGION ?=
+AUTH ?=
+DRY_RUN ?=
+URL ?=
+INFRA_ENV = PROJECT=$(PROJECT) REGION=$(REGION) HANDLER=$(HANDLER) AUTH=$(AUTH) DRY_RUN=$(DRY_RUN)
 
-.PHONY: help install run test lint bench emulators deploy smoke destroy clean
+# `make run BACKEND=firestore` with no project set talks to `make emulators` on its default port.
+ifeq ($(BACKEND),firestore)
+ifeq ($(GOOGLE_CLOUD_PROJECT),)
+RUN_ENV = FIRESTORE_EMULATOR_HOST=$${FIRESTORE_EMULATOR_HOST:-127.0.0.1:8085} GOOGLE_CLOUD_PROJECT=demo-a2a-functions
+endif
+endif
+
+.PHONY: help install run test lint bench emulators deploy destroy stage smoke clean
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml emulator/tasks-requirements.txt
 	@test -x $(PY) || { echo "creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
 	@echo "installing the project and its test tools into $(VENV)"
 	@$(PY) -m pip install -q --upgrade pip
 	@$(PY) -m pip install -q -e '.[dev]'
+	@echo "preparing the emulators (Cloud Tasks emulator venv, Java and the Firestore jar)"
+	@$(PY) -m emulator setup
 	@touch $(STAMP)
 
 install: $(STAMP)  ## create the venv and install everything
 
 run: $(STAMP)  ## serve the sample agent on localhost:$(PORT) (BACKEND=memory|firestore)
-	A2A_BACKEND=$(BACKEND) A2A_HANDLER=$(HANDLER) $(VENV)/bin/functions-framework \
+	$(RUN_ENV) A2A_BACKEND=$(BACKEND) A2A_HANDLER=$(HANDLER) $(VENV)/bin/functions-framework \
 	  --target=a2a --source=functions/main.py --port=$(PORT)
 
-test: $(STAMP)  ## install everything and run the whole suite
+emulators: $(STAMP)  ## run the Firestore (8085) and Cloud Tasks (9022) emulators until Ctrl-C
+	$(PY) -m emulator $(EMULATOR_ARGS)
+
+test: $(STAMP)  ## install everything and run the whole suite (emulators included)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)  ## ruff and mypy
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy shared functions tests
+	$(VENV)/bin/mypy shared functions infra emulator tests
 
-bench: $(STAMP)  ## throughput, latency and cold start figures
-	$(PY) -m tests.bench
+bench: $(STAMP)  ## throughput, latency, cold start, memory and Firestore costs
+	$(PY) -m tests.bench $(BENCH_ARGS)
 
-clean:  ## remove the venv and caches
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build
+deploy: $(STAMP)  ## create or update everything in PROJECT (DRY_RUN=1 prints the commands)
+	$(INFRA_ENV) $(PY) -m infra deploy
+
+destroy: $(STAMP)  ## remove what deploy created, after confirmation (YES=1, DELETE_DATABASE=1)
+	$(INFRA_ENV) $(PY) -m infra destroy $(if $(YES),--yes) $(if $(DELETE_DATABASE),--delete-database)
+
+stage: $(STAMP)  ## build the per-function staging folders in build/stage
+	HANDLER=$(HANDLER) $(PY) -m infra stage
+
+smoke: $(STAMP)  ## check a deployed agent end to end: make smoke URL=https://...
+	$(PY) -m infra.smoke $(URL) $(SMOKE_ARGS)
+
+clean:  ## remove the venv, caches, staging folders and emulator state
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build .emulators

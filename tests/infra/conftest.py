@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_gcloud import FakeGcloud
 
 from infra.settings import DEFAULT_FILE, Settings, load
+from tests.infra.fake_gcloud import FakeGcloud
 
 HERE = Path(__file__).parent
 REAL_ROOT = HERE.parent.parent

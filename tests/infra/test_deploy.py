@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from fake_gcloud import FakeGcloud
 
 from infra.__main__ import main
+from tests.infra.fake_gcloud import FakeGcloud
 
 DISABLED = (
     "ERROR: (gcloud.tasks.queues.create) PERMISSION_DENIED: Cloud Tasks API has not been used "

@@ -14,12 +14,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from conftest import PROJECT, build_fake_repo
 
 from infra.plan import deploy_plan, destroy_plan
 from infra.resources import Binding
 from infra.settings import DEFAULT_FILE, load
 from infra.steps import Command, Outputs, PlanError, Skipped, Step
+from tests.infra.conftest import PROJECT, build_fake_repo
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 INDEXES = """{

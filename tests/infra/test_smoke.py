@@ -30,7 +30,7 @@ class FakeAgent(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_GET(self) -> None:
-        url = f"http://127.0.0.1:{self.server.server_address[1]}/rpc"
+        url = f"http://{self.headers['Host']}/rpc"
         interface = {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
         card = {"name": "fake", "supportedInterfaces": [interface], "capabilities": {}}
         self.reply(card)

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 import requests
-from conftest import REAL_ROOT
 
 from infra.stage import StageError, pinned_requirements, stage
+from tests.infra.conftest import REAL_ROOT
 
 CARD = "/.well-known/agent-card.json"
 # Puts the installed packages (argv[1]) on the path, then runs the functions-framework CLI.
