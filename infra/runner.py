@@ -82,7 +82,7 @@ def diagnose(stderr: str, project: str) -> str | None:
             f"the account gcloud uses lacks a permission{needed} on {project}: check it with "
             "`gcloud auth list`; a project owner can grant it with `gcloud projects "
             f"add-iam-policy-binding {project} --member=user:YOU@example.com --role=roles/owner` "
-            "(or the narrower roles listed in README.md, "Deploy to Google Cloud")"
+            "(or the narrower roles listed in README.md, section 'Deploy to Google Cloud')"
         )
     return None
 
