@@ -1,0 +1,114 @@
+"""The `a2a` function on the Firestore emulator: stateless across processes, safe under
+concurrent writers, and within its cost budget per operation."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from emulator.firestore import FirestoreEmulator
+from shared.app import build
+from shared.settings import Settings
+from shared.store.firestore import FirestoreTaskStore
+from tests.conftest import Client, Server
+
+Start = Callable[..., Server]
+
+
+def message(text: str, mid: str, **extra: Any) -> dict[str, Any]:
+    return {"message": {"role": "ROLE_USER", "parts": [{"text": text}], "messageId": mid, **extra}}
+
+
+def call(server: Server, method: str, params: dict[str, Any]) -> Any:
+    answer = server.rpc(
+        {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}, {"A2A-Version": "1.0"}
+    )
+    assert "error" not in answer, answer
+    return answer["result"]
+
+
+def test_any_process_serves_any_task(
+    clean_firestore: FirestoreEmulator, start_server: Start
+) -> None:
+    env = {
+        "A2A_BACKEND": "firestore",
+        "GOOGLE_CLOUD_PROJECT": clean_firestore.project,
+        **clean_firestore.env(),
+    }
+    one, two = start_server(**env), start_server(**env)
+
+    created = call(one, "SendMessage", message("I need a new phone", "m1"))["task"]
+    assert created["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    read = call(two, "GetTask", {"id": created["id"]})
+    assert read["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert read["history"] == created["history"]
+
+    continued = call(two, "SendMessage", message("Android", "m2", taskId=created["id"]))["task"]
+    assert continued["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert call(one, "GetTask", {"id": created["id"]})["artifacts"] == continued["artifacts"]
+
+    other = call(one, "SendMessage", message("another phone", "m3"))["task"]
+    canceled = call(two, "CancelTask", {"id": other["id"]})
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+    assert call(one, "GetTask", {"id": other["id"]})["status"]["state"] == "TASK_STATE_CANCELED"
+    listed = call(one, "ListTasks", {})
+    assert {t["id"] for t in listed["tasks"]} == {created["id"], other["id"]}
+
+
+def firestore_client(emulator: FirestoreEmulator, **settings: Any) -> Client:
+    values = {"handler": "tests.handlers.slow", "backend": "firestore", "project": emulator.project}
+    return Client(build(Settings(**{**values, **settings})))
+
+
+def test_two_messages_to_one_waiting_task_are_both_kept(clean_firestore: FirestoreEmulator) -> None:
+    client = firestore_client(clean_firestore, handler="tests.handlers.two_turns")
+    first = client.result("SendMessage", message("start", "a"), version="1.0")["task"]
+    assert first["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    barrier = threading.Barrier(2)
+    answers: list[Any] = []
+
+    def send(text: str, mid: str) -> None:
+        barrier.wait()
+        answers.append(
+            client.rpc("SendMessage", message(text, mid, taskId=first["id"]), version="1.0")
+        )
+
+    threads = [threading.Thread(target=send, args=(t, m)) for t, m in (("one", "b"), ("two", "c"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert all("result" in a for a in answers), answers
+    store = client.app.service.store
+    assert isinstance(store, FirestoreTaskStore)
+    final = store.get("anonymous", first["id"])
+    assert final is not None
+    user_texts = [str(m.parts[0].text) for m in final.task.history if m.role == "user"]
+    assert sorted(user_texts) == ["one", "start", "two"]
+    seqs = [e.seq for e in store.events("anonymous", first["id"])]
+    assert seqs == list(range(1, len(seqs) + 1))  # dense: no event lost or doubled
+    assert final.version >= 3
+
+
+def test_cost_budgets_per_operation(clean_firestore: FirestoreEmulator) -> None:
+    client = firestore_client(clean_firestore, handler="functions.handlers.echo")
+    store = client.app.service.store
+    assert isinstance(store, FirestoreTaskStore)
+
+    store.cost.reset()
+    task = client.result("SendMessage", message("hello", "m1"), version="1.0")["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert (store.cost.reads, store.cost.writes) == (1, 3)  # <= 2 reads, <= 3 writes
+
+    store.cost.reset()
+    client.result("GetTask", {"id": task["id"]}, version="1.0")
+    assert (store.cost.reads, store.cost.writes) == (1, 0)
+
+    for i in range(4):
+        client.result("SendMessage", message("hello", f"n{i}"), version="1.0")
+    store.cost.reset()
+    page = client.result("ListTasks", {"pageSize": 5}, version="1.0")
+    assert len(page["tasks"]) == 5
+    # N documents, plus one for totalSize (a count aggregation, billed per 1000 entries).
+    assert (store.cost.reads, store.cost.writes) == (6, 0)
