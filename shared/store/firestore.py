@@ -380,14 +380,17 @@ class FirestoreTaskStore:
             page = page.start_after(
                 {"statusTimestamp": cursor.timestamp, "__name__": tasks.document(cursor.task_id)}
             )
-        # One task more than the page tells whether another page follows.
-        snapshots = self._run(page.limit(query.page_size + 1))
-        stored = [self._stored(s) for s in snapshots[: query.page_size]]
+        total = self._count(matching)
+        snapshots = self._run(page.limit(query.page_size))
+        stored = [self._stored(s) for s in snapshots]
+        # The count, not a read one task ahead, tells whether another page follows. A task
+        # inserted meanwhile can at worst make the next page empty, never hide a task.
+        returned = (cursor.returned if cursor else 0) + len(stored)
         token = ""
-        if len(snapshots) > query.page_size:
+        if len(stored) == query.page_size and returned < total:
             last = stored[-1].task
-            token = encode_token(query, Cursor(last.status.timestamp, last.id))
-        return TaskPage(stored, token, self._count(matching))
+            token = encode_token(query, Cursor(last.status.timestamp, last.id, returned))
+        return TaskPage(stored, token, total)
 
 
 def _pack(first_seq: int, encoded: list[str]) -> list[tuple[int, list[str]]]:

@@ -110,14 +110,13 @@ class MemoryTaskStore:
         matching.sort(key=lambda s: (s.task.status.timestamp, s.task.id), reverse=True)
         if cursor is not None:
             key = (cursor.timestamp, cursor.task_id)
-            start = [(s.task.status.timestamp, s.task.id) < key for s in matching]
-            matching_after = [s for s, keep in zip(matching, start, strict=True) if keep]
+            matching_after = [s for s in matching if (s.task.status.timestamp, s.task.id) < key]
         else:
             matching_after = matching
         page = matching_after[: query.page_size]
-        more = len(matching_after) > query.page_size
         token = ""
-        if more:
+        if len(matching_after) > query.page_size:
             last = page[-1].task
-            token = encode_token(query, Cursor(last.status.timestamp, last.id))
+            returned = (cursor.returned if cursor else 0) + len(page)
+            token = encode_token(query, Cursor(last.status.timestamp, last.id, returned))
         return TaskPage(page, token, len(matching))

@@ -1,8 +1,9 @@
 """ListTasks page tokens shared by every store: an opaque cursor bound to its filters.
 
 A token holds the sort key of the last task of a page (status timestamp, then id, both
-descending) and a fingerprint of the filters it was issued for, so a token reused with other
-filters is refused instead of silently skipping tasks.
+descending), how many tasks the pages so far returned (with the total count, a store knows
+a page is the last without reading one task ahead), and a fingerprint of the filters it was
+issued for, so a token reused with other filters is refused instead of silently skipping.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from shared.ports import InvalidPageToken, TaskQuery
 class Cursor:
     timestamp: datetime
     task_id: str
+    returned: int  # tasks on this page and the ones before it
 
 
 def _fingerprint(query: TaskQuery) -> str:
@@ -32,7 +34,9 @@ def _fingerprint(query: TaskQuery) -> str:
 
 
 def encode_token(query: TaskQuery, cursor: Cursor) -> str:
-    raw = json.dumps([cursor.timestamp.isoformat(), cursor.task_id, _fingerprint(query)])
+    raw = json.dumps(
+        [cursor.timestamp.isoformat(), cursor.task_id, cursor.returned, _fingerprint(query)]
+    )
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
@@ -42,8 +46,8 @@ def decode_token(query: TaskQuery) -> Cursor | None:
         return None
     try:
         padded = query.page_token + "=" * (-len(query.page_token) % 4)
-        stamp, task_id, fingerprint = json.loads(base64.urlsafe_b64decode(padded))
-        cursor = Cursor(datetime.fromisoformat(stamp), str(task_id))
+        stamp, task_id, returned, fingerprint = json.loads(base64.urlsafe_b64decode(padded))
+        cursor = Cursor(datetime.fromisoformat(stamp), str(task_id), int(returned))
     except (ValueError, TypeError) as exc:
         raise InvalidPageToken("'params.pageToken' is not a token this server issued") from exc
     if fingerprint != _fingerprint(query):

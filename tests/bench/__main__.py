@@ -1,14 +1,15 @@
-"""`make bench`: throughput, latency, cold start and memory of the `a2a` function.
+"""`make bench`: throughput, latency, cold start, memory and Firestore costs of `a2a`.
 
-Runs functions-framework as `make run` does, on the embedded backend with the echo agent,
-and drives it over real HTTP from this process. Every loop is bounded in count and time and
-talks to localhost only.
+Runs functions-framework as `make run` does, with the echo agent, on the embedded backend and
+on the Firestore emulator, and drives it over real HTTP from this process. Every loop is
+bounded in count and time and talks to localhost only.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import threading
 import time
@@ -99,6 +100,38 @@ def load(
     }
 
 
+def firestore_costs(project: str) -> list[tuple[str, int, int]]:
+    """(operation, document reads, document writes) measured on the store in process."""
+    from shared.app import build
+    from shared.settings import Settings
+    from shared.store.firestore import FirestoreTaskStore
+    from tests.conftest import Client
+
+    settings = Settings(handler="functions.handlers.echo", backend="firestore", project=project)
+    client = Client(build(settings))
+    store = client.app.service.store
+    assert isinstance(store, FirestoreTaskStore)
+    rows: list[tuple[str, int, int]] = []
+
+    def measure(name: str, method: str, params: dict[str, object]) -> dict[str, object]:
+        store.cost.reset()
+        result: dict[str, object] = client.result(method, params, version="1.0")
+        rows.append((name, store.cost.reads, store.cost.writes))
+        return result
+
+    def msg(text: str, **extra: object) -> dict[str, object]:
+        message = {"role": "ROLE_USER", "parts": [{"text": text}], "messageId": str(uuid.uuid4())}
+        return {"message": {**message, **extra}}
+
+    sent = measure("SendMessage, short task to completed", "SendMessage", msg("hi"))
+    task_id = sent["task"]["id"]  # type: ignore[index]
+    measure("GetTask", "GetTask", {"id": task_id})
+    for _ in range(9):
+        client.result("SendMessage", msg("more"), version="1.0")
+    measure("ListTasks, page of 10", "ListTasks", {"pageSize": 10})
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--clients", type=int, default=16)
@@ -115,15 +148,36 @@ def main() -> None:
             f"-> first send answered {first_send * 1000:.0f} ms"
         )
 
+    throughput(env, "embedded backend", args.clients, args.requests, args.seconds)
+
+    from emulator.firestore import start_firestore
+
+    with start_firestore() as emulator:
+        fs_env = {
+            "A2A_HANDLER": "functions.handlers.echo",
+            "A2A_BACKEND": "firestore",
+            "GOOGLE_CLOUD_PROJECT": emulator.project,
+            **emulator.env(),
+        }
+        # The emulator is far slower than the embedded store: fewer requests, same clients.
+        throughput(fs_env, "Firestore emulator", args.clients, args.requests // 3, args.seconds)
+        os.environ.update(emulator.env())
+        print("\nFirestore document reads and writes per operation (budget in brackets):")
+        budgets = {"SendMessage": "(2, 3)", "GetTask": "(1, 0)", "ListTasks": "(N + 1 for totalSize, 0)"}
+        for name, reads, writes in firestore_costs(emulator.project):
+            budget = budgets[name.split(",")[0]]
+            print(f"  {name}: {reads} reads, {writes} writes {budget}")
+
+
+def throughput(
+    env: dict[str, str], label: str, clients: int, per_client: int, seconds: float
+) -> None:
     server = Server(env)
     try:
         idle, _ = rss_mib(server.process.pid)
         load(server, 2, 20, 10)  # warm-up
-        print(
-            f"\nblocking SendMessage, {args.clients} concurrent clients, "
-            "embedded backend, echo agent:"
-        )
-        figures = load(server, args.clients, args.requests, args.seconds)
+        print(f"\nblocking SendMessage, {clients} concurrent clients, {label}, echo agent:")
+        figures = load(server, clients, per_client, seconds)
         now, peak = rss_mib(server.process.pid)
         print(
             f"  {figures['requests']:.0f} requests, {figures['errors']:.0f} errors: "

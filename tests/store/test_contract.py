@@ -250,8 +250,12 @@ def test_list_is_stable_under_concurrent_inserts(store: TaskStore) -> None:
         store.create(ALICE, task, events, dialect="v1.0")
     second = store.list(ALICE, TaskQuery(page_size=2, page_token=first.next_page_token))
     assert [s.task.id for s in second.tasks] == [ids[1], ids[0]]
-    assert second.next_page_token == ""
     assert second.total_size == 7
+    if second.next_page_token:
+        # A store that knows the end from the count (Firestore: no read one task ahead) may
+        # be fooled by the inserts into one more page, which is empty and the last.
+        third = store.list(ALICE, TaskQuery(page_size=2, page_token=second.next_page_token))
+        assert (third.tasks, third.next_page_token) == ([], "")
 
 
 def test_list_refuses_foreign_tokens(store: TaskStore) -> None:
