@@ -163,7 +163,11 @@ def main() -> None:
         throughput(fs_env, "Firestore emulator", args.clients, args.requests // 3, args.seconds)
         os.environ.update(emulator.env())
         print("\nFirestore document reads and writes per operation (budget in brackets):")
-        budgets = {"SendMessage": "(2, 3)", "GetTask": "(1, 0)", "ListTasks": "(N + 1 for totalSize, 0)"}
+        budgets = {
+            "SendMessage": "(2, 3)",
+            "GetTask": "(1, 0)",
+            "ListTasks": "(N + 1 for totalSize, 0)",
+        }
         for name, reads, writes in firestore_costs(emulator.project):
             budget = budgets[name.split(",")[0]]
             print(f"  {name}: {reads} reads, {writes} writes {budget}")
