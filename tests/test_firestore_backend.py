@@ -112,3 +112,13 @@ def test_cost_budgets_per_operation(clean_firestore: FirestoreEmulator) -> None:
     assert len(page["tasks"]) == 5
     # N documents, plus one for totalSize (a count aggregation, billed per 1000 entries).
     assert (store.cost.reads, store.cost.writes) == (6, 0)
+
+
+def test_a_part_too_large_for_the_store_is_invalid_params(
+    clean_firestore: FirestoreEmulator,
+) -> None:
+    client = firestore_client(clean_firestore, handler="functions.handlers.echo")
+    error = client.error("SendMessage", message("x" * 950_000, "big"), version="1.0")
+    assert error["code"] == -32602
+    assert "900000" in error["message"] or "900,000" in error["message"]
+    assert client.result("ListTasks", {}, version="1.0")["totalSize"] == 0  # nothing stored
