@@ -13,7 +13,10 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
+from typing import Self
 
 # The repository root: emulator/ sits directly under it.
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -154,3 +157,43 @@ def wait_until(
                 f"Log {log_path}:\n{log_tail(log_path)}"
             )
         time.sleep(0.05)
+
+
+@dataclass
+class Emulator:
+    """A running emulator that we started: where it listens, and how to stop it (or use it
+    as a context manager)."""
+
+    host: str
+    port: int
+    pid: int
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False, kw_only=True)
+    # Seconds from spawn to ready, for the figures people quote.
+    startup_seconds: float = field(default=0.0, kw_only=True)
+
+    @property
+    def address(self) -> str:
+        """host:port, the value clients put in their *_EMULATOR_HOST variable."""
+        return f"{self.host}:{self.port}"
+
+    def alive(self) -> bool:
+        """True while the emulator's process exists."""
+        if self.process is not None:
+            return self.process.poll() is None
+        return pid_alive(self.pid)
+
+    def stop(self) -> None:
+        """Stop the emulator and its process group (terminate, then kill)."""
+        stop_pid(self.pid, process=self.process)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -19,20 +19,18 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import IO, TYPE_CHECKING
 
 from emulator._process import (
     REPO_ROOT,
     STATE_DIR,
+    Emulator,
     EmulatorError,
     free_port,
-    pid_alive,
     port_in_use,
     spawn,
-    stop_pid,
     wait_until,
 )
 
@@ -162,21 +160,10 @@ def _answers_list_queues(address: str, timeout: float = 1.0) -> bool:
 
 
 @dataclass
-class TasksEmulator:
-    """A running Cloud Tasks emulator that we started; stop() it (or use it as a context)."""
+class TasksEmulator(Emulator):
+    """A running Cloud Tasks emulator (our launcher) that we started."""
 
-    host: str
-    port: int
-    pid: int
-    log_path: Path
     secret: str | None = None
-    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
-    startup_seconds: float = 0.0
-
-    @property
-    def address(self) -> str:
-        """host:port, the value for CLOUD_TASKS_EMULATOR_HOST."""
-        return f"{self.host}:{self.port}"
 
     def env(self) -> dict[str, str]:
         """The environment variables a client or a worker process needs."""
@@ -192,27 +179,6 @@ class TasksEmulator:
     def client(self) -> CloudTasksClient:
         """A CloudTasksClient talking plain gRPC to this emulator."""
         return tasks_client(self.address)
-
-    def alive(self) -> bool:
-        """True while the launcher's process exists."""
-        if self.process is not None:
-            return self.process.poll() is None
-        return pid_alive(self.pid)
-
-    def stop(self) -> None:
-        """Stop the launcher and its process group (terminate, then kill)."""
-        stop_pid(self.pid, process=self.process)
-
-    def __enter__(self) -> TasksEmulator:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def start_tasks_emulator(

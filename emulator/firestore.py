@@ -10,23 +10,20 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
 from emulator._process import (
     STATE_DIR,
+    Emulator,
     EmulatorError,
     free_port,
-    pid_alive,
     port_in_use,
     spawn,
-    stop_pid,
     wait_until,
 )
 
@@ -89,22 +86,10 @@ def _http(method: str, url: str, timeout: float = 5.0) -> tuple[int, str]:
 
 
 @dataclass
-class FirestoreEmulator:
-    """A running Firestore emulator that we started; stop() it (or use it as a context)."""
+class FirestoreEmulator(Emulator):
+    """A running Firestore emulator that we started."""
 
-    host: str
-    port: int
-    pid: int
-    log_path: Path
     project: str = DEFAULT_PROJECT
-    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
-    # Seconds from spawn to the first Ok, for the figures people quote.
-    startup_seconds: float = 0.0
-
-    @property
-    def address(self) -> str:
-        """host:port, the value for FIRESTORE_EMULATOR_HOST."""
-        return f"{self.host}:{self.port}"
 
     def env(self) -> dict[str, str]:
         """The environment variables a client (or a child process) needs."""
@@ -128,27 +113,6 @@ class FirestoreEmulator:
             raise EmulatorError(f"Firestore emulator reset failed ({url}): {exc}") from exc
         if status != 200:
             raise EmulatorError(f"Firestore emulator reset answered {status}: {body[:500]}")
-
-    def alive(self) -> bool:
-        """True while the emulator's process exists."""
-        if self.process is not None:
-            return self.process.poll() is None
-        return pid_alive(self.pid)
-
-    def stop(self) -> None:
-        """Stop the emulator and its process group (terminate, then kill)."""
-        stop_pid(self.pid, process=self.process)
-
-    def __enter__(self) -> FirestoreEmulator:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def start_firestore(
