@@ -14,7 +14,8 @@ from shared.agent import HandlerModule, load_handler_module
 from shared.bindings.http import HttpApp
 from shared.card import AgentCard, card_template
 from shared.identity import Authenticator
-from shared.ports import TaskStore
+from shared.ports import PushConfigStore, TaskStore
+from shared.push_url import check_push_url
 from shared.service import A2AService
 from shared.settings import Settings
 
@@ -33,6 +34,20 @@ def _store(settings: Settings) -> TaskStore:
     return MemoryTaskStore()
 
 
+def _push_store(settings: Settings, store: TaskStore) -> PushConfigStore | None:
+    if not settings.push_notifications:
+        return None
+    if settings.backend == "firestore":
+        from shared.store.firestore import FirestoreTaskStore
+        from shared.store.firestore_push import FirestorePushConfigStore
+
+        assert isinstance(store, FirestoreTaskStore)
+        return FirestorePushConfigStore(store.client, retention=store.retention, cost=store.cost)
+    from shared.store.memory_push import MemoryPushConfigStore
+
+    return MemoryPushConfigStore()
+
+
 def _card_time(module: HandlerModule) -> datetime:
     """The handler module's file time: the same on every instance of one deployment."""
     path = getattr(sys.modules.get(module.name), "__file__", None)
@@ -44,11 +59,15 @@ def _card_time(module: HandlerModule) -> datetime:
 def build(settings: Settings | None = None, store: TaskStore | None = None) -> HttpApp:
     settings = settings or Settings.from_env()
     module = load_handler_module(settings.handler)
+    store = store or _store(settings)
+    hosts = settings.push_allowed_hosts
     service = A2AService(
-        store or _store(settings),
+        store,
         module,
         commit_interval=settings.commit_interval,
         deduplicate=settings.deduplicate_messages,
+        push_configs=_push_store(settings, store),
+        check_push_url=lambda url: check_push_url(url, allowed_hosts=hosts),
     )
     card = AgentCard(
         card_template(module, settings), _card_time(module), hybrid=settings.card_style == "hybrid"

@@ -144,5 +144,22 @@ class ArtifactUpdate(_Model):
     metadata: dict[str, Any] | None = None
 
 
+class PushAuthentication(_Model):
+    """How the agent authenticates to a webhook: `Authorization: <scheme> <credentials>`."""
+
+    schemes: tuple[str, ...]  # v0.x lists several; v1.0 has one (the first here)
+    credentials: str | None = None
+
+
+class PushConfig(_Model):
+    """Where and how to notify a client of a task's events."""
+
+    id: str
+    task_id: str
+    url: str
+    token: str | None = None  # sent back as X-A2A-Notification-Token
+    authentication: PushAuthentication | None = None
+
+
 # What the event log holds: a message entering history, a status change, an artifact change.
 Event = Message | StatusUpdate | ArtifactUpdate

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from shared.model import Event, Task, TaskState
+from shared.model import Event, PushConfig, Task, TaskState
 
 
 @dataclass(frozen=True)
@@ -122,4 +122,29 @@ class TaskStore(Protocol):
 
     def list(self, owner: str, query: TaskQuery) -> TaskPage:
         """One page of the owner's tasks. Raises InvalidPageToken for a foreign token."""
+        ...
+
+
+@dataclass(frozen=True)
+class StoredPushConfig:
+    config: PushConfig
+    dialect: str  # notifications go out in the dialect the config was made in
+    delivered_seq: int  # the last event delivered to it (0: none yet)
+
+
+class PushConfigStore(Protocol):
+    """A task's push notification configs. Callers check the task's owner first."""
+
+    def put(self, config: PushConfig, *, dialect: str) -> StoredPushConfig:
+        """Create or replace the config with this id (a replaced one keeps its progress)."""
+        ...
+
+    def get(self, task_id: str, config_id: str) -> StoredPushConfig | None: ...
+
+    def list(self, task_id: str) -> list[StoredPushConfig]:
+        """The task's configs, oldest first."""
+        ...
+
+    def delete(self, task_id: str, config_id: str) -> bool:
+        """Remove the config; False when there was none (deleting is idempotent)."""
         ...

@@ -6,23 +6,28 @@ the bindings decode requests into the values below and encode what comes back.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from shared.agent import HandlerModule
+from shared.dialects import decode
 from shared.dialects.decode import ListRequest, SendRequest
 from shared.errors import (
     InvalidParamsError,
+    PushNotificationNotSupportedError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
 )
 from shared.lifecycle import apply
-from shared.model import Message, StatusUpdate, Task, TaskState, TaskStatus, new_id
+from shared.model import Message, PushConfig, StatusUpdate, Task, TaskState, TaskStatus, new_id
 from shared.ports import (
     DuplicateMessage,
     InvalidPageToken,
+    PushConfigStore,
+    StoredPushConfig,
     StoredTask,
     TaskExists,
     TaskPage,
@@ -30,6 +35,7 @@ from shared.ports import (
     TaskStore,
     VersionConflict,
 )
+from shared.push_url import PushURLRefused
 from shared.runtime import Turn
 
 _ATTEMPTS = 20  # lost races in a row before we call it a bug, not bad luck
@@ -54,11 +60,16 @@ class A2AService:
         commit_interval: float = 0.25,
         deduplicate: bool = True,
         background: Callable[[Callable[[], object]], object] | None = None,
+        push_configs: PushConfigStore | None = None,
+        check_push_url: Callable[[str], None] | None = None,
     ) -> None:
         self.store = store
         self.handler = handler
         self._commit_interval = commit_interval
         self._deduplicate = deduplicate
+        # Push notifications are offered only with a store for their configs.
+        self.push_configs = push_configs
+        self._check_push_url = check_push_url or (lambda url: None)
         # Where non-blocking turns run. The embedded backend's default is a thread pool.
         self._background = background or ThreadPoolExecutor(thread_name_prefix="turn").submit
 
@@ -92,6 +103,8 @@ class A2AService:
                     message_id=message_id,
                     message_results=message_results,
                 )
+                if request.push_config is not None:
+                    self._inline_push_config(request, turn.task.id, dialect)
                 if stored is not None or not request.blocking:
                     try:
                         turn.claim()
@@ -112,6 +125,12 @@ class A2AService:
                 f"task {request.task_id} cannot be created: the id is taken", field="params.id"
             ) from None
         raise RuntimeError("too many concurrent writers on one task")
+
+    def _inline_push_config(self, request: SendRequest, task_id: str, dialect: str) -> None:
+        config = decode.push_config(
+            request.push_config, request.push_config_field, task_id=task_id, default_id=new_id()
+        )
+        self._put_push_config(config, dialect)
 
     def _turn(
         self,
@@ -251,3 +270,55 @@ class A2AService:
         status_message = stored.task.status.message
         tail = (status_message,) if status_message is not None else ()
         return (*stored.task.history, *tail)
+
+    # -- push notification configs --------------------------------------------------------
+
+    def require_push(self) -> PushConfigStore:
+        """The push config store; PushNotificationNotSupported when push is off."""
+        if self.push_configs is None:
+            raise PushNotificationNotSupportedError(
+                "this agent does not send push notifications (capabilities.pushNotifications "
+                "is false)"
+            )
+        return self.push_configs
+
+    def _put_push_config(self, config: PushConfig, dialect: str) -> StoredPushConfig:
+        store = self.require_push()
+        try:
+            self._check_push_url(config.url)
+        except PushURLRefused as exc:
+            raise InvalidParamsError(
+                f"push notification URL refused: {exc}", field="pushNotificationConfig.url"
+            ) from None
+        return store.put(config, dialect=dialect)
+
+    def set_push_config(self, owner: str, config: PushConfig, dialect: str) -> StoredPushConfig:
+        self.get(owner, config.task_id, 0)
+        return self._put_push_config(config, dialect)
+
+    def get_push_config(self, owner: str, task_id: str, config_id: str | None) -> PushConfig:
+        """The config, or with no id the task's first one (v0.x get without a config id)."""
+        store = self.require_push()
+        self.get(owner, task_id, 0)
+        if config_id is None:
+            configs = store.list(task_id)
+            found = configs[0] if configs else None
+        else:
+            found = store.get(task_id, config_id)
+        if found is None:
+            raise TaskNotFoundError(
+                f"task {task_id} has no push notification config {config_id or ''}".rstrip(),
+                field="params.id",
+            )
+        return found.config
+
+    def list_push_configs(self, owner: str, task_id: str) -> builtins.list[PushConfig]:
+        store = self.require_push()
+        self.get(owner, task_id, 0)
+        return [c.config for c in store.list(task_id)]
+
+    def delete_push_config(self, owner: str, task_id: str, config_id: str) -> None:
+        """Idempotent: deleting a config that is not there succeeds."""
+        store = self.require_push()
+        self.get(owner, task_id, 0)
+        store.delete(task_id, config_id)

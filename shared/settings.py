@@ -31,6 +31,8 @@ ENVIRONMENT = {
     "card_max_age": "A2A_CARD_MAX_AGE_SECONDS",
     "card_style": "A2A_CARD_STYLE",
     "deduplicate_messages": "A2A_DEDUPLICATE_MESSAGES",
+    "push_notifications": "A2A_PUSH_NOTIFICATIONS",
+    "push_allowed_hosts": "A2A_PUSH_ALLOWED_HOSTS",
     "project": "GOOGLE_CLOUD_PROJECT",
     "firestore_database": "A2A_FIRESTORE_DATABASE",
     "retention_days": "A2A_RETENTION_DAYS",
@@ -65,6 +67,9 @@ class Settings(BaseModel):
     # A resent messageId gets the first send's task. Off only for clients that reuse message
     # ids for different messages (the A2A TCK does): ids are meant to be unique.
     deduplicate_messages: bool = True
+    push_notifications: bool = False
+    # Webhook hosts allowed even though they resolve to non-public addresses (tests, dev).
+    push_allowed_hosts: tuple[str, ...] = ()
     project: str | None = None
     firestore_database: str = "(default)"
     retention_days: int = Field(default=30, ge=1)
@@ -82,6 +87,13 @@ class Settings(BaseModel):
                 raise ValueError("expected owner:key pairs separated by commas")
             keys[key] = owner
         return keys
+
+    @field_validator("push_allowed_hosts", mode="before")
+    @classmethod
+    def _parse_hosts(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(h.strip() for h in value.split(",") if h.strip())
+        return value
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

@@ -29,7 +29,6 @@ from shared.errors import (
     InvalidRequestError,
     JSONParseError,
     MethodNotFoundError,
-    PushNotificationNotSupportedError,
     UnsupportedOperationError,
     VersionNotSupportedError,
 )
@@ -106,10 +105,62 @@ def _streaming(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
     raise UnsupportedOperationError("this agent does not stream (capabilities.streaming is false)")
 
 
-def _push(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
-    raise PushNotificationNotSupportedError(
-        "this agent does not send push notifications (capabilities.pushNotifications is false)"
-    )
+def _push_task(params: Mapping[str, Any], dialect: Dialect) -> str:
+    if dialect.version == "1.0":
+        return decode.identifier(params, "taskId", "task_id")
+    return decode.identifier(params, "id", "taskId")  # v0.3 set names it taskId
+
+
+def _push_set(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    call.service.require_push()  # before reading params: unsupported is the answer
+    if dialect.version == "1.0":  # the config itself is the params
+        task_id = _push_task(params, dialect)
+        config = decode.push_config(params, "params", task_id=task_id, default_id=new_id())
+    else:  # {taskId (v0.3) or id (v0.1), pushNotificationConfig}; one config per task by default
+        task_id = decode.identifier(params, "taskId", "id")
+        field = "params.pushNotificationConfig"
+        raw = params.get("pushNotificationConfig")
+        config = decode.push_config(raw, field, task_id=task_id, default_id=task_id)
+    stored = call.service.set_push_config(call.principal.owner, config, dialect.name)
+    return dialect.push_config(stored.config)
+
+
+def _push_get(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    call.service.require_push()  # before reading params: unsupported is the answer
+    task_id = _push_task(params, dialect)
+    config_id: str | None = None
+    if dialect.version == "1.0":
+        config_id = decode.identifier(params, "id")
+    elif params.get("pushNotificationConfigId"):
+        config_id = decode.identifier(params, "pushNotificationConfigId")
+    config = call.service.get_push_config(call.principal.owner, task_id, config_id)
+    return dialect.push_config(config)
+
+
+def _push_list(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    call.service.require_push()  # before reading params: unsupported is the answer
+    configs = call.service.list_push_configs(call.principal.owner, _push_task(params, dialect))
+    if dialect.version != "1.0":
+        return dialect.push_configs(configs, "")
+    size, offset = decode.page(params)
+    more = len(configs) > offset + size
+    return dialect.push_configs(configs[offset : offset + size], str(offset + size) if more else "")
+
+
+def _push_delete(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    call.service.require_push()  # before reading params: unsupported is the answer
+    task_id = _push_task(params, dialect)
+    name = "id" if dialect.version == "1.0" else "pushNotificationConfigId"
+    config_id = decode.identifier(params, name)
+    call.service.delete_push_config(call.principal.owner, task_id, config_id)
+    return None
+
+
+def _push_verbless(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    """The seeds' `tasks/pushNotificationConfig`: a set when it carries a config, else a get."""
+    if "pushNotificationConfig" in params or "url" in params:
+        return _push_set(call, params, dialect)
+    return _push_get(call, params, dialect)
 
 
 def _extended_card(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
@@ -124,7 +175,11 @@ OPERATIONS: dict[str, Operation] = {
     "messages": _messages,
     "stream": _streaming,
     "subscribe": _streaming,
-    "push": _push,
+    "push_set": _push_set,
+    "push_get": _push_get,
+    "push_list": _push_list,
+    "push_delete": _push_delete,
+    "push_verbless": _push_verbless,
     "extended_card": _extended_card,
 }
 

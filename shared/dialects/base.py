@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from shared.errors import A2AError
-from shared.model import Message, Task
+from shared.model import Message, PushConfig, Task
 from shared.ports import TaskPage
 
 
@@ -30,6 +30,10 @@ class Dialect(Protocol):
 
     def error_data(self, error: A2AError) -> Any: ...
 
+    def push_config(self, config: PushConfig) -> dict[str, Any]: ...
+
+    def push_configs(self, configs: list[PushConfig], next_page_token: str) -> Any: ...
+
 
 def timestamp(moment: datetime) -> str:
     """ISO 8601 in UTC with milliseconds and `Z`, as the v1.0 spec recommends."""
@@ -41,3 +45,17 @@ def timestamp(moment: datetime) -> str:
 def v0_error_data(error: A2AError) -> dict[str, Any] | None:
     """v0.x: `data` is free-form; we put the field at fault and the detail there."""
     return error.info() or None
+
+
+def v0_push_config(config: PushConfig, *, with_id: bool) -> dict[str, Any]:
+    """The v0.x PushNotificationConfig object (v0.1 had no config ids)."""
+    out: dict[str, Any] = {"id": config.id} if with_id else {}
+    out["url"] = config.url
+    if config.token is not None:
+        out["token"] = config.token
+    if config.authentication is not None:
+        auth: dict[str, Any] = {"schemes": list(config.authentication.schemes)}
+        if config.authentication.credentials is not None:
+            auth["credentials"] = config.authentication.credentials
+        out["authentication"] = auth
+    return out

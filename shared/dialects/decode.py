@@ -15,7 +15,15 @@ from datetime import datetime
 from typing import Any
 
 from shared.errors import InvalidParamsError
-from shared.model import Message, Part, Role, TaskState, new_id
+from shared.model import (
+    Message,
+    Part,
+    PushAuthentication,
+    PushConfig,
+    Role,
+    TaskState,
+    new_id,
+)
 
 _ROLES = {"user": Role.USER, "role_user": Role.USER, "agent": Role.AGENT, "role_agent": Role.AGENT}
 
@@ -180,6 +188,8 @@ class SendRequest:
     history_length: int | None
     blocking: bool
     metadata: dict[str, Any] | None
+    push_config: dict[str, Any] | None = None  # an inline config, read once the task id is known
+    push_config_field: str = ""
 
 
 def send(params: Mapping[str, Any], default_history: int | None) -> SendRequest:
@@ -207,6 +217,20 @@ def send(params: Mapping[str, Any], default_history: int | None) -> SendRequest:
         "params.configuration.returnImmediately",
     )
     blocking = _bool(config.get("blocking"), "params.configuration.blocking")
+    inline_push = [
+        (_object(config.get(name), f"params.configuration.{name}"), f"params.configuration.{name}")
+        for name in (
+            "taskPushNotificationConfig",
+            "task_push_notification_config",
+            "pushNotificationConfig",
+        )
+    ] + [
+        (
+            _object(params.get("pushNotification"), "params.pushNotification"),
+            "params.pushNotification",
+        )
+    ]
+    push, push_field = next(((c, f) for c, f in inline_push if c is not None), (None, ""))
     return SendRequest(
         message=msg,
         task_id=chosen[0] if chosen else None,
@@ -218,6 +242,8 @@ def send(params: Mapping[str, Any], default_history: int | None) -> SendRequest:
         if return_immediately is not None
         else blocking is not False,
         metadata=_object(params.get("metadata"), "params.metadata"),
+        push_config=push,
+        push_config_field=push_field,
     )
 
 
@@ -280,3 +306,50 @@ def list_tasks(params: Mapping[str, Any]) -> ListRequest:
             _bool(_get(params, "includeArtifacts", "include_artifacts"), "params.includeArtifacts")
         ),
     )
+
+
+def push_config(obj: Any, field: str, *, task_id: str, default_id: str) -> PushConfig:
+    """A push config in any version's form: v1.0 `authentication.scheme`, v0.x `schemes`."""
+    if not isinstance(obj, dict):
+        raise InvalidParamsError(f"'{field}' is required and must be an object", field=field)
+    url = _str(obj.get("url"), f"{field}.url", required=True)
+    auth = _object(obj.get("authentication"), f"{field}.authentication")
+    authentication = None
+    if auth is not None:
+        schemes = _strings(auth.get("schemes"), f"{field}.authentication.schemes")
+        scheme = _str(auth.get("scheme"), f"{field}.authentication.scheme")
+        if scheme:
+            schemes = (scheme, *schemes)
+        if not schemes:
+            raise InvalidParamsError(
+                f"'{field}.authentication' needs a scheme", field=f"{field}.authentication"
+            )
+        credentials = _str(auth.get("credentials"), f"{field}.authentication.credentials")
+        authentication = PushAuthentication(schemes=schemes, credentials=credentials)
+    return PushConfig(
+        id=_str(obj.get("id"), f"{field}.id") or default_id,
+        task_id=task_id,
+        url=str(url),
+        token=_str(obj.get("token"), f"{field}.token"),
+        authentication=authentication,
+    )
+
+
+def identifier(params: Mapping[str, Any], *names: str) -> str:
+    """A required id from the first of `names` present in the params."""
+    for name in names:
+        value = _str(params.get(name), f"params.{name}")
+        if value:
+            return value
+    raise InvalidParamsError(f"'params.{names[0]}' is required", field=f"params.{names[0]}")
+
+
+def page(params: Mapping[str, Any]) -> tuple[int, int]:
+    """(page size, offset) of a v1.0 list of push configs; the token is the offset."""
+    size = _int(_get(params, "pageSize", "page_size"), "params.pageSize", low=1, high=100) or 100
+    token = _str(_get(params, "pageToken", "page_token"), "params.pageToken") or "0"
+    if not token.isdigit():
+        raise InvalidParamsError(
+            "'params.pageToken' is not a token this server issued", field="params.pageToken"
+        )
+    return size, int(token)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.dialects.base import timestamp, v0_error_data
+from shared.dialects.base import timestamp, v0_error_data, v0_push_config
 from shared.dialects.v0_3 import part as v0_3_part
 from shared.errors import A2AError
-from shared.model import Message, Task, TaskState, TaskStatus
+from shared.model import Message, PushConfig, Task, TaskState, TaskStatus
 from shared.ports import TaskPage
 
 # v0.1 has no rejected or auth-required: send the nearest state a v0.1 client understands.
@@ -80,6 +80,16 @@ class V01Dialect:
 
     def error_data(self, error: A2AError) -> Any:
         return v0_error_data(error)
+
+    def push_config(self, config: PushConfig) -> dict[str, Any]:
+        """TaskPushNotificationConfig of v0.1: `id` is the task's."""
+        return {
+            "id": config.task_id,
+            "pushNotificationConfig": v0_push_config(config, with_id=False),
+        }
+
+    def push_configs(self, configs: list[PushConfig], next_page_token: str) -> Any:
+        return [self.push_config(c) for c in configs]
 
 
 V01 = V01Dialect()

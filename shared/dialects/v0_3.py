@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.dialects.base import timestamp, v0_error_data
+from shared.dialects.base import timestamp, v0_error_data, v0_push_config
 from shared.errors import A2AError
-from shared.model import Artifact, Message, Part, Task, TaskStatus
+from shared.model import Artifact, Message, Part, PushConfig, Task, TaskStatus
 from shared.ports import TaskPage
 
 
@@ -110,6 +110,16 @@ class V03Dialect:
 
     def error_data(self, error: A2AError) -> Any:
         return v0_error_data(error)
+
+    def push_config(self, config: PushConfig) -> dict[str, Any]:
+        """A TaskPushNotificationConfig: the config wrapped with its task id."""
+        return {
+            "taskId": config.task_id,
+            "pushNotificationConfig": v0_push_config(config, with_id=True),
+        }
+
+    def push_configs(self, configs: list[PushConfig], next_page_token: str) -> Any:
+        return [self.push_config(c) for c in configs]
 
 
 V03 = V03Dialect()

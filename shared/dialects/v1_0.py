@@ -7,7 +7,7 @@ from typing import Any
 
 from shared.dialects.base import timestamp
 from shared.errors import A2AError
-from shared.model import Artifact, Message, Part, Task, TaskState, TaskStatus
+from shared.model import Artifact, Message, Part, PushConfig, Task, TaskState, TaskStatus
 from shared.ports import TaskPage
 
 _STATE = {s: "TASK_STATE_" + s.value.upper().replace("-", "_") for s in TaskState}
@@ -77,6 +77,18 @@ def task(t: Task) -> dict[str, Any]:
     return out
 
 
+def push_config(config: PushConfig) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": config.id, "taskId": config.task_id, "url": config.url}
+    if config.token is not None:
+        out["token"] = config.token
+    if config.authentication is not None:
+        auth: dict[str, Any] = {"scheme": config.authentication.schemes[0]}
+        if config.authentication.credentials is not None:
+            auth["credentials"] = config.authentication.credentials
+        out["authentication"] = auth
+    return out
+
+
 class V1Dialect:
     version = "1.0"
     name = "1.0"
@@ -99,6 +111,12 @@ class V1Dialect:
             "pageSize": page_size,
             "totalSize": page.total_size,
         }
+
+    def push_config(self, config: PushConfig) -> dict[str, Any]:
+        return push_config(config)
+
+    def push_configs(self, configs: list[PushConfig], next_page_token: str) -> Any:
+        return {"configs": [push_config(c) for c in configs], "nextPageToken": next_page_token}
 
     def error_data(self, error: A2AError) -> Any:
         """An ErrorInfo for A2A errors, a BadRequest naming the field for invalid params."""

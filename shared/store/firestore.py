@@ -12,6 +12,7 @@ Layout (collection ids are the constants below):
   `events`), id zero-padded so that lexical order is sequence order. One document per commit
   rather than per event keeps a commit at two writes; a commit too big for one document is
   split over several, still in the same batch.
+- `tasks/{taskId}/pushConfigs/{configId}`: the task's push configs (`firestore_push`).
 - `idempotency/{sha256}`: which task an owner's messageId went to, created in the batch that
   records the message, so a duplicate send fails the whole batch.
 
@@ -123,10 +124,15 @@ class FirestoreTaskStore:
         and artifacts are read from the log instead; `part_limit` the largest part accepted.
         """
         self._client = firestore.Client(project=project, database=database)
-        self._retention = timedelta(days=retention_days)
+        self.retention = timedelta(days=retention_days)
         self._task_budget = task_budget
         self._part_limit = part_limit
         self.cost = Cost()
+
+    @property
+    def client(self) -> firestore.Client:
+        """The Firestore client, for stores of the task's subcollections to share."""
+        return self._client
 
     def get(self, owner: str, task_id: str) -> StoredTask | None:
         snapshot = self._client.collection(TASKS).document(task_id).get()
@@ -275,7 +281,7 @@ class FirestoreTaskStore:
             "dialect": stored.dialect,
             "createdAt": stored.created_at,
             "updatedAt": stored.updated_at,
-            "expireAt": stored.updated_at + self._retention,
+            "expireAt": stored.updated_at + self.retention,
             "task": text,
             "inLog": in_log,
         }
@@ -315,7 +321,7 @@ class FirestoreTaskStore:
                     "first": first,
                     "last": first + len(chunk) - 1,
                     "events": chunk,
-                    "expireAt": stored.updated_at + self._retention,
+                    "expireAt": stored.updated_at + self.retention,
                 },
             )
 
@@ -330,7 +336,7 @@ class FirestoreTaskStore:
                 "owner": owner,
                 "messageId": message_id,
                 "taskId": task_id,
-                "expireAt": now + self._retention,
+                "expireAt": now + self.retention,
             },
         )
 

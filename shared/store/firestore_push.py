@@ -1,0 +1,75 @@
+"""Push configs in Firestore: `tasks/{taskId}/pushConfigs/{configId}`.
+
+Each document holds the config as JSON, the dialect it was made in, the last event sequence
+delivered to it (`delivered`), `createdAt` (lists are oldest first) and `expireAt` for the
+TTL policy. It shares the task store's client and cost counter.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from google.cloud import firestore
+
+from shared.model import PushConfig, utc_now
+from shared.ports import StoredPushConfig
+from shared.store.firestore import TASKS, Cost
+
+PUSH_CONFIGS = "pushConfigs"
+
+
+class FirestorePushConfigStore:
+    def __init__(self, client: firestore.Client, *, retention: timedelta, cost: Cost) -> None:
+        self._client = client
+        self._retention = retention
+        self.cost = cost
+
+    def _ref(self, task_id: str, config_id: str) -> Any:
+        return self._client.collection(TASKS, task_id, PUSH_CONFIGS).document(config_id)
+
+    def put(self, config: PushConfig, *, dialect: str) -> StoredPushConfig:
+        ref = self._ref(config.task_id, config.id)
+        old = self._snapshot(ref)
+        now = utc_now()
+        delivered = int(old["delivered"]) if old else 0
+        ref.set(
+            {
+                "config": config.model_dump_json(),
+                "dialect": dialect,
+                "delivered": delivered,
+                "createdAt": old["createdAt"] if old else now,
+                "expireAt": now + self._retention,
+            }
+        )
+        self.cost.add(writes=1)
+        return StoredPushConfig(config, dialect, delivered)
+
+    def get(self, task_id: str, config_id: str) -> StoredPushConfig | None:
+        data = self._snapshot(self._ref(task_id, config_id))
+        return _decode(data) if data is not None else None
+
+    def list(self, task_id: str) -> list[StoredPushConfig]:
+        query = self._client.collection(TASKS, task_id, PUSH_CONFIGS).order_by("createdAt")
+        snapshots = list(query.stream())
+        self.cost.add(reads=max(1, len(snapshots)))
+        return [_decode(s.to_dict() or {}) for s in snapshots]
+
+    def delete(self, task_id: str, config_id: str) -> bool:
+        ref = self._ref(task_id, config_id)
+        if self._snapshot(ref) is None:
+            return False
+        ref.delete()
+        self.cost.add(writes=1)
+        return True
+
+    def _snapshot(self, ref: Any) -> dict[str, Any] | None:
+        snapshot = ref.get()
+        self.cost.add(reads=1)
+        return (snapshot.to_dict() or {}) if snapshot.exists else None
+
+
+def _decode(data: dict[str, Any]) -> StoredPushConfig:
+    return StoredPushConfig(
+        PushConfig.model_validate_json(data["config"]), str(data["dialect"]), int(data["delivered"])
+    )

@@ -1,0 +1,250 @@
+"""Push notification configs in every dialect, scoped by owner, with webhook URLs checked."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from shared.push_url import PushURLRefused, check_push_url
+from tests.conftest import Client
+
+HOOK = "https://hooks.example.com/a2a"
+
+
+@pytest.fixture
+def push(make_client: Any) -> Client:
+    client: Client = make_client(push_notifications=True, push_allowed_hosts=("hooks.example.com",))
+    return client
+
+
+def new_task(client: Client, text: str = "new phone", **headers: str) -> str:
+    params = {"message": {"role": "ROLE_USER", "parts": [{"text": text}], "messageId": text}}
+    task_id: str = client.result("SendMessage", params, version="1.0", headers=headers)["task"][
+        "id"
+    ]
+    return task_id
+
+
+def test_card_says_push_when_enabled(push: Client, client: Client) -> None:
+    assert push.http.get("/.well-known/agent-card.json").get_json()["capabilities"][
+        "pushNotifications"
+    ]
+    assert not client.http.get("/.well-known/agent-card.json").get_json()["capabilities"][
+        "pushNotifications"
+    ]
+
+
+def test_v1_create_get_list_delete(push: Client) -> None:
+    task_id = new_task(push)
+    created = push.result(
+        "CreateTaskPushNotificationConfig",
+        {
+            "taskId": task_id,
+            "url": HOOK,
+            "token": "tok",
+            "authentication": {"scheme": "Bearer", "credentials": "secret"},
+        },
+        version="1.0",
+    )
+    config_id = created["id"]
+    assert config_id  # assigned by the server
+    assert created == {
+        "id": config_id,
+        "taskId": task_id,
+        "url": HOOK,
+        "token": "tok",
+        "authentication": {"scheme": "Bearer", "credentials": "secret"},
+    }
+    named = push.result(
+        "CreateTaskPushNotificationConfig",
+        {"task_id": task_id, "id": "mine", "url": HOOK + "/2"},
+        version="1.0",
+    )
+    assert named["id"] == "mine"
+    got = push.result(
+        "GetTaskPushNotificationConfig", {"taskId": task_id, "id": config_id}, version="1.0"
+    )
+    assert got == created
+    listed = push.result("ListTaskPushNotificationConfigs", {"taskId": task_id}, version="1.0")
+    assert [c["id"] for c in listed["configs"]] == [config_id, "mine"]
+    assert listed["nextPageToken"] == ""
+    first = push.result(
+        "ListTaskPushNotificationConfigs", {"taskId": task_id, "pageSize": 1}, version="1.0"
+    )
+    assert [c["id"] for c in first["configs"]] == [config_id]
+    second = push.result(
+        "ListTaskPushNotificationConfigs",
+        {"taskId": task_id, "pageSize": 1, "pageToken": first["nextPageToken"]},
+        version="1.0",
+    )
+    assert [c["id"] for c in second["configs"]] == ["mine"] and second["nextPageToken"] == ""
+    for _ in range(2):  # idempotent
+        answer = push.rpc(
+            "DeleteTaskPushNotificationConfig", {"taskId": task_id, "id": "mine"}, version="1.0"
+        )
+        assert answer["result"] is None
+    error = push.error(
+        "GetTaskPushNotificationConfig", {"taskId": task_id, "id": "mine"}, version="1.0"
+    )
+    assert error["code"] == -32001
+
+
+def test_v03_set_get_list_delete(push: Client) -> None:
+    task_id = new_task(push)
+    config = {
+        "id": "c1",
+        "url": HOOK,
+        "authentication": {"schemes": ["Bearer"], "credentials": "x"},
+    }
+    wrapped = {"taskId": task_id, "pushNotificationConfig": config}
+    assert push.result("tasks/pushNotificationConfig/set", wrapped) == wrapped
+    got = push.result(
+        "tasks/pushNotificationConfig/get", {"id": task_id, "pushNotificationConfigId": "c1"}
+    )
+    assert got == wrapped
+    assert push.result("tasks/pushNotificationConfig/get", {"id": task_id}) == wrapped
+    assert push.result("tasks/pushNotificationConfig/list", {"id": task_id}) == [wrapped]
+    deleted = push.rpc(
+        "tasks/pushNotificationConfig/delete", {"id": task_id, "pushNotificationConfigId": "c1"}
+    )
+    assert deleted["result"] is None
+    assert push.result("tasks/pushNotificationConfig/list", {"id": task_id}) == []
+
+
+def test_v01_set_and_get_as_in_seed_000(push: Client) -> None:
+    task_id = new_task(push)
+    config = {"url": HOOK, "authentication": {"schemes": ["jwt"]}}
+    answer = push.result(
+        "tasks/pushNotification/set", {"id": task_id, "pushNotificationConfig": config}
+    )
+    assert answer == {"id": task_id, "pushNotificationConfig": config}
+    assert push.result("tasks/pushNotification/get", {"id": task_id}) == answer
+    # Setting again replaces the task's one v0.1 config.
+    push.result(
+        "tasks/pushNotification/set",
+        {"id": task_id, "pushNotificationConfig": {"url": HOOK + "/b"}},
+    )
+    assert push.result("tasks/pushNotification/get", {"id": task_id})["pushNotificationConfig"] == {
+        "url": HOOK + "/b"
+    }
+
+
+def test_seed_004_verbless_method_sets_then_gets(push: Client) -> None:
+    task_id = new_task(push)
+    params = {"taskId": task_id, "pushNotificationConfig": {"url": HOOK}}
+    set_answer = push.result("tasks/pushNotificationConfig", params)
+    assert set_answer["pushNotificationConfig"]["url"] == HOOK
+    assert push.result("tasks/pushNotificationConfig", {"taskId": task_id}) == set_answer
+
+
+@pytest.mark.parametrize(
+    ("method", "version", "params"),
+    [
+        (
+            "SendMessage",
+            "1.0",
+            {"configuration": {"taskPushNotificationConfig": {"url": HOOK, "token": "t"}}},
+        ),
+        (
+            "message/send",
+            None,
+            {"configuration": {"pushNotificationConfig": {"url": HOOK, "token": "t"}}},
+        ),
+        ("tasks/send", None, {"id": "v01-task", "pushNotification": {"url": HOOK, "token": "t"}}),
+    ],
+)
+def test_inline_configs_in_a_send(
+    push: Client, method: str, version: str | None, params: dict[str, Any]
+) -> None:
+    message = {"role": "user", "parts": [{"text": "hello"}], "messageId": f"m-{method}"}
+    result = push.result(method, {"message": message, **params}, version=version)
+    task_id = result.get("task", result)["id"]
+    [config] = push.result("ListTaskPushNotificationConfigs", {"taskId": task_id}, version="1.0")[
+        "configs"
+    ]
+    assert (config["url"], config["token"]) == (HOOK, "t")
+
+
+def test_several_configs_and_owner_scoping(make_client: Any) -> None:
+    app = make_client(
+        push_notifications=True,
+        push_allowed_hosts=("hooks.example.com",),
+        auth="api-key",
+        api_keys={"ka": "alice", "kb": "bob"},
+    )
+    task_id = new_task(app, **{"X-API-Key": "ka"})
+    for n in range(3):
+        app.result(
+            "CreateTaskPushNotificationConfig",
+            {"taskId": task_id, "id": f"c{n}", "url": HOOK},
+            version="1.0",
+            headers={"X-API-Key": "ka"},
+        )
+    bob = {"X-API-Key": "kb"}
+    for method, params in [
+        ("CreateTaskPushNotificationConfig", {"taskId": task_id, "url": HOOK}),
+        ("GetTaskPushNotificationConfig", {"taskId": task_id, "id": "c0"}),
+        ("ListTaskPushNotificationConfigs", {"taskId": task_id}),
+        ("DeleteTaskPushNotificationConfig", {"taskId": task_id, "id": "c0"}),
+    ]:
+        assert app.error(method, params, version="1.0", headers=bob)["code"] == -32001
+    listed = app.result(
+        "ListTaskPushNotificationConfigs",
+        {"taskId": task_id},
+        version="1.0",
+        headers={"X-API-Key": "ka"},
+    )
+    assert len(listed["configs"]) == 3
+
+
+def test_unknown_task_is_not_found(push: Client) -> None:
+    error = push.error(
+        "CreateTaskPushNotificationConfig", {"taskId": "nope", "url": HOOK}, version="1.0"
+    )
+    assert error["code"] == -32001
+
+
+def test_push_methods_say_unsupported_when_off(client: Client) -> None:
+    error = client.error(
+        "CreateTaskPushNotificationConfig", {"task_id": "t", "url": HOOK}, version="1.0"
+    )
+    assert error["code"] == -32003
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("http://127.0.0.1/hook", "loopback"),
+        ("http://localhost:9000/hook", "loopback"),
+        ("http://10.1.2.3/hook", "private"),
+        ("http://192.168.0.7/hook", "private"),
+        ("http://169.254.169.254/computeMetadata/v1/", "link-local"),
+        ("http://100.64.0.1/hook", "non-public"),
+        ("http://[::1]/hook", "loopback"),
+        ("http://[::ffff:10.0.0.1]/hook", "private"),
+        ("ftp://hooks.example.com/x", "http or https"),
+        ("file:///etc/passwd", "http or https"),
+        ("https:///nohost", "no host"),
+    ],
+)
+def test_bad_urls_are_refused_naming_the_reason(push: Client, url: str, reason: str) -> None:
+    task_id = new_task(push)
+    error = push.error(
+        "CreateTaskPushNotificationConfig", {"taskId": task_id, "url": url}, version="1.0"
+    )
+    assert error["code"] == -32602
+    assert reason in error["message"]
+
+
+def test_a_name_resolving_to_a_private_address_is_refused() -> None:
+    def resolve(host: str, port: int | None) -> list[str]:
+        return {
+            "internal.example.com": ["93.184.216.34", "10.0.0.5"],
+            "public.example.com": ["8.8.8.8"],
+        }[host]
+
+    with pytest.raises(PushURLRefused, match=r"10\.0\.0\.5, a private address"):
+        check_push_url("https://internal.example.com/h", resolve=resolve)
+    check_push_url("https://public.example.com/h", resolve=resolve)
+    check_push_url("http://localhost:8000/h", allowed_hosts=("localhost",))  # configured for dev
