@@ -15,6 +15,7 @@ from shared.bindings.http import HttpApp
 from shared.card import AgentCard, card_template
 from shared.identity import Authenticator
 from shared.ports import PushConfigStore, TaskStore
+from shared.push_signing import NotificationSigner
 from shared.push_url import check_push_url
 from shared.service import A2AService
 from shared.settings import Settings
@@ -72,4 +73,8 @@ def build(settings: Settings | None = None, store: TaskStore | None = None) -> H
     card = AgentCard(
         card_template(module, settings), _card_time(module), hybrid=settings.card_style == "hybrid"
     )
-    return HttpApp(service, card, Authenticator(settings), settings)
+    signer = None
+    if settings.push_signing_key:
+        issuer = settings.public_url or module.info.name
+        signer = NotificationSigner(settings.push_signing_key, issuer=issuer)
+    return HttpApp(service, card, Authenticator(settings), settings, signer)

@@ -33,6 +33,7 @@ ENVIRONMENT = {
     "deduplicate_messages": "A2A_DEDUPLICATE_MESSAGES",
     "push_notifications": "A2A_PUSH_NOTIFICATIONS",
     "push_allowed_hosts": "A2A_PUSH_ALLOWED_HOSTS",
+    "push_signing_key": "A2A_PUSH_SIGNING_KEY",
     "project": "GOOGLE_CLOUD_PROJECT",
     "firestore_database": "A2A_FIRESTORE_DATABASE",
     "retention_days": "A2A_RETENTION_DAYS",
@@ -70,6 +71,8 @@ class Settings(BaseModel):
     push_notifications: bool = False
     # Webhook hosts allowed even though they resolve to non-public addresses (tests, dev).
     push_allowed_hosts: tuple[str, ...] = ()
+    # PEM private key (EC P-256 or RSA) that signs notifications; from Secret Manager in prod.
+    push_signing_key: str | None = Field(default=None, repr=False)
     project: str | None = None
     firestore_database: str = "(default)"
     retention_days: int = Field(default=30, ge=1)

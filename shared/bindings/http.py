@@ -18,6 +18,7 @@ from shared.card import AgentCard
 from shared.dialects.v0_3 import V03
 from shared.errors import A2AError, InvalidRequestError, UnsupportedOperationError
 from shared.identity import AuthenticationError, Authenticator
+from shared.push_signing import NotificationSigner
 from shared.service import A2AService
 from shared.settings import Settings
 
@@ -54,11 +55,13 @@ class HttpApp:
         card: AgentCard,
         authenticator: Authenticator,
         settings: Settings,
+        signer: NotificationSigner | None = None,
     ) -> None:
         self.service = service
         self.card = card
         self.authenticator = authenticator
         self.settings = settings
+        self.signer = signer
 
     def __call__(self, request: flask.Request) -> flask.Response:
         path = request.path.rstrip("/") or "/"
@@ -66,6 +69,10 @@ class HttpApp:
             if request.method not in ("GET", "HEAD"):
                 return _status_error(405, "METHOD_NOT_ALLOWED", "the agent card is read with GET")
             return self._card(request)
+        if path == "/.well-known/jwks.json":
+            # The keys that verify push notification signatures (none when unsigned).
+            keys = self.signer.jwks() if self.signer else {"keys": []}
+            return _json(keys, headers={"Cache-Control": "public, max-age=300"})
         if path == "/sse":
             error = UnsupportedOperationError(
                 "this agent does not stream (capabilities.streaming is false)"
