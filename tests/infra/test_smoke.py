@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import pytest
 
 from infra.smoke import main
+from tests.conftest import Server
 
 TASK = {"id": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_COMPLETED"}}
 
@@ -74,3 +75,12 @@ def test_smoke_checks_card_send_get_cancel(
 def test_smoke_fails_clearly_when_nothing_answers(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["http://127.0.0.1:9", "--timeout", "2"]) == 1
     assert capsys.readouterr().err.startswith("FAIL ConnectionError")
+
+
+def test_smoke_passes_against_the_real_agent(
+    server: Server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([server.url]) == 0
+    out = capsys.readouterr().out
+    assert "ok   SendMessage" in out and "ok   GetTask" in out and "ok   CancelTask" in out
+    assert "smoke passed" in out
