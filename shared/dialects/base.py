@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from shared.errors import A2AError
-from shared.model import Message, Task
+from shared.model import ArtifactUpdate, Message, StatusUpdate, Task
 from shared.ports import TaskPage
 
 
@@ -29,6 +29,14 @@ class Dialect(Protocol):
     def task_list(self, page: TaskPage, tasks: list[Task], page_size: int) -> dict[str, Any]: ...
 
     def error_data(self, error: A2AError) -> Any: ...
+
+    def stream_opening(self, result: Task | Message) -> dict[str, Any] | None:
+        """The `result` of a stream's first frame (None: this version sends none)."""
+        ...
+
+    def stream_update(self, event: StatusUpdate | ArtifactUpdate, task: Task) -> dict[str, Any]:
+        """The `result` of a frame for one event; `task` is the task after it."""
+        ...
 
 
 def timestamp(moment: datetime) -> str:
