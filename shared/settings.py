@@ -37,6 +37,7 @@ ENVIRONMENT = {
     "function_timeout": "A2A_FUNCTION_TIMEOUT",
     "stream_seconds": "A2A_STREAM_SECONDS",
     "stream_keepalive": "A2A_STREAM_KEEPALIVE_SECONDS",
+    "stream_idle": "A2A_STREAM_IDLE_SECONDS",
     "max_streams": "A2A_MAX_STREAMS",
     "stream_tail": "A2A_STREAM_TAIL",
     "threads": "THREADS",
@@ -81,6 +82,9 @@ class Settings(BaseModel):
     stream_seconds: float | None = Field(default=None, gt=0)
     # A comment line after this many silent seconds keeps proxies from closing the stream.
     stream_keepalive: float = Field(default=15, gt=0)
+    # A stream on a task that waits for input (input- or auth-required) ends after this many
+    # seconds without news; the client resubscribes to wait on.
+    stream_idle: float = Field(default=15, gt=0)
     # Streams one instance holds at once (each holds a server thread); unset: THREADS less
     # two, so that other requests still find a thread.
     max_streams: int | None = Field(default=None, ge=1)

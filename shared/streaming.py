@@ -3,10 +3,10 @@
 A stream is an iterator of Frames and keep-alive ticks (None). It opens with the task (a
 snapshot) unless it resumes after a sequence number, then carries every status and artifact
 event in log order with its sequence number, and ends after a status change to a terminal or
-interrupted state, or at its deadline (the client resubscribes with Last-Event-ID and loses
-nothing). A streamed send listens to its own turn, which commits each event before its frame
-goes out; anything else follows the log through the store's tail. The wire format is the
-bindings' business.
+interrupted state, at its deadline, or after a while without news on a task that waits for
+input (the client resubscribes, with Last-Event-ID, and loses nothing). A streamed send
+listens to its own turn, which commits each event before its frame goes out; anything else
+follows the log through the store's tail. The wire format is the bindings' business.
 """
 
 from __future__ import annotations
@@ -71,6 +71,10 @@ class StreamSlots:
 class StreamPolicy:
     keepalive: float  # seconds of silence before a keep-alive tick
     duration: float  # seconds a stream stays open at most (less than the function's timeout)
+    # Seconds a stream on a task that waits for input (input- or auth-required) stays open
+    # without news: nothing happens until someone answers, and an open stream holds a server
+    # thread and keeps the instance billed. The client resubscribes to go on waiting.
+    idle: float
     slots: StreamSlots  # this instance's open streams
 
 
@@ -79,9 +83,11 @@ class _Clock:
 
     def __init__(self, policy: StreamPolicy) -> None:
         self._keepalive = policy.keepalive
+        self._idle = policy.idle
         now = time.monotonic()
         self._end = now + policy.duration
         self._quiet_since = now
+        self._news_at = now
 
     @property
     def expired(self) -> bool:
@@ -91,15 +97,23 @@ class _Clock:
     def remaining(self) -> float:
         return max(self._end - time.monotonic(), 0)
 
-    def wait(self) -> float:
+    def wait(self, waiting_for_input: bool = False) -> float:
         """Seconds until the next tick or the end, whichever comes first."""
-        return max(min(self._quiet_since + self._keepalive, self._end) - time.monotonic(), 0)
+        until = min(self._quiet_since + self._keepalive, self._end)
+        if waiting_for_input:
+            until = min(until, self._news_at + self._idle)
+        return max(until - time.monotonic(), 0)
 
     def tick_due(self) -> bool:
         return time.monotonic() >= self._quiet_since + self._keepalive
 
-    def sent(self) -> None:
+    def idle(self) -> bool:
+        return time.monotonic() >= self._news_at + self._idle
+
+    def sent(self, news: bool = True) -> None:
         self._quiet_since = time.monotonic()
+        if news:
+            self._news_at = self._quiet_since
 
 
 class _Fold:
@@ -129,13 +143,16 @@ class _Fold:
 def _follow_tail(tail: EventTail, fold: _Fold, clock: _Clock) -> Stream:
     with contextlib.closing(tail):
         while not fold.ended and not clock.expired:
-            frames = fold.frames(tail.next(clock.wait()))
+            waiting = fold.task.status.state.interrupted
+            if waiting and clock.idle():
+                return
+            frames = fold.frames(tail.next(clock.wait(waiting)))
             yield from frames
             if frames:
                 clock.sent()
             elif clock.tick_due():
                 yield None
-                clock.sent()
+                clock.sent(news=False)
 
 
 def follow(
@@ -188,7 +205,7 @@ def inline(turn: Turn, store: TaskStore, owner: str, policy: StreamPolicy) -> St
                 except queue.Empty:
                     if clock.tick_due():
                         yield None
-                        clock.sent()
+                        clock.sent(news=False)
                     continue
                 if logged is None:
                     yield from _follow_tail(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,7 @@ class Event:
     comments: int  # comment lines (keep-alives) before this event
 
 
-def events(lines: Iterable[str]) -> Iterator[Event]:
+def events(lines: Iterable[str]) -> Generator[Event, None, None]:
     """Events from SSE lines (without their line ends), as they arrive."""
     fields: dict[str, str] = {}
     data: list[str] = []
@@ -63,5 +63,5 @@ def stream(
     return response
 
 
-def read(response: requests.Response) -> Iterator[Event]:
+def read(response: requests.Response) -> Generator[Event, None, None]:
     return events(response.iter_lines(decode_unicode=True))

@@ -68,6 +68,7 @@ class HttpApp:
         self.streams = streaming.StreamPolicy(
             keepalive=settings.stream_keepalive,
             duration=settings.stream_duration,
+            idle=settings.stream_idle,
             slots=streaming.StreamSlots(settings.stream_limit),
         )
 
