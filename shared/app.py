@@ -29,6 +29,7 @@ def _store(settings: Settings) -> TaskStore:
             settings.project,
             database=settings.firestore_database,
             retention_days=settings.retention_days,
+            tail=settings.stream_tail,
         )
     from shared.store.memory import MemoryTaskStore
 

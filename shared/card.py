@@ -45,7 +45,7 @@ def card_template(module: HandlerModule, settings: Settings) -> dict[str, Any]:
         "name": settings.agent_name or info.name,
         "description": settings.agent_description or info.description,
         "version": settings.agent_version or info.version,
-        "capabilities": {"streaming": False, "pushNotifications": settings.push_notifications},
+        "capabilities": {"streaming": True, "pushNotifications": settings.push_notifications},
         "defaultInputModes": list(info.input_modes),
         "defaultOutputModes": list(info.output_modes),
         "skills": [_skill(s) for s in module.skills],

@@ -130,3 +130,12 @@ class VersionNotSupportedError(A2AError):
     code = -32009
     default_message = "Version not supported"
     reason = "VERSION_NOT_SUPPORTED"
+
+
+class StreamLimitError(A2AError):
+    """This instance holds as many streams as it may (JSON-RPC's server-error range)."""
+
+    code = -32000
+    default_message = "Too many open streams"
+    reason = "RESOURCE_EXHAUSTED"
+    http_status = 503

@@ -51,6 +51,11 @@ class TaskState(StrEnum):
     def interrupted(self) -> bool:
         return self in _INTERRUPTED
 
+    @property
+    def final(self) -> bool:
+        """Whether a stream ends at a change to this state (v0.x `final: true`)."""
+        return self.terminal or self.interrupted
+
 
 _TERMINAL = frozenset(
     {TaskState.COMPLETED, TaskState.CANCELED, TaskState.FAILED, TaskState.REJECTED}

@@ -76,6 +76,19 @@ class InvalidPageToken(ValueError):
     """A page token that this store did not issue, or issued for other filters."""
 
 
+class EventTail(Protocol):
+    """A follower of one task's event log, from a sequence number on (see TaskStore.tail)."""
+
+    def next(self, timeout: float) -> list[LoggedEvent]:
+        """The events after the last one returned (at first: after `after_seq`), in order and
+        each once; waits up to `timeout` seconds for one to be committed, [] if none was."""
+        ...
+
+    def close(self) -> None:
+        """Stop following; idempotent."""
+        ...
+
+
 class TaskStore(Protocol):
     def get(self, owner: str, task_id: str) -> StoredTask | None:
         """The task, or None when it does not exist for this owner."""
@@ -122,6 +135,13 @@ class TaskStore(Protocol):
 
     def list(self, owner: str, query: TaskQuery) -> TaskPage:
         """One page of the owner's tasks. Raises InvalidPageToken for a foreign token."""
+        ...
+
+    def tail(self, owner: str, task_id: str, after_seq: int = 0) -> EventTail:
+        """Follow the task's log from `after_seq` on, as other writers (any process) commit.
+
+        Following another owner's or a missing task yields nothing. Close the tail when done.
+        """
         ...
 
 

@@ -16,7 +16,7 @@ import inspect
 import logging
 import threading
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 
 from shared.agent import Context, HandlerModule, TaskCanceled, text_part
 from shared.lifecycle import apply, apply_all
@@ -30,9 +30,12 @@ from shared.model import (
     TaskStatus,
     new_id,
 )
-from shared.ports import StoredTask, TaskStore, VersionConflict
+from shared.ports import LoggedEvent, StoredTask, TaskStore, VersionConflict
 
 log = logging.getLogger("a2a.runtime")
+
+# Called after each commit of a turn with the new snapshot and the events it logged.
+Listener = Callable[[StoredTask, list[LoggedEvent]], None]
 
 _MAX_REBASES = 20  # a writer that loses this often in a row has a bug, not bad luck
 _CANCEL_POLL_SECONDS = 0.5
@@ -72,6 +75,7 @@ class Turn:
         self._reply: Message | None = None
         self._message = message
         self._timer: threading.Timer | None = None
+        self._listener: Listener | None = None
         working = StatusUpdate(
             task_id=task.id, context_id=task.context_id, status=TaskStatus(state=TaskState.WORKING)
         )
@@ -89,6 +93,17 @@ class Turn:
         visible before it runs. Raises VersionConflict when the task moved on meanwhile."""
         with self._lock:
             self._commit()
+
+    def listen(self, listener: Listener) -> StoredTask:
+        """Call `listener` after every later commit; the snapshot committed so far (claim
+        first). A listened-to turn commits each event as the handler makes it: a stream sends
+        only what is in the log, so a client resuming from it can neither miss nor repeat an
+        event. That costs a commit per event instead of one per commit interval."""
+        with self._lock:
+            if self._stored is None:
+                raise RuntimeError("claim the turn before listening to it")
+            self._listener = listener
+            return self._stored
 
     def run(self) -> Task | Message:
         """Run the handler to the end of its turn; the result for a blocking send."""
@@ -137,7 +152,7 @@ class Turn:
             if self._canceled:
                 raise TaskCanceled(self._task.id)
             self._apply(event)
-            if time.monotonic() - self._last_commit >= self._interval:
+            if self._listener is not None or time.monotonic() - self._last_commit >= self._interval:
                 self._flush()
             if self._canceled:
                 raise TaskCanceled(self._task.id)
@@ -206,6 +221,7 @@ class Turn:
 
     def _commit(self) -> None:
         """One attempt at committing what is pending."""
+        first_seq = 1 if self._stored is None else self._stored.last_seq + 1
         if self._stored is None:
             self._stored = self._store.create(
                 self._owner,
@@ -219,6 +235,9 @@ class Turn:
                 self._stored, self._task, self._pending, message_id=self._message_id
             )
         self._message_id = None  # recorded with the first commit of the turn
+        if self._listener is not None:
+            logged = [LoggedEvent(first_seq + i, e) for i, e in enumerate(self._pending)]
+            self._listener(self._stored, logged)
         self._pending.clear()
         self._last_commit = time.monotonic()
 

@@ -79,52 +79,108 @@ class A2AService:
         self, owner: str, request: SendRequest, *, dialect: str, message_results: bool
     ) -> Task | Message:
         """Start or continue a task with the request's message; the task or a direct reply."""
+        try:
+            begun = self._begin(
+                owner,
+                request,
+                dialect=dialect,
+                message_results=message_results,
+                claim=not request.blocking,
+            )
+            if isinstance(begun, Task):
+                return begun
+            if not request.blocking:
+                self._background(begun.run)
+                return view(begun.task, request.history_length)
+            result = begun.run()
+        except DuplicateMessage as duplicate:
+            return self._first_result(owner, duplicate.task_id, request)
+        except TaskExists:
+            raise self._taken(request) from None
+        if isinstance(result, Message):
+            return result
+        return view(result, request.history_length)
+
+    def start_stream(self, owner: str, request: SendRequest, *, dialect: str) -> Turn | StoredTask:
+        """A streamed send: a claimed Turn for the caller to run and listen to or, when the
+        message only joins a task that is running already (or was sent before), that task,
+        for the caller to follow in its log."""
+        try:
+            begun = self._begin(owner, request, dialect=dialect, message_results=False, claim=True)
+        except DuplicateMessage as duplicate:
+            task_id = duplicate.task_id
+        except TaskExists:
+            raise self._taken(request) from None
+        else:
+            if isinstance(begun, Turn):
+                return begun
+            task_id = begun.id
+        return self.get(owner, task_id, None)
+
+    def follow(self, owner: str, task_id: str, after_seq: int | None) -> StoredTask:
+        """The task a subscriber follows (from `after_seq`, when it resumes a stream).
+
+        A terminal task has nothing more to say, unless a resumed stream missed its end."""
+        stored = self.get(owner, task_id, None)
+        state = stored.task.status.state
+        if state.terminal and (after_seq is None or after_seq >= stored.last_seq):
+            raise UnsupportedOperationError(
+                f"task {task_id} is {state.value}: nothing more will happen to it; read it "
+                "with GetTask (tasks/get)",
+                field="params.id",
+            )
+        return stored
+
+    def _begin(
+        self,
+        owner: str,
+        request: SendRequest,
+        *,
+        dialect: str,
+        message_results: bool,
+        claim: bool,
+    ) -> Turn | Task:
+        """The turn the message starts (claimed if asked, or if it resumes a task), or the
+        task it merely joined. Raises DuplicateMessage and TaskExists for the caller."""
         message_id = request.message.message_id if self._deduplicate else None
         if message_id is not None:
             first = self.store.find_message(owner, message_id)
             if first is not None:
                 return self._first_result(owner, first, request)
-        try:
-            for _ in range(_ATTEMPTS):
-                stored = self._target(owner, request)
-                if stored is not None and not stored.task.status.state.interrupted:
-                    # A turn is running (submitted or working): the message joins the
-                    # task's history. The running handler does not see it; a second
-                    # concurrent run of the same task would race the first.
-                    try:
-                        return self._append_only(owner, stored, request, message_id)
-                    except VersionConflict:
-                        continue  # the task can be resumed again: decide again
-                turn = self._turn(
-                    owner,
-                    request=request,
-                    stored=stored,
-                    dialect=dialect,
-                    message_id=message_id,
-                    message_results=message_results,
-                )
-                if request.push_config is not None:
-                    self._inline_push_config(request, turn.task.id, dialect)
-                if stored is not None or not request.blocking:
-                    try:
-                        turn.claim()
-                    except VersionConflict:
-                        continue  # another message resumed the task first: decide again
-                if not request.blocking:
-                    self._background(turn.run)
-                    return view(turn.task, request.history_length)
-                result = turn.run()
-                if isinstance(result, Message):
-                    return result
-                return view(result, request.history_length)
-        except DuplicateMessage as duplicate:
-            return self._first_result(owner, duplicate.task_id, request)
-        except TaskExists:
-            # A v0.1 client named a task that appeared meanwhile (or is another owner's).
-            raise TaskNotFoundError(
-                f"task {request.task_id} cannot be created: the id is taken", field="params.id"
-            ) from None
+        for _ in range(_ATTEMPTS):
+            stored = self._target(owner, request)
+            if stored is not None and not stored.task.status.state.interrupted:
+                # A turn is running (submitted or working): the message joins the
+                # task's history. The running handler does not see it; a second
+                # concurrent run of the same task would race the first.
+                try:
+                    return self._append_only(owner, stored, request, message_id)
+                except VersionConflict:
+                    continue  # the task can be resumed again: decide again
+            turn = self._turn(
+                owner,
+                request=request,
+                stored=stored,
+                dialect=dialect,
+                message_id=message_id,
+                message_results=message_results,
+            )
+            if request.push_config is not None:
+                self._inline_push_config(request, turn.task.id, dialect)
+            if stored is not None or claim:
+                try:
+                    turn.claim()
+                except VersionConflict:
+                    continue  # another message resumed the task first: decide again
+            return turn
         raise RuntimeError("too many concurrent writers on one task")
+
+    @staticmethod
+    def _taken(request: SendRequest) -> TaskNotFoundError:
+        # A v0.1 client named a task that appeared meanwhile (or is another owner's).
+        return TaskNotFoundError(
+            f"task {request.task_id} cannot be created: the id is taken", field="params.id"
+        )
 
     def _inline_push_config(self, request: SendRequest, task_id: str, dialect: str) -> None:
         config = decode.push_config(

@@ -37,6 +37,13 @@ ENVIRONMENT = {
     "project": "GOOGLE_CLOUD_PROJECT",
     "firestore_database": "A2A_FIRESTORE_DATABASE",
     "retention_days": "A2A_RETENTION_DAYS",
+    "function_timeout": "A2A_FUNCTION_TIMEOUT",
+    "stream_seconds": "A2A_STREAM_SECONDS",
+    "stream_keepalive": "A2A_STREAM_KEEPALIVE_SECONDS",
+    "stream_idle": "A2A_STREAM_IDLE_SECONDS",
+    "max_streams": "A2A_MAX_STREAMS",
+    "stream_tail": "A2A_STREAM_TAIL",
+    "threads": "THREADS",
 }
 
 
@@ -76,6 +83,37 @@ class Settings(BaseModel):
     project: str | None = None
     firestore_database: str = "(default)"
     retention_days: int = Field(default=30, ge=1)
+    # The function's timeout in seconds (`make deploy` sets it): streams end before it.
+    function_timeout: int | None = Field(default=None, ge=1)
+    # How long one stream stays open at most; unset: 10 s short of the function's timeout,
+    # or an hour. The client resubscribes with Last-Event-ID and loses nothing.
+    stream_seconds: float | None = Field(default=None, gt=0)
+    # A comment line after this many silent seconds keeps proxies from closing the stream.
+    stream_keepalive: float = Field(default=15, gt=0)
+    # A stream on a task that waits for input (input- or auth-required) ends after this many
+    # seconds without news; the client resubscribes to wait on.
+    stream_idle: float = Field(default=15, gt=0)
+    # Streams one instance holds at once (each holds a server thread); unset: THREADS less
+    # two, so that other requests still find a thread.
+    max_streams: int | None = Field(default=None, ge=1)
+    # How a stream follows a task another process runs: a Firestore listener (falling back
+    # to polling when it can't be had), or polling with backoff. The embedded store ignores it.
+    stream_tail: Literal["listener", "polling"] = "listener"
+    # functions-framework's own THREADS variable (its default is 4 per CPU): the server's
+    # threads, read here only to size the stream limit.
+    threads: int = Field(default_factory=lambda: (os.cpu_count() or 1) * 4, ge=1)
+
+    @property
+    def stream_duration(self) -> float:
+        if self.stream_seconds is not None:
+            return self.stream_seconds
+        if self.function_timeout is not None:
+            return float(max(self.function_timeout - 10, 1))
+        return 3600.0
+
+    @property
+    def stream_limit(self) -> int:
+        return self.max_streams or max(self.threads - 2, 1)
 
     @field_validator("api_keys", mode="before")
     @classmethod

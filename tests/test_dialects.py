@@ -231,11 +231,6 @@ def test_error_shapes_per_version(client: Client) -> None:
 @pytest.mark.parametrize(
     ("method", "code"),
     [
-        ("SendStreamingMessage", -32004),
-        ("SubscribeToTask", -32004),
-        ("message/stream", -32004),
-        ("tasks/resubscribe", -32004),
-        ("tasks/sendSubscribe", -32004),
         ("CreateTaskPushNotificationConfig", -32003),
         ("tasks/pushNotificationConfig/set", -32003),
         ("tasks/pushNotification/get", -32003),

@@ -1,7 +1,8 @@
 """Interop: the official Python SDK (a2a-sdk 1.3) talks to a running `a2a` function.
 
 It is a real, independent client over real HTTP: once as an A2A 1.0 client (what it picks
-from our card), once as a 0.3 client (its compat transport, which a 0.3-only card selects).
+from our card), once as a 0.3 client (its compat transport, which a 0.3-only card selects),
+blocking and streaming.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from a2a.types import (
     Part,
     Role,
     SendMessageRequest,
+    SubscribeToTaskRequest,
     TaskState,
 )
 
@@ -45,13 +47,13 @@ def message(text: str, task_id: str | None = None, context_id: str | None = None
 
 
 METHODS = {
-    "1.0": ("SendMessage", "GetTask", "CancelTask"),
-    "0.3": ("message/send", "tasks/get", "tasks/cancel"),
+    "1.0": ("SendMessage", "GetTask", "CancelTask", "SendStreamingMessage", "SubscribeToTask"),
+    "0.3": ("message/send", "tasks/get", "tasks/cancel", "message/stream", "tasks/resubscribe"),
 }
 
 
 @asynccontextmanager
-async def sdk_client(url: str, version: str) -> AsyncIterator[Any]:
+async def sdk_client(url: str, version: str, *, streaming: bool = False) -> AsyncIterator[Any]:
     sent: list[str] = []
 
     async def record(request: httpx.Request) -> None:
@@ -65,7 +67,7 @@ async def sdk_client(url: str, version: str) -> AsyncIterator[Any]:
             keep = [i for i in card.supported_interfaces if i.protocol_version.startswith("0.")]
             del card.supported_interfaces[:]
             card.supported_interfaces.extend(keep)
-        client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
+        client = ClientFactory(ClientConfig(streaming=streaming, httpx_client=http)).create(card)
         try:
             yield client
         finally:
@@ -145,5 +147,34 @@ def test_echo_round_trip(server: Server, version: str) -> None:
             assert task.status.state == TaskState.TASK_STATE_COMPLETED
             assert task.artifacts[0].parts[0].text == "héllo, wörld"
             assert task.history[0].role == Role.ROLE_USER
+
+    run(scenario())
+
+
+def test_streaming_send_and_subscribe(server: Server, version: str) -> None:
+    async def scenario() -> None:
+        async with sdk_client(server.url, version, streaming=True) as client:
+            request = SendMessageRequest(message=message("I would like a new phone"))
+            events = [e async for e in client.send_message(request)]
+            kinds = [e.WhichOneof("payload") for e in events]
+            assert kinds == ["task", "status_update"]
+            task = events[0].task
+            assert events[-1].status_update.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+
+            # A subscriber opens with the task, then sees the next turn to its end.
+            updates = client.subscribe(SubscribeToTaskRequest(id=task.id))
+            opening = await anext(updates)
+            assert opening.task.id == task.id
+            answer = message("Android", task.id, task.context_id)
+            async with sdk_client(server.url, version) as other:
+                await send(other, answer)
+            rest = [e async for e in updates]
+            assert [e.WhichOneof("payload") for e in rest] == [
+                "status_update",
+                "artifact_update",
+                "status_update",
+            ]
+            assert "Android" in rest[1].artifact_update.artifact.parts[0].text
+            assert rest[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
 
     run(scenario())

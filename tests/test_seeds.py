@@ -1,8 +1,9 @@
 """Every request in the seed documents, sent as written to a running `a2a` function.
 
 The seeds reuse one task id across sections, so each section gets a fresh server, set up in
-the state the section describes. Requests of later issues (streaming, push) must still get a
-well-formed error in the caller's dialect.
+the state the section describes. Streams are read as the seeds' clients read them: event by
+event, as they arrive. Requests of later issues (push) must still get a well-formed error in
+the caller's dialect.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 import requests
 
+from tests import sse
 from tests.conftest import Server
 
 SEEDS = Path(__file__).parent / "seeds"
@@ -112,12 +114,43 @@ def test_seed000_push_is_refused_until_push_exists(start_server: Start) -> None:
         assert answer["error"]["message"].startswith("Push Notification is not supported")
 
 
-def test_seed000_streaming_is_refused_until_streaming_exists(start_server: Start) -> None:
+def test_seed000_stream_then_resubscribe(start_server: Start) -> None:
     server = start_server()
-    for name in ("stream", "resubscribe"):
-        answer = server.rpc(S000[name])  # no "jsonrpc", no "id": answered all the same
-        assert answer["id"] is None
-        assert answer["error"]["code"] == -32004
+    # No "jsonrpc", no "id": answered all the same, with id null, in v0.3 with v0.1 names.
+    frames = list(sse.read(sse.stream(server.url, S000["stream"])))
+    assert all(f.data["id"] is None and "error" not in f.data for f in frames)
+    results = [f.data["result"] for f in frames]
+    assert_v03_task(results[0], TASK)
+    assert results[0]["sessionId"] == results[0]["contextId"]
+    assert [r["kind"] for r in results[1:]] == [
+        "status-update",
+        "artifact-update",
+        "status-update",
+    ]
+    assert "image/png" in results[2]["artifact"]["parts"][0]["text"]
+    assert results[-1]["status"]["state"] == "completed"
+    assert [r["final"] for r in results if r["kind"] == "status-update"] == [False, True]
+    seqs = [int(f.id or "") for f in frames]
+    assert seqs == sorted(set(seqs))  # every frame has id: <seq>, increasing
+
+    # The task is over: resubscribing to it is refused, in a plain JSON-RPC answer.
+    answer = server.rpc(S000["resubscribe"])
+    assert answer["id"] is None
+    assert answer["error"]["code"] == -32004
+
+
+def test_seed000_resubscribe_follows_a_waiting_task(start_server: Start) -> None:
+    server = start_server()
+    assert server.rpc(S000["phone_seq1"])["result"]["status"]["state"] == "input-required"
+    stream = sse.read(sse.stream(server.url, S000["resubscribe"]))
+    opening = next(stream).data["result"]
+    assert_v03_task(opening, TASK)
+    assert opening["status"]["state"] == "input-required"
+    assert server.rpc(S000["phone_seq3"])["result"]["status"]["state"] == "completed"
+    rest = [f.data["result"] for f in stream]  # ends after the final event
+    assert [r.get("status", {}).get("state") for r in rest] == ["working", None, "completed"]
+    assert rest[1]["artifact"]["name"] == "order-confirmation"
+    assert rest[-1]["final"] is True
 
 
 def test_seed000_non_textual_media(start_server: Start) -> None:
@@ -164,9 +197,15 @@ def test_seed000_agent_card_example_fields_are_served(server: Server) -> None:
 
 def test_seed002_stream_on_its_own_path(server: Server) -> None:
     data = seed("seed002")
-    answer = server.rpc(data["requests"]["stream"], path=data["path"])
-    assert answer["id"] == "791"
-    assert answer["error"]["code"] == -32004  # streaming: a later issue
+    frames = list(sse.read(sse.stream(server.url + data["path"], data["requests"]["stream"])))
+    assert {f.data["id"] for f in frames} == {"791"}
+    results = [f.data["result"] for f in frames]
+    assert results[0]["kind"] == "task"
+    assert results[-1]["kind"] == "status-update"
+    assert results[-1]["status"]["state"] == "completed"
+    assert results[-1]["final"] is True
+    artifact = next(r["artifact"] for r in results if r["kind"] == "artifact-update")
+    assert artifact["parts"] == [{"kind": "text", "text": "Hello"}]
 
 
 def test_seed003_v01_send_with_parts_under_data(start_server: Start) -> None:
@@ -245,7 +284,47 @@ def test_seed004_card_paths(server: Server, path: str) -> None:
     assert response.json()["name"]
 
 
-def test_seed004_sse_route_answers_a_clear_error(server: Server) -> None:
-    response = requests.get(f"{server.url}/sse?taskId=task-7f3a", timeout=5)
+def test_seed004_sse_route_streams_task_updates(start_server: Start) -> None:
+    server = start_server()
+    opened = server.rpc(
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "tasks/send",
+            "params": {
+                "id": "task-7f3a",
+                "message": {"role": "user", "parts": [{"type": "text", "text": "new phone"}]},
+            },
+        }
+    )
+    assert opened["result"]["status"]["state"] == "input-required"
+    stream = sse.read(sse.stream(server.url + seed("seed004")["http"]["sse"]))
+    first = next(stream)
+    assert first.event == "task_update"
+    question = {"role": "agent", "parts": [{"text": "Select a phone type (iPhone/Android)"}]}
+    assert first.data == {"state": "input-required", "message": question}
+    server.rpc(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tasks/send",
+            "params": {
+                "id": "task-7f3a",
+                "message": {"role": "user", "parts": [{"type": "text", "text": "iPhone"}]},
+            },
+        }
+    )
+    rest = list(stream)
+    assert {f.event for f in rest} == {"task_update"}
+    assert [f.data["state"] for f in rest] == ["working", "working", "completed"]
+    assert "iPhone" in rest[1].data["message"]["parts"][0]["text"]
+    assert int(first.id or 0) < int(rest[0].id or 0)
+
+
+def test_seed004_sse_route_errors_are_json(server: Server) -> None:
+    response = requests.get(f"{server.url}/sse?taskId=no-such-task", timeout=5)
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == -32001
+    response = requests.get(f"{server.url}/sse", timeout=5)
     assert response.status_code == 400
-    assert response.json()["error"]["code"] == -32004
+    assert response.json()["error"]["code"] == -32602

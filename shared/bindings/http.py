@@ -1,23 +1,29 @@
 """The HTTP face of the `a2a` function: routes a Flask request to the card or JSON-RPC.
 
 It owns what is HTTP about A2A: the well-known card paths with caching headers, the body
-size limit, authentication before any work, and turning every failure into the protocol's
-error body (never an HTML page or a traceback).
+size limit, authentication before any work, streamed answers as server-sent events (and the
+seeds' `GET /sse?taskId=`), and turning every failure into the protocol's error body (never an
+HTML page or a traceback).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 import flask
 
-from shared.bindings import jsonrpc
+from shared import streaming
+from shared.bindings import jsonrpc, sse
 from shared.card import AgentCard
+from shared.dialects import decode
 from shared.dialects.v0_3 import V03
-from shared.errors import A2AError, InvalidRequestError, UnsupportedOperationError
-from shared.identity import AuthenticationError, Authenticator
+from shared.dialects.v1_0 import part as v1_part
+from shared.errors import A2AError, InvalidParamsError, InvalidRequestError
+from shared.identity import AuthenticationError, Authenticator, Principal
+from shared.model import ArtifactUpdate, Role
 from shared.push_signing import NotificationSigner
 from shared.service import A2AService
 from shared.settings import Settings
@@ -62,6 +68,12 @@ class HttpApp:
         self.authenticator = authenticator
         self.settings = settings
         self.signer = signer
+        self.streams = streaming.StreamPolicy(
+            keepalive=settings.stream_keepalive,
+            duration=settings.stream_duration,
+            idle=settings.stream_idle,
+            slots=streaming.StreamSlots(settings.stream_limit),
+        )
 
     def __call__(self, request: flask.Request) -> flask.Response:
         path = request.path.rstrip("/") or "/"
@@ -74,10 +86,7 @@ class HttpApp:
             keys = self.signer.jwks() if self.signer else {"keys": []}
             return _json(keys, headers={"Cache-Control": "public, max-age=300"})
         if path == "/sse":
-            error = UnsupportedOperationError(
-                "this agent does not stream (capabilities.streaming is false)"
-            )
-            return _rpc_error(error, 400)
+            return self._seed_sse(request)
         if request.method == "POST":
             # JSON-RPC at the root, and at any other path a deployment puts in front of it
             # (seed 002 posts to /api/a2a).
@@ -122,18 +131,82 @@ class HttpApp:
         body = request.stream.read(limit + 1)
         if len(body) > limit:
             return _rpc_error(InvalidRequestError(f"the body exceeds {limit} bytes"), 413)
-        try:
-            principal = self.authenticator.authenticate(request.headers.get)
-        except AuthenticationError as exc:
-            response = _rpc_error(InvalidRequestError(f"authentication required: {exc}"), 401)
-            response.headers["WWW-Authenticate"] = f'ApiKey header="{self.authenticator.header}"'
-            return response
+        principal = self._authenticate(request)
+        if isinstance(principal, flask.Response):
+            return principal
+        call = jsonrpc.Call(self.service, principal, self.streams, _last_event_id(request))
         answer = jsonrpc.dispatch(
             body,
-            call=jsonrpc.Call(self.service, principal),
+            call=call,
             content_type=request.headers.get("Content-Type"),
             version=request.headers.get("A2A-Version") or request.args.get("A2A-Version"),
         )
         if answer is None:
             return flask.Response(status=204)
+        if isinstance(answer, jsonrpc.Streamed):
+            return sse.response(jsonrpc.stream_events(answer))
         return _json(answer)
+
+    def _authenticate(self, request: flask.Request) -> Principal | flask.Response:
+        try:
+            return self.authenticator.authenticate(request.headers.get)
+        except AuthenticationError as exc:
+            response = _rpc_error(InvalidRequestError(f"authentication required: {exc}"), 401)
+            response.headers["WWW-Authenticate"] = f'ApiKey header="{self.authenticator.header}"'
+            return response
+
+    def _seed_sse(self, request: flask.Request) -> flask.Response:
+        """The seeds' `GET /sse?taskId=...`: the task's updates as `task_update` events."""
+        if request.method not in ("GET", "HEAD"):
+            return _status_error(405, "METHOD_NOT_ALLOWED", "open the event stream with GET")
+        principal = self._authenticate(request)
+        if isinstance(principal, flask.Response):
+            return principal
+        owner, store, policy = principal.owner, self.service.store, self.streams
+        try:
+            task_id = request.args.get("taskId") or request.args.get("id")
+            if not task_id:
+                raise InvalidParamsError("the query needs taskId=<task id>", field="taskId")
+            resume = decode.resume_point({}, _last_event_id(request))
+            stored = self.service.follow(owner, task_id, resume)
+            frames = policy.slots.open(
+                lambda: streaming.follow(store, owner, stored, resume, policy)
+            )
+        except A2AError as error:
+            return _rpc_error(error, error.http_status)
+        return sse.response(_task_updates(frames))
+
+
+def _last_event_id(request: flask.Request) -> str | None:
+    """Where a stream resumes: the SSE header, or a query parameter for clients (browsers'
+    EventSource on a new URL, curl users) that cannot set it."""
+    return request.headers.get("Last-Event-ID") or request.args.get("lastEventId")
+
+
+def _task_updates(frames: streaming.Stream) -> Iterator[str]:
+    """Seed 004's events: `task_update` with the state and the agent's latest words (a
+    status message, or an artifact's parts as the message)."""
+    try:
+        for frame in frames:
+            if frame is None:
+                yield sse.comment("keep-alive")
+                continue
+            item = frame.item
+            data: dict[str, Any] = {"state": frame.task.status.state.value}
+            if isinstance(item, ArtifactUpdate):
+                parts = item.artifact.parts
+                data["message"] = {"role": Role.AGENT.value, "parts": [v1_part(p) for p in parts]}
+            else:
+                data["state"] = item.status.state.value
+                if item.status.message is not None:
+                    message = item.status.message
+                    data["message"] = {
+                        "role": message.role.value,
+                        "parts": [v1_part(p) for p in message.parts],
+                    }
+            yield sse.event(data, seq=frame.seq, name="task_update")
+    except Exception:
+        log.exception("the event stream of a task failed")
+        yield sse.event({"error": "the stream failed; reconnect with Last-Event-ID"}, name="error")
+    finally:
+        frames.close()

@@ -2,20 +2,25 @@
 
 Parse errors answer `id: null`; invalid requests, unknown methods and bad params get their
 standard codes; batches are answered element by element as JSON-RPC 2.0 says (an empty
-batch is an invalid request, notifications get no answer). Requests without a "jsonrpc"
-member (the seeds' informal form) are served and always answered. Every A2A error goes back
-in the dialect of the method that was called. Nothing that a client sends produces a traceback:
-an unexpected exception is logged with a reference and answered as an internal error.
+batch is an invalid request, notifications get no answer). A streaming method answers a
+Streamed value instead: the binding sends it as server-sent events, one JSON-RPC response per
+frame; anything that goes wrong before the first frame is a plain error answer. Requests
+without a "jsonrpc" member (the seeds' informal form) are served and always answered. Every
+A2A error goes back in the dialect of the method that was called. Nothing that a client sends
+produces a traceback: an unexpected exception is logged with a reference and answered as an
+internal error.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
+from shared import streaming
+from shared.bindings import sse
 from shared.dialects import decode
 from shared.dialects.base import Dialect
 from shared.dialects.registry import BY_NAME, METHODS, version_supported
@@ -33,7 +38,8 @@ from shared.errors import (
     VersionNotSupportedError,
 )
 from shared.identity import Principal
-from shared.model import new_id
+from shared.model import Task, new_id
+from shared.ports import StoredTask
 from shared.service import A2AService, view
 
 log = logging.getLogger("a2a.jsonrpc")
@@ -49,14 +55,33 @@ class Call:
 
     service: A2AService
     principal: Principal
+    streams: streaming.StreamPolicy
+    last_event_id: str | None = None  # the Last-Event-ID header (or its query equivalent)
+
+
+@dataclass(frozen=True)
+class Streamed:
+    """A streaming method's answer: frames to send as events, in the method's dialect."""
+
+    frames: streaming.Stream
+    dialect: Dialect
+    request_id: Any = None
+
+
+STREAMING_OPERATIONS = frozenset({"stream", "subscribe"})
 
 
 Operation = Callable[[Call, Mapping[str, Any], Dialect], Any]
 
 
-def _send(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+def _send_dialect(params: Mapping[str, Any], dialect: Dialect) -> Dialect:
     if dialect is V03 and ("id" in params or "sessionId" in params):
-        dialect = V03_LEGACY  # v0.1 names on a v0.3 method, as in the seeds
+        return V03_LEGACY  # v0.1 names on a v0.3 method, as in the seeds
+    return dialect
+
+
+def _send(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    dialect = _send_dialect(params, dialect)
     request = decode.send(params, dialect.default_history)
     result = call.service.send(
         call.principal.owner,
@@ -101,8 +126,56 @@ def _messages(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
     ]
 
 
-def _streaming(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
-    raise UnsupportedOperationError("this agent does not stream (capabilities.streaming is false)")
+def _stream(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Streamed:
+    dialect = _send_dialect(params, dialect)
+    request = decode.send(params, dialect.default_history)
+    service, owner, policy = call.service, call.principal.owner, call.streams
+
+    def open_stream() -> streaming.Stream:
+        begun = service.start_stream(owner, request, dialect=dialect.name)
+        if isinstance(begun, StoredTask):  # the message joined a running task: follow it
+            return streaming.follow(service.store, owner, begun, None, policy)
+        return streaming.inline(begun, service.store, owner, policy)
+
+    return Streamed(policy.slots.open(open_stream), dialect)
+
+
+def _subscribe(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Streamed:
+    selector = decode.task_selector(params, None)
+    resume = decode.resume_point(params, call.last_event_id)
+    service, owner, policy = call.service, call.principal.owner, call.streams
+    stored = service.follow(owner, selector.task_id, resume)
+    frames = policy.slots.open(
+        lambda: streaming.follow(service.store, owner, stored, resume, policy)
+    )
+    return Streamed(frames, _reader_dialect(dialect, stored.dialect))
+
+
+def stream_events(streamed: Streamed) -> Iterator[str]:
+    """The server-sent events of a Streamed answer, each frame a JSON-RPC response.
+
+    A failure after the first frame can only end the stream: it ends with an `error` event.
+    Closing this iterator (the client went away) closes the stream and frees its slot."""
+    dialect, request_id = streamed.dialect, streamed.request_id
+    try:
+        for frame in streamed.frames:
+            if frame is None:
+                yield sse.comment("keep-alive")
+                continue
+            if isinstance(frame.item, Task):
+                result = dialect.stream_opening(frame.item)
+            else:
+                result = dialect.stream_update(frame.item, frame.task)
+            if result is not None:
+                answer = {"jsonrpc": "2.0", "id": request_id, "result": result}
+                yield sse.event(answer, seq=frame.seq)
+    except Exception:
+        reference = new_id()[:8]
+        log.exception("a stream failed (reference %s)", reference)
+        error = _error(request_id, InternalError(f"reference {reference}"), dialect)
+        yield sse.event(error, name="error")
+    finally:
+        streamed.frames.close()
 
 
 def _push_task(params: Mapping[str, Any], dialect: Dialect) -> str:
@@ -173,8 +246,8 @@ OPERATIONS: dict[str, Operation] = {
     "cancel": _cancel,
     "list": _list,
     "messages": _messages,
-    "stream": _streaming,
-    "subscribe": _streaming,
+    "stream": _stream,
+    "subscribe": _subscribe,
     "push_set": _push_set,
     "push_get": _push_get,
     "push_list": _push_list,
@@ -234,12 +307,14 @@ def dispatch(
     if isinstance(payload, list):
         if not payload:
             return _error(None, InvalidRequestError("the batch is empty"), header_dialect)
-        answers = [_one(item, call, version, header_dialect) for item in payload]
+        answers = [_one(item, call, version, header_dialect, batch=True) for item in payload]
         return [a for a in answers if a is not None] or None
     return _one(payload, call, version, header_dialect)
 
 
-def _one(request: Any, call: Call, version: str | None, header_dialect: Dialect) -> Any:
+def _one(
+    request: Any, call: Call, version: str | None, header_dialect: Dialect, *, batch: bool = False
+) -> Any:
     """The response to one request object, or None for a notification."""
     if not isinstance(request, dict):
         return _error(None, InvalidRequestError("a request must be a JSON object"), header_dialect)
@@ -262,6 +337,7 @@ def _one(request: Any, call: Call, version: str | None, header_dialect: Dialect)
             request=request,
             answer_id=answer_id,
             notification=request_id is _NO_ID and not informal,
+            batch=batch,
             call=call,
             version=version,
         )
@@ -274,6 +350,7 @@ def _call(
     request: dict[str, Any],
     answer_id: Any,
     notification: bool,
+    batch: bool,
     call: Call,
     version: str | None,
 ) -> Any:
@@ -290,6 +367,12 @@ def _call(
         )
         return _error(answer_id, error, dialect)
     params = request.get("params", {})
+    if operation_name in STREAMING_OPERATIONS:
+        if notification:
+            return None  # nobody would read the stream: don't start one
+        if batch:
+            problem = InvalidRequestError(f"{method} streams its answer and cannot be batched")
+            return _error(answer_id, problem, dialect)
     try:
         if not isinstance(params, dict):
             raise InvalidParamsError("'params' must be an object", field="params")
@@ -301,5 +384,7 @@ def _call(
         log.exception("%s failed (reference %s)", method, reference)
         answer = _error(answer_id, InternalError(f"reference {reference}"), dialect)
     else:
+        if isinstance(result, Streamed):
+            return replace(result, request_id=answer_id)
         answer = {"jsonrpc": "2.0", "id": answer_id, "result": result}
     return None if notification else answer

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from shared.errors import A2AError
-from shared.model import Message, PushConfig, Task
+from shared.model import ArtifactUpdate, Message, PushConfig, StatusUpdate, Task
 from shared.ports import TaskPage
 
 
@@ -33,6 +33,14 @@ class Dialect(Protocol):
     def push_config(self, config: PushConfig) -> dict[str, Any]: ...
 
     def push_configs(self, configs: list[PushConfig], next_page_token: str) -> Any: ...
+
+    def stream_opening(self, result: Task | Message) -> dict[str, Any] | None:
+        """The `result` of a stream's first frame (None: this version sends none)."""
+        ...
+
+    def stream_update(self, event: StatusUpdate | ArtifactUpdate, task: Task) -> dict[str, Any]:
+        """The `result` of a frame for one event; `task` is the task after it."""
+        ...
 
 
 def timestamp(moment: datetime) -> str:

@@ -262,6 +262,14 @@ def task_selector(params: Mapping[str, Any], default_history: int | None) -> Tas
     return TaskSelector(task_id, history if history is not None else default_history)
 
 
+def resume_point(params: Mapping[str, Any], last_event_id: str | None) -> int | None:
+    """Where a resumed stream starts: after the Last-Event-ID header's sequence number, or
+    `params.lastEventId` for clients that cannot set headers (None: from the start)."""
+    if last_event_id is not None and last_event_id.strip():
+        return _int(last_event_id.strip(), "Last-Event-ID", low=0)
+    return _int(_get(params, "lastEventId", "last_event_id"), "params.lastEventId", low=0)
+
+
 @dataclass(frozen=True)
 class ListRequest:
     context_id: str | None

@@ -8,7 +8,16 @@ from typing import Any
 from shared.dialects.base import timestamp, v0_error_data, v0_push_config
 from shared.dialects.v0_3 import part as v0_3_part
 from shared.errors import A2AError
-from shared.model import Message, PushConfig, Task, TaskState, TaskStatus
+from shared.model import (
+    Artifact,
+    ArtifactUpdate,
+    Message,
+    PushConfig,
+    StatusUpdate,
+    Task,
+    TaskState,
+    TaskStatus,
+)
 from shared.ports import TaskPage
 
 # v0.1 has no rejected or auth-required: send the nearest state a v0.1 client understands.
@@ -35,6 +44,20 @@ def status(s: TaskStatus) -> dict[str, Any]:
     return out
 
 
+def artifact(a: Artifact, index: int) -> dict[str, Any]:
+    """v0.1 artifacts have no id: `index` is their place in the task's list."""
+    item: dict[str, Any] = {}
+    if a.name:
+        item["name"] = a.name
+    if a.description:
+        item["description"] = a.description
+    item["parts"] = [v0_3_part(p, discriminator="type") for p in a.parts]
+    item["index"] = index
+    if a.metadata is not None:
+        item["metadata"] = a.metadata
+    return item
+
+
 class V01Dialect:
     version = "0.1"
     name = "0.1"
@@ -46,18 +69,7 @@ class V01Dialect:
     def task(self, t: Task) -> dict[str, Any]:
         out: dict[str, Any] = {"id": t.id, "sessionId": t.context_id, "status": status(t.status)}
         if t.artifacts:
-            out["artifacts"] = []
-            for index, a in enumerate(t.artifacts):
-                item: dict[str, Any] = {}
-                if a.name:
-                    item["name"] = a.name
-                if a.description:
-                    item["description"] = a.description
-                item["parts"] = [v0_3_part(p, discriminator="type") for p in a.parts]
-                item["index"] = index
-                if a.metadata is not None:
-                    item["metadata"] = a.metadata
-                out["artifacts"].append(item)
+            out["artifacts"] = [artifact(a, index) for index, a in enumerate(t.artifacts)]
         if t.history:
             out["history"] = [message(m) for m in t.history]
         out["metadata"] = t.metadata if t.metadata is not None else {}
@@ -77,6 +89,28 @@ class V01Dialect:
             "pageSize": page_size,
             "totalSize": page.total_size,
         }
+
+    def stream_opening(self, result: Task | Message) -> None:
+        """v0.1 streams carry status and artifact events only."""
+        return None
+
+    def stream_update(self, event: StatusUpdate | ArtifactUpdate, task: Task) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": event.task_id}
+        if isinstance(event, StatusUpdate):
+            out["status"] = status(event.status)
+            out["final"] = event.status.state.final
+        else:
+            ids = [a.artifact_id for a in task.artifacts]
+            index = ids.index(event.artifact.artifact_id)
+            item = artifact(event.artifact, index)
+            if event.append:
+                item["append"] = True
+            if event.last_chunk:
+                item["lastChunk"] = True
+            out["artifact"] = item
+        if event.metadata is not None:
+            out["metadata"] = event.metadata
+        return out
 
     def error_data(self, error: A2AError) -> Any:
         return v0_error_data(error)

@@ -10,7 +10,16 @@ from typing import Any
 
 from shared.dialects.base import timestamp, v0_error_data, v0_push_config
 from shared.errors import A2AError
-from shared.model import Artifact, Message, Part, PushConfig, Task, TaskStatus
+from shared.model import (
+    Artifact,
+    ArtifactUpdate,
+    Message,
+    Part,
+    PushConfig,
+    StatusUpdate,
+    Task,
+    TaskStatus,
+)
 from shared.ports import TaskPage
 
 
@@ -107,6 +116,32 @@ class V03Dialect:
             "pageSize": page_size,
             "totalSize": page.total_size,
         }
+
+    def stream_opening(self, result: Task | Message) -> dict[str, Any]:
+        return self.send_result(result)
+
+    def stream_update(self, event: StatusUpdate | ArtifactUpdate, task: Task) -> dict[str, Any]:
+        out: dict[str, Any]
+        if isinstance(event, StatusUpdate):
+            out = {
+                "kind": "status-update",
+                "taskId": event.task_id,
+                "contextId": event.context_id,
+                "status": status(event.status),
+                "final": event.status.state.final,
+            }
+        else:
+            out = {
+                "kind": "artifact-update",
+                "taskId": event.task_id,
+                "contextId": event.context_id,
+                "artifact": artifact(event.artifact),
+                "append": event.append,
+                "lastChunk": event.last_chunk,
+            }
+        if event.metadata is not None:
+            out["metadata"] = event.metadata
+        return out
 
     def error_data(self, error: A2AError) -> Any:
         return v0_error_data(error)

@@ -7,7 +7,17 @@ from typing import Any
 
 from shared.dialects.base import timestamp
 from shared.errors import A2AError
-from shared.model import Artifact, Message, Part, PushConfig, Task, TaskState, TaskStatus
+from shared.model import (
+    Artifact,
+    ArtifactUpdate,
+    Message,
+    Part,
+    PushConfig,
+    StatusUpdate,
+    Task,
+    TaskState,
+    TaskStatus,
+)
 from shared.ports import TaskPage
 
 _STATE = {s: "TASK_STATE_" + s.value.upper().replace("-", "_") for s in TaskState}
@@ -117,6 +127,25 @@ class V1Dialect:
 
     def push_configs(self, configs: list[PushConfig], next_page_token: str) -> Any:
         return {"configs": [push_config(c) for c in configs], "nextPageToken": next_page_token}
+
+    def stream_opening(self, result: Task | Message) -> dict[str, Any]:
+        return self.send_result(result)
+
+    def stream_update(self, event: StatusUpdate | ArtifactUpdate, task: Task) -> dict[str, Any]:
+        """A StreamResponse: `statusUpdate` (no `final` in 1.0) or `artifactUpdate`."""
+        out: dict[str, Any] = {"taskId": event.task_id, "contextId": event.context_id}
+        if isinstance(event, StatusUpdate):
+            out["status"] = status(event.status)
+        else:
+            out["artifact"] = artifact(event.artifact)
+            # ProtoJSON leaves out false booleans.
+            if event.append:
+                out["append"] = True
+            if event.last_chunk:
+                out["lastChunk"] = True
+        if event.metadata is not None:
+            out["metadata"] = event.metadata
+        return {"statusUpdate" if isinstance(event, StatusUpdate) else "artifactUpdate": out}
 
     def error_data(self, error: A2AError) -> Any:
         """An ErrorInfo for A2A errors, a BadRequest naming the field for invalid params."""

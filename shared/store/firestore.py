@@ -29,12 +29,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from google.api_core import exceptions as google_errors
 from google.cloud import firestore
@@ -54,6 +56,8 @@ from shared.ports import (
 )
 from shared.store.paging import Cursor, decode_token, encode_token
 
+log = logging.getLogger("a2a.store.firestore")
+
 TASKS = "tasks"
 EVENTS = "events"
 IDEMPOTENCY = "idempotency"
@@ -62,6 +66,11 @@ IDEMPOTENCY = "idempotency"
 # included); the events of one document stay under this many bytes of JSON, which leaves room
 # for the other fields.
 EVENT_DOCUMENT_BUDGET = 1_000_000
+
+# Polling a log (the tail's fallback) waits this long after an empty read, doubling up to
+# the maximum; any event found starts it over.
+POLL_FIRST_SECONDS = 0.05
+POLL_MAX_SECONDS = 1.0
 
 # A count aggregation is billed one read per batch of up to this many index entries.
 _COUNT_ENTRIES_PER_READ = 1000
@@ -116,17 +125,20 @@ class FirestoreTaskStore:
         retention_days: float = 30,
         task_budget: int = 800_000,
         part_limit: int = 900_000,
+        tail: Literal["listener", "polling"] = "listener",
     ) -> None:
         """A store on `project`'s `database` (the emulator when FIRESTORE_EMULATOR_HOST is set;
         no project: the one the runtime's credentials belong to).
 
         `task_budget` is how many bytes of task JSON the task document keeps before history
-        and artifacts are read from the log instead; `part_limit` the largest part accepted.
+        and artifacts are read from the log instead; `part_limit` the largest part accepted;
+        `tail` how tails follow a log: a snapshot listener, or polling with backoff.
         """
         self._client = firestore.Client(project=project, database=database)
         self.retention = timedelta(days=retention_days)
         self._task_budget = task_budget
         self._part_limit = part_limit
+        self._tail = tail
         self.cost = Cost()
 
     @property
@@ -219,20 +231,24 @@ class FirestoreTaskStore:
         return task_id
 
     def events(self, owner: str, task_id: str, after_seq: int = 0) -> list[LoggedEvent]:
+        return [
+            logged
+            for snapshot in self._run(self._log_query(owner, task_id, after_seq))
+            for logged in _logged(snapshot, after_seq)
+        ]
+
+    def tail(self, owner: str, task_id: str, after_seq: int = 0) -> FirestoreTail:
+        return FirestoreTail(self, owner, task_id, after_seq, listen=self._tail == "listener")
+
+    def _log_query(self, owner: str, task_id: str, after_seq: int) -> Any:
+        """The event documents holding events after `after_seq`, oldest first."""
         # The owner is on every event document, so reading the log needs no read of the task.
-        query = (
+        return (
             self._client.collection(TASKS, task_id, EVENTS)
             .where(filter=FieldFilter("owner", "==", owner))
             .where(filter=FieldFilter("last", ">", after_seq))
             .order_by("last")
         )
-        logged = []
-        for snapshot in self._run(query):
-            first: int = snapshot.get("first")
-            for offset, text in enumerate(snapshot.get("events")):
-                if first + offset > after_seq:
-                    logged.append(LoggedEvent(first + offset, _decode_event(text)))
-        return logged
 
     def _stored(self, snapshot: Any) -> StoredTask:
         owner: str = snapshot.get("owner")
@@ -414,6 +430,93 @@ def _pack(first_seq: int, encoded: list[str]) -> list[tuple[int, list[str]]]:
     if chunk:
         documents.append((first_seq, chunk))
     return documents
+
+
+class FirestoreTail:
+    """Follows `tasks/{id}/events` with a snapshot listener, or by polling with backoff when
+    the listener cannot be had, dies, or polling was chosen.
+
+    An event document holds the events of one commit (`first`..`last`). Event documents are
+    only ever created, and commits are ordered by the task document's precondition, so a
+    snapshot that shows commit N shows every commit before it: events are handed out by
+    sequence number, each once, without gaps.
+    """
+
+    def __init__(
+        self, store: FirestoreTaskStore, owner: str, task_id: str, after_seq: int, *, listen: bool
+    ) -> None:
+        self._store = store
+        self._owner = owner
+        self._task_id = task_id
+        self._last = max(after_seq, 0)
+        self._arrived = threading.Condition()
+        self._received: dict[int, Event] = {}
+        self._delay = POLL_FIRST_SECONDS
+        self._watch: Any = None
+        if listen:
+            try:
+                query = store._log_query(owner, task_id, self._last)
+                self._watch = query.on_snapshot(self._on_snapshot)
+            except Exception:
+                log.warning("no listener on task %s's events: polling", task_id, exc_info=True)
+
+    @property
+    def listening(self) -> bool:
+        return self._watch is not None and bool(self._watch.is_active)
+
+    def _on_snapshot(self, documents: Any, changes: Any, read_time: Any) -> None:
+        # On the listener's thread. A reconnect may send documents again: keyed by seq.
+        with self._arrived:
+            for change in changes:
+                if change.type.name == "ADDED":
+                    for logged in _logged(change.document, self._last):
+                        self._received[logged.seq] = logged.event
+            self._arrived.notify_all()
+
+    def next(self, timeout: float) -> list[LoggedEvent]:
+        if self.listening:
+            with self._arrived:
+                self._arrived.wait_for(
+                    lambda: self._last + 1 in self._received or not self.listening,
+                    timeout=max(timeout, 0),
+                )
+                found = []
+                while self._last + 1 in self._received:
+                    self._last += 1
+                    found.append(LoggedEvent(self._last, self._received.pop(self._last)))
+            if found or self.listening:
+                return found
+            log.warning("the listener on task %s's events stopped: polling", self._task_id)
+        return self._poll(timeout)
+
+    def _poll(self, timeout: float) -> list[LoggedEvent]:
+        deadline = time.monotonic() + timeout
+        while True:
+            found = self._store.events(self._owner, self._task_id, self._last)
+            if found:
+                self._last = found[-1].seq
+                self._delay = POLL_FIRST_SECONDS
+                return found
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return []
+            time.sleep(min(self._delay, remaining))
+            self._delay = min(self._delay * 2, POLL_MAX_SECONDS)
+
+    def close(self) -> None:
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            watch.unsubscribe()
+
+
+def _logged(snapshot: Any, after_seq: int) -> list[LoggedEvent]:
+    """The events of one event document with a sequence number above `after_seq`."""
+    first: int = snapshot.get("first")
+    return [
+        LoggedEvent(first + offset, _decode_event(text))
+        for offset, text in enumerate(snapshot.get("events"))
+        if first + offset > after_seq
+    ]
 
 
 def _parts_of(event: Event) -> list[tuple[str, tuple[Part, ...]]]:

@@ -29,6 +29,8 @@ class MemoryTaskStore:
         self._tasks: dict[str, StoredTask] = {}
         self._events: dict[str, list[LoggedEvent]] = {}
         self._messages: dict[tuple[str, str], str] = {}
+        # Tails wait on this for commits: the embedded backend's own change notification.
+        self._changed = threading.Condition(self._lock)
 
     def get(self, owner: str, task_id: str) -> StoredTask | None:
         stored = self._tasks.get(task_id)
@@ -51,6 +53,7 @@ class MemoryTaskStore:
             stored = StoredTask(task, owner, 1, len(events), dialect, now, now)
             self._tasks[task.id] = stored
             self._events[task.id] = [LoggedEvent(i + 1, e) for i, e in enumerate(events)]
+            self._changed.notify_all()
             return stored
 
     def commit(
@@ -78,6 +81,7 @@ class MemoryTaskStore:
                 updated_at=utc_now(),
             )
             self._tasks[task.id] = new
+            self._changed.notify_all()
             return new
 
     def _claim(self, owner: str, message_id: str | None, task_id: str) -> None:
@@ -96,6 +100,9 @@ class MemoryTaskStore:
             return []
         # Sequences are dense from 1, so the slice starts at index after_seq.
         return list(self._events[task_id][max(after_seq, 0) :])
+
+    def tail(self, owner: str, task_id: str, after_seq: int = 0) -> MemoryTail:
+        return MemoryTail(self, owner, task_id, after_seq)
 
     def list(self, owner: str, query: TaskQuery) -> TaskPage:
         cursor = decode_token(query)
@@ -120,3 +127,29 @@ class MemoryTaskStore:
             returned = (cursor.returned if cursor else 0) + len(page)
             token = encode_token(query, Cursor(last.status.timestamp, last.id, returned))
         return TaskPage(page, token, len(matching))
+
+
+class MemoryTail:
+    """Follows one task's log in a MemoryTaskStore, woken by the store's commits."""
+
+    def __init__(self, store: MemoryTaskStore, owner: str, task_id: str, after_seq: int) -> None:
+        self._store = store
+        self._owner = owner
+        self._task_id = task_id
+        self._last = max(after_seq, 0)
+
+    def _ahead(self) -> bool:
+        stored = self._store._tasks.get(self._task_id)
+        return stored is not None and stored.owner == self._owner and stored.last_seq > self._last
+
+    def next(self, timeout: float) -> list[LoggedEvent]:
+        with self._store._changed:
+            if not self._store._changed.wait_for(self._ahead, timeout=max(timeout, 0)):
+                return []
+            # Sequences are dense from 1, so the slice starts at index _last.
+            found = self._store._events[self._task_id][self._last :]
+        self._last = found[-1].seq
+        return found
+
+    def close(self) -> None:
+        """Nothing to release: waiting happens only inside next()."""

@@ -1,4 +1,7 @@
-"""`make bench`: throughput, latency, cold start, memory and Firestore costs of `a2a`.
+"""`make bench`: throughput, latency, cold start, memory and Firestore costs of `a2a`, and
+streaming: time to the first frame of an inline stream, and the latency from an event's
+commit in one process to its frame at a subscriber on another (Firestore emulator, listener
+and polling).
 
 Runs functions-framework as `make run` does, with the echo agent, on the embedded backend and
 on the Firestore emulator, and drives it over real HTTP from this process. Every loop is
@@ -18,6 +21,8 @@ from pathlib import Path
 
 import requests
 
+from emulator.firestore import start_firestore
+from tests import sse
 from tests.conftest import Server
 
 
@@ -132,12 +137,93 @@ def firestore_costs(project: str) -> list[tuple[str, int, int]]:
     return rows
 
 
+def first_frame(server: Server, runs: int) -> tuple[float, float]:
+    """p50 and p99 seconds from sending SendStreamingMessage to reading its first frame."""
+    times = []
+    for i in range(runs):
+        body = json.loads(send_body(f"stream {i}"))
+        body["method"] = "SendStreamingMessage"
+        t0 = time.perf_counter()
+        response = sse.stream(server.url, body, HEADERS)
+        next(sse.read(response))
+        times.append(time.perf_counter() - t0)
+        response.close()
+    return percentile(times, 0.5), percentile(times, 0.99)
+
+
+def commit_to_frame(mode: str, tasks: int) -> tuple[float, float, int]:
+    """p50 and p99 seconds from an event's commit (its event document's create time) in the
+    process running the task to its frame at a subscriber on another process."""
+    from google.cloud import firestore
+
+    emulator = start_firestore()
+    env = {
+        **emulator.env(),
+        "A2A_BACKEND": "firestore",
+        "GOOGLE_CLOUD_PROJECT": emulator.project,
+        "A2A_HANDLER": "tests.handlers.slow",
+        "A2A_STREAM_TAIL": mode,
+    }
+    runner, streamer = Server(env), Server(env)
+    os.environ.update(emulator.env())  # this process reads commit times from the emulator
+    client = firestore.Client(project=emulator.project)
+    latencies: list[float] = []
+    try:
+        for _ in range(tasks):
+            body = json.loads(send_body("steps=20 delay=0.05"))
+            body["params"]["configuration"] = {"returnImmediately": True}
+            task_id = requests.post(runner.url, json=body, headers=HEADERS, timeout=30).json()[
+                "result"
+            ]["task"]["id"]
+            subscribe = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask"}
+            subscribe["params"] = {"id": task_id}
+            arrived: dict[int, float] = {}
+            for event in sse.read(sse.stream(streamer.url, subscribe, HEADERS)):
+                arrived[int(event.id or 0)] = time.time()
+            committed: dict[int, float] = {}
+            for doc in client.collection("tasks", task_id, "events").stream():
+                for seq in range(doc.get("first"), doc.get("last") + 1):
+                    committed[seq] = doc.create_time.timestamp()
+            opening = min(arrived)  # the snapshot, not an event of its own
+            latencies += [arrived[s] - committed[s] for s in arrived if s != opening]
+    finally:
+        client.close()  # type: ignore[no-untyped-call]
+        runner.stop()
+        streamer.stop()
+        emulator.stop()
+    return percentile(latencies, 0.5), percentile(latencies, 0.99), len(latencies)
+
+
+def streaming(args: argparse.Namespace) -> None:
+    server = Server({"A2A_HANDLER": "functions.handlers.echo", "A2A_BACKEND": "memory"})
+    try:
+        p50, p99 = first_frame(server, 50)
+    finally:
+        server.stop()
+    print("\nstreaming:")
+    print(
+        f"  inline SendStreamingMessage, embedded backend: first frame p50 {p50 * 1000:.1f} ms,"
+        f" p99 {p99 * 1000:.1f} ms"
+    )
+    for mode in ("listener", "polling"):
+        p50, p99, count = commit_to_frame(mode, args.stream_tasks)
+        print(
+            f"  commit in one process -> frame at a subscriber on another, Firestore emulator, "
+            f"{mode}: p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms ({count} events)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--requests", type=int, default=150, help="per client")
     parser.add_argument("--seconds", type=float, default=60, help="upper bound for the load phase")
+    parser.add_argument("--stream-tasks", type=int, default=5, help="tasks per tail mode")
+    parser.add_argument("--only-streaming", action="store_true")
     args = parser.parse_args()
+    if args.only_streaming:
+        streaming(args)
+        return
     env = {"A2A_HANDLER": "functions.handlers.echo", "A2A_BACKEND": "memory"}
 
     print("cold start (embedded backend, echo agent), 3 runs:")
@@ -171,6 +257,7 @@ def main() -> None:
         for name, reads, writes in firestore_costs(emulator.project):
             budget = budgets[name.split(",")[0]]
             print(f"  {name}: {reads} reads, {writes} writes {budget}")
+    streaming(args)
 
 
 def throughput(

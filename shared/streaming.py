@@ -1,0 +1,233 @@
+"""Streams of a task's events in canonical form: what a streamed send or a subscriber sees.
+
+A stream is an iterator of Frames and keep-alive ticks (None). It opens with the task (a
+snapshot) unless it resumes after a sequence number, then carries every status and artifact
+event in log order with its sequence number, and ends after a status change to a terminal or
+interrupted state, at its deadline, or after a while without news on a task that waits for
+input (the client resubscribes, with Last-Event-ID, and loses nothing). A streamed send
+listens to its own turn, which commits each event before its frame goes out; anything else
+follows the log through the store's tail. The wire format is the bindings' business.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+
+from shared.errors import StreamLimitError
+from shared.lifecycle import apply
+from shared.model import ArtifactUpdate, StatusUpdate, Task
+from shared.ports import EventTail, LoggedEvent, StoredTask, TaskStore
+from shared.runtime import Turn
+
+log = logging.getLogger("a2a.streaming")
+
+
+@dataclass(frozen=True)
+class Frame:
+    seq: int  # the log's sequence number of the event, or the snapshot's last one
+    item: Task | StatusUpdate | ArtifactUpdate
+    task: Task  # the task as of this frame (v0.1 numbers artifacts by their place in it)
+
+
+# None is a keep-alive tick: nothing happened for `StreamPolicy.keepalive` seconds.
+Stream = Generator[Frame | None, None, None]
+
+
+class StreamSlots:
+    """The streams one instance may hold open at once: each holds a server thread."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._free = threading.BoundedSemaphore(limit)
+
+    def open(self, make: Callable[[], Stream]) -> Stream:
+        """The stream `make` returns, holding a slot until it is closed or exhausted."""
+        if not self._free.acquire(blocking=False):
+            raise StreamLimitError(
+                f"this instance already holds {self.limit} streams (A2A_MAX_STREAMS); retry "
+                "shortly, or poll the task with GetTask (tasks/get)"
+            )
+        try:
+            stream = make()
+        except BaseException:
+            self._free.release()
+            raise
+        return self._holding(stream)
+
+    def _holding(self, stream: Stream) -> Stream:
+        try:
+            yield from stream
+        finally:
+            self._free.release()
+
+
+@dataclass(frozen=True)
+class StreamPolicy:
+    keepalive: float  # seconds of silence before a keep-alive tick
+    duration: float  # seconds a stream stays open at most (less than the function's timeout)
+    # Seconds a stream on a task that waits for input (input- or auth-required) stays open
+    # without news: nothing happens until someone answers, and an open stream holds a server
+    # thread and keeps the instance billed. The client resubscribes to go on waiting.
+    idle: float
+    slots: StreamSlots  # this instance's open streams
+
+
+class _Clock:
+    """When a stream must send a keep-alive tick, and when it must end."""
+
+    def __init__(self, policy: StreamPolicy) -> None:
+        self._keepalive = policy.keepalive
+        self._idle = policy.idle
+        now = time.monotonic()
+        self._end = now + policy.duration
+        self._quiet_since = now
+        self._news_at = now
+
+    @property
+    def expired(self) -> bool:
+        return time.monotonic() >= self._end
+
+    @property
+    def remaining(self) -> float:
+        return max(self._end - time.monotonic(), 0)
+
+    def wait(self, waiting_for_input: bool = False) -> float:
+        """Seconds until the next tick or the end, whichever comes first."""
+        until = min(self._quiet_since + self._keepalive, self._end)
+        if waiting_for_input:
+            until = min(until, self._news_at + self._idle)
+        return max(until - time.monotonic(), 0)
+
+    def tick_due(self) -> bool:
+        return time.monotonic() >= self._quiet_since + self._keepalive
+
+    def idle(self) -> bool:
+        return time.monotonic() >= self._news_at + self._idle
+
+    def sent(self, news: bool = True) -> None:
+        self._quiet_since = time.monotonic()
+        if news:
+            self._news_at = self._quiet_since
+
+
+class _Fold:
+    """The frames for logged events, each once, up to the one that ends the stream."""
+
+    def __init__(self, task: Task, last_seq: int) -> None:
+        self.task = task
+        self.last = last_seq
+        self.ended = False
+
+    def frames(self, logged: list[LoggedEvent]) -> list[Frame]:
+        out = []
+        for entry in logged:
+            if self.ended or entry.seq <= self.last:
+                continue
+            self.last = entry.seq
+            self.task = apply(self.task, entry.event)
+            # A message entering history is no stream event: a 1.0 client ends a stream at
+            # the first `message` it sees.
+            if isinstance(entry.event, StatusUpdate | ArtifactUpdate):
+                out.append(Frame(entry.seq, entry.event, self.task))
+                if isinstance(entry.event, StatusUpdate) and entry.event.status.state.final:
+                    self.ended = True
+        return out
+
+
+def _follow_tail(tail: EventTail, fold: _Fold, clock: _Clock) -> Stream:
+    with contextlib.closing(tail):
+        while not fold.ended and not clock.expired:
+            waiting = fold.task.status.state.interrupted
+            if waiting and clock.idle():
+                return
+            frames = fold.frames(tail.next(clock.wait(waiting)))
+            yield from frames
+            if frames:
+                clock.sent()
+            elif clock.tick_due():
+                yield None
+                clock.sent(news=False)
+
+
+def follow(
+    store: TaskStore, owner: str, stored: StoredTask, after_seq: int | None, policy: StreamPolicy
+) -> Stream:
+    """A subscriber's stream: the snapshot (unless resuming), then the log after it."""
+    start = stored.last_seq if after_seq is None else after_seq
+
+    def frames() -> Stream:
+        clock = _Clock(policy)
+        if after_seq is None:
+            task = stored.task
+            yield Frame(stored.last_seq, task, task)
+            if task.status.state.terminal:
+                # Only a resent message (the send it repeats had finished) follows a terminal
+                # task: its end, as a status event, for versions without an opening task.
+                end = StatusUpdate(task_id=task.id, context_id=task.context_id, status=task.status)
+                yield Frame(stored.last_seq, end, task)
+                return
+            clock.sent()
+        # Resuming folds the missed events onto the newer snapshot: only artifact positions
+        # and the state are read from the fold, and neither moves back.
+        fold = _Fold(stored.task, start)
+        yield from _follow_tail(store.tail(owner, stored.task.id, start), fold, clock)
+
+    return frames()
+
+
+def inline(turn: Turn, store: TaskStore, owner: str, policy: StreamPolicy) -> Stream:
+    """A streamed send's stream: runs the claimed `turn` now, on a thread of its own, and
+    sends each event as the turn commits it; after the turn, whatever others committed
+    (a cancel) comes from the log."""
+    commits: queue.Queue[list[LoggedEvent] | None] = queue.Queue()
+    opening = turn.listen(lambda _stored, logged: commits.put(logged))
+    thread = threading.Thread(
+        target=_run, args=(turn, commits), name=f"turn-{opening.task.id}", daemon=True
+    )
+    # Started before any frame is read: a claimed turn must run even if nobody listens.
+    thread.start()
+
+    def frames() -> Stream:
+        clock = _Clock(policy)
+        fold = _Fold(opening.task, opening.last_seq)
+        try:
+            yield Frame(opening.last_seq, opening.task, opening.task)
+            clock.sent()
+            while not fold.ended and not clock.expired:
+                try:
+                    logged = commits.get(timeout=clock.wait())
+                except queue.Empty:
+                    if clock.tick_due():
+                        yield None
+                        clock.sent(news=False)
+                    continue
+                if logged is None:
+                    yield from _follow_tail(
+                        store.tail(owner, opening.task.id, fold.last), fold, clock
+                    )
+                    return
+                for frame in fold.frames(logged):
+                    yield frame
+                    clock.sent()
+        finally:
+            # A client that goes away does not stop the turn. Holding the request until the
+            # turn ends keeps the instance's CPU allocated (Cloud Functions throttles it
+            # between requests), within the stream's own deadline.
+            thread.join(timeout=clock.remaining)
+
+    return frames()
+
+
+def _run(turn: Turn, commits: queue.Queue[list[LoggedEvent] | None]) -> None:
+    try:
+        turn.run()
+    except Exception:
+        log.exception("the streamed turn of task %s failed", turn.task.id)
+    finally:
+        commits.put(None)

@@ -1,0 +1,137 @@
+"""The tail part of the TaskStore contract: following a log as other writers commit.
+
+Run against the embedded store (its condition variable) and the Firestore store on the
+emulator, once with its snapshot listener and once polling: all three behave the same.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from shared import lifecycle
+from shared.model import Event, TaskState
+from shared.ports import StoredTask, TaskStore
+from shared.store.memory import MemoryTaskStore
+from tests.store.conftest import MakeStore
+from tests.store.factory import ALICE, MALLORY, new_task, status
+
+
+@pytest.fixture(params=["memory", "firestore-listener", "firestore-polling"])
+def tailing_store(request: pytest.FixtureRequest) -> TaskStore:
+    if request.param == "memory":
+        return MemoryTaskStore()
+    make: MakeStore = request.getfixturevalue("make_firestore_store")
+    return make(tail=request.param.removeprefix("firestore-"))
+
+
+def step(store: TaskStore, current: StoredTask, events: list[Event]) -> StoredTask:
+    return store.commit(current, lifecycle.apply_all(current.task, events), events)
+
+
+def drain(tail: object, want: int, seconds: float = 10) -> list[int]:
+    """Sequence numbers from `tail` until `want` of them arrived (bounded in time)."""
+    seqs: list[int] = []
+    deadline = time.monotonic() + seconds
+    while len(seqs) < want and time.monotonic() < deadline:
+        seqs.extend(e.seq for e in tail.next(0.5))  # type: ignore[attr-defined]
+    return seqs
+
+
+def test_tail_sees_the_log_then_what_others_commit(tailing_store: TaskStore) -> None:
+    store = tailing_store
+    task, events = new_task()
+    stored = store.create(ALICE, task, events, dialect="1.0")
+    tail = store.tail(ALICE, task.id, 0)
+    try:
+        assert drain(tail, 2) == [1, 2]
+
+        def writer() -> None:
+            current = stored
+            for n in range(3):
+                time.sleep(0.05)
+                # Two events in one commit: one event document holding seqs n*2+3, n*2+4.
+                current = step(store, current, [status(task, TaskState.WORKING, text=f"s{n}")] * 2)
+
+        thread = threading.Thread(target=writer)
+        thread.start()
+        got = drain(tail, 6)
+        thread.join()
+        assert got == [3, 4, 5, 6, 7, 8]  # each once, in order, across commits
+        assert tail.next(0.2) == []
+    finally:
+        tail.close()
+        tail.close()  # idempotent
+
+
+def test_tail_starts_after_a_sequence_number_inside_a_commit(tailing_store: TaskStore) -> None:
+    store = tailing_store
+    task, events = new_task()
+    stored = store.create(ALICE, task, events, dialect="1.0")
+    step(store, stored, [status(task, TaskState.WORKING, text=str(n)) for n in range(3)])
+    tail = store.tail(ALICE, task.id, 3)
+    try:
+        assert drain(tail, 2) == [4, 5]
+    finally:
+        tail.close()
+
+
+def test_a_quiet_tail_waits_its_timeout_and_no_longer(tailing_store: TaskStore) -> None:
+    store = tailing_store
+    task, events = new_task()
+    store.create(ALICE, task, events, dialect="1.0")
+    tail = store.tail(ALICE, task.id, 2)
+    try:
+        started = time.monotonic()
+        assert tail.next(0.3) == []
+        assert 0.25 <= time.monotonic() - started < 2
+    finally:
+        tail.close()
+
+
+def test_another_owners_task_yields_nothing(tailing_store: TaskStore) -> None:
+    store = tailing_store
+    task, events = new_task()
+    store.create(ALICE, task, events, dialect="1.0")
+    for owner, task_id in ((MALLORY, task.id), (ALICE, "no-such-task")):
+        tail = store.tail(owner, task_id, 0)
+        try:
+            assert tail.next(0.2) == []
+        finally:
+            tail.close()
+
+
+def test_firestore_listens_or_polls_as_asked(make_firestore_store: MakeStore) -> None:
+    for mode, listening in (("listener", True), ("polling", False)):
+        store = make_firestore_store(tail=mode)
+        task, events = new_task()
+        store.create(ALICE, task, events, dialect="1.0")
+        tail = store.tail(ALICE, task.id, 0)
+        try:
+            assert tail.listening is listening
+            assert drain(tail, 2) == [1, 2]
+        finally:
+            tail.close()
+
+
+def test_firestore_polls_when_no_listener_can_be_had(
+    make_firestore_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from google.cloud.firestore_v1.query import Query
+
+    def refuse(self: Query, callback: object) -> None:
+        raise RuntimeError("listen streams are blocked here")
+
+    monkeypatch.setattr(Query, "on_snapshot", refuse)
+    store = make_firestore_store(tail="listener")
+    task, events = new_task()
+    stored = store.create(ALICE, task, events, dialect="1.0")
+    tail = store.tail(ALICE, task.id, 2)
+    try:
+        assert not tail.listening
+        step(store, stored, [status(task, TaskState.COMPLETED)])
+        assert drain(tail, 1) == [3]
+    finally:
+        tail.close()

@@ -1,0 +1,209 @@
+"""Streaming in process: frames per version, errors before the first frame, resume by
+Last-Event-ID, keep-alives, the deadline and the per-instance stream limit."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Generator, Iterator
+from typing import Any
+
+import pytest
+from werkzeug.test import TestResponse
+
+from shared.model import Message
+from shared.ports import TaskStore
+from tests import sse
+from tests.conftest import Client
+
+V1 = {"A2A-Version": "1.0"}
+MakeClient = Callable[..., Client]
+
+
+def send_params(text: str, message_id: str, **message: Any) -> dict[str, Any]:
+    msg = {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}], **message}
+    return {"message": msg}
+
+
+def open_stream(
+    client: Client, method: str, params: dict[str, Any], headers: dict[str, str] | None = None
+) -> TestResponse:
+    body = {"jsonrpc": "2.0", "id": 5, "method": method, "params": params}
+    response: TestResponse = client.http.post(
+        "/",
+        data=json.dumps(body),
+        headers={"Content-Type": "application/json", **V1, **(headers or {})},
+        buffered=False,
+    )
+    assert response.status_code == 200
+    return response
+
+
+def frames(response: TestResponse) -> Generator[sse.Event, None, None]:
+    """Events as the server produces them (the test client reads the app's iterator lazily)."""
+    assert response.mimetype == "text/event-stream", response.get_data(as_text=True)
+    buffer = ""
+
+    def lines() -> Iterator[str]:
+        nonlocal buffer
+        for chunk in response.response:
+            buffer += chunk.decode() if isinstance(chunk, bytes) else chunk
+            *complete, buffer = buffer.split("\n")
+            yield from complete
+
+    return sse.events(lines())
+
+
+def kinds(events: list[sse.Event]) -> list[str]:
+    return [next(iter(e.data["result"])) for e in events]
+
+
+def json_error(response: TestResponse) -> dict[str, Any]:
+    assert response.mimetype == "application/json", response.get_data(as_text=True)
+    error: dict[str, Any] = response.get_json()["error"]
+    return error
+
+
+def logged_seqs(store: TaskStore, task_id: str, after: int) -> list[int]:
+    """The seqs a stream sends after its snapshot: the log's status and artifact events."""
+    logged = store.events("anonymous", task_id, after)
+    return [e.seq for e in logged if not isinstance(e.event, Message)]
+
+
+@pytest.fixture
+def slow(make_client: MakeClient) -> Client:
+    return make_client(handler="tests.handlers.slow")
+
+
+def test_v1_stream_opens_with_the_task_and_ends_after_its_final_state(slow: Client) -> None:
+    events = list(
+        frames(open_stream(slow, "SendStreamingMessage", send_params("steps=3 delay=0", "m1")))
+    )
+    assert kinds(events) == ["task"] + ["statusUpdate"] * 3 + ["artifactUpdate", "statusUpdate"]
+    assert {e.data["id"] for e in events} == {5}
+    task = events[0].data["result"]["task"]
+    assert events[-1].data["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    # Every status and artifact event of the log, once, in order, each with its seq as id.
+    assert [int(e.id or "") for e in events[1:]] == logged_seqs(
+        slow.app.service.store, task["id"], int(events[0].id or "")
+    )
+    assert "final" not in json.dumps([e.data for e in events])  # 1.0 has no `final`
+
+
+def test_v0_1_stream_has_only_status_and_artifact_events(slow: Client) -> None:
+    params = {
+        "id": "t-1",
+        "message": {"role": "user", "parts": [{"type": "text", "text": "steps=1"}]},
+    }
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tasks/sendSubscribe", "params": params}
+    events = sse.parse(slow.post(body).get_data(as_text=True))
+    results = [e.data["result"] for e in events]
+    assert [sorted(r) for r in results] == [
+        ["final", "id", "status"],
+        ["artifact", "id"],
+        ["final", "id", "status"],
+    ]
+    assert results[1]["artifact"] == {"parts": [{"type": "text", "text": "done"}], "index": 0}
+    assert [r.get("final") for r in results] == [False, None, True]
+
+
+def test_errors_before_the_first_frame_are_plain_json(client: Client) -> None:
+    missing = open_stream(client, "SubscribeToTask", {"id": "no-such-task"})
+    assert json_error(missing)["code"] == -32001
+    done = client.result("SendMessage", send_params("hi", "m1"), version="1.0")["task"]
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert json_error(open_stream(client, "SubscribeToTask", {"id": done["id"]}))["code"] == -32004
+    follow_up = send_params("more", "m2", taskId=done["id"])
+    assert json_error(open_stream(client, "SendStreamingMessage", follow_up))["code"] == -32004
+    assert json_error(open_stream(client, "SendStreamingMessage", {}))["code"] == -32602
+    bad_resume = open_stream(client, "SubscribeToTask", {"id": done["id"]}, {"Last-Event-ID": "x"})
+    assert json_error(bad_resume)["code"] == -32602
+
+
+def test_streams_are_not_batched(client: Client) -> None:
+    body = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "SendStreamingMessage",
+            "params": send_params("a", "m"),
+        }
+    ]
+    [answer] = client.post(body, V1).get_json()
+    assert answer["error"]["code"] == -32600
+
+
+def test_drop_and_resume_loses_and_repeats_nothing(slow: Client) -> None:
+    store = slow.app.service.store
+    stream = frames(
+        open_stream(slow, "SendStreamingMessage", send_params("steps=12 delay=0.02", "m1"))
+    )
+    first = [next(stream) for _ in range(4)]
+    stream.close()  # the client went away mid-task
+    task_id = first[0].data["result"]["task"]["id"]
+    last = first[-1].id or ""
+    # Resume by header, then by the params member and the query for clients without headers.
+    rest = list(
+        frames(open_stream(slow, "SubscribeToTask", {"id": task_id}, {"Last-Event-ID": last}))
+    )
+    assert "task" not in kinds(rest)  # a resumed stream sends no snapshot again
+    got = [int(e.id or "") for e in first[1:] + rest]
+    assert got == logged_seqs(store, task_id, int(first[0].id or ""))
+    assert rest[-1].data["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+    # The task has ended: a resume from before its end still gets the end, then nothing.
+    again = list(frames(open_stream(slow, "SubscribeToTask", {"id": task_id, "lastEventId": last})))
+    assert [e.id for e in again] == [e.id for e in rest]
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": task_id}}
+    response = slow.http.post(f"/?lastEventId={rest[-1].id}", json=body, headers=V1)
+    assert json_error(response)["code"] == -32004
+
+
+def test_subscribe_opens_with_a_snapshot_and_waits_for_the_next_move(client: Client) -> None:
+    waiting = client.result("SendMessage", send_params("I want a new phone", "m1"), version="1.0")
+    task = waiting["task"]
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    stream = frames(open_stream(client, "SubscribeToTask", {"id": task["id"]}))
+    opening = next(stream)
+    assert opening.data["result"]["task"]["id"] == task["id"]
+    answer = send_params("Android", "m2", taskId=task["id"])
+    client.result("SendMessage", answer, version="1.0")
+    rest = list(stream)
+    assert kinds(rest) == ["statusUpdate", "artifactUpdate", "statusUpdate"]
+    assert rest[-1].data["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_keepalive_and_deadline(make_client: MakeClient) -> None:
+    client = make_client(stream_keepalive=0.05, stream_seconds=0.4)
+    task = client.result("SendMessage", send_params("new phone", "m1"), version="1.0")["task"]
+    response = open_stream(client, "SubscribeToTask", {"id": task["id"]})
+    text = response.get_data(as_text=True)  # ends at the deadline, without an error
+    assert text.count(": keep-alive\n\n") >= 3
+    assert len(sse.parse(text)) == 1  # the snapshot, then only keep-alives
+    # The client resubscribes, and the stream goes on.
+    again = open_stream(client, "SubscribeToTask", {"id": task["id"]})
+    assert kinds(list(frames(again))) == ["task"]
+
+
+def test_a_stream_over_the_limit_gets_a_clear_error(make_client: MakeClient) -> None:
+    client = make_client(max_streams=1)
+    task = client.result("SendMessage", send_params("new phone", "m1"), version="1.0")["task"]
+    held = frames(open_stream(client, "SubscribeToTask", {"id": task["id"]}))
+    next(held)
+    error = json_error(open_stream(client, "SubscribeToTask", {"id": task["id"]}))
+    assert error["code"] == -32000
+    assert "A2A_MAX_STREAMS" in error["message"]
+    held.close()  # the slot is free again
+    assert kinds([next(frames(open_stream(client, "SubscribeToTask", {"id": task["id"]})))]) == [
+        "task"
+    ]
+
+
+def test_a_stream_on_a_task_waiting_for_input_ends_when_idle(make_client: MakeClient) -> None:
+    client = make_client(stream_idle=0.2)
+    task = client.result("SendMessage", send_params("new phone", "m1"), version="1.0")["task"]
+    started = time.monotonic()
+    assert kinds(list(frames(open_stream(client, "SubscribeToTask", {"id": task["id"]})))) == [
+        "task"
+    ]
+    assert 0.15 < time.monotonic() - started < 5
