@@ -1,7 +1,8 @@
 """Deployment settings, read once from environment variables and validated.
 
 Every setting is an `A2A_*` variable (Google's own variables keep their names). A bad value
-stops start-up with a message naming the variable and what it accepts.
+stops start-up with a message naming the variable and what it accepts, and so does an `A2A_*`
+variable that is no setting (a typo would otherwise be silently ignored).
 """
 
 from __future__ import annotations
@@ -34,7 +35,20 @@ ENVIRONMENT = {
     "project": "GOOGLE_CLOUD_PROJECT",
     "firestore_database": "A2A_FIRESTORE_DATABASE",
     "retention_days": "A2A_RETENTION_DAYS",
+    "region": "A2A_REGION",
+    "work_queue": "A2A_WORK_QUEUE",
+    "work_max_attempts": "A2A_WORK_MAX_ATTEMPTS",
+    "worker_url": "A2A_WORKER_URL",
+    "tasks_service_account": "A2A_TASKS_SERVICE_ACCOUNT",
+    "function_timeout": "A2A_FUNCTION_TIMEOUT",
+    "blocking_budget": "A2A_BLOCKING_BUDGET_SECONDS",
+    "lease_seconds": "A2A_LEASE_SECONDS",
+    "tasks_emulator_host": "CLOUD_TASKS_EMULATOR_HOST",
+    "tasks_emulator_secret": "CLOUD_TASKS_EMULATOR_SECRET",
 }
+# Set by `make deploy` for push delivery (issue 6), which no code reads yet: accepted so that
+# a deployed function starts.
+RESERVED = frozenset({"A2A_DELIVER_URL", "A2A_PUSH_QUEUE"})
 
 
 class SettingsError(ValueError):
@@ -68,6 +82,33 @@ class Settings(BaseModel):
     project: str | None = None
     firestore_database: str = "(default)"
     retention_days: int = Field(default=30, ge=1)
+    # Background work. With A2A_WORKER_URL set, turns go to that `worker` function through
+    # the Cloud Tasks queue `work`; without it, to a thread pool in this process.
+    region: str | None = None
+    work_queue: str = "work"
+    work_max_attempts: int = Field(default=10, ge=1)  # the queue's max_attempts (deploy.toml)
+    worker_url: str | None = None
+    tasks_service_account: str | None = None  # whose OIDC tokens the worker accepts
+    function_timeout: int = Field(default=300, ge=1)  # seconds, of the function serving this
+    blocking_budget: float | None = Field(default=None, gt=0)  # None: from function_timeout
+    lease_seconds: float = Field(default=30, gt=0)  # a silent worker is presumed dead after this
+    # The Cloud Tasks emulator (tests, `make emulators`): the worker checks its HS256 tokens
+    # with the shared secret instead of Google's signatures.
+    tasks_emulator_host: str | None = None
+    tasks_emulator_secret: str | None = None
+
+    @property
+    def blocking_wait(self) -> float:
+        """How long a blocking send waits for a background turn: the budget, or the function's
+        timeout less a margin to answer in (10 %, at least 5 s)."""
+        if self.blocking_budget is not None:
+            return self.blocking_budget
+        return max(1.0, self.function_timeout - max(5.0, self.function_timeout * 0.1))
+
+    @property
+    def heartbeat(self) -> float:
+        """How often a worker renews its lease: three chances before it expires."""
+        return self.lease_seconds / 3
 
     @field_validator("api_keys", mode="before")
     @classmethod
@@ -86,6 +127,13 @@ class Settings(BaseModel):
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         environ = os.environ if environ is None else environ
+        known = {*ENVIRONMENT.values(), *RESERVED}
+        unknown = sorted(k for k in environ if k.startswith("A2A_") and k not in known)
+        if unknown:
+            raise SettingsError(
+                f"unknown setting {', '.join(unknown)}: no A2A_* variable of that name exists "
+                "(README, Settings, lists them); fix its spelling or remove it"
+            )
         values = {f: environ[v] for f, v in ENVIRONMENT.items() if environ.get(v, "") != ""}
         try:
             settings = cls(**values)
@@ -97,4 +145,18 @@ class Settings(BaseModel):
             raise SettingsError(f"invalid settings: {problems}") from None
         if settings.auth == "api-key" and not settings.api_keys:
             raise SettingsError("A2A_AUTH=api-key needs A2A_API_KEYS=owner:key[,owner:key]")
+        if settings.worker_url is not None:
+            if settings.backend != "firestore":
+                raise SettingsError(
+                    "A2A_WORKER_URL needs A2A_BACKEND=firestore: a worker in another process "
+                    "cannot see the memory backend's tasks (unset it to run work in process)"
+                )
+            missing = [
+                ENVIRONMENT[f] for f in ("project", "region") if getattr(settings, f) is None
+            ]
+            if missing:
+                raise SettingsError(
+                    f"A2A_WORKER_URL needs {' and '.join(missing)} to name the Cloud Tasks "
+                    f"queue projects/<project>/locations/<region>/queues/{settings.work_queue}"
+                )
         return settings
