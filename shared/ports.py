@@ -149,6 +149,14 @@ class TaskStore(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Delivery:
+    """Which attempt of a queue a target is handed a payload in."""
+
+    attempt: int = 0  # retries before this one
+    final: bool = False  # the queue will not retry after this attempt
+
+
 class TaskTooLarge(ValueError):
     """A queue payload over the queue's size limit; the message names both sizes."""
 

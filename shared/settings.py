@@ -159,4 +159,9 @@ class Settings(BaseModel):
                     f"A2A_WORKER_URL needs {' and '.join(missing)} to name the Cloud Tasks "
                     f"queue projects/<project>/locations/<region>/queues/{settings.work_queue}"
                 )
+            if settings.tasks_service_account is None:
+                raise SettingsError(
+                    "A2A_WORKER_URL needs A2A_TASKS_SERVICE_ACCOUNT: the service account "
+                    "e-mail Cloud Tasks signs its OIDC token to the worker as"
+                )
         return settings

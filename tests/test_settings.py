@@ -28,8 +28,12 @@ def test_an_unknown_a2a_variable_is_refused_by_name() -> None:
 def test_a_worker_url_needs_the_firestore_backend_and_a_queue_path() -> None:
     with pytest.raises(SettingsError, match="A2A_BACKEND=firestore"):
         Settings.from_env({"A2A_WORKER_URL": "https://worker.example"})
+    queued = {"A2A_WORKER_URL": "https://w.example", "A2A_BACKEND": "firestore"}
     with pytest.raises(SettingsError, match="GOOGLE_CLOUD_PROJECT and A2A_REGION"):
-        Settings.from_env({"A2A_WORKER_URL": "https://w.example", "A2A_BACKEND": "firestore"})
+        Settings.from_env(queued)
+    queued |= {"GOOGLE_CLOUD_PROJECT": "p", "A2A_REGION": "r"}
+    with pytest.raises(SettingsError, match="A2A_TASKS_SERVICE_ACCOUNT"):
+        Settings.from_env(queued)
 
 
 def test_the_blocking_budget_comes_from_the_function_timeout() -> None:
