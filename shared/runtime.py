@@ -309,6 +309,9 @@ class Turn:
                     return
                 self._stored = current
                 self._task = apply_all(current.task, self._pending)
+                if self._lease is not None:
+                    # Still ours (_stopped_by checked): keep what others noted on it (`final`).
+                    self._lease = current.lease
                 continue
             return
         raise RuntimeError(f"task {self._task.id}: gave up after {_MAX_REBASES} lost commits")
