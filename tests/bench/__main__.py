@@ -1,8 +1,10 @@
-"""`make bench`: throughput, latency, cold start and memory of the `a2a` function.
+"""`make bench`: throughput, latency, cold start and memory of the `a2a` function, and
+background work through the queue.
 
 Runs functions-framework as `make run` does, on the embedded backend with the echo agent,
-and drives it over real HTTP from this process. Every loop is bounded in count and time and
-talks to localhost only.
+and drives it over real HTTP from this process. The queue figures run `a2a` and `worker`
+processes on the Firestore and Cloud Tasks emulators (and the embedded backend, for
+comparison). Every loop is bounded in count and time and talks to localhost only.
 """
 
 from __future__ import annotations
@@ -10,9 +12,14 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
+from datetime import timedelta
 from pathlib import Path
 
 import requests
@@ -20,11 +27,10 @@ import requests
 from tests.conftest import Server
 
 
-def send_body(text: str) -> str:
+def send_body(text: str, *, blocking: bool = True) -> str:
     message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": text}]}
-    return json.dumps(
-        {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
-    )
+    params = {"message": message, "configuration": {"returnImmediately": not blocking}}
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params})
 
 
 HEADERS = {"Content-Type": "application/json", "A2A-Version": "1.0"}
@@ -99,11 +105,110 @@ def load(
     }
 
 
+@contextmanager
+def background_stack(emulators: bool, log: Path) -> Iterator[Server]:
+    """An `a2a` server whose background turns run tests.handlers.long: on the embedded
+    backend, or through the Cloud Tasks emulator to a `worker` server on Firestore's."""
+    env = {"A2A_HANDLER": "tests.handlers.long", "TEST_HANDLER_LOG": str(log)}
+    with ExitStack() as stack:
+        if emulators:
+            from google.cloud import tasks_v2
+
+            from emulator import start_firestore, start_tasks_emulator
+
+            firestore = stack.enter_context(start_firestore())
+            tasks = stack.enter_context(start_tasks_emulator(secret="bench", out=None))
+            parent = f"projects/{firestore.project}/locations/local"
+            client = tasks.client()
+            retry = tasks_v2.RetryConfig(min_backoff=timedelta(seconds=0.1))
+            client.create_queue(
+                parent=parent,
+                queue=tasks_v2.Queue(name=f"{parent}/queues/work", retry_config=retry),
+            )
+            env |= {
+                **firestore.env(),
+                **tasks.env(),
+                "A2A_BACKEND": "firestore",
+                "GOOGLE_CLOUD_PROJECT": firestore.project,
+                "A2A_TASKS_SERVICE_ACCOUNT": "bench@demo-a2a-functions.iam.gserviceaccount.com",
+            }
+            worker = Server(env, target="worker")
+            stack.callback(worker.stop)
+            env |= {"A2A_WORKER_URL": f"{worker.url}/", "A2A_REGION": "local"}
+        server = Server(env)
+        stack.callback(server.stop)
+        yield server
+
+
+def handler_starts(log: Path) -> dict[str, float]:
+    """Task id -> when the handler started on it (time.time()), from the handler's log."""
+    if not log.exists():
+        return {}
+    lines = [line.split() for line in log.read_text().splitlines()]
+    return {task: float(at) for at, what, task in lines if what == "start"}
+
+
+def queue_figures(emulators: bool, sends: int, tasks: int, seconds: float) -> None:
+    where = "emulators (a2a -> Cloud Tasks -> worker, Firestore)" if emulators else "embedded"
+    log = Path(tempfile.mkdtemp()) / "handler.log"
+    with background_stack(emulators, log) as server:
+        session = requests.Session()
+
+        def send(text: str) -> str:
+            answer = session.post(
+                server.url, data=send_body(text, blocking=False), headers=HEADERS, timeout=30
+            ).json()
+            task_id: str = answer["result"]["task"]["id"]
+            return task_id
+
+        send("artifacts=1 delay=0")  # warm-up: the worker builds its app on its first call
+        time.sleep(1)
+        delays = []
+        for _ in range(sends):
+            sent = time.time()
+            task_id = send("artifacts=1 delay=0")
+            deadline = time.monotonic() + 10
+            while task_id not in (started := handler_starts(log)):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the handler never started on {task_id}")
+                time.sleep(0.002)
+            delays.append(started[task_id] - sent)
+        print(f"\nbackground work, {where}:")
+        p50, p99 = (percentile(delays, q) * 1000 for q in (0.5, 0.99))
+        print(
+            f"  non-blocking send -> handler start, {len(delays)} sends one at a time: "
+            f"p50 {p50:.0f} ms, p99 {p99:.0f} ms"
+        )
+        before = completed(server)
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda _: send("artifacts=1 delay=0"), range(tasks)))
+        deadline = time.monotonic() + seconds
+        while (done := completed(server) - before) < tasks and time.monotonic() < deadline:
+            time.sleep(0.05)
+        elapsed = time.perf_counter() - t0
+        print(
+            f"  {tasks} non-blocking sends from 8 clients: {done} completed in {elapsed:.1f} s, "
+            f"{done / elapsed:.1f} tasks/s through the queue"
+        )
+
+
+def completed(server: Server) -> int:
+    """How many tasks are completed (ListTasks' count: one read, not one per task)."""
+    params = {"status": "TASK_STATE_COMPLETED", "pageSize": 1}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": params}
+    answer = requests.post(server.url, data=json.dumps(body), headers=HEADERS, timeout=30).json()
+    total: int = answer["result"]["totalSize"]
+    return total
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--requests", type=int, default=150, help="per client")
     parser.add_argument("--seconds", type=float, default=60, help="upper bound for the load phase")
+    parser.add_argument("--sends", type=int, default=20, help="timed non-blocking sends")
+    parser.add_argument("--tasks", type=int, default=100, help="tasks through the queue")
     args = parser.parse_args()
     env = {"A2A_HANDLER": "functions.handlers.echo", "A2A_BACKEND": "memory"}
 
@@ -133,6 +238,8 @@ def main() -> None:
         print(f"  server memory: {idle:.0f} MiB idle, {now:.0f} MiB after, {peak:.0f} MiB peak")
     finally:
         server.stop()
+    for emulators in (False, True):
+        queue_figures(emulators, args.sends, args.tasks, args.seconds)
 
 
 if __name__ == "__main__":
