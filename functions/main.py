@@ -2,18 +2,33 @@
 
 `a2a` is the public agent: its card, JSON-RPC, and the seeds' legacy routes. The app is
 built at import, once per instance, from the environment (see README, "Settings").
+`worker` runs background turns for Cloud Tasks; it is built at its first call (only the
+worker function needs its token check) and shares the a2a app's task store.
 """
 
 from __future__ import annotations
 
+import functools
+
 import flask
 import functions_framework
 
-from shared.app import build
+from shared.app import build, build_worker
+from shared.bindings.worker import WorkerApp
 
 _a2a = build()
+
+
+@functools.cache
+def _worker() -> WorkerApp:
+    return build_worker(store=_a2a.service.store)
 
 
 @functions_framework.http
 def a2a(request: flask.Request) -> flask.Response:
     return _a2a(request)
+
+
+@functions_framework.http
+def worker(request: flask.Request) -> flask.Response:
+    return _worker()(request)

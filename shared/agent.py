@@ -78,6 +78,8 @@ class _Sink(Protocol):
 
     def canceled(self) -> bool: ...
 
+    def artifact_id(self) -> str: ...
+
 
 def text_part(text: str) -> Part:
     return Part(text=text)
@@ -152,7 +154,7 @@ class Context:
         part = Part(
             text=text, raw=raw, url=url, data=data, filename=filename, media_type=media_type
         )
-        artifact_id = artifact_id or new_id()
+        artifact_id = artifact_id or self._sink.artifact_id()
         self._emit(
             ArtifactUpdate(
                 task_id=self.task_id,
@@ -253,6 +255,8 @@ class HandlerModule:
     handle: Handler
     info: AgentInfo
     skills: tuple[Skill, ...]
+    # `LONG_RUNNING = True` in the module: every turn runs on the worker, never in the request.
+    long_running: bool = False
 
 
 class HandlerModuleError(ValueError):
@@ -279,4 +283,9 @@ def load_handler_module(name: str) -> HandlerModule:
         raise HandlerModuleError(
             f"A2A_HANDLER={name!r}: AGENT must be an AgentInfo and SKILLS a list of Skill."
         )
-    return HandlerModule(name=name, handle=handle, info=info, skills=skills)
+    long_running = getattr(module, "LONG_RUNNING", False)
+    if not isinstance(long_running, bool):
+        raise HandlerModuleError(f"A2A_HANDLER={name!r}: LONG_RUNNING must be True or False.")
+    return HandlerModule(
+        name=name, handle=handle, info=info, skills=skills, long_running=long_running
+    )

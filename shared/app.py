@@ -1,4 +1,5 @@
-"""Wiring: settings -> store, handler module, service, card -> the `a2a` HTTP app.
+"""Wiring: settings -> store, queue, handler module, service, card -> the `a2a` HTTP app;
+settings -> store, handler module, worker, token check -> the `worker` HTTP app.
 
 Adapters for Google services are imported only when the settings choose them, so the
 embedded backend never pays for the Google client libraries at cold start.
@@ -12,13 +13,16 @@ from pathlib import Path
 
 from shared.agent import HandlerModule, load_handler_module
 from shared.bindings.http import HttpApp
+from shared.bindings.worker import WorkerApp
 from shared.card import AgentCard, card_template
 from shared.identity import Authenticator
-from shared.ports import PushConfigStore, TaskStore
+from shared.ports import PushConfigStore, TaskQueue, TaskStore
 from shared.push_signing import NotificationSigner
 from shared.push_url import check_push_url
 from shared.service import A2AService
-from shared.settings import Settings
+from shared.settings import Settings, SettingsError
+from shared.tasks_auth import EmulatorTokens, GoogleTokens, TokenVerifier
+from shared.worker import Worker
 
 
 def _store(settings: Settings) -> TaskStore:
@@ -50,6 +54,39 @@ def _push_store(settings: Settings, store: TaskStore) -> PushConfigStore | None:
     return MemoryPushConfigStore()
 
 
+def _queue(settings: Settings) -> TaskQueue | None:
+    """The Cloud Tasks queue to the worker function, or None: the service runs background
+    turns in process."""
+    if settings.worker_url is None:
+        return None
+    from shared.queue.cloud_tasks import CloudTasksQueue
+
+    assert settings.tasks_service_account is not None  # Settings.from_env checked it
+    return CloudTasksQueue(
+        f"projects/{settings.project}/locations/{settings.region}/queues/{settings.work_queue}",
+        settings.worker_url,
+        settings.tasks_service_account,
+        emulator_host=settings.tasks_emulator_host,
+    )
+
+
+def _verifier(settings: Settings) -> TokenVerifier:
+    if settings.tasks_emulator_host:
+        if not settings.tasks_emulator_secret:
+            raise SettingsError(
+                "CLOUD_TASKS_EMULATOR_HOST is set but CLOUD_TASKS_EMULATOR_SECRET is not: the "
+                "worker cannot check the emulator's tokens; export the secret `python -m "
+                "emulator` prints"
+            )
+        return EmulatorTokens(settings.tasks_emulator_secret, settings.tasks_service_account)
+    if not settings.tasks_service_account:
+        raise SettingsError(
+            "the worker needs A2A_TASKS_SERVICE_ACCOUNT, the service account e-mail whose "
+            "Cloud Tasks tokens it accepts (make deploy sets it)"
+        )
+    return GoogleTokens(settings.tasks_service_account)
+
+
 def _card_time(module: HandlerModule) -> datetime:
     """The handler module's file time: the same on every instance of one deployment."""
     path = getattr(sys.modules.get(module.name), "__file__", None)
@@ -70,6 +107,9 @@ def build(settings: Settings | None = None, store: TaskStore | None = None) -> H
         deduplicate=settings.deduplicate_messages,
         push_configs=_push_store(settings, store),
         check_push_url=lambda url: check_push_url(url, allowed_hosts=hosts),
+        queue=_queue(settings),
+        blocking_wait=settings.blocking_wait,
+        lease_seconds=settings.lease_seconds,
     )
     card = AgentCard(
         card_template(module, settings), _card_time(module), hybrid=settings.card_style == "hybrid"
@@ -79,3 +119,14 @@ def build(settings: Settings | None = None, store: TaskStore | None = None) -> H
         issuer = settings.public_url or module.info.name
         signer = NotificationSigner(settings.push_signing_key, issuer=issuer)
     return HttpApp(service, card, Authenticator(settings), settings, signer)
+
+
+def build_worker(settings: Settings | None = None, store: TaskStore | None = None) -> WorkerApp:
+    settings = settings or Settings.from_env()
+    worker = Worker(
+        store or _store(settings),
+        load_handler_module(settings.handler),
+        commit_interval=settings.commit_interval,
+        lease_seconds=settings.lease_seconds,
+    )
+    return WorkerApp(worker, _verifier(settings), settings)

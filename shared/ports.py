@@ -3,6 +3,9 @@
 A TaskStore keeps tasks with optimistic concurrency and an append-only event log; the
 in-memory store (`shared.store.memory`) and the Firestore store implement it and pass the
 same contract tests. Every call is scoped by owner: another owner's task does not exist.
+A TaskQueue hands a small JSON payload to one target (the worker, the push deliverer) at
+least once; the Cloud Tasks queue (`shared.queue.cloud_tasks`) and the inline one
+(`shared.queue.inline`) implement it.
 """
 
 from __future__ import annotations
@@ -10,9 +13,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from shared.model import Event, PushConfig, Task, TaskState
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A background turn of a task: queued for a worker, or held by one until `expires`.
+
+    Stored with the task and written with its optimistic concurrency, so taking, renewing
+    and releasing a lease race like any other commit: a worker whose write loses re-reads and
+    finds out whether the task was canceled or the lease taken over.
+    """
+
+    turn: int  # the task version that queued the turn; it names the queue entry
+    holder: str = ""  # the worker run that holds it; "" while queued
+    expires: datetime | None = None  # the holder is presumed dead after this
+    attempt: int = 0  # the queue's retry count of the holder's delivery (0: the first)
+    final: bool = False  # that delivery is the queue's last attempt: nobody retries after it
 
 
 @dataclass(frozen=True)
@@ -26,6 +45,9 @@ class StoredTask:
     dialect: str  # the wire dialect the task was created in; v0.1 tasks answer in v0.1
     created_at: datetime
     updated_at: datetime
+    # The background turn, if one is queued or running. `commit` stores the lease of the
+    # snapshot it is given: pass `replace(current, lease=...)` to take, renew or release it.
+    lease: Lease | None = None
     # What the store that issued this snapshot needs to detect a concurrent write without a
     # transaction (Firestore: the document's update time); opaque to callers, None in stores
     # that need nothing beyond `version`. Not part of equality: two reads of one version agree.
@@ -102,8 +124,9 @@ class TaskStore(Protocol):
         *,
         dialect: str,
         message_id: str | None = None,
+        lease: Lease | None = None,
     ) -> StoredTask:
-        """Store a new task (version 1) with its first events.
+        """Store a new task (version 1) with its first events (and its queued turn's lease).
 
         Raises TaskExists when the id is taken, DuplicateMessage when `message_id` was
         already recorded for this owner. Both leave the store unchanged.
@@ -118,7 +141,8 @@ class TaskStore(Protocol):
         *,
         message_id: str | None = None,
     ) -> StoredTask:
-        """Replace `current` by `task` and append `events`, atomically.
+        """Replace `current` by `task` and append `events`, atomically; the stored lease
+        becomes `current.lease`.
 
         Raises VersionConflict when the stored version is no longer `current.version`, and
         DuplicateMessage as `create` does; both leave the store unchanged.
@@ -167,4 +191,28 @@ class PushConfigStore(Protocol):
 
     def delete(self, task_id: str, config_id: str) -> bool:
         """Remove the config; False when there was none (deleting is idempotent)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """Which attempt of a queue a target is handed a payload in."""
+
+    attempt: int = 0  # retries before this one
+    final: bool = False  # the queue will not retry after this attempt
+
+
+class TaskTooLarge(ValueError):
+    """A queue payload over the queue's size limit; the message names both sizes."""
+
+
+class TaskQueue(Protocol):
+    """A queue bound to one target: each payload is delivered to it at least once, as JSON,
+    and retried with backoff until the target accepts it (or the queue gives up)."""
+
+    def enqueue(self, name: str, payload: dict[str, Any]) -> bool:
+        """Add a delivery named `name`; False when that name was used before (nothing added).
+
+        Names are letters, digits, `-` and `_`. Raises TaskTooLarge over the size limit.
+        """
         ...

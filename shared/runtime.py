@@ -7,6 +7,13 @@ seconds, and a timer makes even a silent handler's task visible to other instanc
 that interval. A commit that loses a race re-reads the task: if it was canceled, the turn
 stops (the handler sees `ctx.canceled`, then TaskCanceled at its next action); otherwise the
 turn folds its pending events onto the fresh task and commits again.
+
+A background turn (run by the worker) holds the task's lease: every commit renews it, a
+heartbeat commits when nothing else did for a while (and so notices a cancel, which makes
+the commit lose), and the last commit releases it. A turn that finds its lease taken by
+another run stops as if canceled, without writing. Artifacts without an explicit id get ids
+derived from the task, the turn and their order, so a turn resumed after a crash replaces
+what the crashed run stored instead of adding it twice.
 """
 
 from __future__ import annotations
@@ -16,7 +23,10 @@ import inspect
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from datetime import timedelta
 
 from shared.agent import Context, HandlerModule, TaskCanceled, text_part
 from shared.lifecycle import apply, apply_all
@@ -29,8 +39,9 @@ from shared.model import (
     TaskState,
     TaskStatus,
     new_id,
+    utc_now,
 )
-from shared.ports import LoggedEvent, StoredTask, TaskStore, VersionConflict
+from shared.ports import Lease, LoggedEvent, StoredTask, TaskStore, VersionConflict
 
 log = logging.getLogger("a2a.runtime")
 
@@ -39,6 +50,7 @@ Listener = Callable[[StoredTask, list[LoggedEvent]], None]
 
 _MAX_REBASES = 20  # a writer that loses this often in a row has a bug, not bad luck
 _CANCEL_POLL_SECONDS = 0.5
+_ARTIFACT_IDS = uuid.UUID("6f1c2a52-9a43-4f57-9a8e-3a0d2b7f4c11")  # uuid5 namespace
 
 
 class Turn:
@@ -57,7 +69,11 @@ class Turn:
         message_id: str | None,
         commit_interval: float,
         allow_message: bool,
+        lease: Lease | None = None,
+        lease_seconds: float = 30.0,
     ) -> None:
+        """`lease`: run a queued turn (its message is stored already) holding this lease,
+        renewed for `lease_seconds` at every commit; `stored` is then required."""
         self._store = store
         self._owner = owner
         self._handler = handler
@@ -76,9 +92,16 @@ class Turn:
         self._message = message
         self._timer: threading.Timer | None = None
         self._listener: Listener | None = None
+        self._lease = lease
+        self._lease_seconds = lease_seconds
+        self._ending = False  # the last commit of a background turn releases its lease
+        self._artifacts = 0
         working = StatusUpdate(
             task_id=task.id, context_id=task.context_id, status=TaskStatus(state=TaskState.WORKING)
         )
+        if lease is not None:
+            self._apply(working)
+            return
         # Resuming moves the agent's question into history before the answer to it arrives.
         for event in (working, message) if stored is not None else (message, working):
             self._apply(event)
@@ -110,6 +133,11 @@ class Turn:
         self._timer = threading.Timer(self._interval, self._flush_if_due)
         self._timer.daemon = True
         self._timer.start()
+        stop_heartbeat = threading.Event()
+        if self._lease is not None:
+            threading.Thread(
+                target=self._heartbeat, args=(stop_heartbeat,), name="heartbeat", daemon=True
+            ).start()
         ctx = Context(
             task_id=self._task.id,
             context_id=self._task.context_id,
@@ -131,13 +159,15 @@ class Turn:
             )
         finally:
             self._timer.cancel()
+            stop_heartbeat.set()
         with self._lock:
+            self._ending = True
             if not self._canceled and not self._task.status.state.terminal:
                 if self._reply is not None:
                     return self._finish_reply(self._reply)
                 if ctx.ended is None:
                     self._apply(self._status(TaskState.COMPLETED, None))
-            self._flush()
+            self._flush(force=self._lease is not None and not self._canceled)
             return self._task
 
     def _call_handler(self, ctx: Context) -> None:
@@ -171,8 +201,16 @@ class Turn:
             if now - self._last_cancel_check >= _CANCEL_POLL_SECONDS:
                 self._last_cancel_check = now
                 current = self._store.get(self._owner, self._task.id)
-                self._canceled = current is None or current.task.status.state.terminal
+                self._canceled = self._stopped_by(current)
             return self._canceled
+
+    def artifact_id(self) -> str:
+        with self._lock:
+            self._artifacts += 1
+            if self._lease is None:
+                return new_id()
+            key = f"{self._task.id}/{self._lease.turn}/{self._artifacts}"
+            return str(uuid.uuid5(_ARTIFACT_IDS, key))
 
     # -- internals -------------------------------------------------------------------------
 
@@ -211,6 +249,29 @@ class Turn:
         self._task = apply(self._task, event)
         self._pending.append(event)
 
+    def _stopped_by(self, current: StoredTask | None) -> bool:
+        """True when `current` (a fresh read) means this turn must stop: the task is gone or
+        ended elsewhere (canceled), or another run took over this turn's lease."""
+        if current is None or current.task.status.state.terminal:
+            return True
+        if self._lease is None:
+            return False
+        return current.lease is None or current.lease.holder != self._lease.holder
+
+    def _heartbeat(self, stop: threading.Event) -> None:
+        """Renew the lease when no other commit did for a third of its life."""
+        period = self._lease_seconds / 3
+        while not stop.wait(period / 2):
+            with self._lock:
+                if self._canceled or time.monotonic() - self._last_commit < period:
+                    continue
+                try:
+                    self._flush(force=True)
+                except Exception:
+                    # The next beat tries again; a lease that expires meanwhile lets a retry
+                    # of this turn take over, which this run then notices and stops.
+                    log.exception("heartbeat of task %s failed", self._task.id)
+
     def _flush_if_due(self) -> None:
         with self._lock:
             if self._stored is None:
@@ -231,8 +292,13 @@ class Turn:
                 message_id=self._message_id,
             )
         else:
+            current = self._stored
+            if self._lease is not None:
+                expires = utc_now() + timedelta(seconds=self._lease_seconds)
+                held = None if self._ending else replace(self._lease, expires=expires)
+                current = replace(current, lease=held)
             self._stored = self._store.commit(
-                self._stored, self._task, self._pending, message_id=self._message_id
+                current, self._task, self._pending, message_id=self._message_id
             )
         self._message_id = None  # recorded with the first commit of the turn
         if self._listener is not None:
@@ -241,18 +307,20 @@ class Turn:
         self._pending.clear()
         self._last_commit = time.monotonic()
 
-    def _flush(self) -> None:
-        """Commit the pending events; on a lost race, re-read and decide again."""
-        if not self._pending and self._stored is not None:
+    def _flush(self, *, force: bool = False) -> None:
+        """Commit the pending events (with `force`, even none: a background turn's lease
+        renewal or release); on a lost race, re-read and decide again."""
+        if not self._pending and self._stored is not None and not force:
             return
         for _ in range(_MAX_REBASES):
             try:
                 self._commit()
             except VersionConflict:
                 current = self._store.get(self._owner, self._task.id)
-                if current is None or current.task.status.state.terminal:
-                    # Canceled (or finished) elsewhere: what this turn still had is dropped,
-                    # because a terminal task never changes again.
+                if current is None or self._stopped_by(current):
+                    # Canceled (or finished) elsewhere, or taken over by another run of this
+                    # turn: what this turn still had is dropped, because a terminal task never
+                    # changes again and the new holder redoes the turn.
                     self._canceled = True
                     self._pending.clear()
                     if current is not None:
@@ -260,6 +328,9 @@ class Turn:
                     return
                 self._stored = current
                 self._task = apply_all(current.task, self._pending)
+                if self._lease is not None:
+                    # Still ours (_stopped_by checked): keep what others noted on it (`final`).
+                    self._lease = current.lease
                 continue
             return
         raise RuntimeError(f"task {self._task.id}: gave up after {_MAX_REBASES} lost commits")

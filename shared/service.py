@@ -2,13 +2,18 @@
 
 Send, get, list, cancel and the seeds' message listing. Nothing here knows a wire format:
 the bindings decode requests into the values below and encode what comes back.
+
+A blocking send runs the handler in the request. A non-blocking one, and every send to a
+long-running handler, stores the message with the task `submitted` and a queued lease,
+enqueues the turn for the worker (shared.worker) and answers; a blocking send then waits on
+the store until the turn ends or its budget does.
 """
 
 from __future__ import annotations
 
 import builtins
+import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from shared.agent import HandlerModule
@@ -21,24 +26,38 @@ from shared.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
-from shared.lifecycle import apply
-from shared.model import Message, PushConfig, StatusUpdate, Task, TaskState, TaskStatus, new_id
+from shared.lifecycle import apply, apply_all
+from shared.model import (
+    Event,
+    Message,
+    PushConfig,
+    StatusUpdate,
+    Task,
+    TaskState,
+    TaskStatus,
+    new_id,
+)
 from shared.ports import (
     DuplicateMessage,
     InvalidPageToken,
+    Lease,
     PushConfigStore,
     StoredPushConfig,
     StoredTask,
     TaskExists,
     TaskPage,
     TaskQuery,
+    TaskQueue,
     TaskStore,
     VersionConflict,
 )
 from shared.push_url import PushURLRefused
 from shared.runtime import Turn
+from shared.worker import LOST_TEXT, Job, Worker, abandoned, end
 
 _ATTEMPTS = 20  # lost races in a row before we call it a bug, not bad luck
+# A blocking send waiting for the worker reads the task after these many seconds, doubling.
+_FIRST_POLL, _MAX_POLL = 0.05, 1.0
 
 
 def view(task: Task, history_length: int | None, *, artifacts: bool = True) -> Task:
@@ -59,10 +78,15 @@ class A2AService:
         *,
         commit_interval: float = 0.25,
         deduplicate: bool = True,
-        background: Callable[[Callable[[], object]], object] | None = None,
         push_configs: PushConfigStore | None = None,
         check_push_url: Callable[[str], None] | None = None,
+        queue: TaskQueue | None = None,
+        blocking_wait: float = 270.0,
+        lease_seconds: float = 30.0,
     ) -> None:
+        """`queue` takes background turns to the worker; the default runs them in this
+        process (the embedded backend). `blocking_wait`: how long a blocking send waits for
+        a background turn before it answers the task as it stands."""
         self.store = store
         self.handler = handler
         self._commit_interval = commit_interval
@@ -70,28 +94,41 @@ class A2AService:
         # Push notifications are offered only with a store for their configs.
         self.push_configs = push_configs
         self._check_push_url = check_push_url or (lambda url: None)
-        # Where non-blocking turns run. The embedded backend's default is a thread pool.
-        self._background = background or ThreadPoolExecutor(thread_name_prefix="turn").submit
+        self._blocking_wait = blocking_wait
+        if queue is None:
+            from shared.queue.inline import InlineQueue
+
+            worker = Worker(
+                store, handler, commit_interval=commit_interval, lease_seconds=lease_seconds
+            )
+            queue = InlineQueue(
+                lambda payload, delivery: worker.deliver(payload, delivery).accepted
+            )
+        self._queue = queue
 
     # -- send ------------------------------------------------------------------------------
 
     def send(
         self, owner: str, request: SendRequest, *, dialect: str, message_results: bool
     ) -> Task | Message:
-        """Start or continue a task with the request's message; the task or a direct reply."""
+        """Start or continue a task with the request's message; the task or a direct reply.
+
+        Non-blocking sends and long-running handlers go to the worker through the queue; a
+        blocking send then waits on the store for the turn to end (or its budget to run out).
+        """
         try:
             begun = self._begin(
                 owner,
                 request,
                 dialect=dialect,
                 message_results=message_results,
-                claim=not request.blocking,
+                background=not request.blocking or self.handler.long_running,
             )
             if isinstance(begun, Task):
                 return begun
-            if not request.blocking:
-                self._background(begun.run)
-                return view(begun.task, request.history_length)
+            if isinstance(begun, StoredTask):
+                queued = self._wait(begun) if request.blocking else begun
+                return view(queued.task, request.history_length)
             result = begun.run()
         except DuplicateMessage as duplicate:
             return self._first_result(owner, duplicate.task_id, request)
@@ -103,10 +140,17 @@ class A2AService:
 
     def start_stream(self, owner: str, request: SendRequest, *, dialect: str) -> Turn | StoredTask:
         """A streamed send: a claimed Turn for the caller to run and listen to or, when the
-        message only joins a task that is running already (or was sent before), that task,
-        for the caller to follow in its log."""
+        message only joins a task that is running already (or was sent before), or goes to
+        the worker (a long-running handler), that task, for the caller to follow in its log."""
         try:
-            begun = self._begin(owner, request, dialect=dialect, message_results=False, claim=True)
+            begun = self._begin(
+                owner,
+                request,
+                dialect=dialect,
+                message_results=False,
+                background=self.handler.long_running,
+                claim=True,
+            )
         except DuplicateMessage as duplicate:
             task_id = duplicate.task_id
         except TaskExists:
@@ -114,7 +158,7 @@ class A2AService:
         else:
             if isinstance(begun, Turn):
                 return begun
-            task_id = begun.id
+            task_id = begun.task.id if isinstance(begun, StoredTask) else begun.id
         return self.get(owner, task_id, None)
 
     def follow(self, owner: str, task_id: str, after_seq: int | None) -> StoredTask:
@@ -138,10 +182,12 @@ class A2AService:
         *,
         dialect: str,
         message_results: bool,
-        claim: bool,
-    ) -> Turn | Task:
-        """The turn the message starts (claimed if asked, or if it resumes a task), or the
-        task it merely joined. Raises DuplicateMessage and TaskExists for the caller."""
+        background: bool,
+        claim: bool = False,
+    ) -> Turn | StoredTask | Task:
+        """The turn the message starts here (claimed if asked, or if it resumes a task), the
+        stored task whose turn went to the worker, or the task the message merely joined.
+        Raises DuplicateMessage and TaskExists for the caller."""
         message_id = request.message.message_id if self._deduplicate else None
         if message_id is not None:
             first = self.store.find_message(owner, message_id)
@@ -157,16 +203,30 @@ class A2AService:
                     return self._append_only(owner, stored, request, message_id)
                 except VersionConflict:
                     continue  # the task can be resumed again: decide again
+            task = self._new_task(request) if stored is None else stored.task
+            if request.push_config is not None:
+                self._inline_push_config(request, task.id, dialect)
+            if background:
+                try:
+                    return self._queue_turn(
+                        owner,
+                        request=request,
+                        task=task,
+                        stored=stored,
+                        dialect=dialect,
+                        message_id=message_id,
+                    )
+                except VersionConflict:
+                    continue  # another message resumed the task first: decide again
             turn = self._turn(
                 owner,
                 request=request,
+                task=task,
                 stored=stored,
                 dialect=dialect,
                 message_id=message_id,
                 message_results=message_results,
             )
-            if request.push_config is not None:
-                self._inline_push_config(request, turn.task.id, dialect)
             if stored is not None or claim:
                 try:
                     turn.claim()
@@ -193,20 +253,12 @@ class A2AService:
         owner: str,
         *,
         request: SendRequest,
+        task: Task,
         stored: StoredTask | None,
         dialect: str,
         message_id: str | None,
         message_results: bool,
     ) -> Turn:
-        if stored is None:
-            task = Task(
-                id=request.task_id or new_id(),
-                context_id=request.context_id or request.session_id or new_id(),
-                status=TaskStatus(state=TaskState.SUBMITTED),
-                metadata=request.metadata,
-            )
-        else:
-            task = stored.task
         message = request.message.model_copy(
             update={"task_id": task.id, "context_id": task.context_id}
         )
@@ -221,6 +273,86 @@ class A2AService:
             message_id=message_id,
             commit_interval=self._commit_interval,
             allow_message=message_results and stored is None,
+        )
+
+    def _queue_turn(
+        self,
+        owner: str,
+        *,
+        request: SendRequest,
+        task: Task,
+        stored: StoredTask | None,
+        dialect: str,
+        message_id: str | None,
+    ) -> StoredTask:
+        """Store the message with the task `submitted` and the turn's lease, then enqueue it.
+        Raises VersionConflict when the task moved on meanwhile."""
+        message = request.message.model_copy(
+            update={"task_id": task.id, "context_id": task.context_id}
+        )
+        submitted = StatusUpdate(
+            task_id=task.id,
+            context_id=task.context_id,
+            status=TaskStatus(state=TaskState.SUBMITTED),
+        )
+        events: list[Event]
+        if stored is None:
+            events = [message, submitted]
+            queued = self.store.create(
+                owner,
+                apply_all(task, events),
+                events,
+                dialect=dialect,
+                message_id=message_id,
+                lease=Lease(turn=1),
+            )
+        else:
+            # As in a resumed Turn: the agent's question moves into history before the answer.
+            events = [submitted, message]
+            claim = replace(stored, lease=Lease(turn=stored.version + 1))
+            queued = self.store.commit(
+                claim, apply_all(task, events), events, message_id=message_id
+            )
+        self._enqueue(queued, message.message_id)
+        return queued
+
+    def _enqueue(self, queued: StoredTask, message_id: str) -> None:
+        assert queued.lease is not None
+        job = Job(queued.task.id, queued.owner, queued.lease.turn, message_id)
+        self._queue.enqueue(job.name, job.payload())
+
+    def _wait(self, queued: StoredTask) -> StoredTask:
+        """The task once its background turn ended (or paused for input), or as it stands
+        when the blocking budget is spent; polls with backoff to keep reads few."""
+        deadline = time.monotonic() + self._blocking_wait
+        pause, current = _FIRST_POLL, queued
+        while True:
+            state = current.task.status.state
+            left = deadline - time.monotonic()
+            if state.terminal or state.interrupted or left <= 0:
+                return current
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, _MAX_POLL)
+            current = self._settle(self.store.get(current.owner, current.task.id) or current)
+
+    def _settle(self, stored: StoredTask) -> StoredTask:
+        """The task, failed first when its worker died on the queue's last attempt."""
+        for _ in range(_ATTEMPTS):
+            if not abandoned(stored):
+                return stored
+            try:
+                return end(self.store, stored, TaskState.FAILED, LOST_TEXT)
+            except VersionConflict:
+                stored = self.store.get(stored.owner, stored.task.id) or stored
+        return stored
+
+    @staticmethod
+    def _new_task(request: SendRequest) -> Task:
+        return Task(
+            id=request.task_id or new_id(),
+            context_id=request.context_id or request.session_id or new_id(),
+            status=TaskStatus(state=TaskState.SUBMITTED),
+            metadata=request.metadata,
         )
 
     def _target(self, owner: str, request: SendRequest) -> StoredTask | None:
@@ -271,6 +403,15 @@ class A2AService:
         stored = self.store.get(owner, task_id)
         if stored is None:
             raise TaskNotFoundError(f"no task {task_id}")
+        lease = stored.lease
+        if (
+            lease is not None
+            and not lease.holder
+            and stored.task.status.state is TaskState.SUBMITTED
+        ):
+            # Still queued: the first request may have died before it enqueued the turn.
+            # The entry's name is the turn's, so this adds nothing if it did enqueue.
+            self._enqueue(stored, request.message.message_id)
         return view(stored.task, request.history_length)
 
     # -- get, list, cancel -----------------------------------------------------------------
@@ -279,6 +420,7 @@ class A2AService:
         stored = self.store.get(owner, task_id)
         if stored is None:
             raise TaskNotFoundError(f"no task {task_id}", field="params.id")
+        stored = self._settle(stored)
         return replace(stored, task=view(stored.task, history_length))
 
     def list(self, owner: str, request: ListRequest) -> tuple[TaskPage, list[Task]]:

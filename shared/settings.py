@@ -1,7 +1,8 @@
 """Deployment settings, read once from environment variables and validated.
 
 Every setting is an `A2A_*` variable (Google's own variables keep their names). A bad value
-stops start-up with a message naming the variable and what it accepts.
+stops start-up with a message naming the variable and what it accepts, and so does an `A2A_*`
+variable that is no setting (a typo would otherwise be silently ignored).
 """
 
 from __future__ import annotations
@@ -37,7 +38,16 @@ ENVIRONMENT = {
     "project": "GOOGLE_CLOUD_PROJECT",
     "firestore_database": "A2A_FIRESTORE_DATABASE",
     "retention_days": "A2A_RETENTION_DAYS",
+    "region": "A2A_REGION",
+    "work_queue": "A2A_WORK_QUEUE",
+    "work_max_attempts": "A2A_WORK_MAX_ATTEMPTS",
+    "worker_url": "A2A_WORKER_URL",
+    "tasks_service_account": "A2A_TASKS_SERVICE_ACCOUNT",
     "function_timeout": "A2A_FUNCTION_TIMEOUT",
+    "blocking_budget": "A2A_BLOCKING_BUDGET_SECONDS",
+    "lease_seconds": "A2A_LEASE_SECONDS",
+    "tasks_emulator_host": "CLOUD_TASKS_EMULATOR_HOST",
+    "tasks_emulator_secret": "CLOUD_TASKS_EMULATOR_SECRET",
     "stream_seconds": "A2A_STREAM_SECONDS",
     "stream_keepalive": "A2A_STREAM_KEEPALIVE_SECONDS",
     "stream_idle": "A2A_STREAM_IDLE_SECONDS",
@@ -45,6 +55,9 @@ ENVIRONMENT = {
     "stream_tail": "A2A_STREAM_TAIL",
     "threads": "THREADS",
 }
+# Set by `make deploy` for push delivery (issue 6), which no code reads yet: accepted so that
+# a deployed function starts.
+RESERVED = frozenset({"A2A_DELIVER_URL", "A2A_PUSH_QUEUE"})
 
 
 class SettingsError(ValueError):
@@ -83,10 +96,23 @@ class Settings(BaseModel):
     project: str | None = None
     firestore_database: str = "(default)"
     retention_days: int = Field(default=30, ge=1)
-    # The function's timeout in seconds (`make deploy` sets it): streams end before it.
-    function_timeout: int | None = Field(default=None, ge=1)
-    # How long one stream stays open at most; unset: 10 s short of the function's timeout,
-    # or an hour. The client resubscribes with Last-Event-ID and loses nothing.
+    # Background work. With A2A_WORKER_URL set, turns go to that `worker` function through
+    # the Cloud Tasks queue `work`; without it, to a thread pool in this process.
+    region: str | None = None
+    work_queue: str = "work"
+    work_max_attempts: int = Field(default=10, ge=1)  # the queue's max_attempts (deploy.toml)
+    worker_url: str | None = None
+    tasks_service_account: str | None = None  # whose OIDC tokens the worker accepts
+    function_timeout: int = Field(default=300, ge=1)  # seconds, of the function serving this
+    blocking_budget: float | None = Field(default=None, gt=0)  # None: from function_timeout
+    lease_seconds: float = Field(default=30, gt=0)  # a silent worker is presumed dead after this
+    # The Cloud Tasks emulator (tests, `make emulators`): the worker checks its HS256 tokens
+    # with the shared secret instead of Google's signatures.
+    tasks_emulator_host: str | None = None
+    tasks_emulator_secret: str | None = None
+
+    # How long one stream stays open at most; unset: 10 s short of the function's timeout.
+    # The client resubscribes with Last-Event-ID and loses nothing.
     stream_seconds: float | None = Field(default=None, gt=0)
     # A comment line after this many silent seconds keeps proxies from closing the stream.
     stream_keepalive: float = Field(default=15, gt=0)
@@ -104,12 +130,23 @@ class Settings(BaseModel):
     threads: int = Field(default_factory=lambda: (os.cpu_count() or 1) * 4, ge=1)
 
     @property
+    def blocking_wait(self) -> float:
+        """How long a blocking send waits for a background turn: the budget, or the function's
+        timeout less a margin to answer in (10 %, at least 5 s)."""
+        if self.blocking_budget is not None:
+            return self.blocking_budget
+        return max(1.0, self.function_timeout - max(5.0, self.function_timeout * 0.1))
+
+    @property
+    def heartbeat(self) -> float:
+        """How often a worker renews its lease: three chances before it expires."""
+        return self.lease_seconds / 3
+
+    @property
     def stream_duration(self) -> float:
         if self.stream_seconds is not None:
             return self.stream_seconds
-        if self.function_timeout is not None:
-            return float(max(self.function_timeout - 10, 1))
-        return 3600.0
+        return float(max(self.function_timeout - 10, 1))
 
     @property
     def stream_limit(self) -> int:
@@ -139,6 +176,13 @@ class Settings(BaseModel):
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         environ = os.environ if environ is None else environ
+        known = {*ENVIRONMENT.values(), *RESERVED}
+        unknown = sorted(k for k in environ if k.startswith("A2A_") and k not in known)
+        if unknown:
+            raise SettingsError(
+                f"unknown setting {', '.join(unknown)}: no A2A_* variable of that name exists "
+                "(README, Settings, lists them); fix its spelling or remove it"
+            )
         values = {f: environ[v] for f, v in ENVIRONMENT.items() if environ.get(v, "") != ""}
         try:
             settings = cls(**values)
@@ -150,4 +194,23 @@ class Settings(BaseModel):
             raise SettingsError(f"invalid settings: {problems}") from None
         if settings.auth == "api-key" and not settings.api_keys:
             raise SettingsError("A2A_AUTH=api-key needs A2A_API_KEYS=owner:key[,owner:key]")
+        if settings.worker_url is not None:
+            if settings.backend != "firestore":
+                raise SettingsError(
+                    "A2A_WORKER_URL needs A2A_BACKEND=firestore: a worker in another process "
+                    "cannot see the memory backend's tasks (unset it to run work in process)"
+                )
+            missing = [
+                ENVIRONMENT[f] for f in ("project", "region") if getattr(settings, f) is None
+            ]
+            if missing:
+                raise SettingsError(
+                    f"A2A_WORKER_URL needs {' and '.join(missing)} to name the Cloud Tasks "
+                    f"queue projects/<project>/locations/<region>/queues/{settings.work_queue}"
+                )
+            if settings.tasks_service_account is None:
+                raise SettingsError(
+                    "A2A_WORKER_URL needs A2A_TASKS_SERVICE_ACCOUNT: the service account "
+                    "e-mail Cloud Tasks signs its OIDC token to the worker as"
+                )
         return settings

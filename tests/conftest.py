@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -109,33 +111,46 @@ def free_port() -> int:
 
 
 class Server:
-    """`functions-framework --target=a2a` in its own process, as `make run` starts it."""
+    """`functions-framework --target=<target>` in its own process, as `make run` starts `a2a`.
 
-    def __init__(self, env: dict[str, str]) -> None:
-        self.port = free_port()
+    Its output goes to a temporary file (`output()`): a pipe nobody reads would block a
+    chatty server once full. `port` reuses a port, to restart a killed server in its place.
+    """
+
+    def __init__(self, env: dict[str, str], target: str = "a2a", port: int | None = None) -> None:
+        self.target = target
+        self.port = port or free_port()
         self.url = f"http://localhost:{self.port}"
         full_env = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the server
         self.process = subprocess.Popen(
             [
                 str(FUNCTIONS_FRAMEWORK),
-                "--target=a2a",
+                f"--target={target}",
                 f"--source={ROOT / 'functions' / 'main.py'}",
                 f"--port={self.port}",
             ],
             cwd=ROOT,
             env=full_env,
-            stdout=subprocess.PIPE,
+            stdout=self.log,
             stderr=subprocess.STDOUT,
+            # Its own process group: gunicorn serves from a forked child, which kill() must
+            # reach too.
+            start_new_session=True,
         )
         self._wait()
+
+    def output(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
 
     def _wait(self) -> None:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                output = self.process.stdout.read().decode() if self.process.stdout else ""
-                raise RuntimeError(f"the server exited at start:\n{output}")
+                raise RuntimeError(f"the server exited at start:\n{self.output()}")
             try:
+                # Any answer will do: the worker answers this GET with 405.
                 requests.get(f"{self.url}/.well-known/agent-card.json", timeout=1)
                 return
             except requests.ConnectionError:
@@ -158,8 +173,12 @@ class Server:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        if self.process.stdout:
-            self.process.stdout.close()
+        self.log.close()
+
+    def kill(self) -> None:
+        """SIGKILL to the whole server, as an instance that dies mid-request: nothing cleans up."""
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
 
 
 @pytest.fixture

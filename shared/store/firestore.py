@@ -5,7 +5,8 @@ which a function that does not use it should not pay for on a cold start.
 
 Layout (collection ids are the constants below):
 - `tasks/{taskId}`: owner, contextId, state, statusTimestamp, version, lastSeq, dialect,
-  createdAt, updatedAt, expireAt, and `task`, the materialized task as JSON. A task whose JSON
+  createdAt, updatedAt, expireAt, `lease` (the background turn: a map, or null), and `task`,
+  the materialized task as JSON. A task whose JSON
   outgrows `task_budget` keeps only its status and metadata there (`inLog` is true) and is
   rebuilt on read by folding its event log.
 - `tasks/{taskId}/events/{first}`: the events of one commit in one document (`first`, `last`,
@@ -47,6 +48,7 @@ from shared.errors import InvalidParamsError
 from shared.model import ArtifactUpdate, Event, Message, Part, StatusUpdate, Task, utc_now
 from shared.ports import (
     DuplicateMessage,
+    Lease,
     LoggedEvent,
     StoredTask,
     TaskExists,
@@ -161,10 +163,11 @@ class FirestoreTaskStore:
         *,
         dialect: str,
         message_id: str | None = None,
+        lease: Lease | None = None,
     ) -> StoredTask:
         encoded = self._encode_events(events)
         now = utc_now()
-        stored = StoredTask(task, owner, 1, len(events), dialect, now, now)
+        stored = StoredTask(task, owner, 1, len(events), dialect, now, now, lease)
         batch = self._client.batch()
         batch.create(self._client.collection(TASKS).document(task.id), self._task_fields(stored))
         self._append(batch, stored, 1, encoded)
@@ -263,6 +266,7 @@ class FirestoreTaskStore:
             snapshot.get("dialect"),
             snapshot.get("createdAt"),
             snapshot.get("updatedAt"),
+            _decode_lease(snapshot.to_dict().get("lease")),
             token=_Revision(owner, task.id, snapshot.update_time),
         )
 
@@ -300,6 +304,7 @@ class FirestoreTaskStore:
             "expireAt": stored.updated_at + self.retention,
             "task": text,
             "inLog": in_log,
+            "lease": _encode_lease(stored.lease),
         }
 
     def _encode_events(self, events: Sequence[Event]) -> list[str]:
@@ -527,6 +532,31 @@ def _parts_of(event: Event) -> list[tuple[str, tuple[Part, ...]]]:
         message = event.status.message
         return [] if message is None else [("status.message.parts", message.parts)]
     return [("artifact.parts", event.artifact.parts)]
+
+
+def _encode_lease(lease: Lease | None) -> dict[str, Any] | None:
+    if lease is None:
+        return None
+    return {
+        "turn": lease.turn,
+        "holder": lease.holder,
+        "expires": lease.expires,
+        "attempt": lease.attempt,
+        "final": lease.final,
+    }
+
+
+def _decode_lease(fields: dict[str, Any] | None) -> Lease | None:
+    # Documents written before leases existed have no field: no lease.
+    if not fields:
+        return None
+    return Lease(
+        turn=fields["turn"],
+        holder=fields["holder"],
+        expires=fields["expires"],
+        attempt=fields["attempt"],
+        final=fields["final"],
+    )
 
 
 def _encode_event(event: Event) -> str:

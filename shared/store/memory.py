@@ -13,6 +13,7 @@ from dataclasses import replace
 from shared.model import Event, Task, utc_now
 from shared.ports import (
     DuplicateMessage,
+    Lease,
     LoggedEvent,
     StoredTask,
     TaskExists,
@@ -44,13 +45,14 @@ class MemoryTaskStore:
         *,
         dialect: str,
         message_id: str | None = None,
+        lease: Lease | None = None,
     ) -> StoredTask:
         with self._lock:
             if task.id in self._tasks:
                 raise TaskExists(task.id)
             self._claim(owner, message_id, task.id)
             now = utc_now()
-            stored = StoredTask(task, owner, 1, len(events), dialect, now, now)
+            stored = StoredTask(task, owner, 1, len(events), dialect, now, now, lease)
             self._tasks[task.id] = stored
             self._events[task.id] = [LoggedEvent(i + 1, e) for i, e in enumerate(events)]
             self._changed.notify_all()
@@ -79,6 +81,7 @@ class MemoryTaskStore:
                 version=stored.version + 1,
                 last_seq=stored.last_seq + len(events),
                 updated_at=utc_now(),
+                lease=current.lease,
             )
             self._tasks[task.id] = new
             self._changed.notify_all()

@@ -1,11 +1,12 @@
-"""`make bench`: throughput, latency, cold start, memory and Firestore costs of `a2a`, and
+"""`make bench`: throughput, latency, cold start, memory and Firestore costs of `a2a`;
 streaming: time to the first frame of an inline stream, and the latency from an event's
 commit in one process to its frame at a subscriber on another (Firestore emulator, listener
-and polling).
+and polling); background work: the time from a non-blocking send to the handler's start in
+the worker, and tasks completed per second through the queue (embedded, and `a2a` ->
+Cloud Tasks -> `worker` on the emulators).
 
-Runs functions-framework as `make run` does, with the echo agent, on the embedded backend and
-on the Firestore emulator, and drives it over real HTTP from this process. Every loop is
-bounded in count and time and talks to localhost only.
+Runs functions-framework as `make run` does and drives it over real HTTP from this process.
+Every loop is bounded in count and time and talks to localhost only.
 """
 
 from __future__ import annotations
@@ -14,9 +15,14 @@ import argparse
 import json
 import os
 import statistics
+import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
+from datetime import timedelta
 from pathlib import Path
 
 import requests
@@ -26,11 +32,10 @@ from tests import sse
 from tests.conftest import Server
 
 
-def send_body(text: str) -> str:
+def send_body(text: str, *, blocking: bool = True) -> str:
     message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": text}]}
-    return json.dumps(
-        {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
-    )
+    params = {"message": message, "configuration": {"returnImmediately": not blocking}}
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params})
 
 
 HEADERS = {"Content-Type": "application/json", "A2A-Version": "1.0"}
@@ -213,6 +218,103 @@ def streaming(args: argparse.Namespace) -> None:
         )
 
 
+@contextmanager
+def background_stack(emulators: bool, log: Path) -> Iterator[Server]:
+    """An `a2a` server whose background turns run tests.handlers.long: on the embedded
+    backend, or through the Cloud Tasks emulator to a `worker` server on Firestore's."""
+    env = {"A2A_HANDLER": "tests.handlers.long", "TEST_HANDLER_LOG": str(log)}
+    with ExitStack() as stack:
+        if emulators:
+            from google.cloud import tasks_v2
+
+            from emulator import start_firestore, start_tasks_emulator
+
+            firestore = stack.enter_context(start_firestore())
+            tasks = stack.enter_context(start_tasks_emulator(secret="bench", out=None))
+            parent = f"projects/{firestore.project}/locations/local"
+            client = tasks.client()
+            retry = tasks_v2.RetryConfig(min_backoff=timedelta(seconds=0.1))
+            client.create_queue(
+                parent=parent,
+                queue=tasks_v2.Queue(name=f"{parent}/queues/work", retry_config=retry),
+            )
+            env |= {
+                **firestore.env(),
+                **tasks.env(),
+                "A2A_BACKEND": "firestore",
+                "GOOGLE_CLOUD_PROJECT": firestore.project,
+                "A2A_TASKS_SERVICE_ACCOUNT": "bench@demo-a2a-functions.iam.gserviceaccount.com",
+            }
+            worker = Server(env, target="worker")
+            stack.callback(worker.stop)
+            env |= {"A2A_WORKER_URL": f"{worker.url}/", "A2A_REGION": "local"}
+        server = Server(env)
+        stack.callback(server.stop)
+        yield server
+
+
+def handler_starts(log: Path) -> dict[str, float]:
+    """Task id -> when the handler started on it (time.time()), from the handler's log."""
+    if not log.exists():
+        return {}
+    lines = [line.split() for line in log.read_text().splitlines()]
+    return {task: float(at) for at, what, task in lines if what == "start"}
+
+
+def queue_figures(emulators: bool, sends: int, tasks: int, seconds: float) -> None:
+    where = "emulators (a2a -> Cloud Tasks -> worker, Firestore)" if emulators else "embedded"
+    log = Path(tempfile.mkdtemp()) / "handler.log"
+    with background_stack(emulators, log) as server:
+        session = requests.Session()
+
+        def send(text: str) -> str:
+            answer = session.post(
+                server.url, data=send_body(text, blocking=False), headers=HEADERS, timeout=30
+            ).json()
+            task_id: str = answer["result"]["task"]["id"]
+            return task_id
+
+        send("artifacts=1 delay=0")  # warm-up: the worker builds its app on its first call
+        time.sleep(1)
+        delays = []
+        for _ in range(sends):
+            sent = time.time()
+            task_id = send("artifacts=1 delay=0")
+            deadline = time.monotonic() + 10
+            while task_id not in (started := handler_starts(log)):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the handler never started on {task_id}")
+                time.sleep(0.002)
+            delays.append(started[task_id] - sent)
+        print(f"\nbackground work, {where}:")
+        p50, p99 = (percentile(delays, q) * 1000 for q in (0.5, 0.99))
+        print(
+            f"  non-blocking send -> handler start, {len(delays)} sends one at a time: "
+            f"p50 {p50:.0f} ms, p99 {p99:.0f} ms"
+        )
+        before = completed(server)
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda _: send("artifacts=1 delay=0"), range(tasks)))
+        deadline = time.monotonic() + seconds
+        while (done := completed(server) - before) < tasks and time.monotonic() < deadline:
+            time.sleep(0.05)
+        elapsed = time.perf_counter() - t0
+        print(
+            f"  {tasks} non-blocking sends from 8 clients: {done} completed in {elapsed:.1f} s, "
+            f"{done / elapsed:.1f} tasks/s through the queue"
+        )
+
+
+def completed(server: Server) -> int:
+    """How many tasks are completed (ListTasks' count: one read, not one per task)."""
+    params = {"status": "TASK_STATE_COMPLETED", "pageSize": 1}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": params}
+    answer = requests.post(server.url, data=json.dumps(body), headers=HEADERS, timeout=30).json()
+    total: int = answer["result"]["totalSize"]
+    return total
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--clients", type=int, default=16)
@@ -220,6 +322,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60, help="upper bound for the load phase")
     parser.add_argument("--stream-tasks", type=int, default=5, help="tasks per tail mode")
     parser.add_argument("--only-streaming", action="store_true")
+    parser.add_argument("--sends", type=int, default=20, help="timed non-blocking sends")
+    parser.add_argument("--tasks", type=int, default=100, help="tasks through the queue")
     args = parser.parse_args()
     if args.only_streaming:
         streaming(args)
@@ -258,6 +362,8 @@ def main() -> None:
             budget = budgets[name.split(",")[0]]
             print(f"  {name}: {reads} reads, {writes} writes {budget}")
     streaming(args)
+    for emulators in (False, True):
+        queue_figures(emulators, args.sends, args.tasks, args.seconds)
 
 
 def throughput(

@@ -13,6 +13,7 @@ from shared.model import Artifact, ArtifactUpdate, Event, Part, Task, TaskState,
 from shared.ports import (
     DuplicateMessage,
     InvalidPageToken,
+    Lease,
     StoredTask,
     TaskExists,
     TaskQuery,
@@ -293,3 +294,25 @@ def test_a_task_larger_than_a_document_comes_back_whole(store: TaskStore) -> Non
     assert len(got.task.history) == 11
     assert seqs(store, task.id) == list(range(1, 24))
     assert store.list(ALICE, TaskQuery()).tasks == [current]
+
+
+def test_a_lease_is_stored_kept_by_other_writers_and_released(store: TaskStore) -> None:
+    task, events = new_task()
+    queued = store.create(ALICE, task, events, dialect="v1.0", lease=Lease(turn=1))
+    assert store.get(ALICE, task.id) == queued
+    assert queued.lease == Lease(turn=1)
+    expires = T0 + timedelta(seconds=30)
+    held = Lease(turn=1, holder="run-a", expires=expires, attempt=2, final=True)
+    current = store.commit(replace(queued, lease=held), task, [])
+    got = store.get(ALICE, task.id)
+    assert got is not None and got.lease == held == current.lease
+    # A writer that knows nothing of leases (a message joining the task) keeps it.
+    current = step(store, got, [message("by the way", task.id)])
+    assert store.get(ALICE, task.id).lease == held  # type: ignore[union-attr]
+    # A stale snapshot cannot take the lease: the write loses like any other.
+    with pytest.raises(VersionConflict):
+        store.commit(replace(got, lease=replace(held, holder="run-b")), task, [])
+    released = store.commit(replace(current, lease=None), current.task, [])
+    assert released.lease is None
+    assert store.get(ALICE, task.id) == released
+    assert store.list(ALICE, TaskQuery()).tasks == [released]
