@@ -14,13 +14,13 @@ import flask
 import functions_framework
 
 from shared.app import build, build_worker
-from shared.bindings.worker import WorkerApp
+from shared.bindings.queue_target import QueueTargetApp
 
 _a2a = build()
 
 
 @functools.cache
-def _worker() -> WorkerApp:
+def _worker() -> QueueTargetApp:
     return build_worker(store=_a2a.service.store)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from shared.agent import HandlerModule, load_handler_module
 from shared.bindings.http import HttpApp
-from shared.bindings.worker import WorkerApp
+from shared.bindings.queue_target import QueueTargetApp
 from shared.card import AgentCard, card_template
 from shared.identity import Authenticator
 from shared.ports import PushConfigStore, TaskQueue, TaskStore
@@ -121,7 +121,9 @@ def build(settings: Settings | None = None, store: TaskStore | None = None) -> H
     return HttpApp(service, card, Authenticator(settings), settings, signer)
 
 
-def build_worker(settings: Settings | None = None, store: TaskStore | None = None) -> WorkerApp:
+def build_worker(
+    settings: Settings | None = None, store: TaskStore | None = None
+) -> QueueTargetApp:
     settings = settings or Settings.from_env()
     worker = Worker(
         store or _store(settings),
@@ -129,4 +131,10 @@ def build_worker(settings: Settings | None = None, store: TaskStore | None = Non
         commit_interval=settings.commit_interval,
         lease_seconds=settings.lease_seconds,
     )
-    return WorkerApp(worker, _verifier(settings), settings)
+    return QueueTargetApp(
+        "worker",
+        worker.deliver,
+        _verifier(settings),
+        url=settings.worker_url,
+        max_attempts=settings.work_max_attempts,
+    )

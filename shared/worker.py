@@ -37,7 +37,7 @@ from shared.model import (
     new_id,
     utc_now,
 )
-from shared.ports import Delivery, Lease, StoredTask, TaskStore, VersionConflict
+from shared.ports import BadPayload, Delivery, Lease, StoredTask, TaskStore, VersionConflict
 from shared.runtime import Turn
 
 log = logging.getLogger("a2a.worker")
@@ -45,10 +45,6 @@ log = logging.getLogger("a2a.worker")
 _ATTEMPTS = 20  # lost races in a row before we call it a bug, not bad luck
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_-]{1,400}")
 LOST_TEXT = "The agent stopped working on this task and gave up after its last retry."
-
-
-class BadJob(ValueError):
-    """A payload that is not a job of this worker; the message names the field."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +75,7 @@ class Job:
     @classmethod
     def from_payload(cls, payload: object) -> Job:
         if not isinstance(payload, dict):
-            raise BadJob("the payload must be a JSON object")
+            raise BadPayload("the payload must be a JSON object")
         values: dict[str, Any] = {}
         for field, key, kind in (
             ("task_id", "taskId", str),
@@ -89,7 +85,7 @@ class Job:
         ):
             value = payload.get(key)
             if not isinstance(value, kind) or isinstance(value, bool):
-                raise BadJob(f"{key} must be a {kind.__name__}")
+                raise BadPayload(f"{key} must be a {kind.__name__}")
             values[field] = value
         return cls(**values)
 
@@ -120,7 +116,7 @@ class Worker:
         self._lease_seconds = lease_seconds
 
     def deliver(self, payload: object, delivery: Delivery) -> Outcome:
-        """Run the job in `payload`. Raises BadJob for a malformed payload and whatever the
+        """Run the job in `payload`. Raises BadPayload for a malformed payload and whatever the
         store raised (the queue retries); on the last attempt, the task is failed first."""
         job = Job.from_payload(payload)
         try:

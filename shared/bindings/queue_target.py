@@ -1,0 +1,90 @@
+"""The HTTP face of a Cloud Tasks target (`worker`, `deliver`): a POSTed payload in, its
+fate out.
+
+Only Cloud Tasks may call: its token is checked before anything else (shared.tasks_auth).
+The status code is the whole protocol: 2xx lets Cloud Tasks forget the payload (done, or
+nothing to do), anything else makes it retry with backoff. Errors are JSON, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import flask
+
+from shared.ports import Answer, BadPayload, Delivery
+from shared.tasks_auth import TokenRefused, TokenVerifier, bearer
+
+log = logging.getLogger("a2a.queue_target")
+
+# Takes one payload and its attempt; raises BadPayload when it cannot read the payload.
+Target = Callable[[dict[str, Any], Delivery], Answer]
+
+
+def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> flask.Response:
+    body = json.dumps(payload, separators=(",", ":"))
+    return flask.Response(body, status=status, mimetype="application/json", headers=headers)
+
+
+class QueueTargetApp:
+    def __init__(
+        self,
+        name: str,
+        target: Target,
+        verifier: TokenVerifier,
+        *,
+        url: str | None,
+        max_attempts: int,
+    ) -> None:
+        """`url` is the target's own URL (the audience of its tokens), when known."""
+        self.name = name
+        self.target = target
+        self._verifier = verifier
+        self._url = url
+        self._max_attempts = max_attempts
+
+    def __call__(self, request: flask.Request) -> flask.Response:
+        if request.method != "POST":
+            return _json({"error": f"the {self.name} takes Cloud Tasks' POST requests only"}, 405)
+        try:
+            token = bearer(request.headers.get("Authorization"))
+            self._verifier.verify(token, self._audience(request))
+        except TokenRefused as exc:
+            log.warning("refused a call to the %s: %s", self.name, exc)
+            return _json(
+                {"error": f"only Cloud Tasks may call the {self.name}: {exc}"},
+                401,
+                {"WWW-Authenticate": "Bearer"},
+            )
+        try:
+            payload = json.loads(request.get_data())
+        except ValueError:
+            return _json({"error": "the body must be a JSON object"}, 400)
+        attempt = _count(request.headers.get("X-CloudTasks-TaskRetryCount"))
+        delivery = Delivery(attempt, final=attempt + 1 >= self._max_attempts)
+        try:
+            outcome = self.target(payload, delivery)
+        except BadPayload as exc:
+            return _json({"error": f"not a payload of the {self.name}: {exc}"}, 400)
+        except Exception:
+            log.exception("%s: attempt %d failed; Cloud Tasks retries it", self.name, attempt + 1)
+            return _json({"error": f"the {self.name} failed; its log says why"}, 500)
+        return _json({"outcome": outcome.value}, 200 if outcome.accepted else 503)
+
+    def _audience(self, request: flask.Request) -> str:
+        """The URL Cloud Tasks addresses its tokens to: the configured one, else this
+        request's (the deploy cannot tell a function its own URL before it exists)."""
+        if self._url:
+            return self._url
+        proto = request.headers.get("X-Forwarded-Proto", request.scheme).split(",")[0].strip()
+        return f"{proto}://{request.host}{request.path}"
+
+
+def _count(header: str | None) -> int:
+    try:
+        return max(0, int(header or 0))
+    except ValueError:
+        return 0
