@@ -78,7 +78,12 @@ def function_env(settings: Settings, role: str) -> dict[str, str]:
         "A2A_RETENTION_DAYS": str(settings.retention_days),
         "A2A_FUNCTION_TIMEOUT": str(getattr(settings.functions, role).timeout),
         "A2A_TASKS_SERVICE_ACCOUNT": settings.invoker_email,
-    }
+    } | (
+        # Only `deliver` acts on the push queue's last attempt.
+        {"A2A_PUSH_MAX_ATTEMPTS": str(settings.queues.push.max_attempts)}
+        if role == "deliver"
+        else {}
+    )
 
 
 def deploy_plan(settings: Settings, repo_root: Path, stage_root: Path) -> list[Step]:

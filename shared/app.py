@@ -17,8 +17,10 @@ from shared.bindings.queue_target import QueueTargetApp
 from shared.card import AgentCard, card_template
 from shared.identity import Authenticator
 from shared.ports import PushConfigStore, TaskQueue, TaskStore
+from shared.push_delivery import Deliverer, PushNotifier
 from shared.push_signing import NotificationSigner
 from shared.push_url import check_push_url
+from shared.queue.inline import InlineQueue
 from shared.service import A2AService
 from shared.settings import Settings, SettingsError
 from shared.tasks_auth import EmulatorTokens, GoogleTokens, TokenVerifier
@@ -54,20 +56,44 @@ def _push_store(settings: Settings, store: TaskStore) -> PushConfigStore | None:
     return MemoryPushConfigStore()
 
 
-def _queue(settings: Settings) -> TaskQueue | None:
-    """The Cloud Tasks queue to the worker function, or None: the service runs background
-    turns in process."""
-    if settings.worker_url is None:
+def _cloud_queue(settings: Settings, queue: str, target_url: str | None) -> TaskQueue | None:
+    """The Cloud Tasks queue to a target function, or None: the work runs in process."""
+    if target_url is None:
         return None
     from shared.queue.cloud_tasks import CloudTasksQueue
 
     assert settings.tasks_service_account is not None  # Settings.from_env checked it
     return CloudTasksQueue(
-        f"projects/{settings.project}/locations/{settings.region}/queues/{settings.work_queue}",
-        settings.worker_url,
+        f"projects/{settings.project}/locations/{settings.region}/queues/{queue}",
+        target_url,
         settings.tasks_service_account,
         emulator_host=settings.tasks_emulator_host,
     )
+
+
+def _signer(settings: Settings, module: HandlerModule) -> NotificationSigner | None:
+    if not settings.push_signing_key:
+        return None
+    return NotificationSigner(
+        settings.push_signing_key, issuer=settings.public_url or module.info.name
+    )
+
+
+def _push(
+    settings: Settings, store: TaskStore, module: HandlerModule
+) -> tuple[PushConfigStore, Deliverer] | None:
+    """The push config store and the deliverer, when push notifications are on."""
+    configs = _push_store(settings, store)
+    if configs is None:
+        return None
+    hosts = settings.push_allowed_hosts
+    deliverer = Deliverer(
+        store,
+        configs,
+        check_url=lambda url: check_push_url(url, allowed_hosts=hosts),
+        signer=_signer(settings, module),
+    )
+    return configs, deliverer
 
 
 def _verifier(settings: Settings) -> TokenVerifier:
@@ -100,25 +126,36 @@ def build(settings: Settings | None = None, store: TaskStore | None = None) -> H
     module = load_handler_module(settings.handler)
     store = store or _store(settings)
     hosts = settings.push_allowed_hosts
+    push = _push(settings, store, module)
+    push_queue: TaskQueue | None = None
+    if push is not None:
+        configs, deliverer = push
+        queue = _cloud_queue(settings, settings.push_queue, settings.deliver_url)
+        if queue is None:
+            queue = InlineQueue(
+                lambda payload, delivery: deliverer.deliver(payload, delivery).accepted,
+                max_attempts=settings.push_max_attempts,
+            )
+        store.observers.observe(PushNotifier(configs, queue))
+        push_queue = queue
     service = A2AService(
         store,
         module,
         commit_interval=settings.commit_interval,
         deduplicate=settings.deduplicate_messages,
-        push_configs=_push_store(settings, store),
+        push_configs=push[0] if push else None,
         check_push_url=lambda url: check_push_url(url, allowed_hosts=hosts),
-        queue=_queue(settings),
+        queue=_cloud_queue(settings, settings.work_queue, settings.worker_url),
         blocking_wait=settings.blocking_wait,
         lease_seconds=settings.lease_seconds,
     )
     card = AgentCard(
         card_template(module, settings), _card_time(module), hybrid=settings.card_style == "hybrid"
     )
-    signer = None
-    if settings.push_signing_key:
-        issuer = settings.public_url or module.info.name
-        signer = NotificationSigner(settings.push_signing_key, issuer=issuer)
-    return HttpApp(service, card, Authenticator(settings), settings, signer)
+    app = HttpApp(service, card, Authenticator(settings), settings, _signer(settings, module))
+    if push_queue is not None:
+        app.closers.append(push_queue.close)
+    return app
 
 
 def build_worker(
@@ -137,4 +174,22 @@ def build_worker(
         _verifier(settings),
         url=settings.worker_url,
         max_attempts=settings.work_max_attempts,
+    )
+
+
+def build_deliver(
+    settings: Settings | None = None, store: TaskStore | None = None
+) -> QueueTargetApp:
+    """The `deliver` function: Cloud Tasks hands it push deliveries."""
+    settings = settings or Settings.from_env()
+    store = store or _store(settings)
+    push = _push(settings, store, load_handler_module(settings.handler))
+    if push is None:
+        raise SettingsError("the deliver function needs A2A_PUSH_NOTIFICATIONS=true")
+    return QueueTargetApp(
+        "deliver",
+        push[1].deliver,
+        _verifier(settings),
+        url=settings.deliver_url,
+        max_attempts=settings.push_max_attempts,
     )

@@ -13,9 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from shared.model import Event, PushConfig, Task, TaskState
+
+if TYPE_CHECKING:
+    from shared.store.observers import CommitObservers
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,9 @@ class EventTail(Protocol):
 
 
 class TaskStore(Protocol):
+    #: told of every commit that logged events (shared.store.observers)
+    observers: CommitObservers
+
     def get(self, owner: str, task_id: str) -> StoredTask | None:
         """The task, or None when it does not exist for this owner."""
         ...
@@ -179,8 +185,10 @@ class StoredPushConfig:
 class PushConfigStore(Protocol):
     """A task's push notification configs. Callers check the task's owner first."""
 
-    def put(self, config: PushConfig, *, dialect: str) -> StoredPushConfig:
-        """Create or replace the config with this id (a replaced one keeps its progress)."""
+    def put(self, config: PushConfig, *, dialect: str, delivered_seq: int = 0) -> StoredPushConfig:
+        """Create or replace the config with this id. A new config counts events up to
+        `delivered_seq` as delivered (it hears only of later ones); a replaced one keeps its
+        progress."""
         ...
 
     def get(self, task_id: str, config_id: str) -> StoredPushConfig | None: ...
@@ -191,6 +199,21 @@ class PushConfigStore(Protocol):
 
     def delete(self, task_id: str, config_id: str) -> bool:
         """Remove the config; False when there was none (deleting is idempotent)."""
+        ...
+
+    def begin_delivery(
+        self, task_id: str, config_id: str, holder: str, until: datetime
+    ) -> StoredPushConfig | None:
+        """Take the config's sending lease until `until`, if no other live delivery holds it:
+        deliveries to one config go out one at a time, in order. None: busy, or no config."""
+        ...
+
+    def delivered(self, task_id: str, config_id: str, holder: str, seq: int) -> None:
+        """Record that events up to `seq` reached the webhook (the holder's lease)."""
+        ...
+
+    def end_delivery(self, task_id: str, config_id: str, holder: str) -> None:
+        """Give the sending lease back."""
         ...
 
 
@@ -231,4 +254,8 @@ class TaskQueue(Protocol):
 
         Names are letters, digits, `-` and `_`. Raises TaskTooLarge over the size limit.
         """
+        ...
+
+    def close(self) -> None:
+        """Let go of connections and threads (the process is going away)."""
         ...

@@ -106,6 +106,9 @@ class A2AService:
             )
         self._queue = queue
 
+    def close(self) -> None:
+        self._queue.close()
+
     # -- send ------------------------------------------------------------------------------
 
     def send(
@@ -205,7 +208,9 @@ class A2AService:
                     continue  # the task can be resumed again: decide again
             task = self._new_task(request) if stored is None else stored.task
             if request.push_config is not None:
-                self._inline_push_config(request, task.id, dialect)
+                # A new task's config hears of every event; a resumed one's of those to come.
+                seen = stored.last_seq if stored is not None else 0
+                self._inline_push_config(request, task.id, dialect, seen)
             if background:
                 try:
                     return self._queue_turn(
@@ -242,11 +247,13 @@ class A2AService:
             f"task {request.task_id} cannot be created: the id is taken", field="params.id"
         )
 
-    def _inline_push_config(self, request: SendRequest, task_id: str, dialect: str) -> None:
+    def _inline_push_config(
+        self, request: SendRequest, task_id: str, dialect: str, delivered_seq: int
+    ) -> None:
         config = decode.push_config(
             request.push_config, request.push_config_field, task_id=task_id, default_id=new_id()
         )
-        self._put_push_config(config, dialect)
+        self._put_push_config(config, dialect, delivered_seq)
 
     def _turn(
         self,
@@ -480,7 +487,9 @@ class A2AService:
             )
         return self.push_configs
 
-    def _put_push_config(self, config: PushConfig, dialect: str) -> StoredPushConfig:
+    def _put_push_config(
+        self, config: PushConfig, dialect: str, delivered_seq: int
+    ) -> StoredPushConfig:
         store = self.require_push()
         try:
             self._check_push_url(config.url)
@@ -488,11 +497,12 @@ class A2AService:
             raise InvalidParamsError(
                 f"push notification URL refused: {exc}", field="pushNotificationConfig.url"
             ) from None
-        return store.put(config, dialect=dialect)
+        return store.put(config, dialect=dialect, delivered_seq=delivered_seq)
 
     def set_push_config(self, owner: str, config: PushConfig, dialect: str) -> StoredPushConfig:
-        self.get(owner, config.task_id, 0)
-        return self._put_push_config(config, dialect)
+        """A config made for a task that exists hears of the events that come after it."""
+        stored = self.get(owner, config.task_id, 0)
+        return self._put_push_config(config, dialect, stored.last_seq)
 
     def get_push_config(self, owner: str, task_id: str, config_id: str | None) -> PushConfig:
         """The config, or with no id the task's first one (v0.x get without a config id)."""

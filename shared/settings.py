@@ -54,10 +54,10 @@ ENVIRONMENT = {
     "max_streams": "A2A_MAX_STREAMS",
     "stream_tail": "A2A_STREAM_TAIL",
     "threads": "THREADS",
+    "deliver_url": "A2A_DELIVER_URL",
+    "push_queue": "A2A_PUSH_QUEUE",
+    "push_max_attempts": "A2A_PUSH_MAX_ATTEMPTS",
 }
-# Set by `make deploy` for push delivery (issue 6), which no code reads yet: accepted so that
-# a deployed function starts.
-RESERVED = frozenset({"A2A_DELIVER_URL", "A2A_PUSH_QUEUE"})
 
 
 class SettingsError(ValueError):
@@ -88,7 +88,12 @@ class Settings(BaseModel):
     # A resent messageId gets the first send's task. Off only for clients that reuse message
     # ids for different messages (the A2A TCK does): ids are meant to be unique.
     deduplicate_messages: bool = True
-    push_notifications: bool = False
+    push_notifications: bool = True
+    # With A2A_DELIVER_URL set, notifications go to that `deliver` function through the Cloud
+    # Tasks queue `push`; without it, to a thread pool in this process.
+    deliver_url: str | None = None
+    push_queue: str = "push"
+    push_max_attempts: int = Field(default=20, ge=1)  # the push queue's max_attempts
     # Webhook hosts allowed even though they resolve to non-public addresses (tests, dev).
     push_allowed_hosts: tuple[str, ...] = ()
     # PEM private key (EC P-256 or RSA) that signs notifications; from Secret Manager in prod.
@@ -176,7 +181,7 @@ class Settings(BaseModel):
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         environ = os.environ if environ is None else environ
-        known = {*ENVIRONMENT.values(), *RESERVED}
+        known = set(ENVIRONMENT.values())
         unknown = sorted(k for k in environ if k.startswith("A2A_") and k not in known)
         if unknown:
             raise SettingsError(

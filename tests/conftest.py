@@ -88,14 +88,20 @@ class Client:
 
 
 @pytest.fixture
-def make_client() -> Callable[..., Client]:
-    """A client over a fresh in-process app; keyword arguments are Settings fields."""
+def make_client() -> Iterator[Callable[..., Client]]:
+    """A client over a fresh in-process app; keyword arguments are Settings fields. The apps'
+    background queues stop after the test."""
+    made: list[Client] = []
 
     def make(**settings: Any) -> Client:
         values = {"handler": "functions.handlers.sample", **settings}
-        return Client(build(Settings(**values), store=MemoryTaskStore()))
+        client = Client(build(Settings(**values), store=MemoryTaskStore()))
+        made.append(client)
+        return client
 
-    return make
+    yield make
+    for client in made:
+        client.app.close()
 
 
 @pytest.fixture

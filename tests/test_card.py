@@ -28,7 +28,7 @@ def test_hybrid_card_has_v1_and_v03_fields(client: Client) -> None:
     assert card["url"] == "http://localhost/"
     assert card["preferredTransport"] == "JSONRPC"
     assert card["protocolVersion"] == "0.3.0"
-    assert card["capabilities"] == {"streaming": True, "pushNotifications": False}
+    assert card["capabilities"] == {"streaming": True, "pushNotifications": True}
     skill_ids = [s["id"] for s in card["skills"]]
     assert skill_ids == ["structured-output", "phone-order", "joke", "file-report", "echo"]
     for key in ("defaultInputModes", "defaultOutputModes", "version", "description"):

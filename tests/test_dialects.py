@@ -231,9 +231,6 @@ def test_error_shapes_per_version(client: Client) -> None:
 @pytest.mark.parametrize(
     ("method", "code"),
     [
-        ("CreateTaskPushNotificationConfig", -32003),
-        ("tasks/pushNotificationConfig/set", -32003),
-        ("tasks/pushNotification/get", -32003),
         ("GetExtendedAgentCard", -32004),
         ("agent/getAuthenticatedExtendedCard", -32004),
     ],

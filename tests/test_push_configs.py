@@ -26,13 +26,15 @@ def new_task(client: Client, text: str = "new phone", **headers: str) -> str:
     return task_id
 
 
-def test_card_says_push_when_enabled(push: Client, client: Client) -> None:
+def test_card_says_push_when_enabled(push: Client, make_client: Any) -> None:
     assert push.http.get("/.well-known/agent-card.json").get_json()["capabilities"][
         "pushNotifications"
     ]
-    assert not client.http.get("/.well-known/agent-card.json").get_json()["capabilities"][
-        "pushNotifications"
-    ]
+    assert (
+        not make_client(push_notifications=False)
+        .http.get("/.well-known/agent-card.json")
+        .get_json()["capabilities"]["pushNotifications"]
+    )
 
 
 def test_v1_create_get_list_delete(push: Client) -> None:
@@ -205,11 +207,20 @@ def test_unknown_task_is_not_found(push: Client) -> None:
     assert error["code"] == -32001
 
 
-def test_push_methods_say_unsupported_when_off(client: Client) -> None:
-    error = client.error(
-        "CreateTaskPushNotificationConfig", {"task_id": "t", "url": HOOK}, version="1.0"
-    )
-    assert error["code"] == -32003
+@pytest.mark.parametrize(
+    ("method", "version"),
+    [
+        ("CreateTaskPushNotificationConfig", "1.0"),
+        ("tasks/pushNotificationConfig/set", None),
+        ("tasks/pushNotification/get", None),
+        ("tasks/pushNotificationConfig", None),
+    ],
+)
+def test_push_methods_say_unsupported_when_off(
+    make_client: Any, method: str, version: str | None
+) -> None:
+    off = make_client(push_notifications=False)
+    assert off.error(method, {"taskId": "t", "url": HOOK}, version=version)["code"] == -32003
 
 
 @pytest.mark.parametrize(

@@ -105,13 +105,25 @@ def test_seed000_multi_turn_phone_order(start_server: Start) -> None:
     ]
 
 
-def test_seed000_push_is_refused_until_push_exists(start_server: Start) -> None:
-    server = start_server()
+# The seeds' webhooks are example hosts, which do not resolve here: allow them by name, as a
+# deployment allows chosen hosts (the URL check refuses names it cannot resolve).
+SEED_HOOKS = {"A2A_PUSH_ALLOWED_HOSTS": "example.com,client.example.com"}
+
+
+def test_seed000_push_set_and_get(start_server: Start) -> None:
+    server = start_server(**SEED_HOOKS)
+    server.rpc(S000["send_joke"])  # the section's task
+    expected = {
+        "id": TASK,
+        "pushNotificationConfig": {
+            "url": "https://example.com/callback",
+            "authentication": {"schemes": ["jwt"]},
+        },
+    }
     for name in ("set_push", "get_push"):
         answer = server.rpc(S000[name])
         assert answer["id"] == 1
-        assert answer["error"]["code"] == -32003
-        assert answer["error"]["message"].startswith("Push Notification is not supported")
+        assert answer["result"] == expected
 
 
 def test_seed000_stream_then_resubscribe(start_server: Start) -> None:
@@ -232,7 +244,7 @@ def test_seed003_v01_send_with_parts_under_data(start_server: Start) -> None:
 
 
 def test_seed004_informal_forms(start_server: Start) -> None:
-    server = start_server()
+    server = start_server(**SEED_HOOKS)
     for name in ("envelope", "send"):
         answer = server.rpc(S004[name])
         assert answer["id"] == S004[name]["id"]
@@ -270,7 +282,14 @@ def test_seed004_informal_forms(start_server: Start) -> None:
     assert [m["role"] for m in listed["result"]] == ["user", "agent"]
 
     pushed = server.rpc(S004["push_config"])
-    assert pushed["error"]["code"] == -32003  # push: a later issue
+    assert pushed["id"] == "4"
+    assert pushed["result"] == {
+        "taskId": "task-7f3a",
+        "pushNotificationConfig": {
+            "id": "task-7f3a",
+            "url": "https://client.example.com/hooks/a2a",
+        },
+    }
 
     canceled = server.rpc(S004["cancel"])
     assert canceled["id"] == "3"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import flask
@@ -68,12 +68,19 @@ class HttpApp:
         self.authenticator = authenticator
         self.settings = settings
         self.signer = signer
+        # What close() lets go of besides the service: the push queue, when in process.
+        self.closers: list[Callable[[], None]] = [service.close]
         self.streams = streaming.StreamPolicy(
             keepalive=settings.stream_keepalive,
             duration=settings.stream_duration,
             idle=settings.stream_idle,
             slots=streaming.StreamSlots(settings.stream_limit),
         )
+
+    def close(self) -> None:
+        """Stop background queues (tests, and a process shutting down)."""
+        for close in self.closers:
+            close()
 
     def __call__(self, request: flask.Request) -> flask.Response:
         path = request.path.rstrip("/") or "/"

@@ -43,6 +43,9 @@ class CloudTasksQueue:
         else:
             self._client = tasks_v2.CloudTasksClient()
 
+    def close(self) -> None:
+        self._client.transport.close()  # type: ignore[no-untyped-call]
+
     def enqueue(self, name: str, payload: dict[str, Any]) -> bool:
         task = tasks_v2.Task(
             name=f"{self._queue}/tasks/{name}",

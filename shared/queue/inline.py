@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -40,6 +39,12 @@ class InlineQueue:
         self._max_attempts = max_attempts
         self._min_backoff = min_backoff
         self._max_backoff = max_backoff
+        self._closed = threading.Event()
+
+    def close(self) -> None:
+        """Stop retrying and drop what is queued (the process is going away)."""
+        self._closed.set()
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
     def enqueue(self, name: str, payload: dict[str, Any]) -> bool:
         encode(name, payload)  # the same size limit as Cloud Tasks
@@ -63,6 +68,7 @@ class InlineQueue:
                 if isinstance(exc, KeyboardInterrupt | SystemExit):
                     raise
                 log.exception("%s: attempt %d failed", name, attempt + 1)
-            if not final:
-                time.sleep(min(self._max_backoff, self._min_backoff * 2**attempt))
-        log.error("%s: gave up after %d attempts", name, self._max_attempts)
+            if final or self._closed.wait(min(self._max_backoff, self._min_backoff * 2**attempt)):
+                break
+        if not self._closed.is_set():
+            log.error("%s: gave up after %d attempts", name, self._max_attempts)

@@ -56,6 +56,7 @@ from shared.ports import (
     TaskQuery,
     VersionConflict,
 )
+from shared.store.observers import CommitObservers
 from shared.store.paging import Cursor, decode_token, encode_token
 
 log = logging.getLogger("a2a.store.firestore")
@@ -142,6 +143,7 @@ class FirestoreTaskStore:
         self._part_limit = part_limit
         self._tail = tail
         self.cost = Cost()
+        self.observers = CommitObservers()
 
     @property
     def client(self) -> firestore.Client:
@@ -178,7 +180,9 @@ class FirestoreTaskStore:
             self._raise_if_duplicate(owner, message_id)
             raise TaskExists(task.id) from None
         self.cost.add(writes=len(results))
-        return replace(stored, token=_Revision(owner, task.id, results[0].update_time))
+        created = replace(stored, token=_Revision(owner, task.id, results[0].update_time))
+        self.observers.notify(created, events)
+        return created
 
     def commit(
         self,
@@ -223,7 +227,9 @@ class FirestoreTaskStore:
             # Not the message: a concurrent commit took these sequence numbers first.
             raise VersionConflict(task.id) from None
         self.cost.add(writes=len(results))
-        return replace(new, token=_Revision(current.owner, task.id, results[0].update_time))
+        committed = replace(new, token=_Revision(current.owner, task.id, results[0].update_time))
+        self.observers.notify(committed, events)
+        return committed
 
     def find_message(self, owner: str, message_id: str) -> str | None:
         snapshot = self._message_ref(owner, message_id).get()

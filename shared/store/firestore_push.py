@@ -1,15 +1,17 @@
 """Push configs in Firestore: `tasks/{taskId}/pushConfigs/{configId}`.
 
 Each document holds the config as JSON, the dialect it was made in, the last event sequence
-delivered to it (`delivered`), `createdAt` (lists are oldest first) and `expireAt` for the
-TTL policy. It shares the task store's client and cost counter.
+delivered to it (`delivered`), the sending lease (`sendingHolder`, `sendingUntil`: one
+delivery at a time, taken with an update-time precondition), `createdAt` (lists are oldest
+first) and `expireAt` for the TTL policy. It shares the task store's client and cost counter.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+from google.api_core import exceptions as google_errors
 from google.cloud import firestore
 
 from shared.model import PushConfig, utc_now
@@ -28,11 +30,11 @@ class FirestorePushConfigStore:
     def _ref(self, task_id: str, config_id: str) -> Any:
         return self._client.collection(TASKS, task_id, PUSH_CONFIGS).document(config_id)
 
-    def put(self, config: PushConfig, *, dialect: str) -> StoredPushConfig:
+    def put(self, config: PushConfig, *, dialect: str, delivered_seq: int = 0) -> StoredPushConfig:
         ref = self._ref(config.task_id, config.id)
         old = self._snapshot(ref)
         now = utc_now()
-        delivered = int(old["delivered"]) if old else 0
+        delivered = int(old["delivered"]) if old else delivered_seq
         ref.set(
             {
                 "config": config.model_dump_json(),
@@ -62,6 +64,37 @@ class FirestorePushConfigStore:
         ref.delete()
         self.cost.add(writes=1)
         return True
+
+    def begin_delivery(
+        self, task_id: str, config_id: str, holder: str, until: datetime
+    ) -> StoredPushConfig | None:
+        ref = self._ref(task_id, config_id)
+        snapshot = ref.get()
+        self.cost.add(reads=1)
+        if not snapshot.exists:
+            return None
+        data = snapshot.to_dict() or {}
+        taken_until = data.get("sendingUntil")
+        if data.get("sendingHolder") and taken_until is not None and taken_until > utc_now():
+            return None
+        try:
+            ref.update(
+                {"sendingHolder": holder, "sendingUntil": until},
+                option=self._client.write_option(last_update_time=snapshot.update_time),
+            )
+        except google_errors.FailedPrecondition:
+            return None  # another delivery took it between our read and write
+        self.cost.add(writes=1)
+        return _decode(data)
+
+    def delivered(self, task_id: str, config_id: str, holder: str, seq: int) -> None:
+        # The lease makes this writer the only one; a plain update keeps it one write.
+        self._ref(task_id, config_id).update({"delivered": seq})
+        self.cost.add(writes=1)
+
+    def end_delivery(self, task_id: str, config_id: str, holder: str) -> None:
+        self._ref(task_id, config_id).update({"sendingHolder": None, "sendingUntil": None})
+        self.cost.add(writes=1)
 
     def _snapshot(self, ref: Any) -> dict[str, Any] | None:
         snapshot = ref.get()

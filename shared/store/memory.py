@@ -21,11 +21,13 @@ from shared.ports import (
     TaskQuery,
     VersionConflict,
 )
+from shared.store.observers import CommitObservers
 from shared.store.paging import Cursor, decode_token, encode_token
 
 
 class MemoryTaskStore:
     def __init__(self) -> None:
+        self.observers = CommitObservers()
         self._lock = threading.Lock()
         self._tasks: dict[str, StoredTask] = {}
         self._events: dict[str, list[LoggedEvent]] = {}
@@ -56,7 +58,8 @@ class MemoryTaskStore:
             self._tasks[task.id] = stored
             self._events[task.id] = [LoggedEvent(i + 1, e) for i, e in enumerate(events)]
             self._changed.notify_all()
-            return stored
+        self.observers.notify(stored, events)
+        return stored
 
     def commit(
         self,
@@ -85,7 +88,8 @@ class MemoryTaskStore:
             )
             self._tasks[task.id] = new
             self._changed.notify_all()
-            return new
+        self.observers.notify(new, events)
+        return new
 
     def _claim(self, owner: str, message_id: str | None, task_id: str) -> None:
         if message_id is None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
+from datetime import datetime
 
-from shared.model import PushConfig
+from shared.model import PushConfig, utc_now
 from shared.ports import StoredPushConfig
 
 
@@ -14,15 +15,16 @@ class MemoryPushConfigStore:
         self._lock = threading.Lock()
         # task id -> config id -> config; dicts keep insertion order, so lists are oldest first
         self._configs: dict[str, dict[str, StoredPushConfig]] = {}
+        self._sending: dict[tuple[str, str], tuple[str, datetime]] = {}  # -> holder, until
 
-    def put(self, config: PushConfig, *, dialect: str) -> StoredPushConfig:
+    def put(self, config: PushConfig, *, dialect: str, delivered_seq: int = 0) -> StoredPushConfig:
         with self._lock:
             configs = self._configs.setdefault(config.task_id, {})
             old = configs.get(config.id)
             stored = (
                 replace(old, config=config, dialect=dialect)
                 if old is not None
-                else StoredPushConfig(config, dialect, 0)
+                else StoredPushConfig(config, dialect, delivered_seq)
             )
             configs[config.id] = stored
             return stored
@@ -36,3 +38,27 @@ class MemoryPushConfigStore:
     def delete(self, task_id: str, config_id: str) -> bool:
         with self._lock:
             return self._configs.get(task_id, {}).pop(config_id, None) is not None
+
+    def begin_delivery(
+        self, task_id: str, config_id: str, holder: str, until: datetime
+    ) -> StoredPushConfig | None:
+        with self._lock:
+            stored = self._configs.get(task_id, {}).get(config_id)
+            taken = self._sending.get((task_id, config_id))
+            if stored is None or (taken is not None and taken[1] > utc_now()):
+                return None
+            self._sending[(task_id, config_id)] = (holder, until)
+            return stored
+
+    def delivered(self, task_id: str, config_id: str, holder: str, seq: int) -> None:
+        with self._lock:
+            stored = self._configs.get(task_id, {}).get(config_id)
+            taken = self._sending.get((task_id, config_id))
+            if stored is not None and taken is not None and taken[0] == holder:
+                self._configs[task_id][config_id] = replace(stored, delivered_seq=seq)
+
+    def end_delivery(self, task_id: str, config_id: str, holder: str) -> None:
+        with self._lock:
+            taken = self._sending.get((task_id, config_id))
+            if taken is not None and taken[0] == holder:
+                del self._sending[(task_id, config_id)]

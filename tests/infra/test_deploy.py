@@ -116,6 +116,7 @@ def test_second_run_changes_nothing_then_only_what_differs(
     changed = [call[:4] for call in fake_gcloud.changes()]
     assert changed == [
         ["tasks", "queues", "update", "push"],
+        ["functions", "deploy", "deliver", "--gen2"],  # it reads the push queue's max attempts
         ["functions", "deploy", "worker", "--gen2"],
     ]
     out = capsys.readouterr().out

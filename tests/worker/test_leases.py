@@ -31,6 +31,9 @@ class Recorder:
         self.payloads.append(payload)
         return True
 
+    def close(self) -> None:
+        self.payloads.clear()
+
 
 def queued(text: str, lease: float = 1.5) -> tuple[A2AService, Worker, dict[str, Any], str]:
     store = MemoryTaskStore()

@@ -1,0 +1,237 @@
+"""Push notifications: from a task's committed events to POSTs on the clients' webhooks.
+
+`PushNotifier` observes the task store: after each commit that logged events, it enqueues
+one delivery per push config of the task on the `push` queue, named by task, config and the
+last sequence number (so a repeated enqueue adds nothing). The `deliver` function (or, on the
+embedded backend, an in-process queue) runs `Deliverer.deliver`, which sends everything the
+config has not received yet, in sequence order:
+
+- one delivery per config at a time (a sending lease on the config), so a later event
+  never overtakes an earlier one; a delivery that finds the lease taken is retried later;
+- the config records the last sequence delivered, so a retried delivery never posts again
+  what a webhook already accepted (at least once, and once after success);
+- any non-2xx answer, a timeout (10 s) or a refused connection fails the delivery, and the
+  queue retries it with backoff; the URL is checked against SSRF again before each POST and
+  at every redirect.
+
+Payloads follow the dialect the config was made in: v1.0 gets one `StreamResponse` per event
+(`application/a2a+json`); v0.3 and v0.1 get the task as it stands (`application/json`).
+Headers: `X-A2A-Notification-Token` (the config's token), `Authorization: <scheme>
+<credentials>` (its authentication), and `X-A2A-Notification-Signature` (a JWT over the body,
+when a signing key is configured).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from enum import Enum
+from typing import Any
+from urllib.parse import urljoin
+
+from shared.dialects.registry import BY_NAME
+from shared.model import ArtifactUpdate, Event, StatusUpdate, new_id, utc_now
+from shared.ports import (
+    BadPayload,
+    Delivery,
+    PushConfigStore,
+    StoredPushConfig,
+    StoredTask,
+    TaskQueue,
+    TaskStore,
+)
+from shared.push_signing import SIGNATURE_HEADER, NotificationSigner
+from shared.push_url import PushURLRefused
+
+log = logging.getLogger("a2a.push")
+
+TIMEOUT_SECONDS = 10
+MAX_REDIRECTS = 3
+# A delivery posts at most this many events, so that it ends well within its sending lease.
+EVENTS_PER_DELIVERY = 20
+SENDING_LEASE = timedelta(seconds=TIMEOUT_SECONDS * (EVENTS_PER_DELIVERY + MAX_REDIRECTS) + 30)
+
+
+def delivery_name(task_id: str, config_id: str, seq: int) -> str:
+    digest = hashlib.sha256(json.dumps([task_id, config_id]).encode()).hexdigest()[:40]
+    return f"p-{digest}-{seq}"
+
+
+class PushNotifier:
+    """The store observer that enqueues deliveries after each commit."""
+
+    def __init__(self, configs: PushConfigStore, queue: TaskQueue) -> None:
+        self._configs = configs
+        self._queue = queue
+
+    def __call__(self, stored: StoredTask, events: Sequence[Event]) -> None:
+        if not any(isinstance(e, StatusUpdate | ArtifactUpdate) for e in events):
+            return  # a message joining the history is not news for a webhook
+        for config in self._configs.list(stored.task.id):
+            self.enqueue(stored, config.config.id)
+
+    def enqueue(self, stored: StoredTask, config_id: str) -> None:
+        payload = {
+            "owner": stored.owner,
+            "taskId": stored.task.id,
+            "configId": config_id,
+            "seq": stored.last_seq,
+        }
+        self._queue.enqueue(delivery_name(stored.task.id, config_id, stored.last_seq), payload)
+
+
+class Outcome(Enum):
+    DELIVERED = "delivered"
+    NOTHING_TO_DO = "nothing to do"  # config gone, or these events were delivered already
+    BUSY = "busy"  # another delivery to this config is under way: retry later
+    FAILED = "failed"  # the webhook did not take it: retry with backoff
+
+    @property
+    def accepted(self) -> bool:
+        return self in (Outcome.DELIVERED, Outcome.NOTHING_TO_DO)
+
+
+class DeliveryFailed(Exception):
+    """The webhook did not accept a notification; the message says how."""
+
+
+@dataclass(frozen=True)
+class _Job:
+    owner: str
+    task_id: str
+    config_id: str
+    seq: int
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any]) -> _Job:
+        try:
+            job = cls(
+                str(payload["owner"]),
+                str(payload["taskId"]),
+                str(payload["configId"]),
+                int(payload["seq"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise BadPayload(
+                f"a push delivery needs owner, taskId, configId, seq ({exc})"
+            ) from None
+        return job
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """Redirects are followed by hand, so that each target is checked against SSRF."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
+
+
+class Deliverer:
+    def __init__(
+        self,
+        store: TaskStore,
+        configs: PushConfigStore,
+        *,
+        check_url: Callable[[str], None],
+        signer: NotificationSigner | None = None,
+    ) -> None:
+        self._store = store
+        self._configs = configs
+        self._check_url = check_url
+        self._signer = signer
+
+    def deliver(self, payload: dict[str, Any], delivery: Delivery) -> Outcome:
+        """Send the config what it has not received, up to the newest event. Raises
+        BadPayload for a payload that is not a delivery."""
+        job = _Job.from_payload(payload)
+        holder = new_id()
+        config = self._configs.begin_delivery(
+            job.task_id, job.config_id, holder, utc_now() + SENDING_LEASE
+        )
+        if config is None:
+            # Gone (nothing to do), or another delivery sends to it now (retry later).
+            gone = self._configs.get(job.task_id, job.config_id) is None
+            return Outcome.NOTHING_TO_DO if gone else Outcome.BUSY
+        try:
+            if config.delivered_seq >= job.seq:
+                return Outcome.NOTHING_TO_DO
+            self._send_pending(job, config, holder)
+        except DeliveryFailed as exc:
+            log.warning(
+                "push to %s for task %s failed (attempt %d): %s",
+                config.config.url,
+                job.task_id,
+                delivery.attempt + 1,
+                exc,
+            )
+            return Outcome.FAILED
+        finally:
+            self._configs.end_delivery(job.task_id, job.config_id, holder)
+        return Outcome.DELIVERED
+
+    def _send_pending(self, job: _Job, config: StoredPushConfig, holder: str) -> None:
+        stored = self._store.get(job.owner, job.task_id)
+        if stored is None:
+            return
+        pending = [
+            logged
+            for logged in self._store.events(job.owner, job.task_id, config.delivered_seq)
+            if isinstance(logged.event, StatusUpdate | ArtifactUpdate)
+        ][:EVENTS_PER_DELIVERY]
+        if not pending:
+            return
+        dialect = BY_NAME.get(config.dialect, BY_NAME["1.0"])
+        url, config_id = config.config.url, config.config.id
+        if dialect.version == "1.0":
+            for logged in pending:
+                event = logged.event
+                assert isinstance(event, StatusUpdate | ArtifactUpdate)
+                body = dialect.stream_update(event, stored.task)
+                self._post(url, body, config, "application/a2a+json")
+                self._configs.delivered(job.task_id, config_id, holder, logged.seq)
+        else:
+            # v0.x: the task as it stands, once for everything new.
+            self._post(url, dialect.task(stored.task), config, "application/json")
+            self._configs.delivered(job.task_id, config_id, holder, pending[-1].seq)
+
+    def _post(
+        self, url: str, payload: dict[str, Any], config: StoredPushConfig, content_type: str
+    ) -> None:
+        body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+        headers = {"Content-Type": content_type, "User-Agent": "a2a-functions push"}
+        if config.config.token:
+            headers["X-A2A-Notification-Token"] = config.config.token
+        auth = config.config.authentication
+        if auth is not None and auth.credentials:
+            headers["Authorization"] = f"{auth.schemes[0]} {auth.credentials}"
+        for _ in range(MAX_REDIRECTS + 1):
+            try:
+                self._check_url(url)
+            except PushURLRefused as exc:
+                raise DeliveryFailed(f"URL refused: {exc}") from None
+            if self._signer is not None:
+                headers[SIGNATURE_HEADER] = self._signer.sign(
+                    task_id=config.config.task_id, body=body, audience=url
+                )
+            request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+            try:
+                with _OPENER.open(request, timeout=TIMEOUT_SECONDS) as response:
+                    response.read(64 * 1024)  # drain a little, so the connection ends cleanly
+                    return
+            except urllib.error.HTTPError as exc:
+                location = exc.headers.get("Location")
+                if exc.code in (301, 302, 303, 307, 308) and location:
+                    url = urljoin(url, location)
+                    continue
+                raise DeliveryFailed(f"the webhook answered HTTP {exc.code}") from None
+            except (urllib.error.URLError, TimeoutError, OSError) as exc:
+                raise DeliveryFailed(f"no answer from the webhook ({exc})") from None
+        raise DeliveryFailed(f"more than {MAX_REDIRECTS} redirects")

@@ -1,0 +1,162 @@
+"""Push notifications delivered to a real webhook: in order, with their headers, signed,
+retried until taken, and never posted twice once taken (embedded backend)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import jwt
+import pytest
+
+from shared.model import ArtifactUpdate, StatusUpdate
+from shared.ports import Delivery
+from shared.push_delivery import Deliverer, Outcome
+from shared.push_url import PushURLRefused
+from tests.conftest import Client
+from tests.test_push_signing import EC_KEY
+from tests.webhook import Webhook
+
+
+@pytest.fixture
+def hook() -> Any:
+    webhook = Webhook()
+    yield webhook
+    webhook.down()
+
+
+def agent(make_client: Any, **settings: Any) -> Client:
+    values = {
+        "handler": "tests.handlers.slow",
+        "push_allowed_hosts": ("localhost",),
+        "commit_interval": 0.05,
+        **settings,
+    }
+    client: Client = make_client(**values)
+    return client
+
+
+def start(client: Client, hook: Webhook, text: str, **config: Any) -> str:
+    params = {
+        "message": {"messageId": text, "role": "ROLE_USER", "parts": [{"text": text}]},
+        "configuration": {"taskPushNotificationConfig": {"url": hook.url(), **config}},
+    }
+    task_id: str = client.result("SendMessage", params, version="1.0")["task"]["id"]
+    return task_id
+
+
+def news(client: Client, task_id: str) -> list[dict[str, Any]]:
+    """The task's status and artifact events, as the v1.0 webhook should receive them."""
+    from shared.dialects.v1_0 import V1
+
+    store = client.app.service.store
+    task = store.get("anonymous", task_id)
+    assert task is not None
+    return [
+        V1.stream_update(e.event, task.task)
+        for e in store.events("anonymous", task_id)
+        if isinstance(e.event, StatusUpdate | ArtifactUpdate)
+    ]
+
+
+def test_every_event_arrives_once_in_order_with_its_headers(
+    make_client: Any, hook: Webhook
+) -> None:
+    client = agent(make_client, push_signing_key=EC_KEY)
+    task_id = start(
+        client,
+        hook,
+        "steps=5 delay=0.1",
+        token="tok-1",
+        authentication={"scheme": "Bearer", "credentials": "sekret"},
+    )
+    expected = news(client, task_id)
+    assert len(expected) >= 7  # working, five steps, the artifact, completed
+    got = hook.wait_accepted(len(expected))
+    time.sleep(0.5)  # nothing more (no duplicates) comes after
+    assert [r.json for r in hook.accepted()] == expected
+    jwks = client.http.get("/.well-known/jwks.json").get_json()
+    for received in got:
+        assert received.headers["Content-Type"] == "application/a2a+json"
+        assert received.headers["X-A2A-Notification-Token"] == "tok-1"
+        assert received.headers["Authorization"] == "Bearer sekret"
+        token = received.headers["X-A2A-Notification-Signature"]
+        [key] = jwks["keys"]
+        claims = jwt.decode(token, jwt.PyJWK(key).key, algorithms=["ES256"], audience=hook.url())
+        assert claims["taskId"] == task_id
+        from shared.push_signing import body_hash
+
+        assert claims["bodySha256"] == body_hash(received.body)
+
+
+def test_a_v03_config_receives_the_task(make_client: Any, hook: Webhook) -> None:
+    client = agent(make_client)
+    message = {"messageId": "m", "role": "user", "parts": [{"kind": "text", "text": "steps=1"}]}
+    params = {"message": message, "configuration": {"pushNotificationConfig": {"url": hook.url()}}}
+    task = client.result("message/send", params)
+    received = hook.wait_accepted(1)
+    deadline = time.monotonic() + 5
+    while received[-1].json["status"]["state"] != "completed" and time.monotonic() < deadline:
+        received = hook.wait_accepted(len(received) + 1)
+    body = received[-1].json
+    assert body["kind"] == "task" and body["id"] == task["id"]
+    assert received[-1].headers["Content-Type"] == "application/json"
+
+
+def test_a_webhook_answering_500_is_retried(make_client: Any, hook: Webhook) -> None:
+    hook.answers.extend([500, 500])
+    client = agent(make_client)
+    task_id = start(client, hook, "steps=1 delay=0")
+    expected = news(client, task_id)
+    hook.wait_accepted(len(expected))
+    assert [r.status for r in hook.received[:2]] == [500, 500]
+    time.sleep(0.5)
+    assert [r.json for r in hook.accepted()] == expected
+
+
+def test_a_webhook_down_then_up_gets_everything_once(make_client: Any, hook: Webhook) -> None:
+    hook.down()
+    client = agent(make_client)
+    task_id = start(client, hook, "steps=3 delay=0.05")
+    expected = news(client, task_id)
+    time.sleep(3)  # deliveries fail (connection refused) and back off meanwhile
+    assert hook.received == []
+    hook.up()
+    hook.wait_accepted(len(expected), timeout=30)
+    time.sleep(0.5)
+    assert [r.json for r in hook.accepted()] == expected
+
+
+def test_a_url_refused_at_send_time_is_not_posted(make_client: Any, hook: Webhook) -> None:
+    client = agent(make_client, push_allowed_hosts=("localhost",))
+    task_id = start(client, hook, "steps=0 delay=0")
+    hook.wait_accepted(1)
+    configs = client.app.service.push_configs
+    assert configs is not None
+
+    def refuse(url: str) -> None:
+        raise PushURLRefused("resolves to 127.0.0.1, a loopback address")
+
+    deliverer = Deliverer(client.app.service.store, configs, check_url=refuse)
+    [stored] = configs.list(task_id)
+    config_id = stored.config.id
+    # The same config again, as if nothing was delivered yet, and the host's DNS changed
+    # since the config was set.
+    configs.delete(task_id, config_id)
+    configs.put(stored.config, dialect=stored.dialect, delivered_seq=0)
+    before = len(hook.received)
+    payload = {"owner": "anonymous", "taskId": task_id, "configId": config_id, "seq": 99}
+    assert deliverer.deliver(payload, Delivery()) is Outcome.FAILED
+    assert len(hook.received) == before
+
+
+def test_a_deleted_config_gets_nothing(make_client: Any, hook: Webhook) -> None:
+    client = agent(make_client)
+    task_id = start(client, hook, "steps=0 delay=0")
+    configs = client.app.service.push_configs
+    assert configs is not None
+    deliverer = Deliverer(client.app.service.store, configs, check_url=lambda url: None)
+    payload = {"owner": "anonymous", "taskId": task_id, "configId": "gone", "seq": 5}
+    assert deliverer.deliver(payload, Delivery()) is Outcome.NOTHING_TO_DO
+    with pytest.raises(ValueError, match="configId"):
+        deliverer.deliver({"owner": "x", "taskId": task_id}, Delivery())
