@@ -20,6 +20,7 @@ class Received:
     headers: dict[str, str]
     body: bytes
     status: int  # what the receiver answered
+    at: float  # time.time() of arrival
 
     @property
     def json(self) -> Any:
@@ -46,7 +47,9 @@ class Webhook:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 with hook._lock:
                     status = hook.answers.popleft() if hook.answers else 200
-                    hook.received.append(Received(self.path, dict(self.headers), body, status))
+                    hook.received.append(
+                        Received(self.path, dict(self.headers), body, status, time.time())
+                    )
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()

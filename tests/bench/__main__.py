@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import requests
@@ -306,6 +306,91 @@ def queue_figures(emulators: bool, sends: int, tasks: int, seconds: float) -> No
         )
 
 
+@contextmanager
+def push_stack(emulators: bool) -> Iterator[Server]:
+    """An `a2a` server (echo agent) whose notifications go out in process, or through the
+    Cloud Tasks emulator to a `deliver` server, on Firestore's emulator."""
+    env = {
+        "A2A_HANDLER": "functions.handlers.echo",
+        "A2A_PUSH_ALLOWED_HOSTS": "localhost",
+        "A2A_DEDUPLICATE_MESSAGES": "false",
+    }
+    with ExitStack() as stack:
+        if emulators:
+            from google.cloud import tasks_v2
+
+            from emulator import start_firestore, start_tasks_emulator
+
+            firestore = stack.enter_context(start_firestore())
+            tasks = stack.enter_context(start_tasks_emulator(secret="bench", out=None))
+            parent = f"projects/{firestore.project}/locations/local"
+            client = tasks.client()
+            retry = tasks_v2.RetryConfig(min_backoff=timedelta(seconds=0.1))
+            client.create_queue(
+                parent=parent,
+                queue=tasks_v2.Queue(name=f"{parent}/queues/push", retry_config=retry),
+            )
+            env |= {
+                **firestore.env(),
+                **tasks.env(),
+                "A2A_BACKEND": "firestore",
+                "GOOGLE_CLOUD_PROJECT": firestore.project,
+                "A2A_TASKS_SERVICE_ACCOUNT": "bench@demo-a2a-functions.iam.gserviceaccount.com",
+            }
+            deliver = Server(env, target="deliver")
+            stack.callback(deliver.stop)
+            env |= {"A2A_DELIVER_URL": f"{deliver.url}/", "A2A_REGION": "local"}
+        server = Server(env)
+        stack.callback(server.stop)
+        yield server
+
+
+def push_figures(emulators: bool, tasks: int, seconds: float) -> None:
+    """Notifications delivered per second, and the latency from a status event (its status
+    timestamp, taken as the handler makes it) to its arrival at a webhook."""
+    from tests.webhook import Webhook
+
+    where = "emulators (a2a -> Cloud Tasks -> deliver, Firestore)" if emulators else "embedded"
+    hook = Webhook()
+    try:
+        with push_stack(emulators) as server:
+            session = requests.Session()
+
+            def send(i: int) -> None:
+                body = json.loads(send_body(f"hello {i}"))
+                config = {"url": hook.url()}
+                body["params"]["configuration"] = {"taskPushNotificationConfig": config}
+                session.post(server.url, json=body, headers=HEADERS, timeout=30).raise_for_status()
+
+            send(-1)  # warm-up
+            hook.wait_accepted(3, timeout=30)
+            start = len(hook.accepted())
+            t0 = time.perf_counter()
+            with ThreadPoolExecutor(8) as pool:
+                list(pool.map(send, range(tasks)))
+            want = start + 3 * tasks  # echo: working, the artifact, completed
+            deadline = time.monotonic() + seconds
+            while len(hook.accepted()) < want and time.monotonic() < deadline:
+                time.sleep(0.02)
+            elapsed = time.perf_counter() - t0
+            arrived = hook.accepted()[start:]
+    finally:
+        hook.down()
+    latencies = []
+    for received in arrived:
+        update = received.json.get("statusUpdate")
+        if update:
+            stamp = update["status"]["timestamp"].replace("Z", "+00:00")
+            latencies.append(received.at - datetime.fromisoformat(stamp).timestamp())
+    p50, p99 = (percentile(latencies, q) * 1000 for q in (0.5, 0.99))
+    print(f"\npush notifications, {where}:")
+    print(
+        f"  {len(arrived)} notifications of {tasks} tasks (8 clients) in {elapsed:.1f} s: "
+        f"{len(arrived) / elapsed:.0f}/s; status event -> webhook p50 {p50:.0f} ms, "
+        f"p99 {p99:.0f} ms"
+    )
+
+
 def completed(server: Server) -> int:
     """How many tasks are completed (ListTasks' count: one read, not one per task)."""
     params = {"status": "TASK_STATE_COMPLETED", "pageSize": 1}
@@ -321,13 +406,28 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=150, help="per client")
     parser.add_argument("--seconds", type=float, default=60, help="upper bound for the load phase")
     parser.add_argument("--stream-tasks", type=int, default=5, help="tasks per tail mode")
-    parser.add_argument("--only-streaming", action="store_true")
     parser.add_argument("--sends", type=int, default=20, help="timed non-blocking sends")
     parser.add_argument("--tasks", type=int, default=100, help="tasks through the queue")
+    parser.add_argument(
+        "--only", choices=["requests", "streaming", "background", "push"], help="one section"
+    )
     args = parser.parse_args()
-    if args.only_streaming:
-        streaming(args)
-        return
+    for section in ("requests", "streaming", "background", "push"):
+        if args.only not in (None, section):
+            continue
+        if section == "requests":
+            requests_section(args)
+        elif section == "streaming":
+            streaming(args)
+        else:
+            for emulators in (False, True):
+                if section == "background":
+                    queue_figures(emulators, args.sends, args.tasks, args.seconds)
+                else:
+                    push_figures(emulators, args.tasks, args.seconds)
+
+
+def requests_section(args: argparse.Namespace) -> None:
     env = {"A2A_HANDLER": "functions.handlers.echo", "A2A_BACKEND": "memory"}
 
     print("cold start (embedded backend, echo agent), 3 runs:")
@@ -361,9 +461,6 @@ def main() -> None:
         for name, reads, writes in firestore_costs(emulator.project):
             budget = budgets[name.split(",")[0]]
             print(f"  {name}: {reads} reads, {writes} writes {budget}")
-    streaming(args)
-    for emulators in (False, True):
-        queue_figures(emulators, args.sends, args.tasks, args.seconds)
 
 
 def throughput(

@@ -1,0 +1,118 @@
+"""Push notifications on the emulator stack: `a2a` enqueues on the Cloud Tasks emulator, which
+dispatches to `deliver` (its own functions-framework process) with a signed token; the webhook
+refuses connections for 30 s and still gets every event, in order, once."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+import requests
+
+from emulator.cloud_tasks import TasksEmulator
+from emulator.firestore import FirestoreEmulator
+from shared.dialects.v1_0 import V1
+from shared.model import ArtifactUpdate, StatusUpdate
+from shared.store.firestore import FirestoreTaskStore
+from tests.conftest import Server
+from tests.webhook import Webhook
+
+SA = "a2a-tasks@demo-a2a-functions.iam.gserviceaccount.com"
+LOCATION = "local"
+
+
+@pytest.fixture(scope="module")
+def push_queue(tasks_emulator: TasksEmulator, firestore_emulator: FirestoreEmulator) -> str:
+    """A push queue retrying every second or two, for long enough to outlast the outage."""
+    from google.cloud import tasks_v2
+
+    client = tasks_emulator.client()
+    parent = f"projects/{firestore_emulator.project}/locations/{LOCATION}"
+    name = f"{parent}/queues/push-{uuid.uuid4().hex[:8]}"
+    retry = tasks_v2.RetryConfig(
+        max_attempts=100,
+        min_backoff=timedelta(seconds=0.5),
+        max_backoff=timedelta(seconds=2),
+        max_doublings=2,
+    )
+    client.create_queue(parent=parent, queue=tasks_v2.Queue(name=name, retry_config=retry))
+    client.transport.close()  # type: ignore[no-untyped-call]
+    return name
+
+
+@pytest.fixture(scope="module")
+def stack(firestore_emulator: FirestoreEmulator, push_queue: str) -> Iterator[dict[str, Server]]:
+    common = {
+        "A2A_BACKEND": "firestore",
+        "GOOGLE_CLOUD_PROJECT": firestore_emulator.project,
+        "A2A_HANDLER": "tests.handlers.slow",
+        "A2A_TASKS_SERVICE_ACCOUNT": SA,
+        "A2A_PUSH_ALLOWED_HOSTS": "localhost",
+        "A2A_COMMIT_INTERVAL_SECONDS": "0.05",
+    }
+    deliver = Server({**common, "A2A_PUSH_MAX_ATTEMPTS": "100"}, target="deliver")
+    a2a = Server(
+        {
+            **common,
+            "A2A_DELIVER_URL": f"{deliver.url}/",
+            "A2A_REGION": LOCATION,
+            "A2A_PUSH_QUEUE": push_queue.rsplit("/", 1)[-1],
+        }
+    )
+    yield {"a2a": a2a, "deliver": deliver}
+    a2a.stop()
+    deliver.stop()
+
+
+def send(server: Server, params: dict[str, Any]) -> dict[str, Any]:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params}
+    answer = server.rpc(body, {"A2A-Version": "1.0"})
+    assert "result" in answer, answer
+    task: dict[str, Any] = answer["result"]["task"]
+    return task
+
+
+def test_outage_of_30_s_loses_nothing_and_posts_nothing_twice(
+    stack: dict[str, Server], firestore_emulator: FirestoreEmulator
+) -> None:
+    hook = Webhook()
+    hook.down()
+    try:
+        message = {"messageId": "m-outage", "role": "ROLE_USER", "parts": [{"text": "steps=3"}]}
+        config = {"url": hook.url(), "token": "tok"}
+        task = send(
+            stack["a2a"],
+            {"message": message, "configuration": {"taskPushNotificationConfig": config}},
+        )
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+        store = FirestoreTaskStore(firestore_emulator.project)
+        stored = store.get("anonymous", task["id"])
+        assert stored is not None
+        expected = [
+            V1.stream_update(e.event, stored.task)
+            for e in store.events("anonymous", task["id"])
+            if isinstance(e.event, StatusUpdate | ArtifactUpdate)
+        ]
+        time.sleep(30)  # the receiver refuses connections; the queue keeps retrying
+        assert hook.received == []
+        hook.up()
+        got = hook.wait_accepted(len(expected), timeout=30)
+        time.sleep(3)  # retries still in flight must find nothing left to post
+        assert [r.json for r in hook.accepted()] == expected
+        assert all(r.headers["X-A2A-Notification-Token"] == "tok" for r in got)
+    finally:
+        hook.down()
+
+
+def test_deliver_refuses_callers_without_a_cloud_tasks_token(stack: dict[str, Server]) -> None:
+    payload = json.dumps({"owner": "anonymous", "taskId": "t", "configId": "c", "seq": 1})
+    url = stack["deliver"].url
+    for headers in ({}, {"Authorization": "Bearer not-a-token"}):
+        response = requests.post(url, data=payload, headers=headers, timeout=10)
+        assert response.status_code == 401
+        assert "only Cloud Tasks may call the deliver" in response.json()["error"]
