@@ -78,6 +78,9 @@ def function_env(settings: Settings, role: str) -> dict[str, str]:
         "A2A_RETENTION_DAYS": str(settings.retention_days),
         "A2A_FUNCTION_TIMEOUT": str(getattr(settings.functions, role).timeout),
         "A2A_TASKS_SERVICE_ACCOUNT": settings.invoker_email,
+        # functions-framework serves with 4 threads per CPU unless told: one thread per
+        # request the function accepts at once (an SSE stream holds one for its length).
+        "THREADS": str(getattr(settings.functions, role).concurrency),
     } | (
         # Only `deliver` acts on the push queue's last attempt.
         {"A2A_PUSH_MAX_ATTEMPTS": str(settings.queues.push.max_attempts)}
