@@ -36,11 +36,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def serve_and_get_card(staged: Path, env: dict[str, str] | None = None) -> requests.Response:
+def serve_and_get_card(
+    staged: Path, env: dict[str, str] | None = None, target: str = "a2a"
+) -> requests.Response:
+    """Serve the staged folder in a fresh interpreter; GET its card (a2a) or POST an empty
+    job without a token (worker, deliver)."""
     port = free_port()
     clean = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     command = [sys.executable, "-I", "-S", "-c", BOOT, sysconfig.get_paths()["purelib"]]
-    command += ["--target=a2a", f"--source={staged / 'main.py'}", f"--port={port}"]
+    command += [f"--target={target}", f"--source={staged / 'main.py'}", f"--port={port}"]
     command += ["--host=127.0.0.1"]
     with subprocess.Popen(
         command,
@@ -57,7 +61,9 @@ def serve_and_get_card(staged: Path, env: dict[str, str] | None = None) -> reque
                     output = server.stdout.read() if server.stdout else ""
                     pytest.fail(f"the staged function did not start:\n{output}")
                 try:
-                    return requests.get(f"http://127.0.0.1:{port}{CARD}", timeout=2)
+                    if target == "a2a":
+                        return requests.get(f"http://127.0.0.1:{port}{CARD}", timeout=2)
+                    return requests.post(f"http://127.0.0.1:{port}/", data="{}", timeout=5)
                 except requests.ConnectionError:
                     time.sleep(0.1)
             pytest.fail("the staged function did not answer within 20 s")
@@ -84,6 +90,21 @@ def test_staged_real_repo_serves_its_card(tmp_path: Path) -> None:
     response = serve_and_get_card(staged.path, env)
     assert response.status_code == 200
     assert response.json()["name"]
+
+
+@pytest.mark.parametrize("target", ["worker", "deliver"])
+def test_staged_real_repo_serves_the_private_functions(tmp_path: Path, target: str) -> None:
+    """Each private function loads from its staged folder and refuses a call without a
+    Cloud Tasks token before doing anything."""
+    staged = stage(REAL_ROOT, target, tmp_path / target, "functions.handlers.sample")
+    env = {
+        "A2A_BACKEND": "memory",
+        "A2A_HANDLER": "functions.handlers.sample",
+        "A2A_TASKS_SERVICE_ACCOUNT": "a2a-tasks@p.iam.gserviceaccount.com",
+    }
+    response = serve_and_get_card(staged.path, env, target)
+    assert response.status_code == 401
+    assert f"only Cloud Tasks may call the {target}" in response.json()["error"]
 
 
 def test_requirements_pin_what_is_installed_here() -> None:
