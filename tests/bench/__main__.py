@@ -219,12 +219,12 @@ def streaming(args: argparse.Namespace) -> None:
 
 
 @contextmanager
-def background_stack(emulators: bool, log: Path) -> Iterator[Server]:
-    """An `a2a` server whose background turns run tests.handlers.long: on the embedded
-    backend, or through the Cloud Tasks emulator to a `worker` server on Firestore's."""
-    env = {"A2A_HANDLER": "tests.handlers.long", "TEST_HANDLER_LOG": str(log)}
+def emulated(env: dict[str, str], target: str | None) -> Iterator[Server]:
+    """An `a2a` server with `env`: on the embedded backend (no target), or on Firestore's
+    emulator with `target` (`worker` or `deliver`) in a server of its own, fed by its Cloud
+    Tasks queue (`work` or `push`) on the Cloud Tasks emulator."""
     with ExitStack() as stack:
-        if emulators:
+        if target is not None:
             from google.cloud import tasks_v2
 
             from emulator import start_firestore, start_tasks_emulator
@@ -232,22 +232,22 @@ def background_stack(emulators: bool, log: Path) -> Iterator[Server]:
             firestore = stack.enter_context(start_firestore())
             tasks = stack.enter_context(start_tasks_emulator(secret="bench", out=None))
             parent = f"projects/{firestore.project}/locations/local"
-            client = tasks.client()
+            queue = "work" if target == "worker" else "push"
             retry = tasks_v2.RetryConfig(min_backoff=timedelta(seconds=0.1))
-            client.create_queue(
+            tasks.client().create_queue(
                 parent=parent,
-                queue=tasks_v2.Queue(name=f"{parent}/queues/work", retry_config=retry),
+                queue=tasks_v2.Queue(name=f"{parent}/queues/{queue}", retry_config=retry),
             )
-            env |= {
+            env = env | {
                 **firestore.env(),
                 **tasks.env(),
                 "A2A_BACKEND": "firestore",
                 "GOOGLE_CLOUD_PROJECT": firestore.project,
                 "A2A_TASKS_SERVICE_ACCOUNT": "bench@demo-a2a-functions.iam.gserviceaccount.com",
             }
-            worker = Server(env, target="worker")
-            stack.callback(worker.stop)
-            env |= {"A2A_WORKER_URL": f"{worker.url}/", "A2A_REGION": "local"}
+            function = Server(env, target=target)
+            stack.callback(function.stop)
+            env |= {f"A2A_{target.upper()}_URL": f"{function.url}/", "A2A_REGION": "local"}
         server = Server(env)
         stack.callback(server.stop)
         yield server
@@ -264,7 +264,8 @@ def handler_starts(log: Path) -> dict[str, float]:
 def queue_figures(emulators: bool, sends: int, tasks: int, seconds: float) -> None:
     where = "emulators (a2a -> Cloud Tasks -> worker, Firestore)" if emulators else "embedded"
     log = Path(tempfile.mkdtemp()) / "handler.log"
-    with background_stack(emulators, log) as server:
+    env = {"A2A_HANDLER": "tests.handlers.long", "TEST_HANDLER_LOG": str(log)}
+    with emulated(env, "worker" if emulators else None) as server:
         session = requests.Session()
 
         def send(text: str) -> str:
@@ -306,45 +307,6 @@ def queue_figures(emulators: bool, sends: int, tasks: int, seconds: float) -> No
         )
 
 
-@contextmanager
-def push_stack(emulators: bool) -> Iterator[Server]:
-    """An `a2a` server (echo agent) whose notifications go out in process, or through the
-    Cloud Tasks emulator to a `deliver` server, on Firestore's emulator."""
-    env = {
-        "A2A_HANDLER": "functions.handlers.echo",
-        "A2A_PUSH_ALLOWED_HOSTS": "localhost",
-        "A2A_DEDUPLICATE_MESSAGES": "false",
-    }
-    with ExitStack() as stack:
-        if emulators:
-            from google.cloud import tasks_v2
-
-            from emulator import start_firestore, start_tasks_emulator
-
-            firestore = stack.enter_context(start_firestore())
-            tasks = stack.enter_context(start_tasks_emulator(secret="bench", out=None))
-            parent = f"projects/{firestore.project}/locations/local"
-            client = tasks.client()
-            retry = tasks_v2.RetryConfig(min_backoff=timedelta(seconds=0.1))
-            client.create_queue(
-                parent=parent,
-                queue=tasks_v2.Queue(name=f"{parent}/queues/push", retry_config=retry),
-            )
-            env |= {
-                **firestore.env(),
-                **tasks.env(),
-                "A2A_BACKEND": "firestore",
-                "GOOGLE_CLOUD_PROJECT": firestore.project,
-                "A2A_TASKS_SERVICE_ACCOUNT": "bench@demo-a2a-functions.iam.gserviceaccount.com",
-            }
-            deliver = Server(env, target="deliver")
-            stack.callback(deliver.stop)
-            env |= {"A2A_DELIVER_URL": f"{deliver.url}/", "A2A_REGION": "local"}
-        server = Server(env)
-        stack.callback(server.stop)
-        yield server
-
-
 def push_figures(emulators: bool, tasks: int, seconds: float) -> None:
     """Notifications delivered per second, and the latency from a status event (its status
     timestamp, taken as the handler makes it) to its arrival at a webhook."""
@@ -353,7 +315,12 @@ def push_figures(emulators: bool, tasks: int, seconds: float) -> None:
     where = "emulators (a2a -> Cloud Tasks -> deliver, Firestore)" if emulators else "embedded"
     hook = Webhook()
     try:
-        with push_stack(emulators) as server:
+        env = {
+            "A2A_HANDLER": "functions.handlers.echo",
+            "A2A_PUSH_ALLOWED_HOSTS": "localhost",
+            "A2A_DEDUPLICATE_MESSAGES": "false",
+        }
+        with emulated(env, "deliver" if emulators else None) as server:
             session = requests.Session()
 
             def send(i: int) -> None:
