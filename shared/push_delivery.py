@@ -51,6 +51,7 @@ from shared.push_url import PushURLRefused
 
 log = logging.getLogger("a2a.push")
 
+A2A_JSON = "application/a2a+json"
 TIMEOUT_SECONDS = 10
 MAX_REDIRECTS = 3
 # A delivery posts at most this many events, so that it ends well within its sending lease.
@@ -163,7 +164,8 @@ class Deliverer:
         try:
             if config.delivered_seq >= job.seq:
                 return Outcome.NOTHING_TO_DO
-            self._send_pending(job, config, holder)
+            if not self._send_pending(job, config, holder):
+                return Outcome.BUSY  # more than one delivery's worth: the retry goes on
         except DeliveryFailed as exc:
             log.warning(
                 "push to %s for task %s failed (attempt %d): %s",
@@ -177,30 +179,36 @@ class Deliverer:
             self._configs.end_delivery(job.task_id, job.config_id, holder)
         return Outcome.DELIVERED
 
-    def _send_pending(self, job: _Job, config: StoredPushConfig, holder: str) -> None:
+    def _send_pending(self, job: _Job, config: StoredPushConfig, holder: str) -> bool:
+        """Post what the config has not received, up to EVENTS_PER_DELIVERY events; True
+        when it is now up to date."""
         stored = self._store.get(job.owner, job.task_id)
         if stored is None:
-            return
-        pending = [
-            logged
-            for logged in self._store.events(job.owner, job.task_id, config.delivered_seq)
-            if isinstance(logged.event, StatusUpdate | ArtifactUpdate)
-        ][:EVENTS_PER_DELIVERY]
-        if not pending:
-            return
+            return True
+        logged = self._store.events(job.owner, job.task_id, config.delivered_seq)
+        batch = logged[:EVENTS_PER_DELIVERY]
+        if not batch:
+            return True
+        news = [
+            (entry.seq, entry.event)
+            for entry in batch
+            if isinstance(entry.event, StatusUpdate | ArtifactUpdate)
+        ]
         dialect = BY_NAME.get(config.dialect, BY_NAME["1.0"])
         url, config_id = config.config.url, config.config.id
+        marked = config.delivered_seq
         if dialect.version == "1.0":
-            for logged in pending:
-                event = logged.event
-                assert isinstance(event, StatusUpdate | ArtifactUpdate)
-                body = dialect.stream_update(event, stored.task)
-                self._post(url, body, config, "application/a2a+json")
-                self._configs.delivered(job.task_id, config_id, holder, logged.seq)
-        else:
+            for seq, event in news:
+                self._post(url, dialect.stream_update(event, stored.task), config, A2A_JSON)
+                self._configs.delivered(job.task_id, config_id, holder, seq)
+                marked = seq
+        elif news:
             # v0.x: the task as it stands, once for everything new.
             self._post(url, dialect.task(stored.task), config, "application/json")
-            self._configs.delivered(job.task_id, config_id, holder, pending[-1].seq)
+        if marked < batch[-1].seq:
+            # Messages joining the history are no news for a webhook, but they are passed too.
+            self._configs.delivered(job.task_id, config_id, holder, batch[-1].seq)
+        return len(logged) <= EVENTS_PER_DELIVERY
 
     def _post(
         self, url: str, payload: dict[str, Any], config: StoredPushConfig, content_type: str

@@ -160,3 +160,14 @@ def test_a_deleted_config_gets_nothing(make_client: Any, hook: Webhook) -> None:
     assert deliverer.deliver(payload, Delivery()) is Outcome.NOTHING_TO_DO
     with pytest.raises(ValueError, match="configId"):
         deliverer.deliver({"owner": "x", "taskId": task_id}, Delivery())
+
+
+def test_a_commit_of_many_events_is_delivered_whole(make_client: Any, hook: Webhook) -> None:
+    # One commit (the interval outlasts the turn) with more events than one delivery posts.
+    client = agent(make_client, commit_interval=30)
+    task_id = start(client, hook, "steps=30 delay=0")
+    expected = news(client, task_id)
+    assert len(expected) > 30
+    hook.wait_accepted(len(expected), timeout=30)
+    time.sleep(0.5)
+    assert [r.json for r in hook.accepted()] == expected
