@@ -51,9 +51,10 @@ def _push_store(settings: Settings, store: TaskStore) -> PushConfigStore | None:
 
         assert isinstance(store, FirestoreTaskStore)
         return FirestorePushConfigStore(store.client, retention=store.retention, cost=store.cost)
+    from shared.store.memory import MemoryTaskStore
     from shared.store.memory_push import MemoryPushConfigStore
 
-    return MemoryPushConfigStore()
+    return MemoryPushConfigStore(store.cost if isinstance(store, MemoryTaskStore) else None)
 
 
 def _cloud_queue(settings: Settings, queue: str, target_url: str | None) -> TaskQueue | None:

@@ -18,10 +18,6 @@ import time
 import uuid
 from typing import Any
 
-import jwt
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
-
 SIGNATURE_HEADER = "X-A2A-Notification-Signature"
 LIFETIME_SECONDS = 300
 
@@ -40,6 +36,11 @@ def body_hash(body: bytes) -> str:
 
 class NotificationSigner:
     def __init__(self, private_key_pem: str, *, issuer: str) -> None:
+        # Imported here: only a deployment with a signing key pays for them at cold start.
+        import jwt
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
         try:
             key = serialization.load_pem_private_key(private_key_pem.encode(), password=None)
         except (ValueError, TypeError) as exc:
@@ -60,6 +61,7 @@ class NotificationSigner:
             )
         self._key = key
         self._issuer = issuer
+        self._encode = jwt.encode
         public: dict[str, Any] = json.loads(algorithm.to_jwk(key.public_key()))
         # RFC 7638: the thumbprint hashes the required members in lexicographic order.
         required = {"EC": ("crv", "kty", "x", "y"), "RSA": ("e", "kty", "n")}[public["kty"]]
@@ -81,4 +83,4 @@ class NotificationSigner:
             "taskId": task_id,
             "bodySha256": body_hash(body),
         }
-        return jwt.encode(claims, self._key, algorithm=self.algorithm, headers={"kid": self.kid})
+        return self._encode(claims, self._key, algorithm=self.algorithm, headers={"kid": self.kid})

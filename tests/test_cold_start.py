@@ -8,7 +8,15 @@ import sys
 
 from tests.conftest import ROOT
 
-HEAVY = ("google.cloud.firestore", "google.cloud.tasks", "google.api_core", "grpc", "google.auth")
+HEAVY = (
+    "google.cloud.firestore",
+    "google.cloud.tasks",
+    "google.api_core",
+    "grpc",
+    "google.auth",
+    "jwt",
+    "cryptography",
+)
 
 
 def test_importing_main_on_the_embedded_backend_loads_no_google_client() -> None:

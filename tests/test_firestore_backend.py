@@ -7,10 +7,13 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from emulator.firestore import FirestoreEmulator
 from shared.app import build
 from shared.settings import Settings
 from shared.store.firestore import FirestoreTaskStore
+from shared.store.memory import MemoryTaskStore
 from tests.conftest import Client, Server
 
 Start = Callable[..., Server]
@@ -91,10 +94,18 @@ def test_two_messages_to_one_waiting_task_are_both_kept(clean_firestore: Firesto
     assert final.version >= 3
 
 
-def test_cost_budgets_per_operation(clean_firestore: FirestoreEmulator) -> None:
-    client = firestore_client(clean_firestore, handler="functions.handlers.echo")
+@pytest.mark.parametrize("backend", ["memory", "firestore"])
+def test_cost_budgets_per_operation(
+    backend: str, make_client: Callable[..., Client], request: pytest.FixtureRequest
+) -> None:
+    """Both stores count in Firestore's units (the embedded one what Firestore would bill)."""
+    if backend == "firestore":
+        emulator: FirestoreEmulator = request.getfixturevalue("clean_firestore")
+        client = firestore_client(emulator, handler="functions.handlers.echo")
+    else:
+        client = make_client(handler="functions.handlers.echo")
     store = client.app.service.store
-    assert isinstance(store, FirestoreTaskStore)
+    assert isinstance(store, FirestoreTaskStore | MemoryTaskStore)
 
     store.cost.reset()
     task = client.result("SendMessage", message("hello", "m1"), version="1.0")["task"]

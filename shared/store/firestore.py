@@ -56,6 +56,7 @@ from shared.ports import (
     TaskQuery,
     VersionConflict,
 )
+from shared.store.cost import Cost
 from shared.store.observers import CommitObservers
 from shared.store.paging import Cursor, decode_token, encode_token
 
@@ -84,30 +85,6 @@ _KIND_OF: dict[type[Event], str] = {
     ArtifactUpdate: "artifact",
 }
 _MODEL_OF: dict[str, type[Event]] = {kind: model for model, kind in _KIND_OF.items()}
-
-
-class Cost:
-    """Firestore documents read and written by one store, as Firestore bills them.
-
-    A document get is one read (found or not), a query one read per document returned and at
-    least one, a count aggregation one read per 1000 entries and at least one; a committed
-    batch one write per document. Failed batches are not billed.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.reads = 0
-        self.writes = 0
-
-    def reset(self) -> None:
-        with self._lock:
-            self.reads = 0
-            self.writes = 0
-
-    def add(self, *, reads: int = 0, writes: int = 0) -> None:
-        with self._lock:
-            self.reads += reads
-            self.writes += writes
 
 
 @dataclass(frozen=True)

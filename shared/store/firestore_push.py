@@ -16,7 +16,8 @@ from google.cloud import firestore
 
 from shared.model import PushConfig, utc_now
 from shared.ports import StoredPushConfig
-from shared.store.firestore import TASKS, Cost
+from shared.store.cost import Cost
+from shared.store.firestore import TASKS
 
 PUSH_CONFIGS = "pushConfigs"
 

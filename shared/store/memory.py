@@ -21,6 +21,7 @@ from shared.ports import (
     TaskQuery,
     VersionConflict,
 )
+from shared.store.cost import Cost
 from shared.store.observers import CommitObservers
 from shared.store.paging import Cursor, decode_token, encode_token
 
@@ -28,6 +29,10 @@ from shared.store.paging import Cursor, decode_token, encode_token
 class MemoryTaskStore:
     def __init__(self) -> None:
         self.observers = CommitObservers()
+        # What Firestore would bill for the same calls: the task document, one event document
+        # per commit that logs events, the idempotency document.
+        self.cost = Cost()
+        self._commit_ends: dict[str, list[int]] = {}  # per task, the last seq of each commit
         self._lock = threading.Lock()
         self._tasks: dict[str, StoredTask] = {}
         self._events: dict[str, list[LoggedEvent]] = {}
@@ -36,8 +41,18 @@ class MemoryTaskStore:
         self._changed = threading.Condition(self._lock)
 
     def get(self, owner: str, task_id: str) -> StoredTask | None:
+        self.cost.add(reads=1)
+        return self._owned(owner, task_id)
+
+    def _owned(self, owner: str, task_id: str) -> StoredTask | None:
         stored = self._tasks.get(task_id)
         return stored if stored is not None and stored.owner == owner else None
+
+    def _bill(self, task_id: str, events: Sequence[Event], message_id: str | None) -> None:
+        """The task document, one event document, the idempotency document."""
+        if events:
+            self._commit_ends.setdefault(task_id, []).append(self._tasks[task_id].last_seq)
+        self.cost.add(writes=1 + bool(events) + (message_id is not None))
 
     def create(
         self,
@@ -57,6 +72,7 @@ class MemoryTaskStore:
             stored = StoredTask(task, owner, 1, len(events), dialect, now, now, lease)
             self._tasks[task.id] = stored
             self._events[task.id] = [LoggedEvent(i + 1, e) for i, e in enumerate(events)]
+            self._bill(task.id, events, message_id)
             self._changed.notify_all()
         self.observers.notify(stored, events)
         return stored
@@ -87,6 +103,7 @@ class MemoryTaskStore:
                 lease=current.lease,
             )
             self._tasks[task.id] = new
+            self._bill(task.id, events, message_id)
             self._changed.notify_all()
         self.observers.notify(new, events)
         return new
@@ -100,10 +117,14 @@ class MemoryTaskStore:
         self._messages[(owner, message_id)] = task_id
 
     def find_message(self, owner: str, message_id: str) -> str | None:
+        self.cost.add(reads=1)
         return self._messages.get((owner, message_id))
 
     def events(self, owner: str, task_id: str, after_seq: int = 0) -> list[LoggedEvent]:
-        if self.get(owner, task_id) is None:
+        # One read per event document (commit) with news, as the Firestore query bills.
+        ends = self._commit_ends.get(task_id, [])
+        self.cost.add(reads=max(1, sum(end > after_seq for end in ends)))
+        if self._owned(owner, task_id) is None:
             return []
         # Sequences are dense from 1, so the slice starts at index after_seq.
         return list(self._events[task_id][max(after_seq, 0) :])
@@ -133,6 +154,7 @@ class MemoryTaskStore:
             last = page[-1].task
             returned = (cursor.returned if cursor else 0) + len(page)
             token = encode_token(query, Cursor(last.status.timestamp, last.id, returned))
+        self.cost.add(reads=max(1, len(page)) + 1)  # the page, and the count for totalSize
         return TaskPage(page, token, len(matching))
 
 

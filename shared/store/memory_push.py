@@ -8,16 +8,20 @@ from datetime import datetime
 
 from shared.model import PushConfig, utc_now
 from shared.ports import StoredPushConfig
+from shared.store.cost import Cost
 
 
 class MemoryPushConfigStore:
-    def __init__(self) -> None:
+    def __init__(self, cost: Cost | None = None) -> None:
+        # Counted as Firestore would bill `tasks/{id}/pushConfigs/{id}` (shared.store.cost).
+        self.cost = cost or Cost()
         self._lock = threading.Lock()
         # task id -> config id -> config; dicts keep insertion order, so lists are oldest first
         self._configs: dict[str, dict[str, StoredPushConfig]] = {}
         self._sending: dict[tuple[str, str], tuple[str, datetime]] = {}  # -> holder, until
 
     def put(self, config: PushConfig, *, dialect: str, delivered_seq: int = 0) -> StoredPushConfig:
+        self.cost.add(reads=1, writes=1)
         with self._lock:
             configs = self._configs.setdefault(config.task_id, {})
             old = configs.get(config.id)
@@ -30,27 +34,35 @@ class MemoryPushConfigStore:
             return stored
 
     def get(self, task_id: str, config_id: str) -> StoredPushConfig | None:
+        self.cost.add(reads=1)
         return self._configs.get(task_id, {}).get(config_id)
 
     def list(self, task_id: str) -> list[StoredPushConfig]:
-        return list(self._configs.get(task_id, {}).values())
+        configs = list(self._configs.get(task_id, {}).values())
+        self.cost.add(reads=max(1, len(configs)))
+        return configs
 
     def delete(self, task_id: str, config_id: str) -> bool:
         with self._lock:
-            return self._configs.get(task_id, {}).pop(config_id, None) is not None
+            deleted = self._configs.get(task_id, {}).pop(config_id, None) is not None
+        self.cost.add(reads=1, writes=int(deleted))
+        return deleted
 
     def begin_delivery(
         self, task_id: str, config_id: str, holder: str, until: datetime
     ) -> StoredPushConfig | None:
+        self.cost.add(reads=1)
         with self._lock:
             stored = self._configs.get(task_id, {}).get(config_id)
             taken = self._sending.get((task_id, config_id))
             if stored is None or (taken is not None and taken[1] > utc_now()):
                 return None
             self._sending[(task_id, config_id)] = (holder, until)
-            return stored
+        self.cost.add(writes=1)
+        return stored
 
     def delivered(self, task_id: str, config_id: str, holder: str, seq: int) -> None:
+        self.cost.add(writes=1)
         with self._lock:
             stored = self._configs.get(task_id, {}).get(config_id)
             taken = self._sending.get((task_id, config_id))
@@ -58,6 +70,7 @@ class MemoryPushConfigStore:
                 self._configs[task_id][config_id] = replace(stored, delivered_seq=seq)
 
     def end_delivery(self, task_id: str, config_id: str, holder: str) -> None:
+        self.cost.add(writes=1)
         with self._lock:
             taken = self._sending.get((task_id, config_id))
             if taken is not None and taken[0] == holder:

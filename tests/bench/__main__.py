@@ -110,17 +110,20 @@ def load(
     }
 
 
-def firestore_costs(project: str) -> list[tuple[str, int, int]]:
-    """(operation, document reads, document writes) measured on the store in process."""
+def store_costs(project: str | None) -> list[tuple[str, int, int]]:
+    """(operation, document reads, document writes) measured on the store in process: the
+    Firestore store's real ones (with a project), else what the embedded one counts."""
     from shared.app import build
     from shared.settings import Settings
     from shared.store.firestore import FirestoreTaskStore
+    from shared.store.memory import MemoryTaskStore
     from tests.conftest import Client
 
-    settings = Settings(handler="functions.handlers.echo", backend="firestore", project=project)
+    backend = "firestore" if project else "memory"
+    settings = Settings(handler="functions.handlers.echo", backend=backend, project=project)
     client = Client(build(settings))
     store = client.app.service.store
-    assert isinstance(store, FirestoreTaskStore)
+    assert isinstance(store, FirestoreTaskStore | MemoryTaskStore)
     rows: list[tuple[str, int, int]] = []
 
     def measure(name: str, method: str, params: dict[str, object]) -> dict[str, object]:
@@ -419,15 +422,16 @@ def requests_section(args: argparse.Namespace) -> None:
         # The emulator is far slower than the embedded store: fewer requests, same clients.
         throughput(fs_env, "Firestore emulator", args.clients, args.requests // 3, args.seconds)
         os.environ.update(emulator.env())
-        print("\nFirestore document reads and writes per operation (budget in brackets):")
         budgets = {
             "SendMessage": "(2, 3)",
             "GetTask": "(1, 0)",
             "ListTasks": "(N + 1 for totalSize, 0)",
         }
-        for name, reads, writes in firestore_costs(emulator.project):
-            budget = budgets[name.split(",")[0]]
-            print(f"  {name}: {reads} reads, {writes} writes {budget}")
+        for label, project in [("embedded", None), ("Firestore emulator", emulator.project)]:
+            print(f"\ndocument reads and writes per operation, {label} (budget in brackets):")
+            for name, reads, writes in store_costs(project):
+                budget = budgets[name.split(",")[0]]
+                print(f"  {name}: {reads} reads, {writes} writes {budget}")
 
 
 def throughput(
