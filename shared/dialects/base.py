@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from shared.errors import A2AError
-from shared.model import ArtifactUpdate, Message, PushConfig, StatusUpdate, Task
+from shared.model import Artifact, ArtifactUpdate, Message, Part, PushConfig, StatusUpdate, Task
 from shared.ports import TaskPage
 
 
@@ -66,4 +67,34 @@ def v0_push_config(config: PushConfig, *, with_id: bool) -> dict[str, Any]:
         if config.authentication.credentials is not None:
             auth["credentials"] = config.authentication.credentials
         out["authentication"] = auth
+    return out
+
+
+def artifact(a: Artifact, part: Callable[[Part], dict[str, Any]]) -> dict[str, Any]:
+    """An Artifact in v0.3 and v1.0 alike, its parts in the version's own form."""
+    out: dict[str, Any] = {"artifactId": a.artifact_id}
+    if a.name:
+        out["name"] = a.name
+    if a.description:
+        out["description"] = a.description
+    out["parts"] = [part(p) for p in a.parts]
+    if a.extensions:
+        out["extensions"] = list(a.extensions)
+    if a.metadata is not None:
+        out["metadata"] = a.metadata
+    return out
+
+
+def message_tail(m: Message, out: dict[str, Any]) -> dict[str, Any]:
+    """The Message members v0.3 and v1.0 name alike, added to `out` when set."""
+    if m.context_id:
+        out["contextId"] = m.context_id
+    if m.task_id:
+        out["taskId"] = m.task_id
+    if m.reference_task_ids:
+        out["referenceTaskIds"] = list(m.reference_task_ids)
+    if m.extensions:
+        out["extensions"] = list(m.extensions)
+    if m.metadata is not None:
+        out["metadata"] = m.metadata
     return out

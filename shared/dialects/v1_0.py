@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from shared.dialects import base
 from shared.dialects.base import timestamp
 from shared.errors import A2AError
 from shared.model import (
@@ -41,17 +42,7 @@ def message(m: Message) -> dict[str, Any]:
         "role": "ROLE_USER" if m.role == "user" else "ROLE_AGENT",
         "parts": [part(p) for p in m.parts],
     }
-    if m.context_id:
-        out["contextId"] = m.context_id
-    if m.task_id:
-        out["taskId"] = m.task_id
-    if m.reference_task_ids:
-        out["referenceTaskIds"] = list(m.reference_task_ids)
-    if m.extensions:
-        out["extensions"] = list(m.extensions)
-    if m.metadata is not None:
-        out["metadata"] = m.metadata
-    return out
+    return base.message_tail(m, out)
 
 
 def status(s: TaskStatus) -> dict[str, Any]:
@@ -62,17 +53,7 @@ def status(s: TaskStatus) -> dict[str, Any]:
 
 
 def artifact(a: Artifact) -> dict[str, Any]:
-    out: dict[str, Any] = {"artifactId": a.artifact_id}
-    if a.name:
-        out["name"] = a.name
-    if a.description:
-        out["description"] = a.description
-    out["parts"] = [part(p) for p in a.parts]
-    if a.extensions:
-        out["extensions"] = list(a.extensions)
-    if a.metadata is not None:
-        out["metadata"] = a.metadata
-    return out
+    return base.artifact(a, part)
 
 
 def task(t: Task) -> dict[str, Any]:
