@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Self, TypeVar
 
 # The repository root: emulator/ sits directly under it.
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -177,6 +177,10 @@ class Emulator:
         """host:port, the value clients put in their *_EMULATOR_HOST variable."""
         return f"{self.host}:{self.port}"
 
+    def is_ready(self) -> bool:
+        """True once the emulator answers (each emulator knows how to ask)."""
+        raise NotImplementedError
+
     def alive(self) -> bool:
         """True while the emulator's process exists."""
         if self.process is not None:
@@ -197,3 +201,30 @@ class Emulator:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+E = TypeVar("E", bound=Emulator)
+
+
+def launch(
+    make: Callable[[subprocess.Popen[bytes]], E],
+    argv: Sequence[str],
+    log_path: Path,
+    *,
+    what: str,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+) -> E:
+    """Spawn an emulator, wrap its process with `make`, and wait until it answers."""
+    started = time.monotonic()
+    process = spawn(argv, log_path, env=env)
+    emulator = make(process)
+    wait_until(
+        emulator.is_ready,
+        process=process,
+        timeout=timeout,
+        what=f"{what} (pid {process.pid}, port {emulator.port})",
+        log_path=log_path,
+    )
+    emulator.startup_seconds = time.monotonic() - started
+    return emulator

@@ -29,9 +29,8 @@ from emulator._process import (
     Emulator,
     EmulatorError,
     free_port,
+    launch,
     port_in_use,
-    spawn,
-    wait_until,
 )
 
 if TYPE_CHECKING:
@@ -221,20 +220,21 @@ def start_tasks_emulator(
     env.pop(SECRET_ENV, None)
     if secret:
         env[SECRET_ENV] = secret
-    started = time.monotonic()
-    process = spawn(argv, log_path, env=env)
-    emu = TasksEmulator(
-        host=host, port=port, pid=process.pid, log_path=log_path, secret=secret, process=process
-    )
-    wait_until(
-        emu.is_ready,
-        process=process,
+    return launch(
+        lambda process: TasksEmulator(
+            host=host,
+            port=port,
+            pid=process.pid,
+            log_path=log_path,
+            secret=secret,
+            process=process,
+        ),
+        argv,
+        log_path,
+        what="The Cloud Tasks emulator",
         timeout=timeout,
-        what=f"The Cloud Tasks emulator (pid {process.pid}, port {port})",
-        log_path=log_path,
+        env=env,
     )
-    emu.startup_seconds = time.monotonic() - started
-    return emu
 
 
 def tasks_client(address: str | None = None) -> CloudTasksClient:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -22,9 +21,8 @@ from emulator._process import (
     Emulator,
     EmulatorError,
     free_port,
+    launch,
     port_in_use,
-    spawn,
-    wait_until,
 )
 
 JAR_ENV = "FIRESTORE_EMULATOR_JAR"
@@ -151,17 +149,17 @@ def start_firestore(
         f"--host={host}",
         f"--port={port}",
     ]
-    started = time.monotonic()
-    process = spawn(argv, log_path)
-    emu = FirestoreEmulator(
-        host=host, port=port, pid=process.pid, log_path=log_path, project=project, process=process
-    )
-    wait_until(
-        emu.is_ready,
-        process=process,
+    return launch(
+        lambda process: FirestoreEmulator(
+            host=host,
+            port=port,
+            pid=process.pid,
+            log_path=log_path,
+            project=project,
+            process=process,
+        ),
+        argv,
+        log_path,
+        what="The Firestore emulator",
         timeout=timeout,
-        what=f"The Firestore emulator (pid {process.pid}, port {port})",
-        log_path=log_path,
     )
-    emu.startup_seconds = time.monotonic() - started
-    return emu
