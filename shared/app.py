@@ -93,6 +93,7 @@ def _push(
         configs,
         check_url=lambda url: check_push_url(url, allowed_hosts=hosts),
         signer=_signer(settings, module),
+        function_timeout=settings.function_timeout,
     )
     return configs, deliverer
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
@@ -54,9 +55,9 @@ log = logging.getLogger("a2a.push")
 A2A_JSON = "application/a2a+json"
 TIMEOUT_SECONDS = 10
 MAX_REDIRECTS = 3
-# A delivery posts at most this many events, so that it ends well within its sending lease.
+# A delivery posts at most this many events (the queue's retry goes on from there), and
+# stops early when the next POST might outlast its function's timeout.
 EVENTS_PER_DELIVERY = 20
-SENDING_LEASE = timedelta(seconds=TIMEOUT_SECONDS * (EVENTS_PER_DELIVERY + MAX_REDIRECTS) + 30)
 
 
 def delivery_name(task_id: str, config_id: str, seq: int) -> str:
@@ -143,11 +144,17 @@ class Deliverer:
         *,
         check_url: Callable[[str], None],
         signer: NotificationSigner | None = None,
+        function_timeout: float = 60,
     ) -> None:
         self._store = store
         self._configs = configs
         self._check_url = check_url
         self._signer = signer
+        # Posting stops while one more POST (and its redirects) still fits in the request.
+        self._budget = max(function_timeout - TIMEOUT_SECONDS * (MAX_REDIRECTS + 1), 1.0)
+        # A sending lease outlives the request that took it: a delivery killed at its
+        # timeout blocks the config no longer than that.
+        self._lease = timedelta(seconds=function_timeout + 10)
 
     def deliver(self, payload: dict[str, Any], delivery: Delivery) -> Outcome:
         """Send the config what it has not received, up to the newest event. Raises
@@ -155,7 +162,7 @@ class Deliverer:
         job = _Job.from_payload(payload)
         holder = new_id()
         config = self._configs.begin_delivery(
-            job.task_id, job.config_id, holder, utc_now() + SENDING_LEASE
+            job.task_id, job.config_id, holder, utc_now() + self._lease
         )
         if config is None:
             # Gone (nothing to do), or another delivery sends to it now (retry later).
@@ -180,8 +187,9 @@ class Deliverer:
         return Outcome.DELIVERED
 
     def _send_pending(self, job: _Job, config: StoredPushConfig, holder: str) -> bool:
-        """Post what the config has not received, up to EVENTS_PER_DELIVERY events; True
-        when it is now up to date."""
+        """Post what the config has not received, up to EVENTS_PER_DELIVERY events and the
+        time budget; True when it is now up to date."""
+        deadline = time.monotonic() + self._budget
         stored = self._store.get(job.owner, job.task_id)
         if stored is None:
             return True
@@ -199,6 +207,8 @@ class Deliverer:
         marked = config.delivered_seq
         if dialect.version == "1.0":
             for seq, event in news:
+                if time.monotonic() > deadline:
+                    return False  # out of time: the retry carries on from `marked`
                 self._post(url, dialect.stream_update(event, stored.task), config, A2A_JSON)
                 self._configs.delivered(job.task_id, config_id, holder, seq)
                 marked = seq
