@@ -39,6 +39,8 @@ $(STAMP): pyproject.toml emulator/tasks-requirements.txt
 install: $(STAMP)  ## create the venv and install everything
 
 run: $(STAMP)  ## serve the sample agent on localhost:$(PORT) (BACKEND=memory|firestore)
+	@echo "serving $(HANDLER) on http://localhost:$(PORT) ($(BACKEND) backend);" \
+	  "card: http://localhost:$(PORT)/.well-known/agent-card.json; Ctrl-C stops it"
 	$(RUN_ENV) A2A_BACKEND=$(BACKEND) A2A_HANDLER=$(HANDLER) $(VENV)/bin/functions-framework \
 	  --target=a2a --source=functions/main.py --port=$(PORT)
 
