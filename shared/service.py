@@ -1,7 +1,8 @@
 """The A2A operations on canonical types, for one caller (the owner).
 
-Send, get, list, cancel and the seeds' message listing. Nothing here knows a wire format:
-the bindings decode requests into the values below and encode what comes back.
+Send (blocking, background or streamed), get, list, cancel, follow (subscribe), push config
+CRUD and the seeds' message listing. Nothing here knows a wire format: the bindings decode
+requests into the values below and encode what comes back.
 
 A blocking send runs the handler in the request. A non-blocking one, and every send to a
 long-running handler, stores the message with the task `submitted` and a queued lease,
