@@ -98,6 +98,7 @@ def test_card_is_understood(server: Server) -> None:
     assert [(i.protocol_binding, i.protocol_version) for i in card.supported_interfaces] == [
         ("JSONRPC", "1.0"),
         ("JSONRPC", "0.3"),
+        ("HTTP+JSON", "1.0"),
     ]
     assert card.supported_interfaces[0].url == f"{server.url}/"
     assert {s.id for s in card.skills} >= {"echo", "phone-order"}
