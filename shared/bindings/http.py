@@ -25,7 +25,6 @@ from shared.dialects.v1_0 import part as v1_part
 from shared.errors import (
     A2AError,
     InvalidParamsError,
-    InvalidRequestError,
     MethodNotFoundError,
     PayloadTooLargeError,
     UnauthenticatedError,
@@ -153,7 +152,7 @@ class HttpApp:
         try:
             body = self._body(request)
             principal = self._authenticate(request)
-        except InvalidRequestError as error:
+        except (PayloadTooLargeError, UnauthenticatedError) as error:
             return self._refused(_rpc_error(error, error.http_status), error)
         call = jsonrpc.Call(self.service, principal, self.streams, _last_event_id(request))
         answer = jsonrpc.dispatch(
@@ -174,7 +173,7 @@ class HttpApp:
         try:
             body = self._body(request)
             principal = self._authenticate(request)
-        except InvalidRequestError as error:
+        except (PayloadTooLargeError, UnauthenticatedError) as error:
             return self._refused(_rest_error(error), error)
         call = jsonrpc.Call(self.service, principal, self.streams, _last_event_id(request))
         try:
