@@ -18,8 +18,9 @@ from typing import Any
 from shared.agent import HandlerModule, Skill
 from shared.settings import Settings
 
-# The interfaces this deployment serves, most preferred first (the v1.0 card's order).
-INTERFACES = (("JSONRPC", "1.0"), ("JSONRPC", "0.3"))
+# The interfaces this deployment serves, most preferred first (the v1.0 card's order). All
+# share the base URL: the HTTP+JSON binding's paths (/message:send, /tasks/...) hang off it.
+INTERFACES = (("JSONRPC", "1.0"), ("JSONRPC", "0.3"), ("HTTP+JSON", "1.0"))
 
 
 def _skill(skill: Skill) -> dict[str, Any]:
@@ -120,7 +121,10 @@ class AgentCard:
                 card["protocolVersion"] = "0.3.0"
                 card["url"] = url
                 card["preferredTransport"] = INTERFACES[0][0]
-                card["additionalInterfaces"] = [{"url": url, "transport": "JSONRPC"}]
+                card["additionalInterfaces"] = [
+                    {"url": url, "transport": "JSONRPC"},
+                    {"url": url, "transport": "HTTP+JSON"},
+                ]
             body = json.dumps(card, separators=(",", ":")).encode()
             etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
             found = CardDocument(body, etag, self._last_modified)

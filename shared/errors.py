@@ -1,7 +1,8 @@
 """The protocol's errors as values: JSON-RPC's standard codes and A2A's -32001..-32009.
 
 Each error knows its code, its default message (the spec's exact string), its ErrorInfo
-reason and HTTP status, and optional detail (the field at fault, the limit exceeded). The
+reason, its HTTP status and google.rpc status name (what the v1.0 HTTP+JSON binding answers),
+and optional detail (the field at fault, the limit exceeded). The
 dialects decide how the detail is shaped on the wire.
 """
 
@@ -14,7 +15,9 @@ class A2AError(Exception):
     code: ClassVar[int]
     default_message: ClassVar[str]
     reason: ClassVar[str]
+    # The v1.0.1 mapping (wire reference section 3): most A2A errors are a failed precondition.
     http_status: ClassVar[int] = 400
+    grpc_status: ClassVar[str] = "FAILED_PRECONDITION"
 
     def __init__(
         self,
@@ -48,12 +51,14 @@ class JSONParseError(A2AError):
     code = -32700
     default_message = "Invalid JSON payload"
     reason = "INVALID_JSON"
+    grpc_status = "INVALID_ARGUMENT"
 
 
 class InvalidRequestError(A2AError):
     code = -32600
     default_message = "Request payload validation error"
     reason = "INVALID_REQUEST"
+    grpc_status = "INVALID_ARGUMENT"
 
 
 class MethodNotFoundError(A2AError):
@@ -61,12 +66,14 @@ class MethodNotFoundError(A2AError):
     default_message = "Method not found"
     reason = "METHOD_NOT_FOUND"
     http_status = 404
+    grpc_status = "NOT_FOUND"  # an unknown method, or an unknown path of the REST binding
 
 
 class InvalidParamsError(A2AError):
     code = -32602
     default_message = "Invalid parameters"
     reason = "INVALID_PARAMS"
+    grpc_status = "INVALID_ARGUMENT"
 
 
 class InternalError(A2AError):
@@ -74,6 +81,7 @@ class InternalError(A2AError):
     default_message = "Internal error"
     reason = "INTERNAL"
     http_status = 500
+    grpc_status = "INTERNAL"
 
 
 class TaskNotFoundError(A2AError):
@@ -81,6 +89,7 @@ class TaskNotFoundError(A2AError):
     default_message = "Task not found"
     reason = "TASK_NOT_FOUND"
     http_status = 404
+    grpc_status = "NOT_FOUND"
 
 
 class TaskNotCancelableError(A2AError):
@@ -105,6 +114,9 @@ class ContentTypeNotSupportedError(A2AError):
     code = -32005
     default_message = "Incompatible content types"
     reason = "CONTENT_TYPE_NOT_SUPPORTED"
+    # 1.0.1 says 400; the TCK holds REST servers to 1.0.0's 415, which is also plain HTTP.
+    http_status = 415
+    grpc_status = "INVALID_ARGUMENT"
 
 
 class InvalidAgentResponseError(A2AError):
@@ -112,6 +124,7 @@ class InvalidAgentResponseError(A2AError):
     default_message = "Invalid agent response"
     reason = "INVALID_AGENT_RESPONSE"
     http_status = 500
+    grpc_status = "INTERNAL"
 
 
 class ExtendedAgentCardNotConfiguredError(A2AError):
@@ -139,3 +152,17 @@ class StreamLimitError(A2AError):
     default_message = "Too many open streams"
     reason = "RESOURCE_EXHAUSTED"
     http_status = 503
+    grpc_status = "UNAVAILABLE"
+
+
+class PayloadTooLargeError(InvalidRequestError):
+    """A body over A2A_MAX_BODY_BYTES: an invalid request, answered with HTTP 413."""
+
+    http_status = 413
+
+
+class UnauthenticatedError(InvalidRequestError):
+    """No valid credentials: an invalid request to JSON-RPC, HTTP 401 on every binding."""
+
+    http_status = 401
+    grpc_status = "UNAUTHENTICATED"

@@ -24,6 +24,11 @@ def test_hybrid_card_has_v1_and_v03_fields(client: Client) -> None:
     assert card["supportedInterfaces"] == [
         {"url": "http://localhost/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
         {"url": "http://localhost/", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+        {"url": "http://localhost/", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+    ]
+    assert card["additionalInterfaces"] == [
+        {"url": "http://localhost/", "transport": "JSONRPC"},
+        {"url": "http://localhost/", "transport": "HTTP+JSON"},
     ]
     assert card["url"] == "http://localhost/"
     assert card["preferredTransport"] == "JSONRPC"

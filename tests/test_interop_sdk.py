@@ -2,7 +2,7 @@
 
 It is a real, independent client over real HTTP: once as an A2A 1.0 client (what it picks
 from our card), once as a 0.3 client (its compat transport, which a 0.3-only card selects),
-blocking and streaming.
+once over 1.0's HTTP+JSON binding (its REST transport), blocking and streaming.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from a2a.types import (
     TaskState,
 )
 
+from shared.bindings import rest
 from tests.conftest import Server
 
 T = TypeVar("T")
@@ -46,9 +47,12 @@ def message(text: str, task_id: str | None = None, context_id: str | None = None
     return msg
 
 
+# What the client may call: JSON-RPC methods, or (REST) the operations its paths route to.
+REST = "HTTP+JSON"
 METHODS = {
     "1.0": ("SendMessage", "GetTask", "CancelTask", "SendStreamingMessage", "SubscribeToTask"),
     "0.3": ("message/send", "tasks/get", "tasks/cancel", "message/stream", "tasks/resubscribe"),
+    REST: ("send", "get", "cancel", "stream", "subscribe"),
 }
 
 
@@ -57,7 +61,11 @@ async def sdk_client(url: str, version: str, *, streaming: bool = False) -> Asyn
     sent: list[str] = []
 
     async def record(request: httpx.Request) -> None:
-        if request.method == "POST":
+        path = request.url.path
+        if version == REST and not path.startswith("/.well-known/"):
+            found = rest.match(request.method, path)
+            sent.append(found[0].operation if found else f"{request.method} {path}")
+        elif request.method == "POST":
             sent.append(json.loads(request.content)["method"])
 
     async with httpx.AsyncClient(timeout=30, event_hooks={"request": [record]}) as http:
@@ -67,7 +75,11 @@ async def sdk_client(url: str, version: str, *, streaming: bool = False) -> Asyn
             keep = [i for i in card.supported_interfaces if i.protocol_version.startswith("0.")]
             del card.supported_interfaces[:]
             card.supported_interfaces.extend(keep)
-        client = ClientFactory(ClientConfig(streaming=streaming, httpx_client=http)).create(card)
+        bindings = [REST] if version == REST else ["JSONRPC"]
+        config = ClientConfig(
+            streaming=streaming, httpx_client=http, supported_protocol_bindings=bindings
+        )
+        client = ClientFactory(config).create(card)
         try:
             yield client
         finally:
@@ -82,7 +94,7 @@ async def send(client: Any, msg: Message) -> Any:
     return results[0]
 
 
-@pytest.fixture(params=["1.0", "0.3"])
+@pytest.fixture(params=["1.0", "0.3", REST])
 def version(request: pytest.FixtureRequest) -> str:
     value: str = request.param
     return value
@@ -98,6 +110,7 @@ def test_card_is_understood(server: Server) -> None:
     assert [(i.protocol_binding, i.protocol_version) for i in card.supported_interfaces] == [
         ("JSONRPC", "1.0"),
         ("JSONRPC", "0.3"),
+        ("HTTP+JSON", "1.0"),
     ]
     assert card.supported_interfaces[0].url == f"{server.url}/"
     assert {s.id for s in card.skills} >= {"echo", "phone-order"}

@@ -1,9 +1,10 @@
-"""The HTTP face of the `a2a` function: routes a Flask request to the card or JSON-RPC.
+"""The HTTP face of the `a2a` function: routes a Flask request to the card, REST or JSON-RPC.
 
-It owns what is HTTP about A2A: the well-known card paths with caching headers, the body
-size limit, authentication before any work, streamed answers as server-sent events (and the
-seeds' `GET /sse?taskId=`), and turning every failure into the protocol's error body (never an
-HTML page or a traceback).
+It owns what is HTTP about A2A: the well-known card paths with caching headers, which paths
+are the HTTP+JSON binding's (they win; any other POST is JSON-RPC), the body size limit,
+authentication before any work, the status codes of REST answers, streamed answers as
+server-sent events (and the seeds' `GET /sse?taskId=`), and turning every failure into the
+protocol's error body (never an HTML page or a traceback).
 """
 
 from __future__ import annotations
@@ -16,12 +17,18 @@ from typing import Any
 import flask
 
 from shared import streaming
-from shared.bindings import jsonrpc, sse
+from shared.bindings import jsonrpc, rest, sse
 from shared.card import AgentCard
 from shared.dialects import decode
 from shared.dialects.v0_3 import V03
 from shared.dialects.v1_0 import part as v1_part
-from shared.errors import A2AError, InvalidParamsError, InvalidRequestError
+from shared.errors import (
+    A2AError,
+    InvalidParamsError,
+    MethodNotFoundError,
+    PayloadTooLargeError,
+    UnauthenticatedError,
+)
 from shared.identity import AuthenticationError, Authenticator, Principal
 from shared.model import ArtifactUpdate, Role
 from shared.push_signing import NotificationSigner
@@ -47,6 +54,10 @@ def _rpc_error(error: A2AError, status: int = 200) -> flask.Response:
     if data:
         body["data"] = data
     return _json({"jsonrpc": "2.0", "id": None, "error": body}, status)
+
+
+def _rest_error(error: A2AError) -> flask.Response:
+    return _json(rest.error_body(error), error.http_status)
 
 
 def _status_error(status: int, code: str, message: str) -> flask.Response:
@@ -94,6 +105,16 @@ class HttpApp:
             return _json(keys, headers={"Cache-Control": "public, max-age=300"})
         if path == "/sse":
             return self._seed_sse(request)
+        found = rest.match(request.method, path)
+        if found is not None:
+            return self._rest(request, *found)
+        methods = rest.allowed(path)
+        if methods:
+            response = _status_error(
+                405, "METHOD_NOT_ALLOWED", f"{path} takes {' or '.join(methods)}"
+            )
+            response.headers["Allow"] = ", ".join(methods)
+            return response
         if request.method == "POST":
             # JSON-RPC at the root, and at any other path a deployment puts in front of it
             # (seed 002 posts to /api/a2a).
@@ -104,7 +125,7 @@ class HttpApp:
                 "METHOD_NOT_ALLOWED",
                 "POST JSON-RPC requests here; the agent card is at /.well-known/agent-card.json",
             )
-        return _status_error(404, "NOT_FOUND", f"no route for {request.method} {request.path}")
+        return _rest_error(MethodNotFoundError(f"no route for {request.method} {request.path}"))
 
     def public_url(self, request: flask.Request) -> str:
         """The URL clients reach us by, also behind a proxy that sets X-Forwarded-*."""
@@ -128,25 +149,17 @@ class HttpApp:
         return flask.Response(document.body, mimetype=JSON, headers=headers)
 
     def _rpc(self, request: flask.Request) -> flask.Response:
-        limit = self.settings.max_body_bytes
-        if request.content_length is not None and request.content_length > limit:
-            error = InvalidRequestError(
-                f"the body has {request.content_length} bytes; the limit is {limit} "
-                "(A2A_MAX_BODY_BYTES)"
-            )
-            return _rpc_error(error, 413)
-        body = request.stream.read(limit + 1)
-        if len(body) > limit:
-            return _rpc_error(InvalidRequestError(f"the body exceeds {limit} bytes"), 413)
-        principal = self._authenticate(request)
-        if isinstance(principal, flask.Response):
-            return principal
+        try:
+            body = self._body(request)
+            principal = self._authenticate(request)
+        except (PayloadTooLargeError, UnauthenticatedError) as error:
+            return self._refused(_rpc_error(error, error.http_status), error)
         call = jsonrpc.Call(self.service, principal, self.streams, _last_event_id(request))
         answer = jsonrpc.dispatch(
             body,
             call=call,
             content_type=request.headers.get("Content-Type"),
-            version=request.headers.get("A2A-Version") or request.args.get("A2A-Version"),
+            version=_version(request),
         )
         if answer is None:
             return flask.Response(status=204)
@@ -154,21 +167,63 @@ class HttpApp:
             return sse.response(jsonrpc.stream_events(answer))
         return _json(answer)
 
-    def _authenticate(self, request: flask.Request) -> Principal | flask.Response:
+    def _rest(
+        self, request: flask.Request, route: rest.Route, ids: dict[str, str]
+    ) -> flask.Response:
+        try:
+            body = self._body(request)
+            principal = self._authenticate(request)
+        except (PayloadTooLargeError, UnauthenticatedError) as error:
+            return self._refused(_rest_error(error), error)
+        call = jsonrpc.Call(self.service, principal, self.streams, _last_event_id(request))
+        try:
+            answer = rest.dispatch(
+                route,
+                ids,
+                call=call,
+                query=request.args.to_dict(),
+                body=body,
+                content_type=request.headers.get("Content-Type"),
+                version=_version(request),
+            )
+        except A2AError as error:
+            return _rest_error(error)
+        if isinstance(answer, jsonrpc.Streamed):
+            return sse.response(rest.stream_events(answer))
+        return _json({} if answer is None else answer)  # a delete answers google.protobuf.Empty
+
+    def _body(self, request: flask.Request) -> bytes:
+        limit = self.settings.max_body_bytes
+        if request.content_length is not None and request.content_length > limit:
+            raise PayloadTooLargeError(
+                f"the body has {request.content_length} bytes; the limit is {limit} "
+                "(A2A_MAX_BODY_BYTES)"
+            )
+        body: bytes = request.stream.read(limit + 1)
+        if len(body) > limit:
+            raise PayloadTooLargeError(f"the body exceeds {limit} bytes")
+        return body
+
+    def _authenticate(self, request: flask.Request) -> Principal:
         try:
             return self.authenticator.authenticate(request.headers.get)
         except AuthenticationError as exc:
-            response = _rpc_error(InvalidRequestError(f"authentication required: {exc}"), 401)
+            raise UnauthenticatedError(f"authentication required: {exc}") from None
+
+    def _refused(self, response: flask.Response, error: A2AError) -> flask.Response:
+        """A request refused before any work; an unauthenticated one says what to send."""
+        if isinstance(error, UnauthenticatedError):
             response.headers["WWW-Authenticate"] = f'ApiKey header="{self.authenticator.header}"'
-            return response
+        return response
 
     def _seed_sse(self, request: flask.Request) -> flask.Response:
         """The seeds' `GET /sse?taskId=...`: the task's updates as `task_update` events."""
         if request.method not in ("GET", "HEAD"):
             return _status_error(405, "METHOD_NOT_ALLOWED", "open the event stream with GET")
-        principal = self._authenticate(request)
-        if isinstance(principal, flask.Response):
-            return principal
+        try:
+            principal = self._authenticate(request)
+        except UnauthenticatedError as error:
+            return self._refused(_rpc_error(error, error.http_status), error)
         owner, store, policy = principal.owner, self.service.store, self.streams
         try:
             task_id = request.args.get("taskId") or request.args.get("id")
@@ -182,6 +237,11 @@ class HttpApp:
         except A2AError as error:
             return _rpc_error(error, error.http_status)
         return sse.response(_task_updates(frames))
+
+
+def _version(request: flask.Request) -> str | None:
+    """The A2A-Version the client asks for: the header, or the query parameter (S1 §3.6)."""
+    return request.headers.get("A2A-Version") or request.args.get("A2A-Version")
 
 
 def _last_event_id(request: flask.Request) -> str | None:

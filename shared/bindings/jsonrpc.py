@@ -152,11 +152,27 @@ def _subscribe(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Strea
 
 
 def stream_events(streamed: Streamed) -> Iterator[str]:
-    """The server-sent events of a Streamed answer, each frame a JSON-RPC response.
-
-    A failure after the first frame can only end the stream: it ends with an `error` event.
-    Closing this iterator (the client went away) closes the stream and frees its slot."""
+    """The server-sent events of a Streamed answer, each frame a JSON-RPC response."""
     dialect, request_id = streamed.dialect, streamed.request_id
+    return frame_events(
+        streamed,
+        lambda result: {"jsonrpc": "2.0", "id": request_id, "result": result},
+        lambda error: _error(request_id, error, dialect),
+    )
+
+
+def frame_events(
+    streamed: Streamed,
+    wrap: Callable[[dict[str, Any]], Any],
+    fail: Callable[[A2AError], Any],
+) -> Iterator[str]:
+    """The server-sent events of a Streamed answer: each frame's result in the dialect,
+    as `wrap` puts it on the wire (the REST binding sends it bare).
+
+    A failure after the first frame can only end the stream: it ends with an `error` event
+    carrying `fail`'s body. Closing this iterator (the client went away) closes the stream
+    and frees its slot."""
+    dialect = streamed.dialect
     try:
         for frame in streamed.frames:
             if frame is None:
@@ -167,13 +183,11 @@ def stream_events(streamed: Streamed) -> Iterator[str]:
             else:
                 result = dialect.stream_update(frame.item, frame.task)
             if result is not None:
-                answer = {"jsonrpc": "2.0", "id": request_id, "result": result}
-                yield sse.event(answer, seq=frame.seq)
+                yield sse.event(wrap(result), seq=frame.seq)
     except Exception:
         reference = new_id()[:8]
         log.exception("a stream failed (reference %s)", reference)
-        error = _error(request_id, InternalError(f"reference {reference}"), dialect)
-        yield sse.event(error, name="error")
+        yield sse.event(fail(InternalError(f"reference {reference}")), name="error")
     finally:
         streamed.frames.close()
 
@@ -283,6 +297,25 @@ def media_type(content_type: str | None) -> str | None:
     return content_type.split(";", 1)[0].strip().lower() if content_type else None
 
 
+def content_type_error(content_type: str | None) -> ContentTypeNotSupportedError | None:
+    """The error for a body that is declared as something other than JSON (none is JSON)."""
+    media = media_type(content_type)
+    if media is None or media in JSON_MEDIA_TYPES:
+        return None
+    return ContentTypeNotSupportedError(
+        f"send Content-Type: application/json, not {media}", metadata={"contentType": media}
+    )
+
+
+def require_version(version: str | None) -> None:
+    """Refuse an A2A-Version header naming a version we don't speak (none: the method says)."""
+    if version and not version_supported(version):
+        raise VersionNotSupportedError(
+            f"A2A-Version {version} is not supported; this agent speaks 1.0 and 0.3",
+            metadata={"requestedVersion": version, "supportedVersions": "1.0,0.3"},
+        )
+
+
 def dispatch(
     body: bytes,
     *,
@@ -292,13 +325,9 @@ def dispatch(
 ) -> Any:
     """The response value for one HTTP body; None when nothing is to be sent back."""
     header_dialect: Dialect = V1 if (version or "").startswith("1.") else V03
-    media = media_type(content_type)
-    if media is not None and media not in JSON_MEDIA_TYPES:
+    unsupported = content_type_error(content_type)
+    if unsupported is not None:
         # Checked before parsing: a body sent as text/plain need not be JSON at all.
-        unsupported = ContentTypeNotSupportedError(
-            f"send Content-Type: application/json, not {media}",
-            metadata={"contentType": media},
-        )
         return _error(_id_if_any(body), unsupported, header_dialect)
     try:
         payload = json.loads(body)
@@ -360,11 +389,9 @@ def _call(
         not_found = MethodNotFoundError(f"no method {method!r}", metadata={"method": method})
         return _error(answer_id, not_found, header_dialect)
     operation_name, dialect = found
-    if version and not version_supported(version):
-        error = VersionNotSupportedError(
-            f"A2A-Version {version} is not supported; this agent speaks 1.0 and 0.3",
-            metadata={"requestedVersion": version, "supportedVersions": "1.0,0.3"},
-        )
+    try:
+        require_version(version)
+    except VersionNotSupportedError as error:
         return _error(answer_id, error, dialect)
     params = request.get("params", {})
     if operation_name in STREAMING_OPERATIONS:

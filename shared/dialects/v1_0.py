@@ -130,27 +130,33 @@ class V1Dialect:
 
     def error_data(self, error: A2AError) -> Any:
         """An ErrorInfo for A2A errors, a BadRequest naming the field for invalid params."""
-        data: list[dict[str, Any]] = []
         if error.code > -32100:  # the A2A range, -32001 and up
-            metadata = {k: str(v) for k, v in error.metadata.items()}
-            if error.detail:
-                metadata.setdefault("detail", error.detail)
-            data.append(
-                {
-                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                    "reason": error.reason,
-                    "domain": "a2a-protocol.org",
-                    "metadata": metadata,
-                }
-            )
-        elif error.field:
-            data.append(
-                {
-                    "@type": "type.googleapis.com/google.rpc.BadRequest",
-                    "fieldViolations": [{"field": error.field, "description": error.detail or ""}],
-                }
-            )
-        return data or None
+            return [error_info(error)]
+        found = bad_request(error)
+        return [found] if found else None
+
+
+def error_info(error: A2AError) -> dict[str, Any]:
+    """The google.rpc.ErrorInfo detail of an error."""
+    metadata = {k: str(v) for k, v in error.metadata.items()}
+    if error.detail:
+        metadata.setdefault("detail", error.detail)
+    return {
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        "reason": error.reason,
+        "domain": "a2a-protocol.org",
+        "metadata": metadata,
+    }
+
+
+def bad_request(error: A2AError) -> dict[str, Any] | None:
+    """The google.rpc.BadRequest detail naming the field at fault, when there is one."""
+    if not error.field:
+        return None
+    return {
+        "@type": "type.googleapis.com/google.rpc.BadRequest",
+        "fieldViolations": [{"field": error.field, "description": error.detail or ""}],
+    }
 
 
 V1 = V1Dialect()

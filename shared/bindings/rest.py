@@ -1,0 +1,144 @@
+"""A2A 1.0's HTTP+JSON (REST) binding: a method and a path to the operation a JSON-RPC method runs.
+
+It owns the binding's route table (S1 §11.3, wire reference section 6), how a request's path
+ids, query string and ProtoJSON body become the params of the matching 1.0 JSON-RPC method,
+and the binding's error body (`google.rpc.Status` with an ErrorInfo). The operations are
+shared.bindings.jsonrpc's, run in the 1.0 dialect: a REST answer is the `result` the JSON-RPC
+method returns, and a stream sends each frame's bare StreamResponse. Nothing that a client
+sends produces a traceback: an unexpected exception is logged with a reference and answered
+as an internal error.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from shared.bindings import jsonrpc
+from shared.dialects.v1_0 import V1, bad_request, error_info
+from shared.errors import A2AError, InternalError, InvalidParamsError, JSONParseError
+from shared.model import new_id
+
+log = logging.getLogger("a2a.rest")
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    template: str  # `{name}` is a path segment that becomes `params[name]`
+    operation: str  # a name in jsonrpc.OPERATIONS
+    pattern: re.Pattern[str]
+
+
+def _route(method: str, template: str, operation: str) -> Route:
+    # An id is one segment without the `:verb` suffix (ids are server-generated: no `:` or `/`).
+    pieces = re.split(r"\{(\w+)\}", template)
+    regex = "".join(
+        re.escape(piece) if i % 2 == 0 else f"(?P<{piece}>[^/:]+)" for i, piece in enumerate(pieces)
+    )
+    return Route(method, template, operation, re.compile(regex + r"\Z"))
+
+
+# The placeholders are named after the 1.0 params they fill (GetTask's `id`, a push config's
+# `taskId` and `id`), so the path ids drop into the params as they are.
+ROUTES = (
+    _route("POST", "/message:send", "send"),
+    _route("POST", "/message:stream", "stream"),
+    _route("GET", "/tasks", "list"),
+    _route("GET", "/tasks/{id}", "get"),
+    _route("POST", "/tasks/{id}:cancel", "cancel"),
+    # S1 says POST, the proto's HTTP annotation GET: the SDK accepts both, and so do we.
+    _route("POST", "/tasks/{id}:subscribe", "subscribe"),
+    _route("GET", "/tasks/{id}:subscribe", "subscribe"),
+    _route("POST", "/tasks/{taskId}/pushNotificationConfigs", "push_set"),
+    _route("GET", "/tasks/{taskId}/pushNotificationConfigs", "push_list"),
+    _route("GET", "/tasks/{taskId}/pushNotificationConfigs/{id}", "push_get"),
+    _route("DELETE", "/tasks/{taskId}/pushNotificationConfigs/{id}", "push_delete"),
+    _route("GET", "/extendedAgentCard", "extended_card"),
+)
+
+
+def match(method: str, path: str) -> tuple[Route, dict[str, str]] | None:
+    """The route for a request, with the ids its path carries (None: not a REST request)."""
+    for route in ROUTES:
+        found = route.pattern.match(path)
+        if found and route.method == method:
+            return route, found.groupdict()
+    return None
+
+
+def allowed(path: str) -> list[str]:
+    """The methods a REST path takes (empty: not a REST path)."""
+    return [route.method for route in ROUTES if route.pattern.match(path)]
+
+
+def dispatch(
+    route: Route,
+    ids: Mapping[str, str],
+    *,
+    call: jsonrpc.Call,
+    query: Mapping[str, str],
+    body: bytes,
+    content_type: str | None,
+    version: str | None,
+) -> Any:
+    """The operation's answer: a result (None for a delete), or a jsonrpc.Streamed.
+
+    Raises A2AError for anything wrong, including an InternalError for a failure of ours."""
+    jsonrpc.require_version(version)
+    params = _params(ids, query, body, content_type)
+    try:
+        return jsonrpc.OPERATIONS[route.operation](call, params, V1)
+    except A2AError:
+        raise
+    except Exception:
+        reference = new_id()[:8]
+        log.exception("%s %s failed (reference %s)", route.method, route.template, reference)
+        raise InternalError(f"reference {reference}") from None
+
+
+def _params(
+    ids: Mapping[str, str], query: Mapping[str, str], body: bytes, content_type: str | None
+) -> dict[str, Any]:
+    """The JSON-RPC params: the query (its keys are the params' camelCase names; the decoders
+    read ProtoJSON's decimal strings and `true`/`false`), then the body, then the path ids,
+    which name the resource and so win over anything the body says."""
+    params: dict[str, Any] = dict(query)
+    if body.strip():
+        unsupported = jsonrpc.content_type_error(content_type)
+        if unsupported is not None:  # before parsing: a text/plain body need not be JSON
+            raise unsupported
+        try:
+            payload = json.loads(body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise JSONParseError(f"the body is not JSON ({exc})") from None
+        if not isinstance(payload, dict):
+            raise InvalidParamsError("the body must be a JSON object", field="body")
+        params.update(payload)
+    params.update(ids)
+    return params
+
+
+def error_body(error: A2AError) -> dict[str, Any]:
+    """The binding's error: google.rpc.Status, its details an ErrorInfo (and a BadRequest
+    naming the field at fault, when there is one)."""
+    details = [error_info(error)]
+    violation = bad_request(error)
+    if violation is not None:
+        details.append(violation)
+    status = {
+        "code": error.http_status,
+        "status": error.grpc_status,
+        "message": error.message,
+        "details": details,
+    }
+    return {"error": status}
+
+
+def stream_events(streamed: jsonrpc.Streamed) -> Iterator[str]:
+    """A REST stream's server-sent events: each frame the bare StreamResponse."""
+    return jsonrpc.frame_events(streamed, lambda result: result, error_body)
