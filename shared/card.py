@@ -117,14 +117,12 @@ class AgentCard:
                 for binding, version in INTERFACES
             ]
             if self._hybrid:
-                # v0.3 readers: the preferred interface, and the others as additional ones.
+                # v0.3 readers: the interfaces that speak 0.3. HTTP+JSON is served in its 1.0
+                # form only (no /v1 paths), so a v0.3 reader is not pointed at it.
                 card["protocolVersion"] = "0.3.0"
                 card["url"] = url
                 card["preferredTransport"] = INTERFACES[0][0]
-                card["additionalInterfaces"] = [
-                    {"url": url, "transport": "JSONRPC"},
-                    {"url": url, "transport": "HTTP+JSON"},
-                ]
+                card["additionalInterfaces"] = [{"url": url, "transport": "JSONRPC"}]
             body = json.dumps(card, separators=(",", ":")).encode()
             etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
             found = CardDocument(body, etag, self._last_modified)
