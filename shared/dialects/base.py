@@ -98,3 +98,29 @@ def message_tail(m: Message, out: dict[str, Any]) -> dict[str, Any]:
     if m.metadata is not None:
         out["metadata"] = m.metadata
     return out
+
+
+def task_list(
+    encode: Callable[[Task], dict[str, Any]], page: TaskPage, tasks: list[Task], page_size: int
+) -> dict[str, Any]:
+    """A ListTasks result, its tasks in the version's own form (same members in every one)."""
+    return {
+        "tasks": [encode(t) for t in tasks],
+        "nextPageToken": page.next_page_token,
+        "pageSize": page_size,
+        "totalSize": page.total_size,
+    }
+
+
+class V0Common:
+    """What the v0.x dialects answer alike: free-form error data, push config lists as
+    arrays of the version's TaskPushNotificationConfig."""
+
+    def push_config(self, config: PushConfig) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def error_data(self, error: A2AError) -> Any:
+        return v0_error_data(error)
+
+    def push_configs(self, configs: list[PushConfig], next_page_token: str) -> Any:
+        return [self.push_config(c) for c in configs]

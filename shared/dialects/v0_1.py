@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.dialects.base import timestamp, v0_error_data, v0_push_config
+from shared.dialects import base
+from shared.dialects.base import timestamp, v0_push_config
 from shared.dialects.v0_3 import part as v0_3_part
-from shared.errors import A2AError
 from shared.model import (
     Artifact,
     ArtifactUpdate,
@@ -58,7 +58,7 @@ def artifact(a: Artifact, index: int) -> dict[str, Any]:
     return item
 
 
-class V01Dialect:
+class V01Dialect(base.V0Common):
     version = "0.1"
     name = "0.1"
     # v0.1: history comes back only when asked for (historyLength > 0).
@@ -83,12 +83,7 @@ class V01Dialect:
         return self.task(result) if isinstance(result, Task) else message(result)
 
     def task_list(self, page: TaskPage, tasks: list[Task], page_size: int) -> dict[str, Any]:
-        return {
-            "tasks": [self.task(t) for t in tasks],
-            "nextPageToken": page.next_page_token,
-            "pageSize": page_size,
-            "totalSize": page.total_size,
-        }
+        return base.task_list(self.task, page, tasks, page_size)
 
     def stream_opening(self, result: Task | Message) -> None:
         """v0.1 streams carry status and artifact events only."""
@@ -112,18 +107,12 @@ class V01Dialect:
             out["metadata"] = event.metadata
         return out
 
-    def error_data(self, error: A2AError) -> Any:
-        return v0_error_data(error)
-
     def push_config(self, config: PushConfig) -> dict[str, Any]:
         """TaskPushNotificationConfig of v0.1: `id` is the task's."""
         return {
             "id": config.task_id,
             "pushNotificationConfig": v0_push_config(config, with_id=False),
         }
-
-    def push_configs(self, configs: list[PushConfig], next_page_token: str) -> Any:
-        return [self.push_config(c) for c in configs]
 
 
 V01 = V01Dialect()

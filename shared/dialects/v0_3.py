@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from shared.dialects import base
-from shared.dialects.base import timestamp, v0_error_data, v0_push_config
-from shared.errors import A2AError
+from shared.dialects.base import timestamp, v0_push_config
 from shared.model import (
     Artifact,
     ArtifactUpdate,
@@ -63,7 +62,7 @@ def artifact(a: Artifact) -> dict[str, Any]:
     return base.artifact(a, part)
 
 
-class V03Dialect:
+class V03Dialect(base.V0Common):
     version = "0.3"
     default_history: int | None = None
     message_results = True
@@ -91,12 +90,7 @@ class V03Dialect:
         return self.task(result) if isinstance(result, Task) else message(result)
 
     def task_list(self, page: TaskPage, tasks: list[Task], page_size: int) -> dict[str, Any]:
-        return {
-            "tasks": [self.task(t) for t in tasks],
-            "nextPageToken": page.next_page_token,
-            "pageSize": page_size,
-            "totalSize": page.total_size,
-        }
+        return base.task_list(self.task, page, tasks, page_size)
 
     def stream_opening(self, result: Task | Message) -> dict[str, Any]:
         return self.send_result(result)
@@ -124,18 +118,12 @@ class V03Dialect:
             out["metadata"] = event.metadata
         return out
 
-    def error_data(self, error: A2AError) -> Any:
-        return v0_error_data(error)
-
     def push_config(self, config: PushConfig) -> dict[str, Any]:
         """A TaskPushNotificationConfig: the config wrapped with its task id."""
         return {
             "taskId": config.task_id,
             "pushNotificationConfig": v0_push_config(config, with_id=True),
         }
-
-    def push_configs(self, configs: list[PushConfig], next_page_token: str) -> Any:
-        return [self.push_config(c) for c in configs]
 
 
 V03 = V03Dialect()

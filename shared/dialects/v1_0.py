@@ -96,12 +96,7 @@ class V1Dialect:
         return {"task": task(result)} if isinstance(result, Task) else {"message": message(result)}
 
     def task_list(self, page: TaskPage, tasks: list[Task], page_size: int) -> dict[str, Any]:
-        return {
-            "tasks": [task(t) for t in tasks],
-            "nextPageToken": page.next_page_token,
-            "pageSize": page_size,
-            "totalSize": page.total_size,
-        }
+        return base.task_list(task, page, tasks, page_size)
 
     def push_config(self, config: PushConfig) -> dict[str, Any]:
         return push_config(config)
