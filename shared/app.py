@@ -140,21 +140,33 @@ def build(settings: Settings | None = None, store: TaskStore | None = None) -> H
             )
         store.observers.observe(PushNotifier(configs, queue))
         push_queue = queue
+    work_queue = _cloud_queue(settings, settings.work_queue, settings.worker_url)
+    if work_queue is None:  # the embedded backend: the worker runs in this process
+        worker = Worker(
+            store,
+            module,
+            commit_interval=settings.commit_interval,
+            lease_seconds=settings.lease_seconds,
+        )
+        work_queue = InlineQueue(
+            lambda payload, delivery: worker.deliver(payload, delivery).accepted,
+            max_attempts=settings.work_max_attempts,
+        )
     service = A2AService(
         store,
         module,
+        queue=work_queue,
         commit_interval=settings.commit_interval,
         deduplicate=settings.deduplicate_messages,
         push_configs=push[0] if push else None,
         check_push_url=lambda url: check_push_url(url, allowed_hosts=hosts),
-        queue=_cloud_queue(settings, settings.work_queue, settings.worker_url),
         blocking_wait=settings.blocking_wait,
-        lease_seconds=settings.lease_seconds,
     )
     card = AgentCard(
         card_template(module, settings), _card_time(module), hybrid=settings.card_style == "hybrid"
     )
     app = HttpApp(service, card, Authenticator(settings), settings, _signer(settings, module))
+    app.closers.append(work_queue.close)
     if push_queue is not None:
         app.closers.append(push_queue.close)
     return app

@@ -1,8 +1,10 @@
 """The A2A operations on canonical types, for one caller (the owner).
 
-Send (blocking, background or streamed), get, list, cancel, follow (subscribe), push config
-CRUD and the seeds' message listing. Nothing here knows a wire format: the bindings decode
-requests into the values below and encode what comes back.
+Send (blocking, background or streamed), get, list, cancel, subscribe, push config CRUD and
+the seeds' message listing, each taking its request from shared.requests. Nothing here knows
+a wire format: the wire codecs (the operation table) decode calls into those requests and
+encode what comes back. An error names the request attribute at fault (`task_id`,
+`push_config.url`); the codec that decoded the request puts the caller's wire field there.
 
 A blocking send runs the handler in the request. A non-blocking one, and every send to a
 long-running handler, stores the message with the task `submitted` and a queued lease,
@@ -17,9 +19,9 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
+from shared import streaming
 from shared.agent import HandlerModule
-from shared.dialects import decode
-from shared.dialects.decode import ListRequest, SendRequest
+from shared.conflicts import retry_on_conflict
 from shared.errors import (
     InvalidParamsError,
     PushNotificationNotSupportedError,
@@ -50,13 +52,23 @@ from shared.ports import (
     TaskQuery,
     TaskQueue,
     TaskStore,
-    VersionConflict,
 )
 from shared.push_url import PushURLRefused
+from shared.requests import (
+    CancelRequest,
+    DeletePushConfigRequest,
+    GetPushConfigRequest,
+    ListPushConfigsRequest,
+    ListTasksRequest,
+    MessagesRequest,
+    SendRequest,
+    SetPushConfigRequest,
+    SubscribeRequest,
+    TaskSelector,
+)
 from shared.runtime import Turn
-from shared.worker import LOST_TEXT, Job, Worker, abandoned, end
+from shared.worker import LOST_TEXT, Job, abandoned, end
 
-_ATTEMPTS = 20  # lost races in a row before we call it a bug, not bad luck
 # A blocking send waiting for the worker reads the task after these many seconds, doubling.
 _FIRST_POLL, _MAX_POLL = 0.05, 1.0
 
@@ -77,17 +89,16 @@ class A2AService:
         store: TaskStore,
         handler: HandlerModule,
         *,
+        queue: TaskQueue,
         commit_interval: float = 0.25,
         deduplicate: bool = True,
         push_configs: PushConfigStore | None = None,
         check_push_url: Callable[[str], None] | None = None,
-        queue: TaskQueue | None = None,
         blocking_wait: float = 270.0,
-        lease_seconds: float = 30.0,
     ) -> None:
-        """`queue` takes background turns to the worker; the default runs them in this
-        process (the embedded backend). `blocking_wait`: how long a blocking send waits for
-        a background turn before it answers the task as it stands."""
+        """`queue` takes background turns to the worker (Cloud Tasks, or in process on the
+        embedded backend: shared.app wires it). `blocking_wait`: how long a blocking send
+        waits for a background turn before it answers the task as it stands."""
         self.store = store
         self.handler = handler
         self._commit_interval = commit_interval
@@ -96,19 +107,7 @@ class A2AService:
         self.push_configs = push_configs
         self._check_push_url = check_push_url or (lambda url: None)
         self._blocking_wait = blocking_wait
-        if queue is None:
-            from shared.queue.inline import InlineQueue
-
-            worker = Worker(
-                store, handler, commit_interval=commit_interval, lease_seconds=lease_seconds
-            )
-            queue = InlineQueue(
-                lambda payload, delivery: worker.deliver(payload, delivery).accepted
-            )
         self._queue = queue
-
-    def close(self) -> None:
-        self._queue.close()
 
     # -- send ------------------------------------------------------------------------------
 
@@ -142,10 +141,18 @@ class A2AService:
             return result
         return view(result, request.history_length)
 
-    def start_stream(self, owner: str, request: SendRequest, *, dialect: str) -> Turn | StoredTask:
-        """A streamed send: a claimed Turn for the caller to run and listen to or, when the
-        message only joins a task that is running already (or was sent before), or goes to
-        the worker (a long-running handler), that task, for the caller to follow in its log."""
+    def stream(
+        self, owner: str, request: SendRequest, *, dialect: str, policy: streaming.StreamPolicy
+    ) -> streaming.Stream:
+        """A streamed send's frames, holding one of the policy's slots while open."""
+        return policy.slots.open(lambda: self._open_stream(owner, request, dialect, policy))
+
+    def _open_stream(
+        self, owner: str, request: SendRequest, dialect: str, policy: streaming.StreamPolicy
+    ) -> streaming.Stream:
+        """The claimed turn the message starts, run here and listened to or, when the message
+        only joins a task that is running already (or was sent before), or goes to the worker
+        (a long-running handler), that task followed in its log."""
         try:
             begun = self._begin(
                 owner,
@@ -161,23 +168,31 @@ class A2AService:
             raise self._taken(request) from None
         else:
             if isinstance(begun, Turn):
-                return begun
+                return streaming.inline(begun, self.store, owner, policy)
             task_id = begun.task.id if isinstance(begun, StoredTask) else begun.id
-        return self.get(owner, task_id, None)
+        joined = self._stored(owner, task_id)
+        return streaming.follow(self.store, owner, joined, None, policy)
 
-    def follow(self, owner: str, task_id: str, after_seq: int | None) -> StoredTask:
-        """The task a subscriber follows (from `after_seq`, when it resumes a stream).
+    def subscribe(
+        self, owner: str, request: SubscribeRequest, policy: streaming.StreamPolicy
+    ) -> tuple[StoredTask, streaming.Stream]:
+        """The task a subscriber follows and its frames (after `after_seq`, when it resumes
+        a stream), holding one of the policy's slots while open.
 
         A terminal task has nothing more to say, unless a resumed stream missed its end."""
-        stored = self.get(owner, task_id, None)
+        stored = self._stored(owner, request.task_id)
         state = stored.task.status.state
+        after_seq = request.after_seq
         if state.terminal and (after_seq is None or after_seq >= stored.last_seq):
             raise UnsupportedOperationError(
-                f"task {task_id} is {state.value}: nothing more will happen to it; read it "
-                "with GetTask (tasks/get)",
-                field="params.id",
+                f"task {request.task_id} is {state.value}: nothing more will happen to it; "
+                "read it with GetTask (tasks/get)",
+                field="task_id",
             )
-        return stored
+        frames = policy.slots.open(
+            lambda: streaming.follow(self.store, owner, stored, after_seq, policy)
+        )
+        return stored, frames
 
     def _begin(
         self,
@@ -197,33 +212,31 @@ class A2AService:
             first = self.store.find_message(owner, message_id)
             if first is not None:
                 return self._first_result(owner, first, request)
-        for _ in range(_ATTEMPTS):
+
+        # Each lost race (the task was resumed, or can be resumed again, by another message)
+        # decides again from the task as it is now.
+        def decide() -> Turn | StoredTask | Task:
             stored = self._target(owner, request)
             if stored is not None and not stored.task.status.state.interrupted:
                 # A turn is running (submitted or working): the message joins the
                 # task's history. The running handler does not see it; a second
                 # concurrent run of the same task would race the first.
-                try:
-                    return self._append_only(owner, stored, request, message_id)
-                except VersionConflict:
-                    continue  # the task can be resumed again: decide again
+                return self._append_only(stored, request, message_id)
             task = self._new_task(request) if stored is None else stored.task
             if request.push_config is not None:
                 # A new task's config hears of every event; a resumed one's of those to come.
                 seen = stored.last_seq if stored is not None else 0
-                self._inline_push_config(request, task.id, dialect, seen)
+                config = request.push_config.for_task(task.id, default_id=new_id())
+                self._put_push_config(config, dialect, seen)
             if background:
-                try:
-                    return self._queue_turn(
-                        owner,
-                        request=request,
-                        task=task,
-                        stored=stored,
-                        dialect=dialect,
-                        message_id=message_id,
-                    )
-                except VersionConflict:
-                    continue  # another message resumed the task first: decide again
+                return self._queue_turn(
+                    owner,
+                    request=request,
+                    task=task,
+                    stored=stored,
+                    dialect=dialect,
+                    message_id=message_id,
+                )
             turn = self._turn(
                 owner,
                 request=request,
@@ -234,27 +247,17 @@ class A2AService:
                 message_results=message_results,
             )
             if stored is not None or claim:
-                try:
-                    turn.claim()
-                except VersionConflict:
-                    continue  # another message resumed the task first: decide again
+                turn.claim()
             return turn
-        raise RuntimeError("too many concurrent writers on one task")
+
+        return retry_on_conflict(decide, subject=f"task {request.task_id or '(new)'}")
 
     @staticmethod
     def _taken(request: SendRequest) -> TaskNotFoundError:
         # A v0.1 client named a task that appeared meanwhile (or is another owner's).
         return TaskNotFoundError(
-            f"task {request.task_id} cannot be created: the id is taken", field="params.id"
+            f"task {request.task_id} cannot be created: the id is taken", field="task_id"
         )
-
-    def _inline_push_config(
-        self, request: SendRequest, task_id: str, dialect: str, delivered_seq: int
-    ) -> None:
-        config = decode.push_config(
-            request.push_config, request.push_config_field, task_id=task_id, default_id=new_id()
-        )
-        self._put_push_config(config, dialect, delivered_seq)
 
     def _turn(
         self,
@@ -345,14 +348,18 @@ class A2AService:
 
     def _settle(self, stored: StoredTask) -> StoredTask:
         """The task, failed first when its worker died on the queue's last attempt."""
-        for _ in range(_ATTEMPTS):
-            if not abandoned(stored):
-                return stored
-            try:
-                return end(self.store, stored, TaskState.FAILED, LOST_TEXT)
-            except VersionConflict:
-                stored = self.store.get(stored.owner, stored.task.id) or stored
-        return stored
+        if not abandoned(stored):
+            return stored
+        attempts = iter([stored])
+
+        def decide() -> StoredTask:
+            # The task as read by the caller first, then as it is after each lost race.
+            current = next(attempts, None) or self.store.get(stored.owner, stored.task.id)
+            if current is None or not abandoned(current):
+                return current or stored
+            return end(self.store, current, TaskState.FAILED, LOST_TEXT)
+
+        return retry_on_conflict(decide, subject=f"task {stored.task.id}")
 
     @staticmethod
     def _new_task(request: SendRequest) -> Task:
@@ -371,40 +378,33 @@ class A2AService:
         if stored is None:
             if request.create_if_missing:
                 return None
-            raise TaskNotFoundError(f"no task {request.task_id}", field="params.message.taskId")
+            raise TaskNotFoundError(f"no task {request.task_id}", field="task_id")
         state = stored.task.status.state
         if state.terminal:
             raise UnsupportedOperationError(
                 f"task {stored.task.id} is {state.value} and cannot take more messages; send "
                 "the message without a taskId (same contextId) to start a follow-up task",
-                field="params.message.taskId",
+                field="task_id",
             )
         if request.context_id is not None and request.context_id != stored.task.context_id:
             raise InvalidParamsError(
                 f"contextId {request.context_id} is not the context of task {stored.task.id} "
                 f"({stored.task.context_id})",
-                field="params.message.contextId",
+                field="context_id",
             )
         return stored
 
     def _append_only(
-        self, owner: str, stored: StoredTask, request: SendRequest, message_id: str | None
+        self, stored: StoredTask, request: SendRequest, message_id: str | None
     ) -> Task:
+        """The message joins the running task's history. Raises VersionConflict when the
+        task moved on meanwhile: the caller decides again (it may be resumable now)."""
         task = stored.task
         message = request.message.model_copy(
             update={"task_id": task.id, "context_id": task.context_id}
         )
-        for _ in range(_ATTEMPTS):
-            try:
-                new = self.store.commit(
-                    stored, apply(stored.task, message), [message], message_id=message_id
-                )
-                return view(new.task, request.history_length)
-            except VersionConflict:
-                stored = self._target(owner, request) or stored
-                if stored.task.status.state.interrupted:
-                    raise VersionConflict(task.id) from None  # resumable again: start over
-        raise RuntimeError(f"task {task.id}: too many concurrent writers")
+        new = self.store.commit(stored, apply(task, message), [message], message_id=message_id)
+        return view(new.task, request.history_length)
 
     def _first_result(self, owner: str, task_id: str, request: SendRequest) -> Task:
         """A repeated messageId gets the task its first send went to, unchanged."""
@@ -424,14 +424,18 @@ class A2AService:
 
     # -- get, list, cancel -----------------------------------------------------------------
 
-    def get(self, owner: str, task_id: str, history_length: int | None) -> StoredTask:
+    def _stored(self, owner: str, task_id: str) -> StoredTask:
+        """The owner's task (settled), or TaskNotFound naming `task_id`."""
         stored = self.store.get(owner, task_id)
         if stored is None:
-            raise TaskNotFoundError(f"no task {task_id}", field="params.id")
-        stored = self._settle(stored)
-        return replace(stored, task=view(stored.task, history_length))
+            raise TaskNotFoundError(f"no task {task_id}", field="task_id")
+        return self._settle(stored)
 
-    def list(self, owner: str, request: ListRequest) -> tuple[TaskPage, list[Task]]:
+    def get(self, owner: str, request: TaskSelector) -> StoredTask:
+        stored = self._stored(owner, request.task_id)
+        return replace(stored, task=view(stored.task, request.history_length))
+
+    def list(self, owner: str, request: ListTasksRequest) -> tuple[TaskPage, list[Task]]:
         query = TaskQuery(
             context_id=request.context_id,
             state=request.state,
@@ -442,40 +446,41 @@ class A2AService:
         try:
             page = self.store.list(owner, query)
         except InvalidPageToken as exc:
-            raise InvalidParamsError(str(exc), field="params.pageToken") from None
+            raise InvalidParamsError(str(exc), field="page_token") from None
         tasks = [
             view(s.task, request.history_length, artifacts=request.include_artifacts)
             for s in page.tasks
         ]
         return page, tasks
 
-    def cancel(self, owner: str, task_id: str) -> StoredTask:
-        for _ in range(_ATTEMPTS):
+    def cancel(self, owner: str, request: CancelRequest) -> StoredTask:
+        task_id = request.task_id
+
+        def decide() -> StoredTask:
             stored = self.store.get(owner, task_id)
             if stored is None:
-                raise TaskNotFoundError(f"no task {task_id}", field="params.id")
+                raise TaskNotFoundError(f"no task {task_id}", field="task_id")
             state = stored.task.status.state
             if state.terminal:
                 raise TaskNotCancelableError(
-                    f"task {task_id} is already {state.value}", field="params.id"
+                    f"task {task_id} is already {state.value}", field="task_id"
                 )
             event = StatusUpdate(
                 task_id=task_id,
                 context_id=stored.task.context_id,
                 status=TaskStatus(state=TaskState.CANCELED),
             )
-            try:
-                return self.store.commit(stored, apply(stored.task, event), [event])
-            except VersionConflict:
-                continue  # the running turn committed meanwhile: read again and decide again
-        raise RuntimeError(f"task {task_id}: too many concurrent writers")
+            return self.store.commit(stored, apply(stored.task, event), [event])
 
-    def messages(self, owner: str, task_id: str) -> tuple[Message, ...]:
+        # A lost race means the running turn committed meanwhile: read again, decide again.
+        return retry_on_conflict(decide, subject=f"task {task_id}")
+
+    def messages(self, owner: str, request: MessagesRequest) -> tuple[Message, ...]:
         """The seeds' `messages/list`: the task's whole conversation, oldest first."""
-        stored = self.get(owner, task_id, None)
-        status_message = stored.task.status.message
+        task = self._stored(owner, request.task_id).task
+        status_message = task.status.message
         tail = (status_message,) if status_message is not None else ()
-        return (*stored.task.history, *tail)
+        return (*task.history, *tail)
 
     # -- push notification configs --------------------------------------------------------
 
@@ -496,19 +501,22 @@ class A2AService:
             self._check_push_url(config.url)
         except PushURLRefused as exc:
             raise InvalidParamsError(
-                f"push notification URL refused: {exc}", field="pushNotificationConfig.url"
+                f"push notification URL refused: {exc}", field="push_config.url"
             ) from None
         return store.put(config, dialect=dialect, delivered_seq=delivered_seq)
 
-    def set_push_config(self, owner: str, config: PushConfig, dialect: str) -> StoredPushConfig:
+    def set_push_config(
+        self, owner: str, request: SetPushConfigRequest, dialect: str
+    ) -> StoredPushConfig:
         """A config made for a task that exists hears of the events that come after it."""
-        stored = self.get(owner, config.task_id, 0)
-        return self._put_push_config(config, dialect, stored.last_seq)
+        stored = self._stored(owner, request.config.task_id)
+        return self._put_push_config(request.config, dialect, stored.last_seq)
 
-    def get_push_config(self, owner: str, task_id: str, config_id: str | None) -> PushConfig:
+    def get_push_config(self, owner: str, request: GetPushConfigRequest) -> PushConfig:
         """The config, or with no id the task's first one (v0.x get without a config id)."""
         store = self.require_push()
-        self.get(owner, task_id, 0)
+        task_id, config_id = request.task_id, request.config_id
+        self._stored(owner, task_id)
         if config_id is None:
             configs = store.list(task_id)
             found = configs[0] if configs else None
@@ -517,17 +525,19 @@ class A2AService:
         if found is None:
             raise TaskNotFoundError(
                 f"task {task_id} has no push notification config {config_id or ''}".rstrip(),
-                field="params.id",
+                field="config_id",
             )
         return found.config
 
-    def list_push_configs(self, owner: str, task_id: str) -> builtins.list[PushConfig]:
+    def list_push_configs(
+        self, owner: str, request: ListPushConfigsRequest
+    ) -> builtins.list[PushConfig]:
         store = self.require_push()
-        self.get(owner, task_id, 0)
-        return [c.config for c in store.list(task_id)]
+        self._stored(owner, request.task_id)
+        return [c.config for c in store.list(request.task_id)]
 
-    def delete_push_config(self, owner: str, task_id: str, config_id: str) -> None:
+    def delete_push_config(self, owner: str, request: DeletePushConfigRequest) -> None:
         """Idempotent: deleting a config that is not there succeeds."""
         store = self.require_push()
-        self.get(owner, task_id, 0)
-        store.delete(task_id, config_id)
+        self._stored(owner, request.task_id)
+        store.delete(request.task_id, request.config_id)

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from shared.agent import AgentInfo, Context, HandlerModule, TurnEnded
-from shared.dialects.decode import SendRequest
 from shared.model import Event, Message, Part, Role, Task, TaskState
 from shared.ports import StoredTask, TaskQuery
+from shared.requests import CancelRequest, SendRequest
 from shared.service import A2AService
 from shared.store.memory import MemoryTaskStore
 from tests.handlers import slow
@@ -58,10 +58,22 @@ def request(
     )
 
 
+class NoQueue:
+    """These turns all run in the request: none may go to the worker."""
+
+    def enqueue(self, name: str, payload: dict[str, Any]) -> bool:
+        raise AssertionError(f"a blocking send of a short handler queued {name}")
+
+    def close(self) -> None:
+        pass
+
+
 def service(
     handle: Any, store: MemoryTaskStore | None = None, interval: float = 0.25
 ) -> A2AService:
-    return A2AService(store or MemoryTaskStore(), module(handle), commit_interval=interval)
+    return A2AService(
+        store or MemoryTaskStore(), module(handle), queue=NoQueue(), commit_interval=interval
+    )
 
 
 def test_a_short_turn_is_one_commit() -> None:
@@ -114,7 +126,7 @@ def test_cancel_from_another_thread_stops_the_handler() -> None:
     worker.start()
     time.sleep(0.3)
     [stored] = svc.store.list("o", TaskQuery()).tasks
-    svc.cancel("o", stored.task.id)
+    svc.cancel("o", CancelRequest(stored.task.id))
     worker.join(5)
     assert not worker.is_alive()
     final = result[0]

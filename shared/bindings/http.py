@@ -3,25 +3,23 @@
 It owns what is HTTP about A2A: the well-known card paths with caching headers, which paths
 are the HTTP+JSON binding's (they win; any other POST is JSON-RPC), the body size limit,
 authentication before any work, the status codes of REST answers, streamed answers as
-server-sent events (and the seeds' `GET /sse?taskId=`), and turning every failure into the
-protocol's error body (never an HTML page or a traceback).
+server-sent events, the seeds' `GET /sse?taskId=` (the subscribe operation, framed as
+`task_update` events), and turning every failure into the protocol's error body (never an
+HTML page or a traceback).
 """
 
 from __future__ import annotations
 
-import json
-import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import flask
 
 from shared import streaming
-from shared.bindings import jsonrpc, rest, sse
+from shared.bindings import jsonrpc, operations, rest, sse
+from shared.bindings.json_http import JSON, json_response
 from shared.card import AgentCard
-from shared.dialects import decode
 from shared.dialects.v0_3 import V03
-from shared.dialects.v1_0 import part as v1_part
 from shared.errors import (
     A2AError,
     InvalidParamsError,
@@ -30,22 +28,13 @@ from shared.errors import (
     UnauthenticatedError,
 )
 from shared.identity import AuthenticationError, Authenticator, Principal
-from shared.model import ArtifactUpdate, Role
 from shared.push_signing import NotificationSigner
 from shared.service import A2AService
 from shared.settings import Settings
 
-log = logging.getLogger("a2a.http")
-
 CARD_PATHS = frozenset(
     {"/.well-known/agent-card.json", "/.well-known/agent.json", "/.well-known/agent-card"}
 )
-JSON = "application/json"
-
-
-def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> flask.Response:
-    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
-    return flask.Response(body, status=status, mimetype=JSON, headers=headers)
 
 
 def _rpc_error(error: A2AError, status: int = 200) -> flask.Response:
@@ -53,16 +42,16 @@ def _rpc_error(error: A2AError, status: int = 200) -> flask.Response:
     data = V03.error_data(error)
     if data:
         body["data"] = data
-    return _json({"jsonrpc": "2.0", "id": None, "error": body}, status)
+    return json_response({"jsonrpc": "2.0", "id": None, "error": body}, status)
 
 
 def _rest_error(error: A2AError) -> flask.Response:
-    return _json(rest.error_body(error), error.http_status)
+    return json_response(rest.error_body(error), error.http_status)
 
 
 def _status_error(status: int, code: str, message: str) -> flask.Response:
     """A non-JSON-RPC route's error, shaped as google.rpc.Status like v1.0 REST errors."""
-    return _json({"error": {"code": status, "status": code, "message": message}}, status)
+    return json_response({"error": {"code": status, "status": code, "message": message}}, status)
 
 
 class HttpApp:
@@ -79,8 +68,8 @@ class HttpApp:
         self.authenticator = authenticator
         self.settings = settings
         self.signer = signer
-        # What close() lets go of besides the service: the push queue, when in process.
-        self.closers: list[Callable[[], None]] = [service.close]
+        # What close() lets go of: the queues the app was built with (shared.app).
+        self.closers: list[Callable[[], None]] = []
         self.streams = streaming.StreamPolicy(
             keepalive=settings.stream_keepalive,
             duration=settings.stream_duration,
@@ -102,7 +91,7 @@ class HttpApp:
         if path == "/.well-known/jwks.json":
             # The keys that verify push notification signatures (none when unsigned).
             keys = self.signer.jwks() if self.signer else {"keys": []}
-            return _json(keys, headers={"Cache-Control": "public, max-age=300"})
+            return json_response(keys, headers={"Cache-Control": "public, max-age=300"})
         if path == "/sse":
             return self._seed_sse(request)
         found = rest.match(request.method, path)
@@ -154,7 +143,7 @@ class HttpApp:
             principal = self._authenticate(request)
         except (PayloadTooLargeError, UnauthenticatedError) as error:
             return self._refused(_rpc_error(error, error.http_status), error)
-        call = jsonrpc.Call(self.service, principal, self.streams, _last_event_id(request))
+        call = operations.Call(self.service, principal, self.streams, _last_event_id(request))
         answer = jsonrpc.dispatch(
             body,
             call=call,
@@ -163,9 +152,9 @@ class HttpApp:
         )
         if answer is None:
             return flask.Response(status=204)
-        if isinstance(answer, jsonrpc.Streamed):
-            return sse.response(jsonrpc.stream_events(answer))
-        return _json(answer)
+        if isinstance(answer, jsonrpc.StreamAnswer):
+            return sse.response(answer.events())
+        return json_response(answer)
 
     def _rest(
         self, request: flask.Request, route: rest.Route, ids: dict[str, str]
@@ -175,7 +164,7 @@ class HttpApp:
             principal = self._authenticate(request)
         except (PayloadTooLargeError, UnauthenticatedError) as error:
             return self._refused(_rest_error(error), error)
-        call = jsonrpc.Call(self.service, principal, self.streams, _last_event_id(request))
+        call = operations.Call(self.service, principal, self.streams, _last_event_id(request))
         try:
             answer = rest.dispatch(
                 route,
@@ -188,9 +177,11 @@ class HttpApp:
             )
         except A2AError as error:
             return _rest_error(error)
-        if isinstance(answer, jsonrpc.Streamed):
+        if isinstance(answer, operations.Streamed):
             return sse.response(rest.stream_events(answer))
-        return _json({} if answer is None else answer)  # a delete answers google.protobuf.Empty
+        return json_response(
+            {} if answer is None else answer
+        )  # a delete answers google.protobuf.Empty
 
     def _body(self, request: flask.Request) -> bytes:
         limit = self.settings.max_body_bytes
@@ -224,19 +215,15 @@ class HttpApp:
             principal = self._authenticate(request)
         except UnauthenticatedError as error:
             return self._refused(_rpc_error(error, error.http_status), error)
-        owner, store, policy = principal.owner, self.service.store, self.streams
+        call = operations.Call(self.service, principal, self.streams, _last_event_id(request))
         try:
             task_id = request.args.get("taskId") or request.args.get("id")
             if not task_id:
                 raise InvalidParamsError("the query needs taskId=<task id>", field="taskId")
-            resume = decode.resume_point({}, _last_event_id(request))
-            stored = self.service.follow(owner, task_id, resume)
-            frames = policy.slots.open(
-                lambda: streaming.follow(store, owner, stored, resume, policy)
-            )
+            streamed = operations.run("subscribe", call, {"id": task_id}, V03)
         except A2AError as error:
             return _rpc_error(error, error.http_status)
-        return sse.response(_task_updates(frames))
+        return sse.response(sse.task_updates(streamed.frames))
 
 
 def _version(request: flask.Request) -> str | None:
@@ -248,32 +235,3 @@ def _last_event_id(request: flask.Request) -> str | None:
     """Where a stream resumes: the SSE header, or a query parameter for clients (browsers'
     EventSource on a new URL, curl users) that cannot set it."""
     return request.headers.get("Last-Event-ID") or request.args.get("lastEventId")
-
-
-def _task_updates(frames: streaming.Stream) -> Iterator[str]:
-    """Seed 004's events: `task_update` with the state and the agent's latest words (a
-    status message, or an artifact's parts as the message)."""
-    try:
-        for frame in frames:
-            if frame is None:
-                yield sse.comment("keep-alive")
-                continue
-            item = frame.item
-            data: dict[str, Any] = {"state": frame.task.status.state.value}
-            if isinstance(item, ArtifactUpdate):
-                parts = item.artifact.parts
-                data["message"] = {"role": Role.AGENT.value, "parts": [v1_part(p) for p in parts]}
-            else:
-                data["state"] = item.status.state.value
-                if item.status.message is not None:
-                    message = item.status.message
-                    data["message"] = {
-                        "role": message.role.value,
-                        "parts": [v1_part(p) for p in message.parts],
-                    }
-            yield sse.event(data, seq=frame.seq, name="task_update")
-    except Exception:
-        log.exception("the event stream of a task failed")
-        yield sse.event({"error": "the stream failed; reconnect with Last-Event-ID"}, name="error")
-    finally:
-        frames.close()

@@ -15,6 +15,7 @@ from typing import Any
 
 import flask
 
+from shared.bindings.json_http import json_response
 from shared.ports import Answer, BadPayload, Delivery
 from shared.tasks_auth import TokenRefused, TokenVerifier, bearer
 
@@ -22,11 +23,6 @@ log = logging.getLogger("a2a.queue_target")
 
 # Takes one payload and its attempt; raises BadPayload when it cannot read the payload.
 Target = Callable[[dict[str, Any], Delivery], Answer]
-
-
-def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> flask.Response:
-    body = json.dumps(payload, separators=(",", ":"))
-    return flask.Response(body, status=status, mimetype="application/json", headers=headers)
 
 
 class QueueTargetApp:
@@ -48,13 +44,15 @@ class QueueTargetApp:
 
     def __call__(self, request: flask.Request) -> flask.Response:
         if request.method != "POST":
-            return _json({"error": f"the {self.name} takes Cloud Tasks' POST requests only"}, 405)
+            return json_response(
+                {"error": f"the {self.name} takes Cloud Tasks' POST requests only"}, 405
+            )
         try:
             token = bearer(request.headers.get("Authorization"))
             self._verifier.verify(token, self._audience(request))
         except TokenRefused as exc:
             log.warning("refused a call to the %s: %s", self.name, exc)
-            return _json(
+            return json_response(
                 {"error": f"only Cloud Tasks may call the {self.name}: {exc}"},
                 401,
                 {"WWW-Authenticate": "Bearer"},
@@ -62,17 +60,17 @@ class QueueTargetApp:
         try:
             payload = json.loads(request.get_data())
         except ValueError:
-            return _json({"error": "the body must be a JSON object"}, 400)
+            return json_response({"error": "the body must be a JSON object"}, 400)
         attempt = _count(request.headers.get("X-CloudTasks-TaskRetryCount"))
         delivery = Delivery(attempt, final=attempt + 1 >= self._max_attempts)
         try:
             outcome = self.target(payload, delivery)
         except BadPayload as exc:
-            return _json({"error": f"not a payload of the {self.name}: {exc}"}, 400)
+            return json_response({"error": f"not a payload of the {self.name}: {exc}"}, 400)
         except Exception:
             log.exception("%s: attempt %d failed; Cloud Tasks retries it", self.name, attempt + 1)
-            return _json({"error": f"the {self.name} failed; its log says why"}, 500)
-        return _json({"outcome": outcome.value}, 200 if outcome.accepted else 503)
+            return json_response({"error": f"the {self.name} failed; its log says why"}, 500)
+        return json_response({"outcome": outcome.value}, 200 if outcome.accepted else 503)
 
     def _audience(self, request: flask.Request) -> str:
         """The URL Cloud Tasks addresses its tokens to: the configured one, else this

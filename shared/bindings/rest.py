@@ -1,12 +1,12 @@
-"""A2A 1.0's HTTP+JSON (REST) binding: a method and a path to the operation a JSON-RPC method runs.
+"""A2A 1.0's HTTP+JSON (REST) binding: a method and a path to an operation of the table.
 
 It owns the binding's route table (S1 §11.3, wire reference section 6), how a request's path
-ids, query string and ProtoJSON body become the params of the matching 1.0 JSON-RPC method,
-and the binding's error body (`google.rpc.Status` with an ErrorInfo). The operations are
-shared.bindings.jsonrpc's, run in the 1.0 dialect: a REST answer is the `result` the JSON-RPC
-method returns, and a stream sends each frame's bare StreamResponse. Nothing that a client
-sends produces a traceback: an unexpected exception is logged with a reference and answered
-as an internal error.
+ids, query string and ProtoJSON body become the operation's 1.0 params (the params of the
+matching 1.0 JSON-RPC method), and the binding's error body (`google.rpc.Status` with an
+ErrorInfo). The operations are shared.bindings.operations', run in the 1.0 dialect: a REST
+answer is the result the JSON-RPC method would carry, and a stream sends each frame's bare
+StreamResponse. Nothing that a client sends produces a traceback: an unexpected exception is
+logged with a reference and answered as an internal error.
 """
 
 from __future__ import annotations
@@ -18,7 +18,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from shared.bindings import jsonrpc
+from shared.bindings import sse
+from shared.bindings.json_http import content_type_error
+from shared.bindings.operations import Call, Streamed, run
+from shared.dialects.registry import require_version
 from shared.dialects.v1_0 import V1, bad_request, error_info
 from shared.errors import A2AError, InternalError, InvalidParamsError, JSONParseError
 from shared.model import new_id
@@ -30,7 +33,7 @@ log = logging.getLogger("a2a.rest")
 class Route:
     method: str
     template: str  # `{name}` is a path segment that becomes `params[name]`
-    operation: str  # a name in jsonrpc.OPERATIONS
+    operation: str  # a name in shared.bindings.operations.OPERATIONS
     pattern: re.Pattern[str]
 
 
@@ -80,19 +83,19 @@ def dispatch(
     route: Route,
     ids: Mapping[str, str],
     *,
-    call: jsonrpc.Call,
+    call: Call,
     query: Mapping[str, str],
     body: bytes,
     content_type: str | None,
     version: str | None,
 ) -> Any:
-    """The operation's answer: a result (None for a delete), or a jsonrpc.Streamed.
+    """The operation's answer: a result (None for a delete), or Streamed frames.
 
     Raises A2AError for anything wrong, including an InternalError for a failure of ours."""
-    jsonrpc.require_version(version)
+    require_version(version)
     params = _params(ids, query, body, content_type)
     try:
-        return jsonrpc.OPERATIONS[route.operation](call, params, V1)
+        return run(route.operation, call, params, V1)
     except A2AError:
         raise
     except Exception:
@@ -109,7 +112,7 @@ def _params(
     which name the resource and so win over anything the body says."""
     params: dict[str, Any] = dict(query)
     if body.strip():
-        unsupported = jsonrpc.content_type_error(content_type)
+        unsupported = content_type_error(content_type)
         if unsupported is not None:  # before parsing: a text/plain body need not be JSON
             raise unsupported
         try:
@@ -139,6 +142,6 @@ def error_body(error: A2AError) -> dict[str, Any]:
     return {"error": status}
 
 
-def stream_events(streamed: jsonrpc.Streamed) -> Iterator[str]:
+def stream_events(streamed: Streamed) -> Iterator[str]:
     """A REST stream's server-sent events: each frame the bare StreamResponse."""
-    return jsonrpc.frame_events(streamed, lambda result: result, error_body)
+    return sse.frame_events(streamed.frames, streamed.dialect, lambda result: result, error_body)

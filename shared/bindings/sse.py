@@ -1,16 +1,28 @@
-"""Server-sent events on the wire: one event's text, comments, and the streaming response.
+"""Server-sent events on the wire: a stream's frames as events, and the streaming response.
 
 Frames are `id: <seq>` and one line of JSON `data:`; an `event:` name only where a form needs
-one (the seeds' `task_update`, an `error` frame). Proxies must not buffer the stream.
+one (the seeds' `task_update`, an `error` frame). Keep-alive ticks are comments. A failure
+after the first frame can only end the stream, with an `error` event. Closing an event
+iterator (the client went away) closes its stream and frees its slot. Proxies must not buffer
+the stream.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import logging
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import flask
+
+from shared import streaming
+from shared.dialects.base import Dialect
+from shared.dialects.v1_0 import part as v1_part
+from shared.errors import A2AError, InternalError
+from shared.model import ArtifactUpdate, Role, Task, new_id
+
+log = logging.getLogger("a2a.sse")
 
 MEDIA_TYPE = "text/event-stream"
 
@@ -37,3 +49,60 @@ def response(chunks: Iterator[str]) -> flask.Response:
         mimetype=MEDIA_TYPE,
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+
+
+def frame_events(
+    frames: streaming.Stream,
+    dialect: Dialect,
+    wrap: Callable[[dict[str, Any]], Any],
+    fail: Callable[[A2AError], Any],
+) -> Iterator[str]:
+    """The events of an A2A stream: each frame's result in the dialect, as `wrap` puts it on
+    the wire (JSON-RPC wraps it in a response, REST sends it bare); a failure ends the stream
+    with an `error` event carrying `fail`'s body."""
+    try:
+        for frame in frames:
+            if frame is None:
+                yield comment("keep-alive")
+                continue
+            if isinstance(frame.item, Task):
+                result = dialect.stream_opening(frame.item)
+            else:
+                result = dialect.stream_update(frame.item, frame.task)
+            if result is not None:
+                yield event(wrap(result), seq=frame.seq)
+    except Exception:
+        reference = new_id()[:8]
+        log.exception("a stream failed (reference %s)", reference)
+        yield event(fail(InternalError(f"reference {reference}")), name="error")
+    finally:
+        frames.close()
+
+
+def task_updates(frames: streaming.Stream) -> Iterator[str]:
+    """Seed 004's events (`GET /sse`): `task_update` with the state and the agent's latest
+    words (a status message, or an artifact's parts as the message)."""
+    try:
+        for frame in frames:
+            if frame is None:
+                yield comment("keep-alive")
+                continue
+            item = frame.item
+            data: dict[str, Any] = {"state": frame.task.status.state.value}
+            if isinstance(item, ArtifactUpdate):
+                parts = item.artifact.parts
+                data["message"] = {"role": Role.AGENT.value, "parts": [v1_part(p) for p in parts]}
+            else:  # a status update, or the opening snapshot (a Task)
+                data["state"] = item.status.state.value
+                if item.status.message is not None:
+                    message = item.status.message
+                    data["message"] = {
+                        "role": message.role.value,
+                        "parts": [v1_part(p) for p in message.parts],
+                    }
+            yield event(data, seq=frame.seq, name="task_update")
+    except Exception:
+        log.exception("the event stream of a task failed")
+        yield event({"error": "the stream failed; reconnect with Last-Event-ID"}, name="error")
+    finally:
+        frames.close()

@@ -1,16 +1,17 @@
-"""Reading request parameters of any A2A version into canonical values.
+"""Reading request parameters of any A2A version into canonical requests (shared.requests).
 
 One lenient reader serves every dialect, because real clients mix them: v0.1 parts with
 `type`, v0.3 parts with `kind`, v1.0 parts with no discriminator, v0.x enum strings sent to
 v1.0 methods, snake_case ProtoJSON names, and the seeds' informal forms (a message's parts
 under `data`, `params.taskId` as the task selector, a v0.1 `params.id` on `message/send`).
-Whatever cannot be read raises InvalidParamsError naming the field.
+Whatever cannot be read raises InvalidParamsError naming the wire field. Where the service may
+refuse a request attribute that more than one wire field can carry (a send's task id), the
+reader also says which field it came from (WireFields), so the error names what was sent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -24,6 +25,22 @@ from shared.model import (
     TaskState,
     new_id,
 )
+from shared.requests import (
+    CancelRequest,
+    DeletePushConfigRequest,
+    GetPushConfigRequest,
+    InlinePushConfig,
+    ListPushConfigsRequest,
+    ListTasksRequest,
+    MessagesRequest,
+    SendRequest,
+    SetPushConfigRequest,
+    SubscribeRequest,
+    TaskSelector,
+)
+
+# A canonical request attribute (as the service names it in errors) -> the wire field read.
+WireFields = dict[str, str]
 
 _ROLES = {"user": Role.USER, "role_user": Role.USER, "agent": Role.AGENT, "role_agent": Role.AGENT}
 
@@ -178,26 +195,22 @@ def state(value: Any, field: str) -> TaskState | None:
     return found
 
 
-@dataclass(frozen=True)
-class SendRequest:
-    message: Message
-    task_id: str | None  # the task to continue, if any
-    context_id: str | None  # the client's contextId; a mismatch with the task is refused
-    session_id: str | None  # v0.1 sessionId: the context of a new task, else ignored
-    create_if_missing: bool  # v0.1 `params.id`: the client names the task it creates
-    history_length: int | None
-    blocking: bool
-    metadata: dict[str, Any] | None
-    push_config: dict[str, Any] | None = None  # an inline config, read once the task id is known
-    push_config_field: str = ""
-
-
-def send(params: Mapping[str, Any], default_history: int | None) -> SendRequest:
+def send(params: Mapping[str, Any], default_history: int | None) -> tuple[SendRequest, WireFields]:
+    """The send request, and the wire fields its task and context ids came from."""
     msg = message(params.get("message"), "params.message")
     config = _object(params.get("configuration"), "params.configuration") or {}
     legacy_id = _str(params.get("id"), "params.id")
     alias_id = _str(params.get("taskId"), "params.taskId")
-    chosen = [i for i in (msg.task_id, alias_id, legacy_id) if i is not None]
+    named = [
+        (i, f)
+        for i, f in (
+            (msg.task_id, "params.message.taskId"),
+            (alias_id, "params.taskId"),
+            (legacy_id, "params.id"),
+        )
+        if i is not None
+    ]
+    chosen = [i for i, _ in named]
     if len(set(chosen)) > 1:
         raise InvalidParamsError(
             "the task id is given twice with different values "
@@ -231,7 +244,7 @@ def send(params: Mapping[str, Any], default_history: int | None) -> SendRequest:
         )
     ]
     push, push_field = next(((c, f) for c, f in inline_push if c is not None), (None, ""))
-    return SendRequest(
+    request = SendRequest(
         message=msg,
         task_id=chosen[0] if chosen else None,
         context_id=msg.context_id,
@@ -242,15 +255,11 @@ def send(params: Mapping[str, Any], default_history: int | None) -> SendRequest:
         if return_immediately is not None
         else blocking is not False,
         metadata=_object(params.get("metadata"), "params.metadata"),
-        push_config=push,
-        push_config_field=push_field,
+        push_config=None if push is None else _inline_push_config(push, push_field),
     )
-
-
-@dataclass(frozen=True)
-class TaskSelector:
-    task_id: str
-    history_length: int | None
+    fields = {"task_id": named[0][1]} if named else {}
+    fields["context_id"] = "params.message.contextId"
+    return request, fields
 
 
 def task_selector(params: Mapping[str, Any], default_history: int | None) -> TaskSelector:
@@ -262,6 +271,21 @@ def task_selector(params: Mapping[str, Any], default_history: int | None) -> Tas
     return TaskSelector(task_id, history if history is not None else default_history)
 
 
+def cancel(params: Mapping[str, Any]) -> CancelRequest:
+    """A task to cancel, named as a reader names it (a historyLength is read, not used)."""
+    return CancelRequest(task_selector(params, None).task_id)
+
+
+def messages(params: Mapping[str, Any]) -> MessagesRequest:
+    return MessagesRequest(task_selector(params, None).task_id)
+
+
+def subscribe(params: Mapping[str, Any], last_event_id: str | None) -> SubscribeRequest:
+    """The task to follow and where a resumed stream starts."""
+    task_id = task_selector(params, None).task_id
+    return SubscribeRequest(task_id, resume_point(params, last_event_id))
+
+
 def resume_point(params: Mapping[str, Any], last_event_id: str | None) -> int | None:
     """Where a resumed stream starts: after the Last-Event-ID header's sequence number, or
     `params.lastEventId` for clients that cannot set headers (None: from the start)."""
@@ -270,18 +294,7 @@ def resume_point(params: Mapping[str, Any], last_event_id: str | None) -> int | 
     return _int(_get(params, "lastEventId", "last_event_id"), "params.lastEventId", low=0)
 
 
-@dataclass(frozen=True)
-class ListRequest:
-    context_id: str | None
-    state: TaskState | None
-    status_after: datetime | None
-    page_size: int
-    page_token: str | None
-    history_length: int | None
-    include_artifacts: bool
-
-
-def list_tasks(params: Mapping[str, Any]) -> ListRequest:
+def list_tasks(params: Mapping[str, Any]) -> ListTasksRequest:
     after_value = _str(
         _get(params, "statusTimestampAfter", "status_timestamp_after"),
         "params.statusTimestampAfter",
@@ -301,7 +314,7 @@ def list_tasks(params: Mapping[str, Any]) -> ListRequest:
                 field="params.statusTimestampAfter",
             )
     page_size = _int(_get(params, "pageSize", "page_size"), "params.pageSize", low=1, high=100)
-    return ListRequest(
+    return ListTasksRequest(
         context_id=_str(_get(params, "contextId", "context_id"), "params.contextId") or None,
         state=state(params.get("status"), "params.status"),
         status_after=after,
@@ -316,7 +329,7 @@ def list_tasks(params: Mapping[str, Any]) -> ListRequest:
     )
 
 
-def push_config(obj: Any, field: str, *, task_id: str, default_id: str) -> PushConfig:
+def _inline_push_config(obj: Any, field: str) -> InlinePushConfig:
     """A push config in any version's form: v1.0 `authentication.scheme`, v0.x `schemes`."""
     if not isinstance(obj, dict):
         raise InvalidParamsError(f"'{field}' is required and must be an object", field=field)
@@ -334,13 +347,55 @@ def push_config(obj: Any, field: str, *, task_id: str, default_id: str) -> PushC
             )
         credentials = _str(auth.get("credentials"), f"{field}.authentication.credentials")
         authentication = PushAuthentication(schemes=schemes, credentials=credentials)
-    return PushConfig(
-        id=_str(obj.get("id"), f"{field}.id") or default_id,
-        task_id=task_id,
+    return InlinePushConfig(
         url=str(url),
         token=_str(obj.get("token"), f"{field}.token"),
         authentication=authentication,
+        id=_str(obj.get("id"), f"{field}.id"),
     )
+
+
+def push_config(obj: Any, field: str, *, task_id: str, default_id: str) -> PushConfig:
+    """A push config for a task named beside it (an empty id gets `default_id`)."""
+    return _inline_push_config(obj, field).for_task(task_id, default_id)
+
+
+def _push_task(params: Mapping[str, Any], version: str) -> str:
+    if version == "1.0":
+        return identifier(params, "taskId", "task_id")
+    return identifier(params, "id", "taskId")  # v0.3 set names it taskId
+
+
+def set_push_config(params: Mapping[str, Any], version: str) -> SetPushConfigRequest:
+    if version == "1.0":  # the config itself is the params
+        task_id = _push_task(params, version)
+        config = push_config(params, "params", task_id=task_id, default_id=new_id())
+    else:  # {taskId (v0.3) or id (v0.1), pushNotificationConfig}; one config per task by default
+        task_id = identifier(params, "taskId", "id")
+        raw = params.get("pushNotificationConfig")
+        field = "params.pushNotificationConfig"
+        config = push_config(raw, field, task_id=task_id, default_id=task_id)
+    return SetPushConfigRequest(config)
+
+
+def get_push_config(params: Mapping[str, Any], version: str) -> GetPushConfigRequest:
+    task_id = _push_task(params, version)
+    config_id: str | None = None
+    if version == "1.0":
+        config_id = identifier(params, "id")
+    elif params.get("pushNotificationConfigId"):
+        config_id = identifier(params, "pushNotificationConfigId")
+    return GetPushConfigRequest(task_id, config_id)
+
+
+def list_push_configs(params: Mapping[str, Any], version: str) -> ListPushConfigsRequest:
+    return ListPushConfigsRequest(_push_task(params, version))
+
+
+def delete_push_config(params: Mapping[str, Any], version: str) -> DeletePushConfigRequest:
+    task_id = _push_task(params, version)
+    config_id = identifier(params, "id" if version == "1.0" else "pushNotificationConfigId")
+    return DeletePushConfigRequest(task_id, config_id)
 
 
 def identifier(params: Mapping[str, Any], *names: str) -> str:

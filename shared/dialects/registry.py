@@ -1,4 +1,5 @@
-"""Every dialect by name, and the methods each version calls by which operation."""
+"""Every dialect by name, the methods each version calls by which operation, and the
+versions a client may ask for."""
 
 from __future__ import annotations
 
@@ -6,13 +7,14 @@ from shared.dialects.base import Dialect
 from shared.dialects.v0_1 import V01
 from shared.dialects.v0_3 import V03, V03_LEGACY
 from shared.dialects.v1_0 import V1
+from shared.errors import VersionNotSupportedError
 
 BY_NAME: dict[str, Dialect] = {d.name: d for d in (V1, V03, V03_LEGACY, V01)}
 
 # Versions a client may name in the A2A-Version header (Major.Minor).
 SUPPORTED_VERSIONS = ("1.0", "0.3", "0.2", "0.1")
 
-# method -> (operation, dialect). Operations are named in shared.bindings.jsonrpc.
+# method -> (operation, dialect). Operations are named in shared.bindings.operations.
 METHODS: dict[str, tuple[str, Dialect]] = {
     # A2A 1.0
     "SendMessage": ("send", V1),
@@ -52,3 +54,12 @@ def version_supported(value: str) -> bool:
     """Whether an A2A-Version header names a version we speak (a patch part is tolerated)."""
     major_minor = ".".join(value.strip().split(".")[:2])
     return major_minor in SUPPORTED_VERSIONS
+
+
+def require_version(version: str | None) -> None:
+    """Refuse an A2A-Version header naming a version we don't speak (none: the method says)."""
+    if version and not version_supported(version):
+        raise VersionNotSupportedError(
+            f"A2A-Version {version} is not supported; this agent speaks 1.0 and 0.3",
+            metadata={"requestedVersion": version, "supportedVersions": "1.0,0.3"},
+        )

@@ -12,6 +12,7 @@ import pytest
 from shared.agent import load_handler_module
 from shared.model import Task, TaskState
 from shared.ports import Delivery
+from shared.requests import TaskSelector
 from shared.service import A2AService
 from shared.store.memory import MemoryTaskStore
 from shared.worker import LOST_TEXT, Outcome, Worker
@@ -39,7 +40,7 @@ def queued(text: str, lease: float = 1.5) -> tuple[A2AService, Worker, dict[str,
     store = MemoryTaskStore()
     module = load_handler_module("tests.handlers.long")
     recorder = Recorder()
-    service = A2AService(store, module, queue=recorder, lease_seconds=lease)
+    service = A2AService(store, module, queue=recorder)
     task = service.send(OWNER, request(text, blocking=False), dialect="1.0", message_results=True)
     assert isinstance(task, Task) and task.status.state is TaskState.SUBMITTED
     worker = Worker(store, module, commit_interval=0.05, lease_seconds=lease)
@@ -61,7 +62,7 @@ def test_two_deliveries_of_one_attempt_run_the_handler_once() -> None:
     for thread in threads:
         thread.join(10)
     assert sorted(o.value for o in outcomes) == ["busy", "ran"]
-    done = service.get(OWNER, task_id, None).task
+    done = service.get(OWNER, TaskSelector(task_id)).task
     assert done.status.state is TaskState.COMPLETED and len(done.artifacts) == 5
     assert worker.deliver(job, Delivery(1)) is Outcome.NOTHING_TO_DO  # a late one: done
 
@@ -73,7 +74,7 @@ def test_a_later_attempt_takes_over_and_the_earlier_run_stops_without_writing() 
     time.sleep(0.25)  # the first run stored some artifacts and holds a live lease
     assert worker.deliver(job, Delivery(1)) is Outcome.RAN
     first.join(10)
-    done = service.get(OWNER, task_id, None).task
+    done = service.get(OWNER, TaskSelector(task_id)).task
     assert done.status.state is TaskState.COMPLETED
     assert [a.name for a in done.artifacts] == [f"part-{n}" for n in range(6)]
 
@@ -84,7 +85,7 @@ def test_a_run_that_dies_on_the_last_attempt_leaves_the_task_failed() -> None:
         worker.deliver(job, Delivery(0, final=True))
     assert service.store.get(OWNER, task_id).task.status.state is TaskState.WORKING  # type: ignore[union-attr]
     time.sleep(0.35)  # the final lease expires: nobody will retry
-    task = service.get(OWNER, task_id, None).task
+    task = service.get(OWNER, TaskSelector(task_id)).task
     assert task.status.state is TaskState.FAILED
     assert task.status.message is not None and task.status.message.parts[0].text == LOST_TEXT
     assert service.store.get(OWNER, task_id).lease is None  # type: ignore[union-attr]
@@ -100,4 +101,4 @@ def test_a_busy_last_attempt_marks_the_lease_final() -> None:
     lease = service.store.get(OWNER, task_id).lease  # type: ignore[union-attr]
     first.join(10)
     assert lease is not None and lease.final
-    assert service.get(OWNER, task_id, None).task.status.state is TaskState.COMPLETED
+    assert service.get(OWNER, TaskSelector(task_id)).task.status.state is TaskState.COMPLETED

@@ -1,0 +1,34 @@
+"""JSON over HTTP for every function's routes: which bodies count as JSON, and JSON answers."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import flask
+
+from shared.errors import ContentTypeNotSupportedError
+
+JSON = "application/json"
+JSON_MEDIA_TYPES = frozenset({JSON, "application/a2a+json", "application/json-rpc"})
+
+
+def media_type(content_type: str | None) -> str | None:
+    return content_type.split(";", 1)[0].strip().lower() if content_type else None
+
+
+def content_type_error(content_type: str | None) -> ContentTypeNotSupportedError | None:
+    """The error for a body that is declared as something other than JSON (none is JSON)."""
+    media = media_type(content_type)
+    if media is None or media in JSON_MEDIA_TYPES:
+        return None
+    return ContentTypeNotSupportedError(
+        f"send Content-Type: application/json, not {media}", metadata={"contentType": media}
+    )
+
+
+def json_response(
+    payload: Any, status: int = 200, headers: dict[str, str] | None = None
+) -> flask.Response:
+    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    return flask.Response(body, status=status, mimetype=JSON, headers=headers)

@@ -1,0 +1,205 @@
+"""The one operation table every binding runs: JSON-RPC, REST and the seeds' legacy routes.
+
+An operation takes a call (the service, the caller, the stream policy), the params as the
+binding read them and the dialect to answer in. It decodes the params into the operation's
+canonical request (shared.dialects.decode), runs it on the service for the caller's owner,
+and encodes the result in the dialect; a streaming operation answers Streamed frames, which
+the binding frames as server-sent events (shared.bindings.sse). The service names the request
+attribute at fault in its errors; `run` puts the wire field the caller used there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from shared import streaming
+from shared.dialects import decode
+from shared.dialects.base import Dialect
+from shared.dialects.decode import WireFields
+from shared.dialects.registry import BY_NAME
+from shared.dialects.v0_3 import V03, V03_LEGACY
+from shared.errors import A2AError, UnsupportedOperationError
+from shared.identity import Principal
+from shared.service import A2AService, view
+
+
+@dataclass(frozen=True)
+class Call:
+    """What an operation gets: the service, the caller and the capabilities in force."""
+
+    service: A2AService
+    principal: Principal
+    streams: streaming.StreamPolicy
+    last_event_id: str | None = None  # the Last-Event-ID header (or its query equivalent)
+
+
+@dataclass(frozen=True)
+class Streamed:
+    """A streaming operation's answer: frames to send as events, in the answer's dialect."""
+
+    frames: streaming.Stream
+    dialect: Dialect
+
+
+Operation = Callable[[Call, Mapping[str, Any], Dialect], Any]
+
+# The wire field each request attribute the service names in errors was always reported as
+# (whichever version's member carried it); a send says where its ids came from.
+_WIRE_FIELDS: WireFields = {
+    "task_id": "params.id",
+    "config_id": "params.id",
+    "page_token": "params.pageToken",
+    "push_config.url": "pushNotificationConfig.url",
+}
+
+
+def _on_wire(error: A2AError, fields: Mapping[str, str]) -> None:
+    """Name the error's field as the caller sent it (a wire field is left as it is)."""
+    if error.field is not None and error.field in fields:
+        error.field = fields[error.field]
+
+
+def _send_dialect(params: Mapping[str, Any], dialect: Dialect) -> Dialect:
+    if dialect is V03 and ("id" in params or "sessionId" in params):
+        return V03_LEGACY  # v0.1 names on a v0.3 method, as in the seeds
+    return dialect
+
+
+def _reader_dialect(dialect: Dialect, origin: str) -> Dialect:
+    """v0.x `tasks/*` methods serve v0.1 and v0.3 alike: answer in the task's own v0.x dialect."""
+    own = BY_NAME.get(origin, dialect)
+    return own if dialect.version != "1.0" and own.version != "1.0" else dialect
+
+
+def _send(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    dialect = _send_dialect(params, dialect)
+    request, fields = decode.send(params, dialect.default_history)
+    try:
+        result = call.service.send(
+            call.principal.owner,
+            request,
+            dialect=dialect.name,
+            message_results=dialect.message_results,
+        )
+    except A2AError as error:
+        _on_wire(error, {**_WIRE_FIELDS, **fields})
+        raise
+    return dialect.send_result(result)
+
+
+def _stream(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Streamed:
+    dialect = _send_dialect(params, dialect)
+    request, fields = decode.send(params, dialect.default_history)
+    try:
+        frames = call.service.stream(
+            call.principal.owner, request, dialect=dialect.name, policy=call.streams
+        )
+    except A2AError as error:
+        _on_wire(error, {**_WIRE_FIELDS, **fields})
+        raise
+    return Streamed(frames, dialect)
+
+
+def _get(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    selector = decode.task_selector(params, None)
+    stored = call.service.get(call.principal.owner, selector)
+    dialect = _reader_dialect(dialect, stored.dialect)
+    if selector.history_length is None:  # the reader's default
+        return dialect.task(view(stored.task, dialect.default_history))
+    return dialect.task(stored.task)
+
+
+def _cancel(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    stored = call.service.cancel(call.principal.owner, decode.cancel(params))
+    dialect = _reader_dialect(dialect, stored.dialect)
+    return dialect.task(view(stored.task, dialect.default_history))
+
+
+def _list(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    request = decode.list_tasks(params)
+    page, tasks = call.service.list(call.principal.owner, request)
+    return dialect.task_list(page, tasks, request.page_size)
+
+
+def _messages(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    messages = call.service.messages(call.principal.owner, decode.messages(params))
+    return [dialect.message(m) for m in messages]
+
+
+def _subscribe(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Streamed:
+    request = decode.subscribe(params, call.last_event_id)
+    stored, frames = call.service.subscribe(call.principal.owner, request, call.streams)
+    return Streamed(frames, _reader_dialect(dialect, stored.dialect))
+
+
+def _push_set(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    call.service.require_push()  # before reading params: unsupported is the answer
+    request = decode.set_push_config(params, dialect.version)
+    stored = call.service.set_push_config(call.principal.owner, request, dialect.name)
+    return dialect.push_config(stored.config)
+
+
+def _push_get(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    call.service.require_push()  # before reading params: unsupported is the answer
+    request = decode.get_push_config(params, dialect.version)
+    return dialect.push_config(call.service.get_push_config(call.principal.owner, request))
+
+
+def _push_list(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    call.service.require_push()  # before reading params: unsupported is the answer
+    request = decode.list_push_configs(params, dialect.version)
+    configs = call.service.list_push_configs(call.principal.owner, request)
+    if dialect.version != "1.0":
+        return dialect.push_configs(configs, "")
+    size, offset = decode.page(params)
+    more = len(configs) > offset + size
+    return dialect.push_configs(configs[offset : offset + size], str(offset + size) if more else "")
+
+
+def _push_delete(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    call.service.require_push()  # before reading params: unsupported is the answer
+    request = decode.delete_push_config(params, dialect.version)
+    call.service.delete_push_config(call.principal.owner, request)
+    return None
+
+
+def _push_verbless(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    """The seeds' `tasks/pushNotificationConfig`: a set when it carries a config, else a get."""
+    if "pushNotificationConfig" in params or "url" in params:
+        return _push_set(call, params, dialect)
+    return _push_get(call, params, dialect)
+
+
+def _extended_card(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    raise UnsupportedOperationError("this agent has no extended agent card")
+
+
+OPERATIONS: dict[str, Operation] = {
+    "send": _send,
+    "get": _get,
+    "cancel": _cancel,
+    "list": _list,
+    "messages": _messages,
+    "stream": _stream,
+    "subscribe": _subscribe,
+    "push_set": _push_set,
+    "push_get": _push_get,
+    "push_list": _push_list,
+    "push_delete": _push_delete,
+    "push_verbless": _push_verbless,
+    "extended_card": _extended_card,
+}
+
+STREAMING = frozenset({"stream", "subscribe"})
+
+
+def run(operation: str, call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    """The operation's answer in the dialect (a Streamed for a streaming one); raises the
+    A2AError that refuses it, its field the wire field the caller sent."""
+    try:
+        return OPERATIONS[operation](call, params, dialect)
+    except A2AError as error:
+        _on_wire(error, _WIRE_FIELDS)
+        raise

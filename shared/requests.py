@@ -1,0 +1,109 @@
+"""The canonical requests of the A2A operations: what a binding decodes a call into.
+
+One frozen value per operation, over shared.model types and nothing of any wire: no version's
+member names, no JSON. The service (shared.service) runs them; the wire codecs build them
+from any version's params.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from shared.model import Message, PushAuthentication, PushConfig, TaskState
+
+
+@dataclass(frozen=True)
+class InlinePushConfig:
+    """A push config sent with a message: its task is known only once the send is decided."""
+
+    url: str
+    token: str | None = None
+    authentication: PushAuthentication | None = None
+    id: str | None = None  # None: the service names it
+
+    def for_task(self, task_id: str, default_id: str) -> PushConfig:
+        return PushConfig(
+            id=self.id or default_id,
+            task_id=task_id,
+            url=self.url,
+            token=self.token,
+            authentication=self.authentication,
+        )
+
+
+@dataclass(frozen=True)
+class SendRequest:
+    """A message to start or continue a task (send and streamed send alike)."""
+
+    message: Message
+    task_id: str | None  # the task to continue, if any
+    context_id: str | None  # the client's context id; a mismatch with the task is refused
+    session_id: str | None  # v0.1's grouping: the context of a new task, else ignored
+    create_if_missing: bool  # the client names the task it creates (v0.1)
+    history_length: int | None
+    blocking: bool
+    metadata: dict[str, Any] | None
+    push_config: InlinePushConfig | None = None
+
+
+@dataclass(frozen=True)
+class TaskSelector:
+    """A task to read, and how much of its history (None: all of it)."""
+
+    task_id: str
+    history_length: int | None = None
+
+
+@dataclass(frozen=True)
+class CancelRequest:
+    task_id: str
+
+
+@dataclass(frozen=True)
+class MessagesRequest:
+    """The seeds' `messages/list`: a task's whole conversation."""
+
+    task_id: str
+
+
+@dataclass(frozen=True)
+class SubscribeRequest:
+    """Follow a task's events: from now on, or after `after_seq` when a stream resumes."""
+
+    task_id: str
+    after_seq: int | None = None
+
+
+@dataclass(frozen=True)
+class ListTasksRequest:
+    context_id: str | None
+    state: TaskState | None
+    status_after: datetime | None
+    page_size: int
+    page_token: str | None
+    history_length: int | None
+    include_artifacts: bool
+
+
+@dataclass(frozen=True)
+class SetPushConfigRequest:
+    config: PushConfig  # for its task, which must exist
+
+
+@dataclass(frozen=True)
+class GetPushConfigRequest:
+    task_id: str
+    config_id: str | None  # None: the task's first config (v0.x reads without an id)
+
+
+@dataclass(frozen=True)
+class ListPushConfigsRequest:
+    task_id: str
+
+
+@dataclass(frozen=True)
+class DeletePushConfigRequest:
+    task_id: str
+    config_id: str
