@@ -7,6 +7,9 @@ from typing import Any
 
 import pytest
 
+from shared.bindings import rest
+from shared.bindings.operations import OPERATIONS, STREAMING
+from shared.dialects.registry import METHODS
 from tests.conftest import Client
 
 SEND_V1 = {"message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}
@@ -233,3 +236,10 @@ def test_unknown_fields_are_ignored(client: Client) -> None:
         "tckExtraParam": 42,
     }
     assert "task" in client.result("SendMessage", params, version="1.0")
+
+
+def test_every_method_and_route_runs_an_operation_of_the_one_table() -> None:
+    used = {operation for operation, _ in METHODS.values()}
+    used |= {route.operation for route in rest.ROUTES}
+    assert used == set(OPERATIONS)  # none missing, none unreachable
+    assert set(OPERATIONS) >= STREAMING

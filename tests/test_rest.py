@@ -323,3 +323,23 @@ def test_over_a_real_server(server: Server) -> None:
     frames = list(sse.read(streamed))
     assert "task" in frames[0].data
     assert frames[-1].data["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_service_errors_name_the_field_as_json_rpc_does(client: Client) -> None:
+    """The REST path ids are the 1.0 params they fill: an error names them as such."""
+    missing = failed(
+        client.http.get("/tasks/missing", headers=V1), 404, "NOT_FOUND", "TASK_NOT_FOUND"
+    )
+    assert missing["details"][1]["fieldViolations"][0]["field"] == "params.id"
+    bad_token = failed(
+        client.http.get("/tasks?pageToken=garbage", headers=V1),
+        400,
+        "INVALID_ARGUMENT",
+        "INVALID_PARAMS",
+    )
+    assert bad_token["details"][1]["fieldViolations"][0]["field"] == "params.pageToken"
+    unknown = message("x", "m-9", taskId="missing")
+    sent = failed(
+        post(client, "/message:send", {"message": unknown}), 404, "NOT_FOUND", "TASK_NOT_FOUND"
+    )
+    assert sent["details"][1]["fieldViolations"][0]["field"] == "params.message.taskId"

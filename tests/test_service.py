@@ -1,12 +1,20 @@
-"""The A2A operations end to end in one process: multi-turn, cancel, list, owners, retries."""
+"""The A2A operations end to end in one process: multi-turn, cancel, list, owners, retries,
+the wire fields errors name, and the in-process worker queue's wiring."""
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
+from shared.app import build
+from shared.model import Event, Task
+from shared.ports import Lease, StoredTask
+from shared.settings import Settings
+from shared.store.memory import MemoryTaskStore
 from tests.conftest import Client
 
 
@@ -306,3 +314,98 @@ def test_message_to_a_working_task_joins_its_history(make_client: Any) -> None:
     joined = send(app, "by the way", messageId="b", taskId=task["id"])
     assert joined["id"] == task["id"]
     assert any(m["parts"][0]["text"] == "by the way" for m in joined["history"])
+
+
+def v03_field(client: Client, method: str, params: dict[str, Any]) -> str:
+    """The field a v0.x error names (its free-form `data`)."""
+    field: str = client.error(method, params)["data"]["field"]
+    return field
+
+
+def user(text: str, message_id: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "role": "user",
+        "parts": [{"kind": "text", "text": text}],
+        "messageId": message_id,
+        **fields,
+    }
+
+
+def test_service_errors_name_the_field_the_caller_sent(client: Client) -> None:
+    done = send(client, "hello", messageId="a")
+    waiting = send(client, "new phone", messageId="b")
+    sent = {
+        "message/send": [
+            ({"message": user("x", "c", taskId="missing")}, "params.message.taskId"),
+            ({"message": user("x", "d", taskId=done["id"])}, "params.message.taskId"),
+            ({"message": user("x", "e"), "taskId": "missing"}, "params.taskId"),  # the seeds'
+            (
+                {"message": user("x", "f", taskId=waiting["id"], contextId="other")},
+                "params.message.contextId",
+            ),
+        ],
+        "tasks/send": [({"id": done["id"], "message": user("x", "g")}, "params.id")],
+        "tasks/get": [({"id": "missing"}, "params.id")],
+        "tasks/cancel": [({"id": done["id"]}, "params.id")],
+        "tasks/resubscribe": [({"id": done["id"]}, "params.id")],
+        "messages/list": [({"taskId": "missing"}, "params.id")],
+    }
+    for method, cases in sent.items():
+        for params, field in cases:
+            assert v03_field(client, method, params) == field, (method, params)
+    error = client.error("ListTasks", {"pageToken": "garbage"}, version="1.0")
+    assert error["data"][0]["fieldViolations"][0]["field"] == "params.pageToken"
+
+
+def test_a_refused_push_url_names_the_config_url_however_it_was_sent(make_client: Any) -> None:
+    push = make_client(push_notifications=True)
+    task = send(push, "new phone", messageId="a")
+    hook = {"url": "http://127.0.0.1/hook"}
+    set_params = {"taskId": task["id"], "pushNotificationConfig": hook}
+    inline = {"message": user("x", "b"), "configuration": {"pushNotificationConfig": hook}}
+    for method, params in (
+        ("tasks/pushNotificationConfig/set", set_params),
+        ("message/send", inline),
+    ):
+        error = push.error(method, params)
+        assert error["code"] == -32602 and "loopback" in error["message"]
+        assert error["data"]["field"] == "pushNotificationConfig.url"
+
+
+class LeaseWatch(MemoryTaskStore):
+    """The memory store, keeping the first lease a worker took (and saying when)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.taken = threading.Event()
+        self.lease: Lease | None = None
+
+    def commit(
+        self, current: StoredTask, task: Task, events: Sequence[Event], **kwargs: Any
+    ) -> StoredTask:
+        stored = super().commit(current, task, events, **kwargs)
+        if stored.lease is not None and stored.lease.holder and not self.taken.is_set():
+            self.lease = stored.lease
+            self.taken.set()
+        return stored
+
+
+@pytest.mark.parametrize(("attempts", "final"), [(1, True), (3, False)])
+def test_the_in_process_worker_queue_makes_the_attempts_the_setting_says(
+    attempts: int, final: bool
+) -> None:
+    """A2A_WORK_MAX_ATTEMPTS reaches the embedded backend's queue: with one attempt, the
+    worker's first delivery is the last (and its lease says so)."""
+    store = LeaseWatch()
+    app = build(Settings(handler="tests.handlers.long", work_max_attempts=attempts), store=store)
+    try:
+        client = Client(app)
+        params = {
+            "message": {"role": "ROLE_USER", "parts": [{"text": "artifacts=1 delay=0"}]},
+            "configuration": {"returnImmediately": True},
+        }
+        client.result("SendMessage", params, version="1.0")
+        assert store.taken.wait(10)
+        assert store.lease is not None and store.lease.final is final
+    finally:
+        app.close()
