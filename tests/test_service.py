@@ -334,7 +334,7 @@ def user(text: str, message_id: str, **fields: Any) -> dict[str, Any]:
 def test_service_errors_name_the_field_the_caller_sent(client: Client) -> None:
     done = send(client, "hello", messageId="a")
     waiting = send(client, "new phone", messageId="b")
-    sent = {
+    sent: dict[str, list[tuple[dict[str, Any], str]]] = {
         "message/send": [
             ({"message": user("x", "c", taskId="missing")}, "params.message.taskId"),
             ({"message": user("x", "d", taskId=done["id"])}, "params.message.taskId"),
