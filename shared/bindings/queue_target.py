@@ -15,13 +15,14 @@ from typing import Any
 
 import flask
 
-from shared.ports import Answer, BadPayload, Delivery
+from shared.jobs import Outcome
+from shared.ports import BadPayload, Delivery
 from shared.tasks_auth import TokenRefused, TokenVerifier, bearer
 
 log = logging.getLogger("a2a.queue_target")
 
 # Takes one payload and its attempt; raises BadPayload when it cannot read the payload.
-Target = Callable[[dict[str, Any], Delivery], Answer]
+Target = Callable[[dict[str, Any], Delivery], Outcome]
 
 
 def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> flask.Response:
