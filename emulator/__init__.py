@@ -2,7 +2,7 @@
 
 `emulator.firestore` and `emulator.cloud_tasks` start, reset and stop them by PID;
 `emulator.tasks_launcher` is the Cloud Tasks launcher that runs in its own venv;
-`emulator.oidc` makes and checks the emulator's OIDC-shaped tokens;
+`emulator.oidc` mints the emulator's OIDC-shaped tokens;
 `emulator.pytest_plugin` has the session fixtures; `python -m emulator` runs both by hand.
 Importing this package imports only the standard library (the launcher's venv imports it too).
 """

@@ -12,12 +12,30 @@ A handler module is plain Python:
 `handle` may be `async def`. Returning without ending the turn completes the task; raising
 fails it with a message for the client (the traceback goes to the log only). No wire types
 appear here: every protocol version reaches the handler as the same Context.
+
+What a handler module may import from here is `__all__`; the rest (HandlerModule,
+load_handler_module) is the library's side. The module-level names the library reads are
+`DECLARATIONS`:
+
+- `handle(ctx)`, required;
+- `SKILLS`, a list of Skill (the card's skills; default none);
+- `AGENT`, an AgentInfo (the card's identity; deploy settings may override its fields);
+- `LONG_RUNNING = True`: every turn runs on the worker, never inside the client's request.
+
+Every other public UPPER_CASE name that the module assigns at its top level is refused when it
+is loaded, so that a misspelt declaration (`SKILL =`, `LONG_RUNING =`) stops the start-up
+instead of being ignored: the module's own constants are private (`_JOKE = ...`). Names the
+module imports (`from typing import TYPE_CHECKING`) and lower-case names are its own business.
 """
 
 from __future__ import annotations
 
+import ast
 import base64
+import difflib
 import importlib
+import inspect
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -29,12 +47,26 @@ from shared.model import (
     Event,
     Message,
     Part,
-    Role,
     StatusUpdate,
     TaskState,
     TaskStatus,
-    new_id,
+    agent_message,
 )
+
+__all__ = [
+    "AgentInfo",
+    "Artifact",
+    "Context",
+    "Message",
+    "Part",
+    "Skill",
+    "TaskCanceled",
+    "TurnEnded",
+    "text_part",
+]
+
+# The module-level names of a handler module that the library reads.
+DECLARATIONS = ("handle", "SKILLS", "AGENT", "LONG_RUNNING")
 
 
 @dataclass(frozen=True)
@@ -82,6 +114,7 @@ class _Sink(Protocol):
 
 
 def text_part(text: str) -> Part:
+    """A text part, for `ctx.reply(parts=...)`."""
     return Part(text=text)
 
 
@@ -206,16 +239,7 @@ class Context:
     # -- internals -------------------------------------------------------------------------
 
     def _agent_message(self, text: str | None, parts: Sequence[Part]) -> Message:
-        all_parts = ((text_part(text),) if text is not None else ()) + tuple(parts)
-        if not all_parts:
-            raise ValueError("a message needs text or parts")
-        return Message(
-            message_id=new_id(),
-            role=Role.AGENT,
-            parts=all_parts,
-            task_id=self.task_id,
-            context_id=self.context_id,
-        )
+        return agent_message(text, task_id=self.task_id, context_id=self.context_id, parts=parts)
 
     def _status(self, state: TaskState, text: str | None, *, end: bool = False) -> None:
         message = self._agent_message(text, ()) if text is not None else None
@@ -277,6 +301,7 @@ def load_handler_module(name: str) -> HandlerModule:
             f"A2A_HANDLER={name!r}: the module has no handle(ctx) function. Define "
             "`def handle(ctx: Context) -> None` in it."
         )
+    _refuse_unknown_declarations(name, module)
     info = getattr(module, "AGENT", AgentInfo())
     skills = tuple(getattr(module, "SKILLS", ()))
     if not isinstance(info, AgentInfo) or not all(isinstance(s, Skill) for s in skills):
@@ -289,3 +314,51 @@ def load_handler_module(name: str) -> HandlerModule:
     return HandlerModule(
         name=name, handle=handle, info=info, skills=skills, long_running=long_running
     )
+
+
+_DECLARATION = re.compile(r"[A-Z][A-Z0-9_]*")
+
+
+def _refuse_unknown_declarations(name: str, module: ModuleType) -> None:
+    """Raise HandlerModuleError for a public UPPER_CASE name the module assigns at its top
+    level that is not one of DECLARATIONS (see the module docstring)."""
+    known = [d for d in DECLARATIONS if d.isupper()]
+    for unknown in sorted(_assigned_names(module) - set(known)):
+        if not _DECLARATION.fullmatch(unknown):
+            continue
+        close = difflib.get_close_matches(unknown, known, n=1)
+        hint = f" Did you mean {close[0]}?" if close else ""
+        raise HandlerModuleError(
+            f"A2A_HANDLER={name!r}: unknown declaration {unknown}.{hint} A handler module "
+            f"declares {', '.join(DECLARATIONS)}; name its own constants with a leading "
+            f"underscore (_{unknown})."
+        )
+
+
+def _assigned_names(module: ModuleType) -> set[str]:
+    """The names the module's top-level statements assign (not import), also inside
+    module-level if/try/with blocks; nothing when its source cannot be read."""
+    try:
+        tree = ast.parse(inspect.getsource(module))
+    except (OSError, TypeError):
+        return set()
+    names: set[str] = set()
+    pending: list[ast.stmt] = list(tree.body)
+    while pending:
+        statement = pending.pop()
+        if isinstance(statement, ast.Assign):
+            targets = statement.targets
+        elif isinstance(statement, ast.AnnAssign | ast.AugAssign):
+            targets = [statement.target]
+        else:
+            # Blocks run at import time bind module names too; def and class bodies do not.
+            if not isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                for child in ast.iter_child_nodes(statement):
+                    if isinstance(child, ast.stmt):
+                        pending.append(child)
+                    elif isinstance(child, ast.ExceptHandler):
+                        pending.extend(child.body)
+            continue
+        for target in targets:
+            names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    return names

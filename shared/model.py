@@ -7,6 +7,7 @@ the stores speak nothing else. Field names are Python's; wire names belong to th
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
@@ -103,6 +104,22 @@ class Message(_Model):
     reference_task_ids: tuple[str, ...] = ()
     extensions: tuple[str, ...] = ()
     metadata: dict[str, Any] | None = None
+
+
+def agent_message(
+    text: str | None, *, task_id: str, context_id: str, parts: Sequence[Part] = ()
+) -> Message:
+    """A new message from the agent in a task: `text` as its first part, then `parts`."""
+    all_parts = ((Part(text=text),) if text is not None else ()) + tuple(parts)
+    if not all_parts:
+        raise ValueError("a message needs text or parts")
+    return Message(
+        message_id=new_id(),
+        role=Role.AGENT,
+        parts=all_parts,
+        task_id=task_id,
+        context_id=context_id,
+    )
 
 
 class TaskStatus(_Model):

@@ -229,18 +229,6 @@ class BadPayload(ValueError):
     """A queue payload its target cannot read; the message names the field."""
 
 
-class Answer(Protocol):
-    """What a queue target answers for one delivery."""
-
-    @property
-    def accepted(self) -> bool:
-        """Whether the queue may forget the delivery (HTTP 2xx); else it retries."""
-        ...
-
-    @property
-    def value(self) -> str: ...
-
-
 class TaskTooLarge(ValueError):
     """A queue payload over the queue's size limit; the message names both sizes."""
 

@@ -23,23 +23,20 @@ when a signing key is configured).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import timedelta
-from enum import Enum
 from typing import Any
 from urllib.parse import urljoin
 
 from shared.dialects.registry import BY_NAME
+from shared.jobs import Outcome, PushJob
 from shared.model import ArtifactUpdate, Event, StatusUpdate, new_id, utc_now
 from shared.ports import (
-    BadPayload,
     Delivery,
     PushConfigStore,
     StoredPushConfig,
@@ -60,11 +57,6 @@ MAX_REDIRECTS = 3
 EVENTS_PER_DELIVERY = 20
 
 
-def delivery_name(task_id: str, config_id: str, seq: int) -> str:
-    digest = hashlib.sha256(json.dumps([task_id, config_id]).encode()).hexdigest()[:40]
-    return f"p-{digest}-{seq}"
-
-
 class PushNotifier:
     """The store observer that enqueues deliveries after each commit."""
 
@@ -79,51 +71,12 @@ class PushNotifier:
             self.enqueue(stored, config.config.id)
 
     def enqueue(self, stored: StoredTask, config_id: str) -> None:
-        payload = {
-            "owner": stored.owner,
-            "taskId": stored.task.id,
-            "configId": config_id,
-            "seq": stored.last_seq,
-        }
-        self._queue.enqueue(delivery_name(stored.task.id, config_id, stored.last_seq), payload)
-
-
-class Outcome(Enum):
-    DELIVERED = "delivered"
-    NOTHING_TO_DO = "nothing to do"  # config gone, or these events were delivered already
-    BUSY = "busy"  # another delivery to this config is under way: retry later
-    FAILED = "failed"  # the webhook did not take it: retry with backoff
-
-    @property
-    def accepted(self) -> bool:
-        return self in (Outcome.DELIVERED, Outcome.NOTHING_TO_DO)
+        job = PushJob(stored.owner, stored.task.id, config_id, stored.last_seq)
+        self._queue.enqueue(job.name, job.payload())
 
 
 class DeliveryFailed(Exception):
     """The webhook did not accept a notification; the message says how."""
-
-
-@dataclass(frozen=True)
-class _Job:
-    owner: str
-    task_id: str
-    config_id: str
-    seq: int
-
-    @classmethod
-    def from_payload(cls, payload: dict[str, Any]) -> _Job:
-        try:
-            job = cls(
-                str(payload["owner"]),
-                str(payload["taskId"]),
-                str(payload["configId"]),
-                int(payload["seq"]),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise BadPayload(
-                f"a push delivery needs owner, taskId, configId, seq ({exc})"
-            ) from None
-        return job
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
@@ -159,7 +112,7 @@ class Deliverer:
     def deliver(self, payload: dict[str, Any], delivery: Delivery) -> Outcome:
         """Send the config what it has not received, up to the newest event. Raises
         BadPayload for a payload that is not a delivery."""
-        job = _Job.from_payload(payload)
+        job = PushJob.from_payload(payload)
         holder = new_id()
         config = self._configs.begin_delivery(
             job.task_id, job.config_id, holder, utc_now() + self._lease
@@ -186,7 +139,7 @@ class Deliverer:
             self._configs.end_delivery(job.task_id, job.config_id, holder)
         return Outcome.DELIVERED
 
-    def _send_pending(self, job: _Job, config: StoredPushConfig, holder: str) -> bool:
+    def _send_pending(self, job: PushJob, config: StoredPushConfig, holder: str) -> bool:
         """Post what the config has not received, up to EVENTS_PER_DELIVERY events and the
         time budget; True when it is now up to date."""
         deadline = time.monotonic() + self._budget

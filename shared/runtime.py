@@ -22,24 +22,24 @@ import asyncio
 import inspect
 import logging
 import threading
-import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import timedelta
 
-from shared.agent import Context, HandlerModule, TaskCanceled, text_part
+from shared.agent import Context, HandlerModule, TaskCanceled
+from shared.clock import SYSTEM, Clock
+from shared.conflicts import retry_on_conflict
 from shared.lifecycle import apply, apply_all
 from shared.model import (
     Event,
     Message,
-    Role,
     StatusUpdate,
     Task,
     TaskState,
     TaskStatus,
+    agent_message,
     new_id,
-    utc_now,
 )
 from shared.ports import Lease, LoggedEvent, StoredTask, TaskStore, VersionConflict
 
@@ -48,7 +48,6 @@ log = logging.getLogger("a2a.runtime")
 # Called after each commit of a turn with the new snapshot and the events it logged.
 Listener = Callable[[StoredTask, list[LoggedEvent]], None]
 
-_MAX_REBASES = 20  # a writer that loses this often in a row has a bug, not bad luck
 _CANCEL_POLL_SECONDS = 0.5
 _ARTIFACT_IDS = uuid.UUID("6f1c2a52-9a43-4f57-9a8e-3a0d2b7f4c11")  # uuid5 namespace
 
@@ -71,10 +70,13 @@ class Turn:
         allow_message: bool,
         lease: Lease | None = None,
         lease_seconds: float = 30.0,
+        clock: Clock = SYSTEM,
     ) -> None:
         """`lease`: run a queued turn (its message is stored already) holding this lease,
-        renewed for `lease_seconds` at every commit; `stored` is then required."""
+        renewed for `lease_seconds` at every commit; `stored` is then required. `clock`
+        times the commit interval, the cancel checks, the heartbeat and the lease's expiry."""
         self._store = store
+        self._clock = clock
         self._owner = owner
         self._handler = handler
         self._dialect = dialect
@@ -85,12 +87,11 @@ class Turn:
         self._stored = stored
         self._task = task
         self._pending: list[Event] = []
-        self._last_commit = time.monotonic()
+        self._last_commit = clock.monotonic()
         self._last_cancel_check = self._last_commit
         self._canceled = False
         self._reply: Message | None = None
         self._message = message
-        self._timer: threading.Timer | None = None
         self._listener: Listener | None = None
         self._lease = lease
         self._lease_seconds = lease_seconds
@@ -130,13 +131,13 @@ class Turn:
 
     def run(self) -> Task | Message:
         """Run the handler to the end of its turn; the result for a blocking send."""
-        self._timer = threading.Timer(self._interval, self._flush_if_due)
-        self._timer.daemon = True
-        self._timer.start()
-        stop_heartbeat = threading.Event()
+        handler_done = threading.Event()
+        threading.Thread(
+            target=self._flush_if_due, args=(handler_done,), name="commit timer", daemon=True
+        ).start()
         if self._lease is not None:
             threading.Thread(
-                target=self._heartbeat, args=(stop_heartbeat,), name="heartbeat", daemon=True
+                target=self._heartbeat, args=(handler_done,), name="heartbeat", daemon=True
             ).start()
         ctx = Context(
             task_id=self._task.id,
@@ -158,8 +159,7 @@ class Turn:
                 f"The agent failed while working on this task (reference {reference}).",
             )
         finally:
-            self._timer.cancel()
-            stop_heartbeat.set()
+            handler_done.set()
         with self._lock:
             self._ending = True
             if not self._canceled and not self._task.status.state.terminal:
@@ -182,7 +182,8 @@ class Turn:
             if self._canceled:
                 raise TaskCanceled(self._task.id)
             self._apply(event)
-            if self._listener is not None or time.monotonic() - self._last_commit >= self._interval:
+            due = self._clock.monotonic() - self._last_commit >= self._interval
+            if self._listener is not None or due:
                 self._flush()
             if self._canceled:
                 raise TaskCanceled(self._task.id)
@@ -195,7 +196,7 @@ class Turn:
 
     def canceled(self) -> bool:
         with self._lock:
-            now = time.monotonic()
+            now = self._clock.monotonic()
             if self._canceled or self._stored is None:
                 return self._canceled
             if now - self._last_cancel_check >= _CANCEL_POLL_SECONDS:
@@ -236,13 +237,7 @@ class Turn:
         with self._lock:
             if self._canceled or self._task.status.state.terminal:
                 return
-            message = Message(
-                message_id=new_id(),
-                role=Role.AGENT,
-                parts=(text_part(text),),
-                task_id=self._task.id,
-                context_id=self._task.context_id,
-            )
+            message = agent_message(text, task_id=self._task.id, context_id=self._task.context_id)
             self._apply(self._status(state, message))
 
     def _apply(self, event: Event) -> None:
@@ -261,9 +256,9 @@ class Turn:
     def _heartbeat(self, stop: threading.Event) -> None:
         """Renew the lease when no other commit did for a third of its life."""
         period = self._lease_seconds / 3
-        while not stop.wait(period / 2):
+        while not self._clock.wait(stop, period / 2):
             with self._lock:
-                if self._canceled or time.monotonic() - self._last_commit < period:
+                if self._canceled or self._clock.monotonic() - self._last_commit < period:
                     continue
                 try:
                     self._flush(force=True)
@@ -272,7 +267,10 @@ class Turn:
                     # of this turn take over, which this run then notices and stops.
                     log.exception("heartbeat of task %s failed", self._task.id)
 
-    def _flush_if_due(self) -> None:
+    def _flush_if_due(self, handler_done: threading.Event) -> None:
+        """Make a turn that is silent for a commit interval visible to other instances."""
+        if self._clock.wait(handler_done, self._interval):
+            return
         with self._lock:
             if self._stored is None:
                 try:
@@ -294,7 +292,7 @@ class Turn:
         else:
             current = self._stored
             if self._lease is not None:
-                expires = utc_now() + timedelta(seconds=self._lease_seconds)
+                expires = self._clock.now() + timedelta(seconds=self._lease_seconds)
                 held = None if self._ending else replace(self._lease, expires=expires)
                 current = replace(current, lease=held)
             self._stored = self._store.commit(
@@ -305,35 +303,37 @@ class Turn:
             logged = [LoggedEvent(first_seq + i, e) for i, e in enumerate(self._pending)]
             self._listener(self._stored, logged)
         self._pending.clear()
-        self._last_commit = time.monotonic()
+        self._last_commit = self._clock.monotonic()
 
     def _flush(self, *, force: bool = False) -> None:
         """Commit the pending events (with `force`, even none: a background turn's lease
         renewal or release); on a lost race, re-read and decide again."""
         if not self._pending and self._stored is not None and not force:
             return
-        for _ in range(_MAX_REBASES):
-            try:
-                self._commit()
-            except VersionConflict:
-                current = self._store.get(self._owner, self._task.id)
-                if current is None or self._stopped_by(current):
-                    # Canceled (or finished) elsewhere, or taken over by another run of this
-                    # turn: what this turn still had is dropped, because a terminal task never
-                    # changes again and the new holder redoes the turn.
-                    self._canceled = True
-                    self._pending.clear()
-                    if current is not None:
-                        self._stored, self._task = current, current.task
-                    return
-                self._stored = current
-                self._task = apply_all(current.task, self._pending)
-                if self._lease is not None:
-                    # Still ours (_stopped_by checked): keep what others noted on it (`final`).
-                    self._lease = current.lease
-                continue
-            return
-        raise RuntimeError(f"task {self._task.id}: gave up after {_MAX_REBASES} lost commits")
+        retry_on_conflict(self._commit_or_rebase, subject=f"task {self._task.id}")
+
+    def _commit_or_rebase(self) -> None:
+        """Commit; on a lost race, re-read: stop if the turn may not go on, else fold what is
+        pending onto the fresh task and raise VersionConflict again, to be retried."""
+        try:
+            self._commit()
+        except VersionConflict:
+            current = self._store.get(self._owner, self._task.id)
+            if current is None or self._stopped_by(current):
+                # Canceled (or finished) elsewhere, or taken over by another run of this
+                # turn: what this turn still had is dropped, because a terminal task never
+                # changes again and the new holder redoes the turn.
+                self._canceled = True
+                self._pending.clear()
+                if current is not None:
+                    self._stored, self._task = current, current.task
+                return
+            self._stored = current
+            self._task = apply_all(current.task, self._pending)
+            if self._lease is not None:
+                # Still ours (_stopped_by checked): keep what others noted on it (`final`).
+                self._lease = current.lease
+            raise
 
 
 async def _await(awaitable: Awaitable[None]) -> None:

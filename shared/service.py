@@ -15,12 +15,13 @@ the store until the turn ends or its budget does.
 from __future__ import annotations
 
 import builtins
-import time
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 
 from shared import streaming
 from shared.agent import HandlerModule
+from shared.clock import SYSTEM, Clock
 from shared.conflicts import retry_on_conflict
 from shared.errors import (
     InvalidParamsError,
@@ -29,6 +30,7 @@ from shared.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+from shared.jobs import TurnJob
 from shared.lifecycle import apply, apply_all
 from shared.model import (
     Event,
@@ -67,7 +69,7 @@ from shared.requests import (
     TaskSelector,
 )
 from shared.runtime import Turn
-from shared.worker import LOST_TEXT, Job, abandoned, end
+from shared.worker import LOST_TEXT, abandoned, end
 
 # A blocking send waiting for the worker reads the task after these many seconds, doubling.
 _FIRST_POLL, _MAX_POLL = 0.05, 1.0
@@ -95,6 +97,7 @@ class A2AService:
         push_configs: PushConfigStore | None = None,
         check_push_url: Callable[[str], None] | None = None,
         blocking_wait: float = 270.0,
+        clock: Clock = SYSTEM,
     ) -> None:
         """`queue` takes background turns to the worker (Cloud Tasks, or in process on the
         embedded backend: shared.app wires it). `blocking_wait`: how long a blocking send
@@ -108,6 +111,7 @@ class A2AService:
         self._check_push_url = check_push_url or (lambda url: None)
         self._blocking_wait = blocking_wait
         self._queue = queue
+        self._clock = clock
 
     # -- send ------------------------------------------------------------------------------
 
@@ -329,33 +333,34 @@ class A2AService:
 
     def _enqueue(self, queued: StoredTask, message_id: str) -> None:
         assert queued.lease is not None
-        job = Job(queued.task.id, queued.owner, queued.lease.turn, message_id)
+        job = TurnJob(queued.task.id, queued.owner, queued.lease.turn, message_id)
         self._queue.enqueue(job.name, job.payload())
 
     def _wait(self, queued: StoredTask) -> StoredTask:
         """The task once its background turn ended (or paused for input), or as it stands
         when the blocking budget is spent; polls with backoff to keep reads few."""
-        deadline = time.monotonic() + self._blocking_wait
+        clock, never = self._clock, threading.Event()
+        deadline = clock.monotonic() + self._blocking_wait
         pause, current = _FIRST_POLL, queued
         while True:
             state = current.task.status.state
-            left = deadline - time.monotonic()
+            left = deadline - clock.monotonic()
             if state.terminal or state.interrupted or left <= 0:
                 return current
-            time.sleep(min(pause, left))
+            clock.wait(never, min(pause, left))
             pause = min(pause * 2, _MAX_POLL)
             current = self._settle(self.store.get(current.owner, current.task.id) or current)
 
     def _settle(self, stored: StoredTask) -> StoredTask:
         """The task, failed first when its worker died on the queue's last attempt."""
-        if not abandoned(stored):
+        if not abandoned(stored, self._clock):
             return stored
         attempts = iter([stored])
 
         def decide() -> StoredTask:
             # The task as read by the caller first, then as it is after each lost race.
             current = next(attempts, None) or self.store.get(stored.owner, stored.task.id)
-            if current is None or not abandoned(current):
+            if current is None or not abandoned(current, self._clock):
                 return current or stored
             return end(self.store, current, TaskState.FAILED, LOST_TEXT)
 

@@ -19,14 +19,13 @@ and a lease marked `final` whose holder stops heartbeating is failed by the next
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
-import re
-from dataclasses import dataclass, replace
-from enum import Enum
-from typing import Any
+from dataclasses import replace
 
-from shared.agent import HandlerModule, text_part
+from shared.agent import HandlerModule
+from shared.clock import SYSTEM, Clock
+from shared.conflicts import retry_on_conflict
+from shared.jobs import Outcome, TurnJob
 from shared.lifecycle import apply
 from shared.model import (
     Message,
@@ -34,71 +33,15 @@ from shared.model import (
     StatusUpdate,
     TaskState,
     TaskStatus,
+    agent_message,
     new_id,
-    utc_now,
 )
-from shared.ports import BadPayload, Delivery, Lease, StoredTask, TaskStore, VersionConflict
+from shared.ports import Delivery, Lease, StoredTask, TaskStore, VersionConflict
 from shared.runtime import Turn
 
 log = logging.getLogger("a2a.worker")
 
-_ATTEMPTS = 20  # lost races in a row before we call it a bug, not bad luck
-_SAFE_NAME = re.compile(r"[A-Za-z0-9_-]{1,400}")
 LOST_TEXT = "The agent stopped working on this task and gave up after its last retry."
-
-
-@dataclass(frozen=True)
-class Job:
-    """One queued turn: what the queue payload carries (identities, never message bodies)."""
-
-    task_id: str
-    owner: str
-    turn: int
-    message_id: str
-
-    @property
-    def name(self) -> str:
-        """The queue entry's name: the same for every enqueue of this turn, so a repeated
-        request adds nothing. Task ids a client chose may hold any character: those are hashed."""
-        if _SAFE_NAME.fullmatch(self.task_id):
-            return f"t-{self.task_id}-{self.turn}"
-        return f"h-{hashlib.sha256(self.task_id.encode()).hexdigest()}-{self.turn}"
-
-    def payload(self) -> dict[str, Any]:
-        return {
-            "taskId": self.task_id,
-            "owner": self.owner,
-            "turn": self.turn,
-            "messageId": self.message_id,
-        }
-
-    @classmethod
-    def from_payload(cls, payload: object) -> Job:
-        if not isinstance(payload, dict):
-            raise BadPayload("the payload must be a JSON object")
-        values: dict[str, Any] = {}
-        for field, key, kind in (
-            ("task_id", "taskId", str),
-            ("owner", "owner", str),
-            ("turn", "turn", int),
-            ("message_id", "messageId", str),
-        ):
-            value = payload.get(key)
-            if not isinstance(value, kind) or isinstance(value, bool):
-                raise BadPayload(f"{key} must be a {kind.__name__}")
-            values[field] = value
-        return cls(**values)
-
-
-class Outcome(Enum):
-    RAN = "ran"  # the turn ran to its end (or was canceled, or handed over)
-    NOTHING_TO_DO = "nothing to do"  # accepted: gone, ended, or not this turn any more
-    BUSY = "busy"  # another live run holds the lease: retry later
-
-    @property
-    def accepted(self) -> bool:
-        """Whether the queue may forget the delivery (HTTP 2xx)."""
-        return self is not Outcome.BUSY
 
 
 class Worker:
@@ -109,16 +52,18 @@ class Worker:
         *,
         commit_interval: float,
         lease_seconds: float,
+        clock: Clock = SYSTEM,
     ) -> None:
         self.store = store
         self.handler = handler
         self._commit_interval = commit_interval
         self._lease_seconds = lease_seconds
+        self._clock = clock
 
     def deliver(self, payload: object, delivery: Delivery) -> Outcome:
         """Run the job in `payload`. Raises BadPayload for a malformed payload and whatever the
         store raised (the queue retries); on the last attempt, the task is failed first."""
-        job = Job.from_payload(payload)
+        job = TurnJob.from_payload(payload)
         try:
             outcome = self.run(job, delivery)
         except Exception:
@@ -129,65 +74,68 @@ class Worker:
             self._mark_final(job)
         return outcome
 
-    def run(self, job: Job, delivery: Delivery) -> Outcome:
-        for _ in range(_ATTEMPTS):
-            stored = self.store.get(job.owner, job.task_id)
-            if stored is None or not _queued(stored, job):
-                return Outcome.NOTHING_TO_DO
-            lease = stored.lease
-            assert lease is not None  # _queued checked it
-            now = utc_now()
-            if (
-                lease.holder
-                and lease.expires is not None
-                and lease.expires > now
-                and delivery.attempt <= lease.attempt
-            ):
-                return Outcome.BUSY
-            message = _turn_message(stored, job.message_id)
-            if message is None:
-                log.error("task %s: no message %s in its history", job.task_id, job.message_id)
-                self.fail(job)
-                return Outcome.NOTHING_TO_DO
-            held = Lease(job.turn, new_id(), None, delivery.attempt, delivery.final)
-            turn = Turn(
-                self.store,
-                job.owner,
-                self.handler,
-                task=stored.task,
-                stored=stored,
-                message=message,
-                dialect=stored.dialect,
-                message_id=None,
-                commit_interval=self._commit_interval,
-                allow_message=False,
-                lease=held,
-                lease_seconds=self._lease_seconds,
-            )
-            try:
-                turn.claim()
-            except VersionConflict:
-                continue  # canceled, joined by a message, or taken: decide again
-            turn.run()
-            return Outcome.RAN
-        raise RuntimeError(f"task {job.task_id}: too many concurrent writers")
+    def run(self, job: TurnJob, delivery: Delivery) -> Outcome:
+        claimed = retry_on_conflict(
+            lambda: self._claim(job, delivery), subject=f"task {job.task_id}"
+        )
+        if isinstance(claimed, Outcome):
+            return claimed
+        claimed.run()
+        return Outcome.RAN
 
-    def fail(self, job: Job, text: str = LOST_TEXT) -> None:
+    def _claim(self, job: TurnJob, delivery: Delivery) -> Outcome | Turn:
+        """The turn, its lease taken; or why there is none to run. Raises VersionConflict when
+        the claim lost a race (canceled, joined by a message, or taken): decide again."""
+        stored = self.store.get(job.owner, job.task_id)
+        if stored is None or not _queued(stored, job):
+            return Outcome.NOTHING_TO_DO
+        lease = stored.lease
+        assert lease is not None  # _queued checked it
+        if (
+            lease.holder
+            and lease.expires is not None
+            and lease.expires > self._clock.now()
+            and delivery.attempt <= lease.attempt
+        ):
+            return Outcome.BUSY
+        message = _turn_message(stored, job.message_id)
+        if message is None:
+            log.error("task %s: no message %s in its history", job.task_id, job.message_id)
+            self.fail(job)
+            return Outcome.NOTHING_TO_DO
+        held = Lease(job.turn, new_id(), None, delivery.attempt, delivery.final)
+        turn = Turn(
+            self.store,
+            job.owner,
+            self.handler,
+            task=stored.task,
+            stored=stored,
+            message=message,
+            dialect=stored.dialect,
+            message_id=None,
+            commit_interval=self._commit_interval,
+            allow_message=False,
+            lease=held,
+            lease_seconds=self._lease_seconds,
+            clock=self._clock,
+        )
+        turn.claim()
+        return turn
+
+    def fail(self, job: TurnJob, text: str = LOST_TEXT) -> None:
         """End the job's turn `failed` (best effort: the store may be what failed)."""
+
+        def decide() -> None:
+            stored = self.store.get(job.owner, job.task_id)
+            if stored is not None and _queued(stored, job):
+                end(self.store, stored, TaskState.FAILED, text)
+
         try:
-            for _ in range(_ATTEMPTS):
-                stored = self.store.get(job.owner, job.task_id)
-                if stored is None or not _queued(stored, job):
-                    return
-                try:
-                    end(self.store, stored, TaskState.FAILED, text)
-                    return
-                except VersionConflict:
-                    continue
+            retry_on_conflict(decide, subject=f"task {job.task_id}")
         except Exception:
             log.exception("task %s: could not record its failure", job.task_id)
 
-    def _mark_final(self, job: Job) -> None:
+    def _mark_final(self, job: TurnJob) -> None:
         """The last attempt found the lease held: nobody retries if its holder dies, so mark
         it final, and readers fail the task once that lease expires (see `abandoned`)."""
         stored = self.store.get(job.owner, job.task_id)
@@ -200,7 +148,7 @@ class Worker:
             )
 
 
-def _queued(stored: StoredTask, job: Job) -> bool:
+def _queued(stored: StoredTask, job: TurnJob) -> bool:
     """Whether the stored task still waits for (or runs) this job's turn."""
     state = stored.task.status.state
     lease = stored.lease
@@ -220,7 +168,7 @@ def _turn_message(stored: StoredTask, message_id: str) -> Message | None:
     return None
 
 
-def abandoned(stored: StoredTask) -> bool:
+def abandoned(stored: StoredTask, clock: Clock = SYSTEM) -> bool:
     """True when the task's last attempt died: its final lease expired, nobody retries."""
     lease = stored.lease
     state = stored.task.status.state
@@ -229,7 +177,7 @@ def abandoned(stored: StoredTask) -> bool:
         and lease.final
         and bool(lease.holder)
         and lease.expires is not None
-        and lease.expires < utc_now()
+        and lease.expires < clock.now()
         and not state.terminal
         and not state.interrupted
     )
@@ -238,13 +186,7 @@ def abandoned(stored: StoredTask) -> bool:
 def end(store: TaskStore, stored: StoredTask, state: TaskState, text: str) -> StoredTask:
     """Commit `state` with an agent message, releasing the lease. Raises VersionConflict."""
     task = stored.task
-    message = Message(
-        message_id=new_id(),
-        role=Role.AGENT,
-        parts=(text_part(text),),
-        task_id=task.id,
-        context_id=task.context_id,
-    )
+    message = agent_message(text, task_id=task.id, context_id=task.context_id)
     event = StatusUpdate(
         task_id=task.id,
         context_id=task.context_id,

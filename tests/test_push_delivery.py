@@ -9,6 +9,7 @@ from typing import Any
 import jwt
 import pytest
 
+from shared.jobs import Outcome
 from shared.model import (
     ArtifactUpdate,
     PushConfig,
@@ -18,7 +19,7 @@ from shared.model import (
     TaskStatus,
 )
 from shared.ports import Delivery
-from shared.push_delivery import Deliverer, Outcome
+from shared.push_delivery import Deliverer
 from shared.push_url import PushURLRefused
 from shared.store.memory import MemoryTaskStore
 from shared.store.memory_push import MemoryPushConfigStore

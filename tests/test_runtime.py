@@ -3,31 +3,36 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 from shared.agent import AgentInfo, Context, HandlerModule, TurnEnded
-from shared.model import Event, Message, Part, Role, Task, TaskState
+from shared.model import Event, Message, Part, Role, Task, TaskState, TaskStatus
 from shared.ports import StoredTask, TaskQuery
 from shared.requests import CancelRequest, SendRequest
+from shared.runtime import Turn
 from shared.service import A2AService
 from shared.store.memory import MemoryTaskStore
+from tests.clock import ManualClock
 from tests.handlers import slow
 
 
 class CountingStore(MemoryTaskStore):
-    """The memory store, counting commits (creates included)."""
+    """The memory store, counting commits (creates included); `created` is set once a task
+    was created."""
 
     def __init__(self) -> None:
         super().__init__()
         self.commits = 0
+        self.created = threading.Event()
 
     def create(self, owner: str, task: Task, events: Sequence[Event], **kwargs: Any) -> StoredTask:
         self.commits += 1
-        return super().create(owner, task, events, **kwargs)
+        stored = super().create(owner, task, events, **kwargs)
+        self.created.set()
+        return stored
 
     def commit(
         self, current: StoredTask, task: Task, events: Sequence[Event], **kwargs: Any
@@ -92,31 +97,46 @@ def test_a_short_turn_is_one_commit() -> None:
 
 def test_a_silent_slow_turn_becomes_visible_within_the_interval() -> None:
     store = CountingStore()
+    clock = ManualClock()
     release = threading.Event()
 
     def handle(ctx: Context) -> None:
         release.wait(5)
         ctx.artifact(text="late")
 
-    svc = service(handle, store, interval=0.05)
-    result: list[Any] = []
-    worker = threading.Thread(
-        target=lambda: result.append(
-            svc.send("o", request("x"), dialect="1.0", message_results=True)
-        )
+    task = Task(id="t", context_id="c", status=TaskStatus(state=TaskState.SUBMITTED))
+    turn = Turn(
+        store,
+        "o",
+        module(handle),
+        task=task,
+        stored=None,
+        message=request("x", task_id="t").message.model_copy(update={"context_id": "c"}),
+        dialect="1.0",
+        message_id=None,
+        commit_interval=0.05,
+        allow_message=True,
+        clock=clock,
     )
-    worker.start()
-    time.sleep(0.3)
+    result: list[Task | Message] = []
+    running = threading.Thread(target=lambda: result.append(turn.run()), daemon=True)
+    running.start()
+    # The commit timer may start waiting after any one advance: time goes on until it fired.
+    while not store.created.wait(0.01):
+        clock.advance(0.05)
     page = store.list("o", TaskQuery())
     assert [s.task.status.state for s in page.tasks] == [TaskState.WORKING]
+    clock.advance(0.05)  # the late artifact comes an interval after that commit: committed
     release.set()
-    worker.join(5)
-    assert result[0].status.state is TaskState.COMPLETED
+    running.join(5)
+    [done] = result
+    assert isinstance(done, Task) and done.status.state is TaskState.COMPLETED
     assert store.commits == 3  # the timer's create, the late artifact, the end
 
 
 def test_cancel_from_another_thread_stops_the_handler() -> None:
-    svc = service(slow.handle, interval=0.05)
+    store = CountingStore()
+    svc = service(slow.handle, store, interval=0.05)
     result: list[Any] = []
     worker = threading.Thread(
         target=lambda: result.append(
@@ -124,7 +144,7 @@ def test_cancel_from_another_thread_stops_the_handler() -> None:
         )
     )
     worker.start()
-    time.sleep(0.3)
+    assert store.created.wait(5)
     [stored] = svc.store.list("o", TaskQuery()).tasks
     svc.cancel("o", CancelRequest(stored.task.id))
     worker.join(5)
@@ -132,7 +152,7 @@ def test_cancel_from_another_thread_stops_the_handler() -> None:
     final = result[0]
     assert final.status.state is TaskState.CANCELED
     assert svc.store.get("o", stored.task.id).task.status.state is TaskState.CANCELED  # type: ignore[union-attr]
-    assert slow.SEEN.get(stored.task.id) == "canceled"
+    assert slow.seen.get(stored.task.id) == "canceled"
     assert not final.artifacts  # what the handler did after the cancel is not recorded
 
 

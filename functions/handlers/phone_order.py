@@ -22,19 +22,24 @@ SKILLS = [
     )
 ]
 
-QUESTION = "Select a phone type (iPhone/Android)"
-PHONE_TYPES = {"iphone": "iPhone", "android": "Android"}
+_QUESTION = "Select a phone type (iPhone/Android)"
+_PHONE_TYPES = {"iphone": "iPhone", "android": "Android"}
 
 
 def chosen_phone(text: str) -> str | None:
     lowered = text.lower()
-    return next((name for key, name in PHONE_TYPES.items() if key in lowered), None)
+    return next((name for key, name in _PHONE_TYPES.items() if key in lowered), None)
+
+
+def asked(ctx: Context) -> bool:
+    """Whether the agent already asked this task for a phone type."""
+    return any(p.text == _QUESTION for m in ctx.history for p in m.parts if p.text is not None)
 
 
 def handle(ctx: Context) -> None:
     phone = chosen_phone(ctx.text)
     if phone is None:
-        ctx.ask(QUESTION)
+        ctx.ask(_QUESTION)
         return
     # A stable request number per task, so a retried turn confirms the same order.
     number = int(hashlib.sha256(ctx.task_id.encode()).hexdigest(), 16) % 90000 + 10000

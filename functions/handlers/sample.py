@@ -42,7 +42,7 @@ SKILLS = [
     *echo.SKILLS,
 ]
 
-JOKE = "Why did the chicken cross the road? To get to the other side!"
+_JOKE = "Why did the chicken cross the road? To get to the other side!"
 
 
 def _file_report(ctx: Context) -> None:
@@ -65,10 +65,7 @@ def _file_report(ctx: Context) -> None:
 
 
 def _in_phone_order(ctx: Context) -> bool:
-    asked = any(
-        p.text == phone_order.QUESTION for m in ctx.history for p in m.parts if p.text is not None
-    )
-    return asked or "phone" in ctx.text.lower()
+    return phone_order.asked(ctx) or "phone" in ctx.text.lower()
 
 
 def handle(ctx: Context) -> None:
@@ -79,6 +76,6 @@ def handle(ctx: Context) -> None:
     elif any(p.raw is not None or p.url is not None for p in ctx.parts):
         _file_report(ctx)
     elif "joke" in ctx.text.lower():
-        ctx.artifact(text=JOKE, name="joke")
+        ctx.artifact(text=_JOKE, name="joke")
     else:
         echo.handle(ctx)

@@ -29,7 +29,7 @@ SKILLS = [
     )
 ]
 
-TICKETS = [
+_TICKETS = [
     {"ticketNumber": "REQ12312", "description": "request for VPN access"},
     {"ticketNumber": "REQ23422", "description": "Add to DL - team-gcp-onboarding"},
 ]
@@ -58,7 +58,7 @@ def shape(value: Any, schema: dict[str, Any]) -> Any:
 
 def handle(ctx: Context) -> None:
     schema = requested_schema(ctx)
-    data: Any = shape(TICKETS, schema) if schema else TICKETS
+    data: Any = shape(_TICKETS, schema) if schema else _TICKETS
     if schema and schema.get("type") == "object":
         data = {"tickets": data}
     ctx.artifact(data=data, name="tickets", media_type="application/json")

@@ -16,13 +16,14 @@ from typing import Any
 import flask
 
 from shared.bindings.json_http import json_response
-from shared.ports import Answer, BadPayload, Delivery
+from shared.jobs import Outcome
+from shared.ports import BadPayload, Delivery
 from shared.tasks_auth import TokenRefused, TokenVerifier, bearer
 
 log = logging.getLogger("a2a.queue_target")
 
 # Takes one payload and its attempt; raises BadPayload when it cannot read the payload.
-Target = Callable[[dict[str, Any], Delivery], Answer]
+Target = Callable[[dict[str, Any], Delivery], Outcome]
 
 
 class QueueTargetApp:

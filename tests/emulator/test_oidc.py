@@ -1,48 +1,56 @@
-"""The emulator's OIDC-shaped tokens: signed, unsigned, and what verification refuses."""
+"""The emulator's OIDC-shaped tokens against the worker's verifier (shared.tasks_auth): what
+the launcher mints passes, and what verification refuses."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from emulator.oidc import TokenError, bearer_token, make_token, verify_token
+from emulator.oidc import make_token
+from shared.tasks_auth import EmulatorTokens, TokenRefused, bearer
 
 SA = "worker@demo.iam.gserviceaccount.com"
 
 
-def test_signed_token_round_trip() -> None:
-    token = make_token(SA, "https://w", "s3cret", now=1000)
-    claims = verify_token(token, "s3cret", audience="https://w", email=SA, now=1001)
+def test_a_signed_token_passes_with_its_secret() -> None:
+    token = make_token(SA, "https://w", "s3cret")
+    claims = EmulatorTokens("s3cret", SA).verify(token, "https://w")
     assert claims["email"] == claims["sub"] == SA
     assert claims["iss"] == "https://accounts.google.com"
+    assert claims["emulator"] is True
 
 
 @pytest.mark.parametrize(
-    ("secret", "kwargs"),
+    ("secret", "email", "audience", "issued"),
     [
-        ("other", {}),  # wrong secret
-        ("s3cret", {"audience": "https://elsewhere"}),
-        ("s3cret", {"email": "someone@else"}),
-        ("s3cret", {"now": 1000 + 3600 + 61}),  # expired
+        ("other", SA, "https://w", 0),  # wrong secret
+        ("s3cret", SA, "https://elsewhere", 0),
+        ("s3cret", "someone@else", "https://w", 0),
+        ("s3cret", SA, "https://w", -(3600 + 61)),  # expired, beyond the minute of leeway
     ],
 )
-def test_verification_refuses(secret: str, kwargs: dict[str, object]) -> None:
-    token = make_token(SA, "https://w", "s3cret", now=1000)
-    kwargs.setdefault("now", 1001)
-    with pytest.raises(TokenError):
-        verify_token(token, secret, **kwargs)  # type: ignore[arg-type]
+def test_verification_refuses(secret: str, email: str, audience: str, issued: int) -> None:
+    token = make_token(SA, "https://w", "s3cret", now=time.time() + issued)
+    with pytest.raises(TokenRefused):
+        EmulatorTokens(secret, email).verify(token, audience)
 
 
-def test_unsigned_token_only_passes_without_a_secret() -> None:
+def test_an_expired_token_passes_within_the_leeway() -> None:
+    token = make_token(SA, "https://w", "s3cret", now=time.time() - 3600 - 30)
+    assert EmulatorTokens("s3cret", SA).verify(token, "https://w")["sub"] == SA
+
+
+def test_an_unsigned_token_never_passes() -> None:
     token = make_token(SA, "https://w", None)
     assert token.endswith(".")
-    assert verify_token(token, None)["aud"] == "https://w"
-    with pytest.raises(TokenError):
-        verify_token(token, "s3cret")  # a worker with a secret never accepts "none"
+    with pytest.raises(TokenRefused, match="alg 'none'"):
+        EmulatorTokens("s3cret", SA).verify(token, "https://w")
 
 
 def test_bearer_header_parsing() -> None:
-    assert bearer_token("Bearer abc") == "abc"
-    with pytest.raises(TokenError):
-        bearer_token("Basic abc")
-    with pytest.raises(TokenError):
-        bearer_token(None)
+    assert bearer("Bearer abc") == "abc"
+    with pytest.raises(TokenRefused):
+        bearer("Basic abc")
+    with pytest.raises(TokenRefused):
+        bearer(None)

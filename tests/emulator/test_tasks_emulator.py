@@ -21,7 +21,7 @@ from emulator.cloud_tasks import (
     start_tasks_emulator,
 )
 from emulator.http_target import HttpTarget as Target
-from emulator.oidc import TokenError, bearer_token, verify_token
+from shared.tasks_auth import EmulatorTokens, TokenRefused, bearer
 
 pytestmark = pytest.mark.emulator
 SA = "worker@demo-a2a-functions.iam.gserviceaccount.com"
@@ -188,14 +188,16 @@ def test_oidc_token_becomes_a_verifiable_bearer_header(
     tasks_client.create_task(parent=queue, task=http_task(target.url(path + "/none")))
     hits = {hit.path: hit for hit in target.wait_for(path, 3)}
 
-    token = bearer_token(hits[path].headers["Authorization"])
+    token = bearer(hits[path].headers["Authorization"])
     assert tasks_emulator.secret
-    claims = verify_token(token, tasks_emulator.secret, audience="https://worker.example", email=SA)
+    claims = EmulatorTokens(tasks_emulator.secret, SA).verify(token, "https://worker.example")
     assert claims["sub"] == SA
-    with pytest.raises(TokenError):
-        verify_token(token, "another secret")
-    default = bearer_token(hits[path + "/default-aud"].headers["Authorization"])
-    assert verify_token(default, tasks_emulator.secret)["aud"] == target.url(path + "/default-aud")
+    with pytest.raises(TokenRefused):
+        EmulatorTokens("another secret", SA).verify(token, "https://worker.example")
+    default = bearer(hits[path + "/default-aud"].headers["Authorization"])
+    default_audience = target.url(path + "/default-aud")
+    claims = EmulatorTokens(tasks_emulator.secret, SA).verify(default, default_audience)
+    assert claims["aud"] == default_audience
     assert "Authorization" not in hits[path + "/none"].headers
     # The task's own headers pass through untouched, beside Cloud Tasks' own.
     assert hits[path].headers["Content-Type"] == "application/json"

@@ -1,7 +1,7 @@
 """A handler that works for a while, reporting progress, until done or canceled.
 
 The message text sets the work: "steps=N delay=S" (defaults 20 and 0.05). It records what
-it saw in SEEN so tests can check that it noticed a cancel.
+it saw in `seen` so tests can check that it noticed a cancel.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import time
 from shared.agent import Context, Skill, TaskCanceled
 
 SKILLS = [Skill(id="slow", name="Slow", description="Takes its time", tags=("test",))]
-SEEN: dict[str, str] = {}
+seen: dict[str, str] = {}
 
 
 def _options(text: str) -> tuple[int, float]:
@@ -26,11 +26,11 @@ def handle(ctx: Context) -> None:
     try:
         for step in range(steps):
             if ctx.canceled:
-                SEEN[ctx.task_id] = "canceled"
+                seen[ctx.task_id] = "canceled"
                 return
             ctx.progress(f"step {step}")
             time.sleep(delay)
         ctx.artifact(text="done")
     except TaskCanceled:
-        SEEN[ctx.task_id] = "canceled"
+        seen[ctx.task_id] = "canceled"
         raise

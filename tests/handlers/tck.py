@@ -13,7 +13,7 @@ from shared.agent import AgentInfo, Context, Skill
 AGENT = AgentInfo(name="TCK agent", description="Implements the A2A TCK scenario hooks.")
 SKILLS = [Skill(id="tck", name="TCK scenarios", description="Conformance scenarios", tags=("tck",))]
 
-STREAM_TEXT = {
+_STREAM_TEXT = {
     "tck-stream-001": "Stream hello from TCK",
     "tck-stream-003": "Stream task lifecycle",
     "tck-stream-ordering-001": "Ordered output",
@@ -50,7 +50,7 @@ def handle(ctx: Context) -> None:
         ctx.artifact(file=b"tck", filename="output.txt", media_type="text/plain")
     elif mid.startswith("tck-stream-002"):
         ctx.complete()
-    elif text := next((t for p, t in STREAM_TEXT.items() if mid.startswith(p)), None):
+    elif text := next((t for p, t in _STREAM_TEXT.items() if mid.startswith(p)), None):
         ctx.progress("working")
         ctx.artifact(text=text)
     elif mid.startswith("test-resubscribe-message-id"):

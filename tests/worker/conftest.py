@@ -32,6 +32,21 @@ LEASE = 1.5  # seconds; the worker heartbeats every LEASE / 3
 MAX_ATTEMPTS = 10
 
 
+POLL = 0.02  # seconds between two looks at another process's state
+
+
+def wait_until(check: Callable[[], bool], timeout: float, failure: Callable[[], str]) -> None:
+    """Look again until `check()` holds; AssertionError with `failure()` after `timeout`.
+
+    On the emulator stack the handler runs in another process and reports only through the
+    A2A API and its log file: there is no event to wait on, so the tests look again."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(failure())
+        time.sleep(POLL)
+
+
 class Stack:
     """Sends JSON-RPC 1.0 requests to an `a2a` instance (0 or 1) and reads the handler's log."""
 
@@ -73,14 +88,14 @@ class Stack:
         done: Callable[[dict[str, Any]], bool],
         timeout: float = 20,
     ) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while True:
-            task = self.get(task_id)
-            if done(task):
-                return task
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{self.name}: task never got there: {task}")
-            time.sleep(0.05)
+        seen: list[dict[str, Any]] = []
+
+        def arrived() -> bool:
+            seen.append(self.get(task_id))
+            return done(seen[-1])
+
+        wait_until(arrived, timeout, lambda: f"{self.name}: task never got there: {seen[-1]}")
+        return seen[-1]
 
     def wait_state(self, task_id: str, state: str, timeout: float = 20) -> dict[str, Any]:
         return self.wait_for(task_id, lambda t: t["status"]["state"] == state, timeout)

@@ -1,0 +1,116 @@
+"""What handler authors see: the public surface of shared.agent, and handler modules whose
+module-level names the library does not know are refused at start-up."""
+
+from __future__ import annotations
+
+import textwrap
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import shared.agent
+from shared.agent import HandlerModuleError, load_handler_module
+
+WriteModule = Callable[[str], str]
+HANDLE = "def handle(ctx):\n    ctx.complete('ok')\n"
+
+
+@pytest.fixture
+def write_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> WriteModule:
+    """Writes a handler module with this source; its importable name."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def write(source: str) -> str:
+        name = f"handler_{uuid.uuid4().hex}"
+        (tmp_path / f"{name}.py").write_text(textwrap.dedent(source) + "\n" + HANDLE)
+        return name
+
+    return write
+
+
+def test_the_public_surface_is_what_handlers_use() -> None:
+    assert sorted(shared.agent.__all__) == [
+        "AgentInfo",
+        "Artifact",
+        "Context",
+        "Message",
+        "Part",
+        "Skill",
+        "TaskCanceled",
+        "TurnEnded",
+        "text_part",
+    ]
+    assert all(hasattr(shared.agent, name) for name in shared.agent.__all__)
+
+
+@pytest.mark.parametrize(
+    ("source", "unknown", "close"),
+    [
+        ("SKILL = []", "SKILL", "SKILLS"),
+        ("LONG_RUNING = True", "LONG_RUNING", "LONG_RUNNING"),
+        ("AGENTS: list[int] = []", "AGENTS", "AGENT"),
+        ("GREETING = 'hello'", "GREETING", None),
+        ("import os\nif os.sep:\n    SKILL = []", "SKILL", "SKILLS"),
+        ("try:\n    pass\nexcept ImportError:\n    FALLBACK = 1", "FALLBACK", None),
+    ],
+)
+def test_an_unknown_declaration_is_refused_by_name(
+    write_module: WriteModule, source: str, unknown: str, close: str | None
+) -> None:
+    name = write_module(source)
+    with pytest.raises(HandlerModuleError) as refused:
+        load_handler_module(name)
+    message = str(refused.value)
+    assert f"A2A_HANDLER={name!r}" in message
+    assert f"unknown declaration {unknown}." in message
+    assert ("Did you mean" in message) is (close is not None)
+    if close is not None:
+        assert f"Did you mean {close}?" in message
+    assert "handle, SKILLS, AGENT, LONG_RUNNING" in message  # the known ones
+
+
+def test_imported_private_and_lower_case_names_are_the_modules_own(
+    write_module: WriteModule,
+) -> None:
+    name = write_module(
+        """
+        from os import SEEK_SET
+        from typing import TYPE_CHECKING
+
+        from shared.agent import AgentInfo, Skill
+
+        if TYPE_CHECKING:
+            from shared.agent import Context
+        _JOKE = "a private constant"
+        seen: dict[str, str] = {}
+        AGENT = AgentInfo(name="Named")
+        SKILLS = [Skill(id="s", name="S", description="d")]
+        LONG_RUNNING = True
+
+
+        def helper():
+            LOCAL_CONSTANT = 1
+            return LOCAL_CONSTANT + SEEK_SET
+
+
+        class Thing:
+            CLASS_CONSTANT = 2
+        """
+    )
+    module = load_handler_module(name)
+    assert module.info.name == "Named" and module.long_running
+    assert [s.id for s in module.skills] == ["s"]
+
+
+def test_every_shipped_handler_module_loads() -> None:
+    modules = [
+        f"{folder}.{path.stem}"
+        for folder in ("functions.handlers", "tests.handlers")
+        for path in sorted(Path(*folder.split(".")).glob("*.py"))
+        if path.stem != "__init__"
+    ]
+    assert len(modules) >= 10
+    for name in modules:
+        assert load_handler_module(name).name == name
