@@ -1,6 +1,7 @@
 """Push notifications: from a task's committed events to POSTs on the clients' webhooks.
 
-`PushNotifier` observes the task store: after each commit that logged events, it enqueues
+`PushNotifier` is told of the task store's commits (shared.store.notifying, wired in
+shared.app): after each commit that logged events, it enqueues
 one delivery per push config of the task on the `push` queue, named by task, config and the
 last sequence number (so a repeated enqueue adds nothing). The `deliver` function (or, on the
 embedded backend, an in-process queue) runs `Deliverer.deliver`, which sends everything the
@@ -66,11 +67,11 @@ def delivery_name(task_id: str, config_id: str, seq: int) -> str:
 
 
 class PushNotifier:
-    """The store observer that enqueues deliveries after each commit."""
+    """The commit callback that enqueues deliveries (a NotifyingTaskStore's `on_commit`)."""
 
     def __init__(self, configs: PushConfigStore, queue: TaskQueue) -> None:
         self._configs = configs
-        self._queue = queue
+        self.queue = queue
 
     def __call__(self, stored: StoredTask, events: Sequence[Event]) -> None:
         if not any(isinstance(e, StatusUpdate | ArtifactUpdate) for e in events):
@@ -85,7 +86,7 @@ class PushNotifier:
             "configId": config_id,
             "seq": stored.last_seq,
         }
-        self._queue.enqueue(delivery_name(stored.task.id, config_id, stored.last_seq), payload)
+        self.queue.enqueue(delivery_name(stored.task.id, config_id, stored.last_seq), payload)
 
 
 class Outcome(Enum):

@@ -22,13 +22,11 @@ from shared.ports import (
     VersionConflict,
 )
 from shared.store.cost import Cost
-from shared.store.observers import CommitObservers
 from shared.store.paging import Cursor, decode_token, encode_token
 
 
 class MemoryTaskStore:
     def __init__(self) -> None:
-        self.observers = CommitObservers()
         # What Firestore would bill for the same calls: the task document, one event document
         # per commit that logs events, the idempotency document.
         self.cost = Cost()
@@ -74,7 +72,6 @@ class MemoryTaskStore:
             self._events[task.id] = [LoggedEvent(i + 1, e) for i, e in enumerate(events)]
             self._bill(task.id, events, message_id)
             self._changed.notify_all()
-        self.observers.notify(stored, events)
         return stored
 
     def commit(
@@ -105,7 +102,6 @@ class MemoryTaskStore:
             self._tasks[task.id] = new
             self._bill(task.id, events, message_id)
             self._changed.notify_all()
-        self.observers.notify(new, events)
         return new
 
     def _claim(self, owner: str, message_id: str | None, task_id: str) -> None:

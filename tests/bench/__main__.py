@@ -122,7 +122,7 @@ def store_costs(project: str | None) -> list[tuple[str, int, int]]:
     backend = "firestore" if project else "memory"
     settings = Settings(handler="functions.handlers.echo", backend=backend, project=project)
     client = Client(build(settings))
-    store = client.app.service.store
+    store = getattr(client.app.service.store, "inner", client.app.service.store)
     assert isinstance(store, FirestoreTaskStore | MemoryTaskStore)
     rows: list[tuple[str, int, int]] = []
 
