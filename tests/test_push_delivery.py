@@ -4,6 +4,7 @@ retried until taken, and never posted twice once taken (embedded backend)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import jwt
@@ -136,25 +137,81 @@ def test_a_webhook_down_then_up_gets_everything_once(make_client: Any, hook: Web
     assert [r.json for r in hook.accepted()] == expected
 
 
-def test_a_url_refused_at_send_time_is_not_posted(hook: Webhook) -> None:
-    # The deliverer alone, on stores of its own: no in-process delivery can hold the config's
-    # sending lease (BUSY) or post before it, so the refusal is the only thing that happens.
+def lone_task(url: str) -> tuple[MemoryTaskStore, MemoryPushConfigStore]:
+    """A working task with one event and one config, on stores of its own: no in-process
+    delivery can hold the config's sending lease (BUSY) or post before the test's."""
     store, configs = MemoryTaskStore(), MemoryPushConfigStore()
     task = Task(id="t", context_id="c", status=TaskStatus(state=TaskState.WORKING))
     working = StatusUpdate(task_id="t", context_id="c", status=task.status)
     store.create("anonymous", task, [working], dialect="1.0")
-    configs.put(PushConfig(id="p", task_id="t", url=hook.url()), dialect="1.0")
+    configs.put(PushConfig(id="p", task_id="t", url=url), dialect="1.0")
+    return store, configs
+
+
+LONE_JOB = {"owner": "anonymous", "taskId": "t", "configId": "p", "seq": 1}
+
+
+def test_a_url_refused_at_send_time_is_not_posted(hook: Webhook) -> None:
+    store, configs = lone_task(hook.url())
 
     def refuse(url: str) -> None:
         # The host's DNS changed since the config was set.
         raise PushURLRefused("resolves to 127.0.0.1, a loopback address")
 
     deliverer = Deliverer(store, configs, check_url=refuse)
-    payload = {"owner": "anonymous", "taskId": "t", "configId": "p", "seq": 1}
-    assert deliverer.deliver(payload, Delivery()) is Outcome.FAILED
+    assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.FAILED
     assert hook.received == []
     stored = configs.get("t", "p")
     assert stored is not None and stored.delivered_seq == 0  # the retry will send it all
+
+
+class Scripted:
+    """A PushSender answering each URL as scripted, posting nothing anywhere."""
+
+    def __init__(self, answers: dict[str, tuple[int, str | None]]) -> None:
+        self.answers = answers
+        self.posted: list[str] = []
+
+    def post(
+        self, url: str, body: bytes, headers: Mapping[str, str], timeout: float
+    ) -> tuple[int, str | None]:
+        self.posted.append(url)
+        return self.answers[url]
+
+
+def test_redirects_are_followed_and_every_target_is_checked() -> None:
+    store, configs = lone_task("https://a.example.com/hook")
+    checked: list[str] = []
+
+    def check(url: str) -> None:
+        checked.append(url)
+        if "internal" in url:
+            raise PushURLRefused("resolves to 10.0.0.1, a private address")
+
+    sender = Scripted(
+        {
+            "https://a.example.com/hook": (307, "/moved"),
+            "https://a.example.com/moved": (302, "https://b.example.com/final"),
+            "https://b.example.com/final": (204, None),
+        }
+    )
+    deliverer = Deliverer(store, configs, check_url=check, sender=sender)
+    assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.DELIVERED
+    assert sender.posted == checked == list(sender.answers)
+
+    store, configs = lone_task("https://a.example.com/hook")
+    sender = Scripted({"https://a.example.com/hook": (301, "http://internal.example.com/")})
+    deliverer = Deliverer(store, configs, check_url=check, sender=sender)
+    assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.FAILED
+    assert sender.posted == ["https://a.example.com/hook"]  # the refused target got nothing
+
+    store, configs = lone_task("https://a.example.com/hook")
+    loop = Scripted({"https://a.example.com/hook": (302, "/hook")})
+    deliverer = Deliverer(store, configs, check_url=check, sender=loop)
+    assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.FAILED
+    assert len(loop.posted) == 4  # the first POST and three redirects, then it gives up
+    stored = configs.get("t", "p")
+    assert stored is not None and stored.delivered_seq == 0
 
 
 def test_a_deleted_config_gets_nothing(make_client: Any, hook: Webhook) -> None:
