@@ -173,7 +173,7 @@ class Server:
                 requests.get(f"{self.url}/.well-known/agent-card.json", timeout=1)
                 return
             except requests.ConnectionError:
-                time.sleep(0.01)
+                time.sleep(0.01)  # polling: another process has no event to wait on
         self.stop()
         raise RuntimeError("the server did not answer within 30 s")
 

@@ -3,7 +3,6 @@ retried until taken, and never posted twice once taken (embedded backend)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,10 +18,12 @@ from shared.model import (
     TaskStatus,
 )
 from shared.ports import Delivery
-from shared.push_delivery import Deliverer, Outcome
+from shared.push_delivery import Deliverer, Outcome, PushNotifier
 from shared.push_url import PushURLRefused
+from shared.queue.inline import InlineQueue
 from shared.store.memory import MemoryTaskStore
 from shared.store.memory_push import MemoryPushConfigStore
+from shared.store.notifying import NotifyingTaskStore
 from tests.conftest import Client
 from tests.test_push_signing import EC_KEY
 from tests.webhook import Webhook
@@ -32,7 +33,7 @@ from tests.webhook import Webhook
 def hook() -> Any:
     webhook = Webhook()
     yield webhook
-    webhook.down()
+    webhook.close()
 
 
 def agent(make_client: Any, **settings: Any) -> Client:
@@ -53,6 +54,17 @@ def start(client: Client, hook: Webhook, text: str, **config: Any) -> str:
     }
     task_id: str = client.result("SendMessage", params, version="1.0")["task"]["id"]
     return task_id
+
+
+def drained(client: Client) -> None:
+    """Wait until the app's in-process push queue has nothing left to do: no delivery or retry
+    is under way, so nothing more will be posted."""
+    store = client.app.service.store
+    assert isinstance(store, NotifyingTaskStore)
+    assert isinstance(store.on_commit, PushNotifier)
+    queue = store.on_commit.queue
+    assert isinstance(queue, InlineQueue)
+    assert queue.join(30), "the push queue did not drain in 30 s"
 
 
 def news(client: Client, task_id: str) -> list[dict[str, Any]]:
@@ -83,7 +95,7 @@ def test_every_event_arrives_once_in_order_with_its_headers(
     expected = news(client, task_id)
     assert len(expected) >= 7  # working, five steps, the artifact, completed
     got = hook.wait_accepted(len(expected))
-    time.sleep(0.5)  # nothing more (no duplicates) comes after
+    drained(client)  # nothing more (no duplicates) comes after
     assert [r.json for r in hook.accepted()] == expected
     jwks = client.http.get("/.well-known/jwks.json").get_json()
     for received in got:
@@ -104,10 +116,9 @@ def test_a_v03_config_receives_the_task(make_client: Any, hook: Webhook) -> None
     message = {"messageId": "m", "role": "user", "parts": [{"kind": "text", "text": "steps=1"}]}
     params = {"message": message, "configuration": {"pushNotificationConfig": {"url": hook.url()}}}
     task = client.result("message/send", params)
-    received = hook.wait_accepted(1)
-    deadline = time.monotonic() + 5
-    while received[-1].json["status"]["state"] != "completed" and time.monotonic() < deadline:
-        received = hook.wait_accepted(len(received) + 1)
+    received = hook.wait_until(
+        lambda got: any(r.json["status"]["state"] == "completed" for r in got)
+    )
     body = received[-1].json
     assert body["kind"] == "task" and body["id"] == task["id"]
     assert received[-1].headers["Content-Type"] == "application/json"
@@ -120,7 +131,7 @@ def test_a_webhook_answering_500_is_retried(make_client: Any, hook: Webhook) -> 
     expected = news(client, task_id)
     hook.wait_accepted(len(expected))
     assert [r.status for r in hook.received[:2]] == [500, 500]
-    time.sleep(0.5)
+    drained(client)
     assert [r.json for r in hook.accepted()] == expected
 
 
@@ -129,11 +140,11 @@ def test_a_webhook_down_then_up_gets_everything_once(make_client: Any, hook: Web
     client = agent(make_client)
     task_id = start(client, hook, "steps=3 delay=0.05")
     expected = news(client, task_id)
-    time.sleep(3)  # deliveries fail (connection refused) and back off meanwhile
+    hook.wait_refused(3)  # deliveries fail (connection reset) and are retried with backoff
     assert hook.received == []
     hook.up()
     hook.wait_accepted(len(expected), timeout=30)
-    time.sleep(0.5)
+    drained(client)
     assert [r.json for r in hook.accepted()] == expected
 
 
@@ -233,5 +244,5 @@ def test_a_commit_of_many_events_is_delivered_whole(make_client: Any, hook: Webh
     expected = news(client, task_id)
     assert len(expected) > 30
     hook.wait_accepted(len(expected), timeout=30)
-    time.sleep(0.5)
+    drained(client)
     assert [r.json for r in hook.accepted()] == expected

@@ -345,7 +345,7 @@ def push_figures(emulators: bool, tasks: int, seconds: float) -> None:
             elapsed = time.perf_counter() - t0
             arrived = hook.accepted()[start:]
     finally:
-        hook.down()
+        hook.close()
     latencies = []
     for received in arrived:
         update = received.json.get("statusUpdate")
