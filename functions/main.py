@@ -1,38 +1,58 @@
-"""Cloud Functions entry points: thin wrappers over the `shared` library.
+"""Cloud Functions entry points: thin wrappers over the `shared` library (wired in shared.app).
 
-`a2a` is the public agent: its card, JSON-RPC, and the seeds' legacy routes. The app is
-built at import, once per instance, from the environment (see README, "Settings").
-`worker` runs background turns and `deliver` posts push notifications, both for Cloud Tasks;
-each is built at its first call (only that function needs its token check) and shares the
-a2a app's task store.
+`a2a` is the public agent: its card, JSON-RPC, HTTP+JSON and the seeds' legacy routes.
+`worker` runs background turns and `deliver` posts push notifications, both for Cloud Tasks.
+Each deployed function imports this module but serves one entry point, so each app is built
+at its function's first call, with only what that function uses (see README, "Settings").
+The settings and the handler module are read at import: a bad setting, a module that does
+not load or a misspelt declaration stops start-up whichever function this is, instead of
+failing its first request.
 """
 
 from __future__ import annotations
 
-import functools
+import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 import flask
 import functions_framework
 
+from shared.agent import load_handler_module
 from shared.app import build, build_deliver, build_worker
+from shared.bindings.http import HttpApp
 from shared.bindings.queue_target import QueueTargetApp
+from shared.settings import Settings
 
-_a2a = build()
+App = TypeVar("App")
+
+_SETTINGS = Settings.from_env()
+load_handler_module(_SETTINGS.handler)  # checked now; the build re-reads it from sys.modules
 
 
-@functools.cache
-def _worker() -> QueueTargetApp:
-    return build_worker(store=_a2a.service.store)
+def _once(make: Callable[[Settings], App]) -> Callable[[], App]:
+    """`make(settings)`, called at the first use only, even when requests race to it: two
+    apps would mean two embedded stores."""
+    lock = threading.Lock()
+    made: list[App] = []
+
+    def get() -> App:
+        with lock:
+            if not made:
+                made.append(make(_SETTINGS))
+            return made[0]
+
+    return get
 
 
-@functools.cache
-def _deliver() -> QueueTargetApp:
-    return build_deliver(store=_a2a.service.store)
+_a2a: Callable[[], HttpApp] = _once(build)
+_worker: Callable[[], QueueTargetApp] = _once(build_worker)
+_deliver: Callable[[], QueueTargetApp] = _once(build_deliver)
 
 
 @functions_framework.http
 def a2a(request: flask.Request) -> flask.Response:
-    return _a2a(request)
+    return _a2a()(request)
 
 
 @functions_framework.http

@@ -1,5 +1,11 @@
-"""Wiring: settings -> store, queue, handler module, service, card -> the `a2a` HTTP app;
-settings -> store, handler module, worker, token check -> the `worker` HTTP app.
+"""Wiring, all of it: from the settings to the three functions' apps.
+
+- `a2a` (`build`): task store, push notifier, queues, handler module, service, card.
+- `worker` (`build_worker`): task store, push notifier, handler module, worker, token check.
+- `deliver` (`build_deliver`): task store, push config store, deliverer, token check.
+
+With push notifications on, the task store of `a2a` and `worker` is wrapped by the notifier
+(shared.store.notifying), so each commit's notifications go out whichever function made it.
 
 Adapters for Google services are imported only when the settings choose them, so the
 embedded backend never pays for the Google client libraries at cold start.
@@ -8,6 +14,7 @@ embedded backend never pays for the Google client libraries at cold start.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -23,6 +30,7 @@ from shared.push_url import check_push_url
 from shared.queue.inline import InlineQueue
 from shared.service import A2AService
 from shared.settings import Settings, SettingsError
+from shared.store.notifying import NotifyingTaskStore
 from shared.tasks_auth import EmulatorTokens, GoogleTokens, TokenVerifier
 from shared.worker import Worker
 
@@ -42,7 +50,9 @@ def _store(settings: Settings) -> TaskStore:
     return MemoryTaskStore()
 
 
-def _push_store(settings: Settings, store: TaskStore) -> PushConfigStore | None:
+def _push_configs(settings: Settings, store: TaskStore) -> PushConfigStore | None:
+    """The push config store beside `store` (the adapter, not a decorator of it), when push
+    notifications are on."""
     if not settings.push_notifications:
         return None
     if settings.backend == "firestore":
@@ -80,22 +90,44 @@ def _signer(settings: Settings, module: HandlerModule) -> NotificationSigner | N
     )
 
 
-def _push(
-    settings: Settings, store: TaskStore, module: HandlerModule
-) -> tuple[PushConfigStore, Deliverer] | None:
-    """The push config store and the deliverer, when push notifications are on."""
-    configs = _push_store(settings, store)
-    if configs is None:
-        return None
+def _deliverer(
+    settings: Settings, store: TaskStore, configs: PushConfigStore, module: HandlerModule
+) -> Deliverer:
     hosts = settings.push_allowed_hosts
-    deliverer = Deliverer(
+    return Deliverer(
         store,
         configs,
         check_url=lambda url: check_push_url(url, allowed_hosts=hosts),
         signer=_signer(settings, module),
         function_timeout=settings.function_timeout,
     )
-    return configs, deliverer
+
+
+@dataclass(frozen=True)
+class _Tasks:
+    """What a function that commits tasks (`a2a`, `worker`) writes through."""
+
+    store: TaskStore  # with push notifications on, it enqueues them after each commit
+    push_configs: PushConfigStore | None  # None: push notifications are off
+    push_queue: TaskQueue | None  # where the notifications go; closed when the process ends
+
+
+def _tasks(settings: Settings, module: HandlerModule, store: TaskStore | None) -> _Tasks:
+    """The task store of `a2a` and `worker`: the backend's adapter (or `store`) and, with push
+    notifications on, the notifier around it, so every commit of either function notifies.
+    Without A2A_DELIVER_URL the notifications are delivered in this process."""
+    store = store or _store(settings)
+    configs = _push_configs(settings, store)
+    if configs is None:
+        return _Tasks(store, None, None)
+    queue = _cloud_queue(settings, settings.push_queue, settings.deliver_url)
+    if queue is None:
+        deliverer = _deliverer(settings, store, configs, module)
+        queue = InlineQueue(
+            lambda payload, delivery: deliverer.deliver(payload, delivery).accepted,
+            max_attempts=settings.push_max_attempts,
+        )
+    return _Tasks(NotifyingTaskStore(store, PushNotifier(configs, queue)), configs, queue)
 
 
 def _verifier(settings: Settings) -> TokenVerifier:
@@ -124,26 +156,15 @@ def _card_time(module: HandlerModule) -> datetime:
 
 
 def build(settings: Settings | None = None, store: TaskStore | None = None) -> HttpApp:
+    """The `a2a` function: the agent card, JSON-RPC, HTTP+JSON and the legacy routes."""
     settings = settings or Settings.from_env()
     module = load_handler_module(settings.handler)
-    store = store or _store(settings)
+    tasks = _tasks(settings, module, store)
     hosts = settings.push_allowed_hosts
-    push = _push(settings, store, module)
-    push_queue: TaskQueue | None = None
-    if push is not None:
-        configs, deliverer = push
-        queue = _cloud_queue(settings, settings.push_queue, settings.deliver_url)
-        if queue is None:
-            queue = InlineQueue(
-                lambda payload, delivery: deliverer.deliver(payload, delivery).accepted,
-                max_attempts=settings.push_max_attempts,
-            )
-        store.observers.observe(PushNotifier(configs, queue))
-        push_queue = queue
     work_queue = _cloud_queue(settings, settings.work_queue, settings.worker_url)
     if work_queue is None:  # the embedded backend: the worker runs in this process
         worker = Worker(
-            store,
+            tasks.store,
             module,
             commit_interval=settings.commit_interval,
             lease_seconds=settings.lease_seconds,
@@ -153,12 +174,12 @@ def build(settings: Settings | None = None, store: TaskStore | None = None) -> H
             max_attempts=settings.work_max_attempts,
         )
     service = A2AService(
-        store,
+        tasks.store,
         module,
         queue=work_queue,
         commit_interval=settings.commit_interval,
         deduplicate=settings.deduplicate_messages,
-        push_configs=push[0] if push else None,
+        push_configs=tasks.push_configs,
         check_push_url=lambda url: check_push_url(url, allowed_hosts=hosts),
         blocking_wait=settings.blocking_wait,
     )
@@ -167,18 +188,20 @@ def build(settings: Settings | None = None, store: TaskStore | None = None) -> H
     )
     app = HttpApp(service, card, Authenticator(settings), settings, _signer(settings, module))
     app.closers.append(work_queue.close)
-    if push_queue is not None:
-        app.closers.append(push_queue.close)
+    if tasks.push_queue is not None:
+        app.closers.append(tasks.push_queue.close)
     return app
 
 
 def build_worker(
     settings: Settings | None = None, store: TaskStore | None = None
 ) -> QueueTargetApp:
+    """The `worker` function: Cloud Tasks hands it background turns."""
     settings = settings or Settings.from_env()
+    module = load_handler_module(settings.handler)
     worker = Worker(
-        store or _store(settings),
-        load_handler_module(settings.handler),
+        _tasks(settings, module, store).store,
+        module,
         commit_interval=settings.commit_interval,
         lease_seconds=settings.lease_seconds,
     )
@@ -194,15 +217,17 @@ def build_worker(
 def build_deliver(
     settings: Settings | None = None, store: TaskStore | None = None
 ) -> QueueTargetApp:
-    """The `deliver` function: Cloud Tasks hands it push deliveries."""
+    """The `deliver` function: Cloud Tasks hands it push deliveries. It only reads tasks, so
+    its store needs no notifier."""
     settings = settings or Settings.from_env()
     store = store or _store(settings)
-    push = _push(settings, store, load_handler_module(settings.handler))
-    if push is None:
+    configs = _push_configs(settings, store)
+    if configs is None:
         raise SettingsError("the deliver function needs A2A_PUSH_NOTIFICATIONS=true")
+    deliverer = _deliverer(settings, store, configs, load_handler_module(settings.handler))
     return QueueTargetApp(
         "deliver",
-        push[1].deliver,
+        deliverer.deliver,
         _verifier(settings),
         url=settings.deliver_url,
         max_attempts=settings.push_max_attempts,

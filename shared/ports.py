@@ -13,12 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from shared.model import Event, PushConfig, Task, TaskState
-
-if TYPE_CHECKING:
-    from shared.store.observers import CommitObservers
 
 
 @dataclass(frozen=True)
@@ -115,9 +112,6 @@ class EventTail(Protocol):
 
 
 class TaskStore(Protocol):
-    #: told of every commit that logged events (shared.store.observers)
-    observers: CommitObservers
-
     def get(self, owner: str, task_id: str) -> StoredTask | None:
         """The task, or None when it does not exist for this owner."""
         ...

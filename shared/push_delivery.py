@@ -1,10 +1,11 @@
 """Push notifications: from a task's committed events to POSTs on the clients' webhooks.
 
-`PushNotifier` observes the task store: after each commit that logged events, it enqueues
-one delivery per push config of the task on the `push` queue, named by task, config and the
-last sequence number (so a repeated enqueue adds nothing). The `deliver` function (or, on the
-embedded backend, an in-process queue) runs `Deliverer.deliver`, which sends everything the
-config has not received yet, in sequence order:
+`PushNotifier` is told of the task store's commits (shared.store.notifying, wired in
+shared.app): after each commit that logged events, it enqueues one delivery per push config
+of the task on the `push` queue, named by task, config and the last sequence number (so a
+repeated enqueue adds nothing). The `deliver` function (or, on the embedded backend, an
+in-process queue) runs `Deliverer.deliver`, which sends everything the config has not
+received yet, in sequence order, through a PushSender (urllib unless one is given):
 
 - one delivery per config at a time (a sending lease on the config), so a later event
   never overtakes an earlier one; a delivery that finds the lease taken is retried later;
@@ -28,9 +29,9 @@ import logging
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urljoin
 
 from shared.dialects.registry import BY_NAME
@@ -58,11 +59,11 @@ EVENTS_PER_DELIVERY = 20
 
 
 class PushNotifier:
-    """The store observer that enqueues deliveries after each commit."""
+    """The commit callback that enqueues deliveries (a NotifyingTaskStore's `on_commit`)."""
 
     def __init__(self, configs: PushConfigStore, queue: TaskQueue) -> None:
         self._configs = configs
-        self._queue = queue
+        self.queue = queue
 
     def __call__(self, stored: StoredTask, events: Sequence[Event]) -> None:
         if not any(isinstance(e, StatusUpdate | ArtifactUpdate) for e in events):
@@ -72,21 +73,47 @@ class PushNotifier:
 
     def enqueue(self, stored: StoredTask, config_id: str) -> None:
         job = PushJob(stored.owner, stored.task.id, config_id, stored.last_seq)
-        self._queue.enqueue(job.name, job.payload())
+        self.queue.enqueue(job.name, job.payload())
 
 
 class DeliveryFailed(Exception):
     """The webhook did not accept a notification; the message says how."""
 
 
+class PushSender(Protocol):
+    """The HTTP client that POSTs notifications: a seam, so tests can answer without a network."""
+
+    def post(
+        self, url: str, body: bytes, headers: Mapping[str, str], timeout: float
+    ) -> tuple[int, str | None]:
+        """POST once, following no redirect: the HTTP status and the Location header (None
+        when absent). Raises OSError when no answer came (refused, reset, timed out)."""
+        ...
+
+
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """Redirects are followed by hand, so that each target is checked against SSRF."""
+    """Redirects go back to the Deliverer, so that each target is checked against SSRF."""
 
     def redirect_request(self, *args: Any, **kwargs: Any) -> None:
         return None
 
 
-_OPENER = urllib.request.build_opener(_NoRedirects)
+class UrllibSender:
+    """The PushSender of the standard library."""
+
+    def __init__(self) -> None:
+        self._opener = urllib.request.build_opener(_NoRedirects)
+
+    def post(
+        self, url: str, body: bytes, headers: Mapping[str, str], timeout: float
+    ) -> tuple[int, str | None]:
+        request = urllib.request.Request(url, data=body, headers=dict(headers), method="POST")
+        try:
+            with self._opener.open(request, timeout=timeout) as response:
+                response.read(64 * 1024)  # drain a little, so the connection ends cleanly
+                return response.status, response.headers.get("Location")
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.headers.get("Location")
 
 
 class Deliverer:
@@ -98,8 +125,10 @@ class Deliverer:
         check_url: Callable[[str], None],
         signer: NotificationSigner | None = None,
         function_timeout: float = 60,
+        sender: PushSender | None = None,
     ) -> None:
         self._store = store
+        self._sender = sender or UrllibSender()
         self._configs = configs
         self._check_url = check_url
         self._signer = signer
@@ -192,17 +221,14 @@ class Deliverer:
                 headers[SIGNATURE_HEADER] = self._signer.sign(
                     task_id=config.config.task_id, body=body, audience=url
                 )
-            request = urllib.request.Request(url, data=body, headers=headers, method="POST")
             try:
-                with _OPENER.open(request, timeout=TIMEOUT_SECONDS) as response:
-                    response.read(64 * 1024)  # drain a little, so the connection ends cleanly
-                    return
-            except urllib.error.HTTPError as exc:
-                location = exc.headers.get("Location")
-                if exc.code in (301, 302, 303, 307, 308) and location:
-                    url = urljoin(url, location)
-                    continue
-                raise DeliveryFailed(f"the webhook answered HTTP {exc.code}") from None
-            except (urllib.error.URLError, TimeoutError, OSError) as exc:
+                status, location = self._sender.post(url, body, headers, TIMEOUT_SECONDS)
+            except OSError as exc:
                 raise DeliveryFailed(f"no answer from the webhook ({exc})") from None
+            if 200 <= status < 300:
+                return
+            if status in (301, 302, 303, 307, 308) and location:
+                url = urljoin(url, location)
+                continue
+            raise DeliveryFailed(f"the webhook answered HTTP {status}")
         raise DeliveryFailed(f"more than {MAX_REDIRECTS} redirects")

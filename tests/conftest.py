@@ -12,7 +12,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import flask
 import pytest
@@ -22,6 +22,9 @@ from shared.app import build
 from shared.bindings.http import HttpApp
 from shared.settings import Settings
 from shared.store.memory import MemoryTaskStore
+
+if TYPE_CHECKING:
+    from google.cloud.tasks_v2 import CloudTasksClient
 
 # The emulator fixtures: firestore_emulator, clean_firestore, tasks_emulator, tasks_client.
 pytest_plugins = ["emulator.pytest_plugin"]
@@ -109,6 +112,16 @@ def client(make_client: Callable[..., Client]) -> Client:
     return make_client()
 
 
+def wait_queue_empty(client: CloudTasksClient, queue: str, timeout: float = 30) -> None:
+    """Wait until the Cloud Tasks (emulator) queue holds no task: every one was accepted by its
+    target or given up, so nothing more will be dispatched."""
+    deadline = time.monotonic() + timeout
+    while list(client.list_tasks(parent=queue)):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{queue} still holds tasks after {timeout} s")
+        time.sleep(0.05)  # polling the emulator: it has no way to tell us
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -160,7 +173,7 @@ class Server:
                 requests.get(f"{self.url}/.well-known/agent-card.json", timeout=1)
                 return
             except requests.ConnectionError:
-                time.sleep(0.01)
+                time.sleep(0.01)  # polling: another process has no event to wait on
         self.stop()
         raise RuntimeError("the server did not answer within 30 s")
 

@@ -3,7 +3,7 @@ retried until taken, and never posted twice once taken (embedded backend)."""
 
 from __future__ import annotations
 
-import time
+from collections.abc import Mapping
 from typing import Any
 
 import jwt
@@ -19,10 +19,12 @@ from shared.model import (
     TaskStatus,
 )
 from shared.ports import Delivery
-from shared.push_delivery import Deliverer
+from shared.push_delivery import Deliverer, PushNotifier
 from shared.push_url import PushURLRefused
+from shared.queue.inline import InlineQueue
 from shared.store.memory import MemoryTaskStore
 from shared.store.memory_push import MemoryPushConfigStore
+from shared.store.notifying import NotifyingTaskStore
 from tests.conftest import Client
 from tests.test_push_signing import EC_KEY
 from tests.webhook import Webhook
@@ -32,7 +34,7 @@ from tests.webhook import Webhook
 def hook() -> Any:
     webhook = Webhook()
     yield webhook
-    webhook.down()
+    webhook.close()
 
 
 def agent(make_client: Any, **settings: Any) -> Client:
@@ -53,6 +55,17 @@ def start(client: Client, hook: Webhook, text: str, **config: Any) -> str:
     }
     task_id: str = client.result("SendMessage", params, version="1.0")["task"]["id"]
     return task_id
+
+
+def drained(client: Client) -> None:
+    """Wait until the app's in-process push queue has nothing left to do: no delivery or retry
+    is under way, so nothing more will be posted."""
+    store = client.app.service.store
+    assert isinstance(store, NotifyingTaskStore)
+    assert isinstance(store.on_commit, PushNotifier)
+    queue = store.on_commit.queue
+    assert isinstance(queue, InlineQueue)
+    assert queue.join(30), "the push queue did not drain in 30 s"
 
 
 def news(client: Client, task_id: str) -> list[dict[str, Any]]:
@@ -83,7 +96,7 @@ def test_every_event_arrives_once_in_order_with_its_headers(
     expected = news(client, task_id)
     assert len(expected) >= 7  # working, five steps, the artifact, completed
     got = hook.wait_accepted(len(expected))
-    time.sleep(0.5)  # nothing more (no duplicates) comes after
+    drained(client)  # nothing more (no duplicates) comes after
     assert [r.json for r in hook.accepted()] == expected
     jwks = client.http.get("/.well-known/jwks.json").get_json()
     for received in got:
@@ -104,10 +117,9 @@ def test_a_v03_config_receives_the_task(make_client: Any, hook: Webhook) -> None
     message = {"messageId": "m", "role": "user", "parts": [{"kind": "text", "text": "steps=1"}]}
     params = {"message": message, "configuration": {"pushNotificationConfig": {"url": hook.url()}}}
     task = client.result("message/send", params)
-    received = hook.wait_accepted(1)
-    deadline = time.monotonic() + 5
-    while received[-1].json["status"]["state"] != "completed" and time.monotonic() < deadline:
-        received = hook.wait_accepted(len(received) + 1)
+    received = hook.wait_until(
+        lambda got: any(r.json["status"]["state"] == "completed" for r in got)
+    )
     body = received[-1].json
     assert body["kind"] == "task" and body["id"] == task["id"]
     assert received[-1].headers["Content-Type"] == "application/json"
@@ -120,7 +132,7 @@ def test_a_webhook_answering_500_is_retried(make_client: Any, hook: Webhook) -> 
     expected = news(client, task_id)
     hook.wait_accepted(len(expected))
     assert [r.status for r in hook.received[:2]] == [500, 500]
-    time.sleep(0.5)
+    drained(client)
     assert [r.json for r in hook.accepted()] == expected
 
 
@@ -129,33 +141,89 @@ def test_a_webhook_down_then_up_gets_everything_once(make_client: Any, hook: Web
     client = agent(make_client)
     task_id = start(client, hook, "steps=3 delay=0.05")
     expected = news(client, task_id)
-    time.sleep(3)  # deliveries fail (connection refused) and back off meanwhile
+    hook.wait_refused(3)  # deliveries fail (connection reset) and are retried with backoff
     assert hook.received == []
     hook.up()
     hook.wait_accepted(len(expected), timeout=30)
-    time.sleep(0.5)
+    drained(client)
     assert [r.json for r in hook.accepted()] == expected
 
 
-def test_a_url_refused_at_send_time_is_not_posted(hook: Webhook) -> None:
-    # The deliverer alone, on stores of its own: no in-process delivery can hold the config's
-    # sending lease (BUSY) or post before it, so the refusal is the only thing that happens.
+def lone_task(url: str) -> tuple[MemoryTaskStore, MemoryPushConfigStore]:
+    """A working task with one event and one config, on stores of its own: no in-process
+    delivery can hold the config's sending lease (BUSY) or post before the test's."""
     store, configs = MemoryTaskStore(), MemoryPushConfigStore()
     task = Task(id="t", context_id="c", status=TaskStatus(state=TaskState.WORKING))
     working = StatusUpdate(task_id="t", context_id="c", status=task.status)
     store.create("anonymous", task, [working], dialect="1.0")
-    configs.put(PushConfig(id="p", task_id="t", url=hook.url()), dialect="1.0")
+    configs.put(PushConfig(id="p", task_id="t", url=url), dialect="1.0")
+    return store, configs
+
+
+LONE_JOB = {"owner": "anonymous", "taskId": "t", "configId": "p", "seq": 1}
+
+
+def test_a_url_refused_at_send_time_is_not_posted(hook: Webhook) -> None:
+    store, configs = lone_task(hook.url())
 
     def refuse(url: str) -> None:
         # The host's DNS changed since the config was set.
         raise PushURLRefused("resolves to 127.0.0.1, a loopback address")
 
     deliverer = Deliverer(store, configs, check_url=refuse)
-    payload = {"owner": "anonymous", "taskId": "t", "configId": "p", "seq": 1}
-    assert deliverer.deliver(payload, Delivery()) is Outcome.FAILED
+    assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.FAILED
     assert hook.received == []
     stored = configs.get("t", "p")
     assert stored is not None and stored.delivered_seq == 0  # the retry will send it all
+
+
+class Scripted:
+    """A PushSender answering each URL as scripted, posting nothing anywhere."""
+
+    def __init__(self, answers: dict[str, tuple[int, str | None]]) -> None:
+        self.answers = answers
+        self.posted: list[str] = []
+
+    def post(
+        self, url: str, body: bytes, headers: Mapping[str, str], timeout: float
+    ) -> tuple[int, str | None]:
+        self.posted.append(url)
+        return self.answers[url]
+
+
+def test_redirects_are_followed_and_every_target_is_checked() -> None:
+    store, configs = lone_task("https://a.example.com/hook")
+    checked: list[str] = []
+
+    def check(url: str) -> None:
+        checked.append(url)
+        if "internal" in url:
+            raise PushURLRefused("resolves to 10.0.0.1, a private address")
+
+    sender = Scripted(
+        {
+            "https://a.example.com/hook": (307, "/moved"),
+            "https://a.example.com/moved": (302, "https://b.example.com/final"),
+            "https://b.example.com/final": (204, None),
+        }
+    )
+    deliverer = Deliverer(store, configs, check_url=check, sender=sender)
+    assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.DELIVERED
+    assert sender.posted == checked == list(sender.answers)
+
+    store, configs = lone_task("https://a.example.com/hook")
+    sender = Scripted({"https://a.example.com/hook": (301, "http://internal.example.com/")})
+    deliverer = Deliverer(store, configs, check_url=check, sender=sender)
+    assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.FAILED
+    assert sender.posted == ["https://a.example.com/hook"]  # the refused target got nothing
+
+    store, configs = lone_task("https://a.example.com/hook")
+    loop = Scripted({"https://a.example.com/hook": (302, "/hook")})
+    deliverer = Deliverer(store, configs, check_url=check, sender=loop)
+    assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.FAILED
+    assert len(loop.posted) == 4  # the first POST and three redirects, then it gives up
+    stored = configs.get("t", "p")
+    assert stored is not None and stored.delivered_seq == 0
 
 
 def test_a_deleted_config_gets_nothing(make_client: Any, hook: Webhook) -> None:
@@ -177,5 +245,5 @@ def test_a_commit_of_many_events_is_delivered_whole(make_client: Any, hook: Webh
     expected = news(client, task_id)
     assert len(expected) > 30
     hook.wait_accepted(len(expected), timeout=30)
-    time.sleep(0.5)
+    drained(client)
     assert [r.json for r in hook.accepted()] == expected

@@ -1,18 +1,24 @@
-"""The embedded backend's TaskQueue: deliveries run on a thread pool in this process.
+"""The embedded backend's TaskQueue: deliveries run on threads of this process.
 
 It keeps the queue's promises the way Cloud Tasks does, so the same scenarios pass on both:
 a name is taken once (for the life of the process), a delivery that is not accepted or that
-raises is retried with exponential backoff, and the last attempt says it is the last.
+raises is retried with exponential backoff (timed by a Clock), and the last attempt says it
+is the last.
+
+It never holds a process up: its threads are daemons, so a process that exits (Ctrl-C,
+SIGTERM) drops what is queued, as `close()` does; after `close()` no attempt starts and no
+backoff is waited out. `join()` waits until everything enqueued is done (tests).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from shared.clock import SYSTEM, Clock
 from shared.ports import Delivery
 from shared.queue import encode
 
@@ -31,32 +37,74 @@ class InlineQueue:
         max_attempts: int = 5,
         min_backoff: float = 0.1,
         max_backoff: float = 5.0,
+        clock: Clock = SYSTEM,
     ) -> None:
         self._target = target
-        self._pool = ThreadPoolExecutor(threads, thread_name_prefix="inline-queue")
-        self._names: set[str] = set()
-        self._lock = threading.Lock()
+        self._max_threads = threads
         self._max_attempts = max_attempts
         self._min_backoff = min_backoff
         self._max_backoff = max_backoff
+        self._clock = clock
+        self._names: set[str] = set()
+        self._waiting: deque[tuple[str, dict[str, Any]]] = deque()
+        self._threads = 0  # started, each serving deliveries until close()
+        self._idle = 0  # of those, the ones waiting for a delivery
+        self._unfinished = 0  # enqueued, and not yet accepted, given up or dropped
+        self._changed = threading.Condition()
         self._closed = threading.Event()
 
     def close(self) -> None:
-        """Stop retrying and drop what is queued (the process is going away)."""
+        """Stop: drop what is queued, start no attempt and wait out no backoff (the process
+        is going away). A target already running finishes on its own, holding nothing up."""
         self._closed.set()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        with self._changed:
+            self._unfinished -= len(self._waiting)
+            self._waiting.clear()
+            self._changed.notify_all()
+
+    def join(self, timeout: float) -> bool:
+        """Wait until every delivery enqueued so far is done (accepted, given up, or dropped
+        by close); False when `timeout` seconds passed first."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self._unfinished == 0, timeout)
 
     def enqueue(self, name: str, payload: dict[str, Any]) -> bool:
         encode(name, payload)  # the same size limit as Cloud Tasks
-        with self._lock:
+        with self._changed:
             if name in self._names:
                 return False
             self._names.add(name)
-        self._pool.submit(self._deliver, name, payload)
+            if self._closed.is_set():
+                return True  # dropped, as close() drops what is queued
+            self._waiting.append((name, payload))
+            self._unfinished += 1
+            if len(self._waiting) > self._idle and self._threads < self._max_threads:
+                self._threads += 1
+                threading.Thread(target=self._serve, name="inline-queue", daemon=True).start()
+            self._changed.notify()
         return True
+
+    def _serve(self) -> None:
+        while True:
+            with self._changed:
+                while not self._waiting and not self._closed.is_set():
+                    self._idle += 1
+                    self._changed.wait()
+                    self._idle -= 1
+                if self._closed.is_set():
+                    return
+                name, payload = self._waiting.popleft()
+            try:
+                self._deliver(name, payload)
+            finally:
+                with self._changed:
+                    self._unfinished -= 1
+                    self._changed.notify_all()
 
     def _deliver(self, name: str, payload: dict[str, Any]) -> None:
         for attempt in range(self._max_attempts):
+            if self._closed.is_set():
+                break
             final = attempt + 1 == self._max_attempts
             try:
                 if self._target(payload, Delivery(attempt, final)):
@@ -68,7 +116,9 @@ class InlineQueue:
                 if isinstance(exc, KeyboardInterrupt | SystemExit):
                     raise
                 log.exception("%s: attempt %d failed", name, attempt + 1)
-            if final or self._closed.wait(min(self._max_backoff, self._min_backoff * 2**attempt)):
+            if final:
                 break
+            # Cut short by close(); the loop then ends before another attempt.
+            self._clock.wait(self._closed, min(self._max_backoff, self._min_backoff * 2**attempt))
         if not self._closed.is_set():
             log.error("%s: gave up after %d attempts", name, self._max_attempts)

@@ -57,7 +57,6 @@ from shared.ports import (
     VersionConflict,
 )
 from shared.store.cost import Cost
-from shared.store.observers import CommitObservers
 from shared.store.paging import Cursor, decode_token, encode_token
 
 log = logging.getLogger("a2a.store.firestore")
@@ -120,7 +119,6 @@ class FirestoreTaskStore:
         self._part_limit = part_limit
         self._tail = tail
         self.cost = Cost()
-        self.observers = CommitObservers()
 
     @property
     def client(self) -> firestore.Client:
@@ -158,7 +156,6 @@ class FirestoreTaskStore:
             raise TaskExists(task.id) from None
         self.cost.add(writes=len(results))
         created = replace(stored, token=_Revision(owner, task.id, results[0].update_time))
-        self.observers.notify(created, events)
         return created
 
     def commit(
@@ -205,7 +202,6 @@ class FirestoreTaskStore:
             raise VersionConflict(task.id) from None
         self.cost.add(writes=len(results))
         committed = replace(new, token=_Revision(current.owner, task.id, results[0].update_time))
-        self.observers.notify(committed, events)
         return committed
 
     def find_message(self, owner: str, message_id: str) -> str | None:

@@ -2,7 +2,8 @@
 
 Each document holds the config as JSON, the dialect it was made in, the last event sequence
 delivered to it (`delivered`), the sending lease (`sendingHolder`, `sendingUntil`: one
-delivery at a time, taken with an update-time precondition), `createdAt` (lists are oldest
+delivery at a time, taken with an update-time precondition; only its holder records progress
+and gives it back, checked the same way), `createdAt` (lists are oldest
 first) and `expireAt` for the TTL policy. It shares the task store's client and cost counter.
 """
 
@@ -14,8 +15,9 @@ from typing import Any
 from google.api_core import exceptions as google_errors
 from google.cloud import firestore
 
+from shared.conflicts import retry_on_conflict
 from shared.model import PushConfig, utc_now
-from shared.ports import StoredPushConfig
+from shared.ports import StoredPushConfig, VersionConflict
 from shared.store.cost import Cost
 from shared.store.firestore import TASKS
 
@@ -36,6 +38,7 @@ class FirestorePushConfigStore:
         old = self._snapshot(ref)
         now = utc_now()
         delivered = int(old["delivered"]) if old else delivered_seq
+        # Merged, so a delivery under way keeps its sending lease.
         ref.set(
             {
                 "config": config.model_dump_json(),
@@ -43,7 +46,8 @@ class FirestorePushConfigStore:
                 "delivered": delivered,
                 "createdAt": old["createdAt"] if old else now,
                 "expireAt": now + self._retention,
-            }
+            },
+            merge=True,
         )
         self.cost.add(writes=1)
         return StoredPushConfig(config, dialect, delivered)
@@ -89,13 +93,31 @@ class FirestorePushConfigStore:
         return _decode(data)
 
     def delivered(self, task_id: str, config_id: str, holder: str, seq: int) -> None:
-        # The lease makes this writer the only one; a plain update keeps it one write.
-        self._ref(task_id, config_id).update({"delivered": seq})
-        self.cost.add(writes=1)
+        self._as_holder(task_id, config_id, holder, {"delivered": seq})
 
     def end_delivery(self, task_id: str, config_id: str, holder: str) -> None:
-        self._ref(task_id, config_id).update({"sendingHolder": None, "sendingUntil": None})
-        self.cost.add(writes=1)
+        self._as_holder(task_id, config_id, holder, {"sendingHolder": None, "sendingUntil": None})
+
+    def _as_holder(self, task_id: str, config_id: str, holder: str, fields: dict[str, Any]) -> None:
+        """Update the config while `holder` holds its sending lease, else do nothing: read the
+        holder, then write with a precondition on that read's update time, so a takeover in
+        between fails the write. One read and one write; another lost race re-reads."""
+        ref = self._ref(task_id, config_id)
+
+        def attempt() -> None:
+            snapshot = ref.get()
+            self.cost.add(reads=1)
+            if not snapshot.exists or (snapshot.to_dict() or {}).get("sendingHolder") != holder:
+                return  # gone, or a stale delivery whose lease was taken over
+            try:
+                ref.update(
+                    fields, option=self._client.write_option(last_update_time=snapshot.update_time)
+                )
+            except google_errors.FailedPrecondition:
+                raise VersionConflict(f"{task_id}/{config_id}") from None
+            self.cost.add(writes=1)
+
+        retry_on_conflict(attempt, subject=f"push config {task_id}/{config_id}")
 
     def _snapshot(self, ref: Any) -> dict[str, Any] | None:
         snapshot = ref.get()

@@ -2,6 +2,8 @@
 
 A real implementation for `make run` and the tests, not a mock: versions, owner scoping,
 dense event sequences, idempotent message ids and cursor paging behave as in Firestore.
+Every read and write of its dicts holds its lock: requests, workers and push deliveries
+call it from many threads at once.
 """
 
 from __future__ import annotations
@@ -22,13 +24,11 @@ from shared.ports import (
     VersionConflict,
 )
 from shared.store.cost import Cost
-from shared.store.observers import CommitObservers
 from shared.store.paging import Cursor, decode_token, encode_token
 
 
 class MemoryTaskStore:
     def __init__(self) -> None:
-        self.observers = CommitObservers()
         # What Firestore would bill for the same calls: the task document, one event document
         # per commit that logs events, the idempotency document.
         self.cost = Cost()
@@ -42,7 +42,8 @@ class MemoryTaskStore:
 
     def get(self, owner: str, task_id: str) -> StoredTask | None:
         self.cost.add(reads=1)
-        return self._owned(owner, task_id)
+        with self._lock:
+            return self._owned(owner, task_id)
 
     def _owned(self, owner: str, task_id: str) -> StoredTask | None:
         stored = self._tasks.get(task_id)
@@ -74,7 +75,6 @@ class MemoryTaskStore:
             self._events[task.id] = [LoggedEvent(i + 1, e) for i, e in enumerate(events)]
             self._bill(task.id, events, message_id)
             self._changed.notify_all()
-        self.observers.notify(stored, events)
         return stored
 
     def commit(
@@ -105,7 +105,6 @@ class MemoryTaskStore:
             self._tasks[task.id] = new
             self._bill(task.id, events, message_id)
             self._changed.notify_all()
-        self.observers.notify(new, events)
         return new
 
     def _claim(self, owner: str, message_id: str | None, task_id: str) -> None:
@@ -118,25 +117,29 @@ class MemoryTaskStore:
 
     def find_message(self, owner: str, message_id: str) -> str | None:
         self.cost.add(reads=1)
-        return self._messages.get((owner, message_id))
+        with self._lock:
+            return self._messages.get((owner, message_id))
 
     def events(self, owner: str, task_id: str, after_seq: int = 0) -> list[LoggedEvent]:
-        # One read per event document (commit) with news, as the Firestore query bills.
-        ends = self._commit_ends.get(task_id, [])
-        self.cost.add(reads=max(1, sum(end > after_seq for end in ends)))
-        if self._owned(owner, task_id) is None:
-            return []
-        # Sequences are dense from 1, so the slice starts at index after_seq.
-        return list(self._events[task_id][max(after_seq, 0) :])
+        with self._lock:
+            # One read per event document (commit) with news, as the Firestore query bills.
+            ends = self._commit_ends.get(task_id, [])
+            self.cost.add(reads=max(1, sum(end > after_seq for end in ends)))
+            if self._owned(owner, task_id) is None:
+                return []
+            # Sequences are dense from 1, so the slice starts at index after_seq.
+            return list(self._events[task_id][max(after_seq, 0) :])
 
     def tail(self, owner: str, task_id: str, after_seq: int = 0) -> MemoryTail:
         return MemoryTail(self, owner, task_id, after_seq)
 
     def list(self, owner: str, query: TaskQuery) -> TaskPage:
         cursor = decode_token(query)
+        with self._lock:
+            tasks = list(self._tasks.values())
         matching = [
             s
-            for s in self._tasks.values()
+            for s in tasks
             if s.owner == owner
             and (query.context_id is None or s.task.context_id == query.context_id)
             and (query.state is None or s.task.status.state == query.state)

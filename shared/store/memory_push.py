@@ -1,4 +1,8 @@
-"""The embedded push config store: the PushConfigStore contract in one process's memory."""
+"""The embedded push config store: the PushConfigStore contract in one process's memory.
+
+Every access holds its lock (deliveries and requests call it from many threads), and the
+sending lease is checked as in Firestore: only its holder records progress or gives it back.
+"""
 
 from __future__ import annotations
 
@@ -35,10 +39,12 @@ class MemoryPushConfigStore:
 
     def get(self, task_id: str, config_id: str) -> StoredPushConfig | None:
         self.cost.add(reads=1)
-        return self._configs.get(task_id, {}).get(config_id)
+        with self._lock:
+            return self._configs.get(task_id, {}).get(config_id)
 
     def list(self, task_id: str) -> list[StoredPushConfig]:
-        configs = list(self._configs.get(task_id, {}).values())
+        with self._lock:
+            configs = list(self._configs.get(task_id, {}).values())
         self.cost.add(reads=max(1, len(configs)))
         return configs
 

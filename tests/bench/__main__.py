@@ -122,7 +122,7 @@ def store_costs(project: str | None) -> list[tuple[str, int, int]]:
     backend = "firestore" if project else "memory"
     settings = Settings(handler="functions.handlers.echo", backend=backend, project=project)
     client = Client(build(settings))
-    store = client.app.service.store
+    store = getattr(client.app.service.store, "inner", client.app.service.store)
     assert isinstance(store, FirestoreTaskStore | MemoryTaskStore)
     rows: list[tuple[str, int, int]] = []
 
@@ -345,7 +345,7 @@ def push_figures(emulators: bool, tasks: int, seconds: float) -> None:
             elapsed = time.perf_counter() - t0
             arrived = hook.accepted()[start:]
     finally:
-        hook.down()
+        hook.close()
     latencies = []
     for received in arrived:
         update = received.json.get("statusUpdate")

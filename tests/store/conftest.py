@@ -15,6 +15,7 @@ from emulator.firestore import FirestoreEmulator
 from shared.ports import TaskStore
 from shared.store.firestore import FirestoreTaskStore
 from shared.store.memory import MemoryTaskStore
+from shared.store.notifying import NotifyingTaskStore
 
 MakeStore = Callable[..., FirestoreTaskStore]
 
@@ -29,9 +30,12 @@ def make_firestore_store(clean_firestore: FirestoreEmulator) -> MakeStore:
     return make
 
 
-@pytest.fixture(params=["memory", "firestore"])
+@pytest.fixture(params=["memory", "notifying", "firestore"])
 def store(request: pytest.FixtureRequest) -> TaskStore:
+    """Every TaskStore: the two adapters, and the notifying decorator (around memory)."""
     if request.param == "memory":
         return MemoryTaskStore()
+    if request.param == "notifying":
+        return NotifyingTaskStore(MemoryTaskStore(), lambda stored, events: None)
     make: MakeStore = request.getfixturevalue("make_firestore_store")
     return make()

@@ -1,10 +1,13 @@
-"""The PushConfigStore contract, run against the memory store and Firestore."""
+"""The PushConfigStore contract, run against the memory store and Firestore: configs, and
+the sending lease (one holder at a time; only the holder records progress or gives it back)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
-from shared.model import PushAuthentication, PushConfig
+from shared.model import PushAuthentication, PushConfig, utc_now
 from shared.ports import PushConfigStore
 from shared.store.firestore_push import FirestorePushConfigStore
 from shared.store.memory_push import MemoryPushConfigStore
@@ -50,3 +53,46 @@ def test_put_replaces_and_keeps_the_order(push_store: PushConfigStore) -> None:
         ("a", "https://other.example.com/", "0.3"),
         ("b", "https://h.example.com/", "1.0"),
     ]
+
+
+def test_the_sending_lease_has_one_holder_and_only_it_records_progress(
+    push_store: PushConfigStore,
+) -> None:
+    push_store.put(config("a"), dialect="1.0")
+    until = utc_now() + timedelta(minutes=5)
+    taken = push_store.begin_delivery("t1", "a", "h1", until)
+    assert taken is not None and taken.delivered_seq == 0
+    assert push_store.begin_delivery("t1", "a", "h2", until) is None  # busy
+    push_store.delivered("t1", "a", "h2", 7)  # not the holder: nothing happens
+    push_store.end_delivery("t1", "a", "h2")
+    assert delivered(push_store) == 0
+    assert push_store.begin_delivery("t1", "a", "h3", until) is None  # h1 still holds it
+    push_store.delivered("t1", "a", "h1", 3)
+    push_store.put(config("a", url="https://other.example.com/"), dialect="1.0")
+    push_store.delivered("t1", "a", "h1", 4)  # replacing the config kept the lease
+    assert delivered(push_store) == 4
+    push_store.end_delivery("t1", "a", "h1")
+    again = push_store.begin_delivery("t1", "a", "h2", until)
+    assert again is not None and again.delivered_seq == 4
+    assert push_store.begin_delivery("t1", "a", "h9", until) is None
+    assert push_store.begin_delivery("t1", "x", "h9", until) is None  # no such config
+
+
+def test_an_expired_lease_is_taken_over_and_its_old_holder_is_ignored(
+    push_store: PushConfigStore,
+) -> None:
+    push_store.put(config("a"), dialect="1.0")
+    assert push_store.begin_delivery("t1", "a", "stale", utc_now() - timedelta(seconds=1))
+    assert push_store.begin_delivery("t1", "a", "live", utc_now() + timedelta(minutes=5))
+    push_store.delivered("t1", "a", "stale", 9)  # a delivery that outlived its lease
+    push_store.end_delivery("t1", "a", "stale")  # must not release the live one's lease
+    assert delivered(push_store) == 0
+    assert push_store.begin_delivery("t1", "a", "other", utc_now() + timedelta(minutes=5)) is None
+    push_store.delivered("t1", "a", "live", 2)
+    assert delivered(push_store) == 2
+
+
+def delivered(push_store: PushConfigStore) -> int:
+    stored = push_store.get("t1", "a")
+    assert stored is not None
+    return stored.delivered_seq

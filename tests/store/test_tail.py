@@ -48,17 +48,15 @@ def test_tail_sees_the_log_then_what_others_commit(tailing_store: TaskStore) -> 
     try:
         assert drain(tail, 2) == [1, 2]
 
-        def writer() -> None:
-            current = stored
-            for n in range(3):
-                time.sleep(0.05)
-                # Two events in one commit: one event document holding seqs n*2+3, n*2+4.
-                current = step(store, current, [status(task, TaskState.WORKING, text=f"s{n}")] * 2)
-
-        thread = threading.Thread(target=writer)
-        thread.start()
-        got = drain(tail, 6)
-        thread.join()
+        # The tail waits in next() on a thread while this one commits three times.
+        got: list[int] = []
+        reader = threading.Thread(target=lambda: got.extend(drain(tail, 6)))
+        reader.start()
+        current = stored
+        for n in range(3):
+            # Two events in one commit: one event document holding seqs n*2+3, n*2+4.
+            current = step(store, current, [status(task, TaskState.WORKING, text=f"s{n}")] * 2)
+        reader.join(15)
         assert got == [3, 4, 5, 6, 7, 8]  # each once, in order, across commits
         assert tail.next(0.2) == []
     finally:

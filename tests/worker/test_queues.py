@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -16,7 +20,11 @@ from shared.ports import Delivery, TaskTooLarge
 from shared.queue import MAX_TASK_BYTES
 from shared.queue.inline import InlineQueue
 from shared.tasks_auth import EmulatorTokens, bearer
+from tests.conftest import ROOT, wait_queue_empty
 from tests.worker.conftest import SA
+
+if TYPE_CHECKING:
+    from google.cloud.tasks_v2 import CloudTasksClient
 
 JOB = {"taskId": "t-1", "owner": "alice", "turn": 1, "messageId": "m-1"}
 TOO_BIG = {"owner": "x" * MAX_TASK_BYTES}
@@ -24,7 +32,7 @@ TOO_BIG = {"owner": "x" * MAX_TASK_BYTES}
 
 @pytest.mark.emulator
 def test_cloud_tasks_enqueue_is_named_authenticated_json_and_capped(
-    tasks_emulator: TasksEmulator, work_queue: str
+    tasks_emulator: TasksEmulator, tasks_client: CloudTasksClient, work_queue: str
 ) -> None:
     from shared.queue.cloud_tasks import CloudTasksQueue
 
@@ -35,7 +43,7 @@ def test_cloud_tasks_enqueue_is_named_authenticated_json_and_capped(
         assert queue.enqueue(name, JOB) is True
         assert queue.enqueue(name, JOB) is False  # a retried request adds nothing
         [hit] = target.wait_for("/worker/", 1)
-        time.sleep(0.3)
+        wait_queue_empty(tasks_client, work_queue)  # nothing more will be dispatched
         assert len(target.received("/worker/")) == 1
     assert hit.method == "POST"
     assert hit.headers["Content-Type"] == "application/json"
@@ -62,29 +70,110 @@ def recording(answers: list[bool]) -> tuple[Callable[..., bool], list[Delivery],
     return target, seen, done
 
 
+class Backoffs:
+    """A Clock whose waits return at once (unless the event is set), recording how long each
+    was asked to last: the backoff schedule, without waiting it out."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    def monotonic(self) -> float:
+        return 0.0
+
+    def wait(self, event: threading.Event, timeout: float) -> bool:
+        self.waits.append(timeout)
+        return event.is_set()
+
+
 def test_the_inline_queue_takes_a_name_once_and_caps_payloads() -> None:
     target, seen, done = recording([])
     queue = InlineQueue(target)
     assert queue.enqueue("t-1-1", JOB) is True
     assert queue.enqueue("t-1-1", JOB) is False
-    assert done.wait(5)
-    time.sleep(0.1)
+    assert queue.join(5)
+    assert done.is_set()
     assert seen == [Delivery(0, False)]
     with pytest.raises(TaskTooLarge):
         queue.enqueue("t-2-1", TOO_BIG)
+    assert queue.join(0)  # a refused payload leaves nothing behind
 
 
 def test_the_inline_queue_retries_with_backoff_and_marks_the_last_attempt() -> None:
     def crash(payload: dict[str, object], delivery: Delivery) -> bool:
         raise RuntimeError("the worker died")
 
-    target, seen, done = recording([False, False])
-    queue = InlineQueue(target, max_attempts=3, min_backoff=0.05)
-    started = time.monotonic()
+    target, seen, done = recording([False, False, False])
+    clock = Backoffs()
+    queue = InlineQueue(target, max_attempts=4, min_backoff=0.05, max_backoff=0.15, clock=clock)
     queue.enqueue("t-1-1", JOB)
-    assert done.wait(5)
-    assert time.monotonic() - started >= 0.05 + 0.1
-    assert seen == [Delivery(0, False), Delivery(1, False), Delivery(2, True)]
+    assert queue.join(5)
+    assert done.is_set()
+    assert seen == [Delivery(0, False), Delivery(1, False), Delivery(2, False), Delivery(3, True)]
+    assert clock.waits == [0.05, 0.1, 0.15]  # doubling, capped; none after the success
 
-    failing = InlineQueue(crash, max_attempts=2, min_backoff=0.01)
+    clock = Backoffs()
+    failing = InlineQueue(crash, max_attempts=2, min_backoff=0.01, clock=clock)
     failing.enqueue("t-1-1", JOB)  # raising is retried too, then given up: nothing escapes
+    assert failing.join(5)
+    assert clock.waits == [0.01]  # no backoff after the last attempt
+
+
+def test_the_inline_queue_runs_deliveries_side_by_side() -> None:
+    started = threading.Barrier(3, timeout=5)
+
+    def meet(payload: dict[str, object], delivery: Delivery) -> bool:
+        started.wait()  # breaks (and the delivery fails) unless three run at once
+        return True
+
+    queue = InlineQueue(meet, threads=3, max_attempts=1)
+    for n in range(3):
+        queue.enqueue(f"t-{n}-1", JOB)
+    assert queue.join(5)
+    assert not started.broken
+
+
+def test_a_closed_inline_queue_stops_at_once() -> None:
+    attempts: list[Delivery] = []
+    refused, running, release = threading.Event(), threading.Event(), threading.Event()
+
+    def refuse(payload: dict[str, object], delivery: Delivery) -> bool:
+        attempts.append(delivery)
+        if payload.get("hold"):
+            running.set()
+            release.wait(5)
+        else:
+            refused.set()
+        return False
+
+    # One delivery waiting out a long backoff, one in its target, one queued behind them.
+    queue = InlineQueue(refuse, threads=2, min_backoff=3600, max_backoff=3600)
+    queue.enqueue("backing-off", JOB)
+    queue.enqueue("running", {**JOB, "hold": True})
+    assert running.wait(5) and refused.wait(5)
+    queue.enqueue("queued", JOB)
+    started = time.monotonic()
+    queue.close()
+    assert time.monotonic() - started < 1  # close() waits for nothing
+    assert not queue.join(0)  # the running one is still in its target...
+    release.set()
+    assert queue.join(5)  # ...and ends with that attempt: no backoff, no retry
+    assert len(attempts) == 2
+    assert queue.enqueue("after", JOB) is True  # taken and dropped: nothing runs any more
+    assert queue.join(0) and len(attempts) == 2
+
+
+def test_a_process_with_a_retrying_inline_queue_exits_at_once() -> None:
+    # The in-process push queue retrying an unreachable webhook must not hold up an exiting
+    # process (Ctrl-C under `make run`, SIGTERM to a server): nothing calls close() there.
+    code = (
+        "from shared.queue.inline import InlineQueue\n"
+        "queue = InlineQueue(lambda payload, delivery: False, max_attempts=100)\n"
+        "queue.enqueue('p-1', {})\n"
+        "raise SystemExit(0)\n"
+    )
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=30)
+    assert time.monotonic() - started < 5  # retrying for ~2 min would hold it up otherwise
