@@ -85,6 +85,11 @@ def view(task: Task, history_length: int | None, *, artifacts: bool = True) -> T
     return task.model_copy(update=update) if update else task
 
 
+def _addressed(message: Message, task: Task) -> Message:
+    """The client's message as the task records it: with the task's id and context."""
+    return message.model_copy(update={"task_id": task.id, "context_id": task.context_id})
+
+
 class A2AService:
     def __init__(
         self,
@@ -274,9 +279,7 @@ class A2AService:
         message_id: str | None,
         message_results: bool,
     ) -> Turn:
-        message = request.message.model_copy(
-            update={"task_id": task.id, "context_id": task.context_id}
-        )
+        message = _addressed(request.message, task)
         return Turn(
             self.store,
             owner,
@@ -302,9 +305,7 @@ class A2AService:
     ) -> StoredTask:
         """Store the message with the task `submitted` and the turn's lease, then enqueue it.
         Raises VersionConflict when the task moved on meanwhile."""
-        message = request.message.model_copy(
-            update={"task_id": task.id, "context_id": task.context_id}
-        )
+        message = _addressed(request.message, task)
         submitted = StatusUpdate(
             task_id=task.id,
             context_id=task.context_id,
@@ -405,9 +406,7 @@ class A2AService:
         """The message joins the running task's history. Raises VersionConflict when the
         task moved on meanwhile: the caller decides again (it may be resumable now)."""
         task = stored.task
-        message = request.message.model_copy(
-            update={"task_id": task.id, "context_id": task.context_id}
-        )
+        message = _addressed(request.message, task)
         new = self.store.commit(stored, apply(task, message), [message], message_id=message_id)
         return view(new.task, request.history_length)
 

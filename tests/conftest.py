@@ -10,7 +10,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,8 +20,12 @@ import flask
 import pytest
 import requests
 
+from emulator.cloud_tasks import TasksEmulator
+from emulator.firestore import FirestoreEmulator
 from shared.app import build
 from shared.bindings.http import HttpApp
+from shared.model import StatusUpdate, TaskState
+from shared.ports import TaskStore
 from shared.settings import Settings
 from shared.store.memory import MemoryTaskStore
 
@@ -112,14 +118,91 @@ def client(make_client: Callable[..., Client]) -> Client:
     return make_client()
 
 
+SA = "a2a-tasks@demo-a2a-functions.iam.gserviceaccount.com"  # whose Cloud Tasks tokens count
+LOCATION = "local"  # the emulated Cloud Tasks location
+WORK_MAX_ATTEMPTS = 10  # the test work queues' attempts, and the worker's setting to match
+POLL = 0.02  # seconds between two looks at another process's state
+
+
+def wait_until(check: Callable[[], bool], timeout: float, failure: Callable[[], str]) -> None:
+    """Look again until `check()` holds; AssertionError with `failure()` after `timeout`.
+
+    For what another process does (a server, an emulator, a handler that reports only through
+    the A2A API and a log file): there is no event to wait on, so the test looks again. In
+    this process, wait on an event instead."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(failure())
+        time.sleep(POLL)
+
+
+def wait_for_state(
+    store: TaskStore, owner: str, task_id: str, state: TaskState, timeout: float = 10
+) -> None:
+    """Follow the task's log until a status event puts it in `state` (in this process: the
+    store's tail wakes at each commit, nothing polls)."""
+    stored = store.get(owner, task_id)
+    if stored is not None and stored.task.status.state is state:
+        return
+    tail = store.tail(owner, task_id, stored.last_seq if stored is not None else 0)
+    deadline = time.monotonic() + timeout
+    try:
+        while (left := deadline - time.monotonic()) > 0:
+            for logged in tail.next(left):
+                event = logged.event
+                if isinstance(event, StatusUpdate) and event.status.state is state:
+                    return
+    finally:
+        tail.close()
+    raise AssertionError(f"task {task_id} was not {state.value} within {timeout} s")
+
+
+def make_queue(
+    emulator: TasksEmulator,
+    project: str,
+    prefix: str,
+    max_attempts: int,
+    *,
+    backoff: tuple[float, float, int],
+) -> str:
+    """A Cloud Tasks (emulator) queue of a test module's own: `max_attempts`, and `backoff` as
+    (min seconds, max seconds, doublings), short where the deploy's lasts minutes."""
+    from google.cloud import tasks_v2
+
+    low, high, doublings = backoff
+    parent = f"projects/{project}/locations/{LOCATION}"
+    name = f"{parent}/queues/{prefix}-{uuid.uuid4().hex[:8]}"
+    retry = tasks_v2.RetryConfig(
+        max_attempts=max_attempts,
+        min_backoff=timedelta(seconds=low),
+        max_backoff=timedelta(seconds=high),
+        max_doublings=doublings,
+    )
+    client = emulator.client()
+    try:
+        client.create_queue(parent=parent, queue=tasks_v2.Queue(name=name, retry_config=retry))
+    finally:
+        client.transport.close()  # type: ignore[no-untyped-call]
+    return name
+
+
+@pytest.fixture(scope="module")
+def work_queue(tasks_emulator: TasksEmulator, firestore_emulator: FirestoreEmulator) -> str:
+    """A work queue of the module's own, retrying quickly (the deploy's backs off for
+    minutes)."""
+    project = firestore_emulator.project
+    return make_queue(tasks_emulator, project, "work", WORK_MAX_ATTEMPTS, backoff=(0.2, 1, 3))
+
+
 def wait_queue_empty(client: CloudTasksClient, queue: str, timeout: float = 30) -> None:
     """Wait until the Cloud Tasks (emulator) queue holds no task: every one was accepted by its
     target or given up, so nothing more will be dispatched."""
-    deadline = time.monotonic() + timeout
-    while list(client.list_tasks(parent=queue)):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{queue} still holds tasks after {timeout} s")
-        time.sleep(0.05)  # polling the emulator: it has no way to tell us
+    wait_until(
+        lambda: not list(client.list_tasks(parent=queue)),
+        timeout,
+        lambda: f"{queue} still holds tasks after {timeout} s",
+    )
 
 
 def free_port() -> int:
@@ -164,18 +247,21 @@ class Server:
         return self.log.read().decode(errors="replace")
 
     def _wait(self) -> None:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+        def answers() -> bool:
             if self.process.poll() is not None:
                 raise RuntimeError(f"the server exited at start:\n{self.output()}")
             try:
                 # Any answer will do: the worker answers this GET with 405.
                 requests.get(f"{self.url}/.well-known/agent-card.json", timeout=1)
-                return
+                return True
             except requests.ConnectionError:
-                time.sleep(0.01)  # polling: another process has no event to wait on
-        self.stop()
-        raise RuntimeError("the server did not answer within 30 s")
+                return False
+
+        try:
+            wait_until(answers, 30, lambda: "the server did not answer within 30 s")
+        except AssertionError:
+            self.stop()
+            raise
 
     def rpc(self, body: Any, headers: dict[str, str] | None = None, path: str = "/") -> Any:
         hdrs = {"Content-Type": "application/json", **(headers or {})}

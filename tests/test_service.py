@@ -6,16 +6,17 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import pytest
 
 from shared.app import build
-from shared.model import Event, Task
+from shared.model import Event, Task, TaskState, utc_now
 from shared.ports import Lease, StoredTask
 from shared.settings import Settings
 from shared.store.memory import MemoryTaskStore
-from tests.conftest import Client
+from tests.conftest import Client, wait_for_state, wait_until
 
 
 def send(client: Client, text: str, **message: Any) -> dict[str, Any]:
@@ -183,9 +184,10 @@ def test_list_filters_and_pages(client: Client) -> None:
 
 def test_list_status_timestamp_after(client: Client) -> None:
     send(client, "old", messageId="a")
-    time.sleep(0.01)
     cut = client.result("ListTasks", {}, version="1.0")["tasks"][0]["status"]["timestamp"]
-    time.sleep(0.01)
+    # Timestamps have the wire's millisecond precision: the next task must get a later one.
+    after_cut = datetime.fromisoformat(cut.replace("Z", "+00:00"))
+    wait_until(lambda: utc_now() > after_cut, 1, lambda: "the clock stood still")
     new = send(client, "new", messageId="b")
     after = client.result("ListTasks", {"statusTimestampAfter": cut}, version="1.0")
     assert [t["id"] for t in after["tasks"]] == [new["id"]]
@@ -279,12 +281,8 @@ def test_non_blocking_send_returns_at_once_then_completes(make_client: Any) -> N
     )
     assert time.monotonic() - started < 0.4
     assert task["status"]["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        got = app.result("GetTask", {"id": task["id"]}, version="1.0")
-        if got["status"]["state"] == "TASK_STATE_COMPLETED":
-            break
-        time.sleep(0.05)
+    wait_for_state(app.app.service.store, "anonymous", task["id"], TaskState.COMPLETED)
+    got = app.result("GetTask", {"id": task["id"]}, version="1.0")
     assert got["status"]["state"] == "TASK_STATE_COMPLETED"
     assert got["artifacts"][0]["parts"] == [{"text": "done"}]
 
@@ -310,7 +308,7 @@ def test_message_to_a_working_task_joins_its_history(make_client: Any) -> None:
     task = send(
         app, "steps=20 delay=0.05", messageId="a", configuration={"returnImmediately": True}
     )
-    time.sleep(0.3)
+    wait_for_state(app.app.service.store, "anonymous", task["id"], TaskState.WORKING)
     joined = send(app, "by the way", messageId="b", taskId=task["id"])
     assert joined["id"] == task["id"]
     assert any(m["parts"][0]["text"] == "by the way" for m in joined["history"])

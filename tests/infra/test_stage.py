@@ -12,7 +12,6 @@ import socket
 import subprocess
 import sys
 import sysconfig
-import time
 from importlib import metadata
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import pytest
 import requests
 
 from infra.stage import StageError, pinned_requirements, stage
+from tests.conftest import wait_until
 from tests.infra.conftest import REAL_ROOT
 
 CARD = "/.well-known/agent-card.json"
@@ -54,19 +54,24 @@ def serve_and_get_card(
         stderr=subprocess.STDOUT,
         text=True,
     ) as server:
+        answers: list[requests.Response] = []
+
+        def answered() -> bool:
+            if server.poll() is not None:
+                output = server.stdout.read() if server.stdout else ""
+                pytest.fail(f"the staged function did not start:\n{output}")
+            try:
+                if target == "a2a":
+                    answers.append(requests.get(f"http://127.0.0.1:{port}{CARD}", timeout=2))
+                else:
+                    answers.append(requests.post(f"http://127.0.0.1:{port}/", data="{}", timeout=5))
+            except requests.ConnectionError:
+                return False
+            return True
+
         try:
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline:
-                if server.poll() is not None:
-                    output = server.stdout.read() if server.stdout else ""
-                    pytest.fail(f"the staged function did not start:\n{output}")
-                try:
-                    if target == "a2a":
-                        return requests.get(f"http://127.0.0.1:{port}{CARD}", timeout=2)
-                    return requests.post(f"http://127.0.0.1:{port}/", data="{}", timeout=5)
-                except requests.ConnectionError:
-                    time.sleep(0.1)
-            pytest.fail("the staged function did not answer within 20 s")
+            wait_until(answered, 20, lambda: "the staged function did not answer within 20 s")
+            return answers[0]
         finally:
             server.terminate()
             server.wait(timeout=10)

@@ -8,43 +8,22 @@ Both serve tests.handlers.long, a LONG_RUNNING handler that logs what it sees to
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Callable, Iterator
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
 
-from emulator.cloud_tasks import TasksEmulator
 from emulator.firestore import FirestoreEmulator
 from shared.app import build
 from shared.settings import Settings
 from shared.store.memory import MemoryTaskStore
-from tests.conftest import Client, Server
+from tests.conftest import LOCATION, SA, WORK_MAX_ATTEMPTS, Client, Server, wait_until
 
-SA = "a2a-tasks@demo-a2a-functions.iam.gserviceaccount.com"
-LOCATION = "local"
 BUDGET = 1.5  # seconds a blocking send waits for the worker
 LEASE = 1.5  # seconds; the worker heartbeats every LEASE / 3
-MAX_ATTEMPTS = 10
-
-
-POLL = 0.02  # seconds between two looks at another process's state
-
-
-def wait_until(check: Callable[[], bool], timeout: float, failure: Callable[[], str]) -> None:
-    """Look again until `check()` holds; AssertionError with `failure()` after `timeout`.
-
-    On the emulator stack the handler runs in another process and reports only through the
-    A2A API and its log file: there is no event to wait on, so the tests look again."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(failure())
-        time.sleep(POLL)
 
 
 class Stack:
@@ -141,7 +120,7 @@ class Emulated(Stack):
             "A2A_TASKS_SERVICE_ACCOUNT": SA,
             "A2A_LEASE_SECONDS": str(LEASE),
             "A2A_COMMIT_INTERVAL_SECONDS": "0.1",
-            "A2A_WORK_MAX_ATTEMPTS": str(MAX_ATTEMPTS),
+            "A2A_WORK_MAX_ATTEMPTS": str(WORK_MAX_ATTEMPTS),
             "TEST_HANDLER_LOG": str(log),
         }
         # No A2A_WORKER_URL on the worker, as deployed: it takes its audience from the request.
@@ -184,26 +163,6 @@ def handler_log(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TEST_HANDLER_LOG", str(log))  # the embedded stack's handler reads it
         yield log
-
-
-@pytest.fixture(scope="module")
-def work_queue(tasks_emulator: TasksEmulator, firestore_emulator: FirestoreEmulator) -> str:
-    """A work queue of this module's own, retrying quickly (the deploy's backs off for
-    minutes)."""
-    from google.cloud import tasks_v2
-
-    client = tasks_emulator.client()
-    parent = f"projects/{firestore_emulator.project}/locations/{LOCATION}"
-    name = f"{parent}/queues/work-{uuid.uuid4().hex[:8]}"
-    retry = tasks_v2.RetryConfig(
-        max_attempts=MAX_ATTEMPTS,
-        min_backoff=timedelta(seconds=0.2),
-        max_backoff=timedelta(seconds=1),
-        max_doublings=3,
-    )
-    client.create_queue(parent=parent, queue=tasks_v2.Queue(name=name, retry_config=retry))
-    client.transport.close()  # type: ignore[no-untyped-call]
-    return name
 
 
 @pytest.fixture(scope="module")

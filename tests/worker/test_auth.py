@@ -14,7 +14,8 @@ from google.auth import crypt, jwt
 from emulator.cloud_tasks import TasksEmulator
 from emulator.oidc import make_token
 from shared.tasks_auth import EmulatorTokens, GoogleTokens, TokenRefused
-from tests.worker.conftest import SA, Emulated
+from tests.conftest import SA
+from tests.worker.conftest import Emulated
 
 AUDIENCE = "https://worker-abc-uc.a.run.app"
 

@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from tests.worker.conftest import BUDGET, LEASE, Emulated, Stack, wait_until
+from tests.conftest import wait_until
+from tests.worker.conftest import BUDGET, LEASE, Emulated, Stack
 
 pytestmark = pytest.mark.emulator
 WORKING, COMPLETED = "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"

@@ -20,8 +20,7 @@ from shared.ports import Delivery, TaskTooLarge
 from shared.queue import MAX_TASK_BYTES
 from shared.queue.inline import InlineQueue
 from shared.tasks_auth import EmulatorTokens, bearer
-from tests.conftest import ROOT, wait_queue_empty
-from tests.worker.conftest import SA
+from tests.conftest import ROOT, SA, wait_queue_empty
 
 if TYPE_CHECKING:
     from google.cloud.tasks_v2 import CloudTasksClient

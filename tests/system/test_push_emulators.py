@@ -6,9 +6,7 @@ order, once."""
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -19,33 +17,17 @@ from emulator.firestore import FirestoreEmulator
 from shared.dialects.v1_0 import V1
 from shared.model import ArtifactUpdate, StatusUpdate
 from shared.store.firestore import FirestoreTaskStore
-from tests.conftest import Server, wait_queue_empty
+from tests.conftest import LOCATION, SA, Server, make_queue, wait_queue_empty
 from tests.webhook import Webhook
 
 if TYPE_CHECKING:
     from google.cloud.tasks_v2 import CloudTasksClient
 
-SA = "a2a-tasks@demo-a2a-functions.iam.gserviceaccount.com"
-LOCATION = "local"
-
 
 @pytest.fixture(scope="module")
 def push_queue(tasks_emulator: TasksEmulator, firestore_emulator: FirestoreEmulator) -> str:
     """A push queue retrying every second or two, for long enough to outlast the outage."""
-    from google.cloud import tasks_v2
-
-    client = tasks_emulator.client()
-    parent = f"projects/{firestore_emulator.project}/locations/{LOCATION}"
-    name = f"{parent}/queues/push-{uuid.uuid4().hex[:8]}"
-    retry = tasks_v2.RetryConfig(
-        max_attempts=100,
-        min_backoff=timedelta(seconds=0.5),
-        max_backoff=timedelta(seconds=2),
-        max_doublings=2,
-    )
-    client.create_queue(parent=parent, queue=tasks_v2.Queue(name=name, retry_config=retry))
-    client.transport.close()  # type: ignore[no-untyped-call]
-    return name
+    return make_queue(tasks_emulator, firestore_emulator.project, "push", 100, backoff=(0.5, 2, 2))
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,9 @@
-"""The library's import graph has no cycles: every `import` in shared/ counts, also those
-inside functions and under TYPE_CHECKING (a cycle there is still two modules that each
-need the other)."""
+"""The library's import graph, read from the code with `ast`: no cycles, no tests imported,
+and the layers kept (the service and its requests reach no wire module).
+
+Every `import` in shared/ counts, also those inside functions and under TYPE_CHECKING: a
+cycle there is still two modules that each need the other.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 SHARED = ROOT / "shared"
+WIRE = ("shared.dialects", "shared.bindings")
 
 
 def module_name(path: Path) -> str:
@@ -66,6 +70,25 @@ def cycle(edges: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def reached(edges: dict[str, set[str]], start: str) -> dict[str, str]:
+    """Every module `start` imports, directly or not, each with the module that imports it."""
+    seen: dict[str, str] = {start: ""}
+    todo = [start]
+    while todo:
+        module = todo.pop()
+        for imported in edges[module] - seen.keys():
+            seen[imported] = module
+            todo.append(imported)
+    return seen
+
+
+def chain(seen: dict[str, str], module: str) -> str:
+    links = [module]
+    while seen[links[-1]]:
+        links.append(seen[links[-1]])
+    return " <- ".join(links)
+
+
 def test_shared_has_no_import_cycle() -> None:
     edges = graph()
     assert "shared.ports" in edges and "shared.store.memory" in edges  # it found the library
@@ -75,6 +98,20 @@ def test_shared_has_no_import_cycle() -> None:
 def test_the_walk_finds_a_cycle() -> None:
     assert cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_service_and_its_requests_import_no_wire() -> None:
+    edges = graph()
+    for start in ("shared.service", "shared.requests"):
+        seen = reached(edges, start)
+        wire = [chain(seen, m) for m in sorted(seen) if m.startswith(WIRE)]
+        assert not wire, f"{start} reaches the wire: {wire}"
+
+
+def test_the_walk_sees_the_wire_where_it_is() -> None:
+    # The check above can fail: the bindings reach the dialects and the service this way.
+    seen = reached(graph(), "shared.bindings.jsonrpc")
+    assert "shared.dialects.decode" in seen and "shared.service" in seen
 
 
 def test_shared_never_imports_tests() -> None:
