@@ -182,6 +182,7 @@ def build(settings: Settings | None = None, store: TaskStore | None = None) -> H
         push_configs=tasks.push_configs,
         check_push_url=lambda url: check_push_url(url, allowed_hosts=hosts),
         blocking_wait=settings.blocking_wait,
+        max_push_configs=settings.max_push_configs_per_task,
     )
     card = AgentCard(
         card_template(module, settings), _card_time(module), hybrid=settings.card_style == "hybrid"

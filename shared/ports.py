@@ -2,7 +2,11 @@
 
 A TaskStore keeps tasks with optimistic concurrency and an append-only event log; the
 in-memory store (`shared.store.memory`) and the Firestore store implement it and pass the
-same contract tests. Every call is scoped by owner: another owner's task does not exist.
+same contract tests. Every call is scoped by owner: another owner's task does not exist, and
+task ids live in each owner's own namespace (two owners may both have a task `my-task-1`).
+A PushConfigStore is scoped the same way: a config belongs to one owner's task, and config
+ids are per task and owner. Ids follow shared.ids' rule; the stores refuse (ValueError) any
+other, as the last line of defence behind the wire readers.
 A TaskQueue hands a small JSON payload to one target (the worker, the push deliverer) at
 least once; the Cloud Tasks queue (`shared.queue.cloud_tasks`) and the inline one
 (`shared.queue.inline`) implement it.
@@ -62,7 +66,8 @@ class LoggedEvent:
 
 @dataclass(frozen=True)
 class TaskQuery:
-    """ListTasks filters and paging. Results come newest status timestamp first."""
+    """ListTasks filters and paging. Results come newest status timestamp first; equal
+    timestamps in an order of the store's own, the same on every page."""
 
     context_id: str | None = None
     state: TaskState | None = None
@@ -83,7 +88,7 @@ class VersionConflict(Exception):
 
 
 class TaskExists(Exception):
-    """A task with this id exists already (possibly another owner's)."""
+    """The owner has a task with this id already (another owner's ids are no concern)."""
 
 
 class DuplicateMessage(Exception):
@@ -128,8 +133,8 @@ class TaskStore(Protocol):
     ) -> StoredTask:
         """Store a new task (version 1) with its first events (and its queued turn's lease).
 
-        Raises TaskExists when the id is taken, DuplicateMessage when `message_id` was
-        already recorded for this owner. Both leave the store unchanged.
+        Raises TaskExists when this owner has a task with this id, DuplicateMessage when
+        `message_id` was already recorded for this owner. Both leave the store unchanged.
         """
         ...
 
@@ -172,41 +177,46 @@ class TaskStore(Protocol):
 @dataclass(frozen=True)
 class StoredPushConfig:
     config: PushConfig
+    owner: str  # the owner of the config's task: every read and write filters on it
     dialect: str  # notifications go out in the dialect the config was made in
     delivered_seq: int  # the last event delivered to it (0: none yet)
 
 
 class PushConfigStore(Protocol):
-    """A task's push notification configs. Callers check the task's owner first."""
+    """Push notification configs of one owner's tasks. Every call names the owner, and sees
+    only that owner's configs: a config id names a config of (owner, task), never another
+    owner's. Callers check that the owner's task exists before they `put`."""
 
-    def put(self, config: PushConfig, *, dialect: str, delivered_seq: int = 0) -> StoredPushConfig:
-        """Create or replace the config with this id. A new config counts events up to
-        `delivered_seq` as delivered (it hears only of later ones); a replaced one keeps its
-        progress."""
+    def put(
+        self, owner: str, config: PushConfig, *, dialect: str, delivered_seq: int = 0
+    ) -> StoredPushConfig:
+        """Create or replace the owner's config with this id on its task. A new config counts
+        events up to `delivered_seq` as delivered (it hears only of later ones); a replaced
+        one keeps its progress."""
         ...
 
-    def get(self, task_id: str, config_id: str) -> StoredPushConfig | None: ...
+    def get(self, owner: str, task_id: str, config_id: str) -> StoredPushConfig | None: ...
 
-    def list(self, task_id: str) -> list[StoredPushConfig]:
-        """The task's configs, oldest first."""
+    def list(self, owner: str, task_id: str) -> list[StoredPushConfig]:
+        """The owner's configs of the task, oldest first."""
         ...
 
-    def delete(self, task_id: str, config_id: str) -> bool:
+    def delete(self, owner: str, task_id: str, config_id: str) -> bool:
         """Remove the config; False when there was none (deleting is idempotent)."""
         ...
 
     def begin_delivery(
-        self, task_id: str, config_id: str, holder: str, until: datetime
+        self, owner: str, task_id: str, config_id: str, holder: str, until: datetime
     ) -> StoredPushConfig | None:
         """Take the config's sending lease until `until`, if no other live delivery holds it:
         deliveries to one config go out one at a time, in order. None: busy, or no config."""
         ...
 
-    def delivered(self, task_id: str, config_id: str, holder: str, seq: int) -> None:
+    def delivered(self, owner: str, task_id: str, config_id: str, holder: str, seq: int) -> None:
         """Record that events up to `seq` reached the webhook (the holder's lease)."""
         ...
 
-    def end_delivery(self, task_id: str, config_id: str, holder: str) -> None:
+    def end_delivery(self, owner: str, task_id: str, config_id: str, holder: str) -> None:
         """Give the sending lease back."""
         ...
 

@@ -68,7 +68,7 @@ class PushNotifier:
     def __call__(self, stored: StoredTask, events: Sequence[Event]) -> None:
         if not any(isinstance(e, StatusUpdate | ArtifactUpdate) for e in events):
             return  # a message joining the history is not news for a webhook
-        for config in self._configs.list(stored.task.id):
+        for config in self._configs.list(stored.owner, stored.task.id):
             self.enqueue(stored, config.config.id)
 
     def enqueue(self, stored: StoredTask, config_id: str) -> None:
@@ -144,11 +144,11 @@ class Deliverer:
         job = PushJob.from_payload(payload)
         holder = new_id()
         config = self._configs.begin_delivery(
-            job.task_id, job.config_id, holder, utc_now() + self._lease
+            job.owner, job.task_id, job.config_id, holder, utc_now() + self._lease
         )
         if config is None:
             # Gone (nothing to do), or another delivery sends to it now (retry later).
-            gone = self._configs.get(job.task_id, job.config_id) is None
+            gone = self._configs.get(job.owner, job.task_id, job.config_id) is None
             return Outcome.NOTHING_TO_DO if gone else Outcome.BUSY
         try:
             if config.delivered_seq >= job.seq:
@@ -165,7 +165,7 @@ class Deliverer:
             )
             return Outcome.FAILED
         finally:
-            self._configs.end_delivery(job.task_id, job.config_id, holder)
+            self._configs.end_delivery(job.owner, job.task_id, job.config_id, holder)
         return Outcome.DELIVERED
 
     def _send_pending(self, job: PushJob, config: StoredPushConfig, holder: str) -> bool:
@@ -192,14 +192,14 @@ class Deliverer:
                 if time.monotonic() > deadline:
                     return False  # out of time: the retry carries on from `marked`
                 self._post(url, dialect.stream_update(event, stored.task), config, A2A_JSON)
-                self._configs.delivered(job.task_id, config_id, holder, seq)
+                self._configs.delivered(job.owner, job.task_id, config_id, holder, seq)
                 marked = seq
         elif news:
             # v0.x: the task as it stands, once for everything new.
             self._post(url, dialect.task(stored.task), config, "application/json")
         if marked < batch[-1].seq:
             # Messages joining the history are no news for a webhook, but they are passed too.
-            self._configs.delivered(job.task_id, config_id, holder, batch[-1].seq)
+            self._configs.delivered(job.owner, job.task_id, config_id, holder, batch[-1].seq)
         return len(logged) <= EVENTS_PER_DELIVERY
 
     def _post(

@@ -1,7 +1,8 @@
 """The A2A operations on canonical types, for one caller (the owner).
 
 Send (blocking, background or streamed), get, list, cancel, subscribe, push config CRUD and
-the seeds' message listing, each taking its request from shared.requests. Nothing here knows
+the seeds' message listing, each taking its request from shared.requests, for one owner:
+another owner's tasks and push configs answer exactly as missing ones do. Nothing here knows
 a wire format: the wire codecs (the operation table) decode calls into those requests and
 encode what comes back. An error names the request attribute at fault (`task_id`,
 `push_config.url`); the codec that decoded the request puts the caller's wire field there.
@@ -10,6 +11,10 @@ A blocking send runs the handler in the request. A non-blocking one, and every s
 long-running handler, stores the message with the task `submitted` and a queued lease,
 enqueues the turn for the worker (shared.worker) and answers; a blocking send then waits on
 the store until the turn ends or its budget does.
+
+A push config sent with a message is checked (URL, the per-task limit) before anything is
+written, and stored only once its task is the owner's: created by this send, or read as the
+owner's before it is continued.
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ from shared.requests import (
     TaskSelector,
 )
 from shared.runtime import Turn
+from shared.settings import ENVIRONMENT
 from shared.worker import LOST_TEXT, abandoned, end
 
 # A blocking send waiting for the worker reads the task after these many seconds, doubling.
@@ -102,11 +108,14 @@ class A2AService:
         push_configs: PushConfigStore | None = None,
         check_push_url: Callable[[str], None] | None = None,
         blocking_wait: float = 270.0,
+        max_push_configs: int = 10,
         clock: Clock = SYSTEM,
     ) -> None:
         """`queue` takes background turns to the worker (Cloud Tasks, or in process on the
         embedded backend: shared.app wires it). `blocking_wait`: how long a blocking send
-        waits for a background turn before it answers the task as it stands."""
+        waits for a background turn before it answers the task as it stands.
+        `max_push_configs`: how many push configs one task may have (each event of the task
+        is one POST per config)."""
         self.store = store
         self.handler = handler
         self._commit_interval = commit_interval
@@ -115,6 +124,7 @@ class A2AService:
         self.push_configs = push_configs
         self._check_push_url = check_push_url or (lambda url: None)
         self._blocking_wait = blocking_wait
+        self._max_push_configs = max_push_configs
         self._queue = queue
         self._clock = clock
 
@@ -232,11 +242,14 @@ class A2AService:
                 # concurrent run of the same task would race the first.
                 return self._append_only(stored, request, message_id)
             task = self._new_task(request) if stored is None else stored.task
+            push = None
             if request.push_config is not None:
-                # A new task's config hears of every event; a resumed one's of those to come.
-                seen = stored.last_seq if stored is not None else 0
-                config = request.push_config.for_task(task.id, default_id=new_id())
-                self._put_push_config(config, dialect, seen)
+                # Checked now, stored once the task is the owner's (created or read as such):
+                # a refused config leaves the task as it was.
+                push = request.push_config.for_task(task.id, default_id=new_id())
+                self._admit_push_config(owner, push, new_task=stored is None)
+            # A new task's config hears of every event; a resumed one's of those to come.
+            seen = stored.last_seq if stored is not None else 0
             if background:
                 return self._queue_turn(
                     owner,
@@ -245,6 +258,8 @@ class A2AService:
                     stored=stored,
                     dialect=dialect,
                     message_id=message_id,
+                    push=push,
+                    seen=seen,
                 )
             turn = self._turn(
                 owner,
@@ -255,8 +270,11 @@ class A2AService:
                 message_id=message_id,
                 message_results=message_results,
             )
-            if stored is not None or claim:
+            if stored is not None or claim or push is not None:
                 turn.claim()
+            if push is not None:
+                # After the claim's commit: the turn's later commits notify the config.
+                self._put_push_config(owner, push, dialect, seen)
             return turn
 
         return retry_on_conflict(decide, subject=f"task {request.task_id or '(new)'}")
@@ -302,9 +320,12 @@ class A2AService:
         stored: StoredTask | None,
         dialect: str,
         message_id: str | None,
+        push: PushConfig | None,
+        seen: int,
     ) -> StoredTask:
-        """Store the message with the task `submitted` and the turn's lease, then enqueue it.
-        Raises VersionConflict when the task moved on meanwhile."""
+        """Store the message with the task `submitted` and the turn's lease, then the push
+        config (if any), then enqueue the turn. Raises VersionConflict when the task moved on
+        meanwhile."""
         message = _addressed(request.message, task)
         submitted = StatusUpdate(
             task_id=task.id,
@@ -329,6 +350,9 @@ class A2AService:
             queued = self.store.commit(
                 claim, apply_all(task, events), events, message_id=message_id
             )
+        if push is not None:
+            # Before the worker can commit: its commits are what notify the config.
+            self._put_push_config(owner, push, dialect, seen)
         self._enqueue(queued, message.message_id)
         return queued
 
@@ -497,9 +521,9 @@ class A2AService:
             )
         return self.push_configs
 
-    def _put_push_config(
-        self, config: PushConfig, dialect: str, delivered_seq: int
-    ) -> StoredPushConfig:
+    def _admit_push_config(self, owner: str, config: PushConfig, *, new_task: bool) -> None:
+        """Refuse a config whose URL is refused, or that would be one too many on its task
+        (replacing one of the owner's configs is always allowed)."""
         store = self.require_push()
         try:
             self._check_push_url(config.url)
@@ -507,14 +531,31 @@ class A2AService:
             raise InvalidParamsError(
                 f"push notification URL refused: {exc}", field="push_config.url"
             ) from None
-        return store.put(config, dialect=dialect, delivered_seq=delivered_seq)
+        if new_task:
+            return
+        existing = store.list(owner, config.task_id)
+        limit = self._max_push_configs
+        if len(existing) >= limit and all(c.config.id != config.id for c in existing):
+            setting = ENVIRONMENT["max_push_configs_per_task"]
+            raise InvalidParamsError(
+                f"task {config.task_id} has {len(existing)} push notification configs, the "
+                f"limit ({setting}={limit}); delete one, replace one by its id, or raise "
+                f"{setting}",
+                metadata={"limit": str(limit), "setting": setting},
+            )
+
+    def _put_push_config(
+        self, owner: str, config: PushConfig, dialect: str, delivered_seq: int
+    ) -> StoredPushConfig:
+        return self.require_push().put(owner, config, dialect=dialect, delivered_seq=delivered_seq)
 
     def set_push_config(
         self, owner: str, request: SetPushConfigRequest, dialect: str
     ) -> StoredPushConfig:
         """A config made for a task that exists hears of the events that come after it."""
         stored = self._stored(owner, request.config.task_id)
-        return self._put_push_config(request.config, dialect, stored.last_seq)
+        self._admit_push_config(owner, request.config, new_task=False)
+        return self._put_push_config(owner, request.config, dialect, stored.last_seq)
 
     def get_push_config(self, owner: str, request: GetPushConfigRequest) -> PushConfig:
         """The config, or with no id the task's first one (v0.x get without a config id)."""
@@ -522,10 +563,10 @@ class A2AService:
         task_id, config_id = request.task_id, request.config_id
         self._stored(owner, task_id)
         if config_id is None:
-            configs = store.list(task_id)
+            configs = store.list(owner, task_id)
             found = configs[0] if configs else None
         else:
-            found = store.get(task_id, config_id)
+            found = store.get(owner, task_id, config_id)
         if found is None:
             raise TaskNotFoundError(
                 f"task {task_id} has no push notification config {config_id or ''}".rstrip(),
@@ -538,10 +579,10 @@ class A2AService:
     ) -> builtins.list[PushConfig]:
         store = self.require_push()
         self._stored(owner, request.task_id)
-        return [c.config for c in store.list(request.task_id)]
+        return [c.config for c in store.list(owner, request.task_id)]
 
     def delete_push_config(self, owner: str, request: DeletePushConfigRequest) -> None:
         """Idempotent: deleting a config that is not there succeeds."""
         store = self.require_push()
         self._stored(owner, request.task_id)
-        store.delete(request.task_id, request.config_id)
+        store.delete(owner, request.task_id, request.config_id)

@@ -57,6 +57,7 @@ ENVIRONMENT = {
     "deliver_url": "A2A_DELIVER_URL",
     "push_queue": "A2A_PUSH_QUEUE",
     "push_max_attempts": "A2A_PUSH_MAX_ATTEMPTS",
+    "max_push_configs_per_task": "A2A_MAX_PUSH_CONFIGS_PER_TASK",
 }
 
 
@@ -94,6 +95,8 @@ class Settings(BaseModel):
     deliver_url: str | None = None
     push_queue: str = "push"
     push_max_attempts: int = Field(default=20, ge=1)  # the push queue's max_attempts
+    # Push configs one task may have: each event of the task is one POST per config.
+    max_push_configs_per_task: int = Field(default=10, ge=1)
     # Webhook hosts allowed even though they resolve to non-public addresses (tests, dev).
     push_allowed_hosts: tuple[str, ...] = ()
     # PEM private key (EC P-256 or RSA) that signs notifications; from Secret Manager in prod.

@@ -8,6 +8,7 @@ import pytest
 
 from shared.push_url import PushURLRefused, check_push_url
 from tests.conftest import Client
+from tests.test_ids import text_id
 
 HOOK = "https://hooks.example.com/a2a"
 
@@ -19,7 +20,9 @@ def push(make_client: Any) -> Client:
 
 
 def new_task(client: Client, text: str = "new phone", **headers: str) -> str:
-    params = {"message": {"role": "ROLE_USER", "parts": [{"text": text}], "messageId": text}}
+    params = {
+        "message": {"role": "ROLE_USER", "parts": [{"text": text}], "messageId": text_id(text)}
+    }
     task_id: str = client.result("SendMessage", params, version="1.0", headers=headers)["task"][
         "id"
     ]
@@ -159,7 +162,7 @@ def test_seed_004_verbless_method_sets_then_gets(push: Client) -> None:
 def test_inline_configs_in_a_send(
     push: Client, method: str, version: str | None, params: dict[str, Any]
 ) -> None:
-    message = {"role": "user", "parts": [{"text": "hello"}], "messageId": f"m-{method}"}
+    message = {"role": "user", "parts": [{"text": "hello"}], "messageId": text_id(method)}
     result = push.result(method, {"message": message, **params}, version=version)
     task_id = result.get("task", result)["id"]
     [config] = push.result("ListTaskPushNotificationConfigs", {"taskId": task_id}, version="1.0")[

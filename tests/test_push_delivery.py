@@ -26,6 +26,7 @@ from shared.store.memory import MemoryTaskStore
 from shared.store.memory_push import MemoryPushConfigStore
 from shared.store.notifying import NotifyingTaskStore
 from tests.conftest import Client
+from tests.test_ids import text_id
 from tests.test_push_signing import EC_KEY
 from tests.webhook import Webhook
 
@@ -50,7 +51,7 @@ def agent(make_client: Any, **settings: Any) -> Client:
 
 def start(client: Client, hook: Webhook, text: str, **config: Any) -> str:
     params = {
-        "message": {"messageId": text, "role": "ROLE_USER", "parts": [{"text": text}]},
+        "message": {"messageId": text_id(text), "role": "ROLE_USER", "parts": [{"text": text}]},
         "configuration": {"taskPushNotificationConfig": {"url": hook.url(), **config}},
     }
     task_id: str = client.result("SendMessage", params, version="1.0")["task"]["id"]
@@ -156,7 +157,7 @@ def lone_task(url: str) -> tuple[MemoryTaskStore, MemoryPushConfigStore]:
     task = Task(id="t", context_id="c", status=TaskStatus(state=TaskState.WORKING))
     working = StatusUpdate(task_id="t", context_id="c", status=task.status)
     store.create("anonymous", task, [working], dialect="1.0")
-    configs.put(PushConfig(id="p", task_id="t", url=url), dialect="1.0")
+    configs.put("anonymous", PushConfig(id="p", task_id="t", url=url), dialect="1.0")
     return store, configs
 
 
@@ -173,7 +174,7 @@ def test_a_url_refused_at_send_time_is_not_posted(hook: Webhook) -> None:
     deliverer = Deliverer(store, configs, check_url=refuse)
     assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.FAILED
     assert hook.received == []
-    stored = configs.get("t", "p")
+    stored = configs.get("anonymous", "t", "p")
     assert stored is not None and stored.delivered_seq == 0  # the retry will send it all
 
 
@@ -222,7 +223,7 @@ def test_redirects_are_followed_and_every_target_is_checked() -> None:
     deliverer = Deliverer(store, configs, check_url=check, sender=loop)
     assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.FAILED
     assert len(loop.posted) == 4  # the first POST and three redirects, then it gives up
-    stored = configs.get("t", "p")
+    stored = configs.get("anonymous", "t", "p")
     assert stored is not None and stored.delivered_seq == 0
 
 

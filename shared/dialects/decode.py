@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from shared import ids
 from shared.errors import InvalidParamsError
 from shared.model import (
     Message,
@@ -66,6 +67,23 @@ def _str(value: Any, field: str, *, required: bool = False) -> str | None:
     if not isinstance(value, str):
         raise InvalidParamsError(f"'{field}' must be a string", field=field)
     return value
+
+
+def _id(value: Any, field: str, *, blank_absent: bool = False) -> str | None:
+    """An id a client chose, by the one id rule (shared.ids); None when absent (and, with
+    `blank_absent`, when empty: where an empty string always meant "none given")."""
+    text = _str(value, field)
+    if text is None or (blank_absent and not text):
+        return None
+    problem = ids.problem(text)
+    if problem is not None:
+        raise InvalidParamsError(f"'{field}' {problem}", field=field)
+    return text
+
+
+def _ids(value: Any, field: str) -> tuple[str, ...]:
+    """A list of ids, each by the one id rule."""
+    return tuple(_id(v, f"{field}[{i}]") or "" for i, v in enumerate(_strings(value, field)))
 
 
 def _object(value: Any, field: str) -> dict[str, Any] | None:
@@ -173,12 +191,12 @@ def message(obj: Any, field: str) -> Message:
     if not isinstance(raw_parts, list) or not raw_parts:
         raise InvalidParamsError(f"'{parts_field}' must be a non-empty list", field=parts_field)
     return Message(
-        message_id=_str(_get(obj, "messageId", "message_id"), f"{field}.messageId") or new_id(),
+        message_id=_id(_get(obj, "messageId", "message_id"), f"{field}.messageId") or new_id(),
         role=role,
         parts=tuple(part(p, f"{parts_field}[{i}]") for i, p in enumerate(raw_parts)),
-        context_id=_str(_get(obj, "contextId", "context_id"), f"{field}.contextId"),
-        task_id=_str(_get(obj, "taskId", "task_id"), f"{field}.taskId"),
-        reference_task_ids=_strings(
+        context_id=_id(_get(obj, "contextId", "context_id"), f"{field}.contextId"),
+        task_id=_id(_get(obj, "taskId", "task_id"), f"{field}.taskId"),
+        reference_task_ids=_ids(
             _get(obj, "referenceTaskIds", "reference_task_ids"), f"{field}.referenceTaskIds"
         ),
         extensions=_strings(obj.get("extensions"), f"{field}.extensions"),
@@ -199,8 +217,8 @@ def send(params: Mapping[str, Any], default_history: int | None) -> tuple[SendRe
     """The send request, and the wire fields its task and context ids came from."""
     msg = message(params.get("message"), "params.message")
     config = _object(params.get("configuration"), "params.configuration") or {}
-    legacy_id = _str(params.get("id"), "params.id")
-    alias_id = _str(params.get("taskId"), "params.taskId")
+    legacy_id = _id(params.get("id"), "params.id")
+    alias_id = _id(params.get("taskId"), "params.taskId")
     named = [
         (i, f)
         for i, f in (
@@ -219,7 +237,7 @@ def send(params: Mapping[str, Any], default_history: int | None) -> tuple[SendRe
         )
     # v0.1's sessionId only groups tasks, and v0.1 clients echo whatever they last saw: it
     # names the context of a new task but never contradicts an existing one.
-    session = _str(params.get("sessionId"), "params.sessionId")
+    session = _id(params.get("sessionId"), "params.sessionId")
     history = _int(
         _get(config, "historyLength", "history_length"), "params.configuration.historyLength", low=0
     )
@@ -264,7 +282,9 @@ def send(params: Mapping[str, Any], default_history: int | None) -> tuple[SendRe
 
 def task_selector(params: Mapping[str, Any], default_history: int | None) -> TaskSelector:
     """`params.id` (every version) or the seeds' `params.taskId`."""
-    task_id = _str(params.get("id"), "params.id") or _str(params.get("taskId"), "params.taskId")
+    task_id = _id(params.get("id"), "params.id", blank_absent=True) or _id(
+        params.get("taskId"), "params.taskId", blank_absent=True
+    )
     if not task_id:
         raise InvalidParamsError("'params.id' is required", field="params.id")
     history = _int(_get(params, "historyLength", "history_length"), "params.historyLength", low=0)
@@ -315,7 +335,9 @@ def list_tasks(params: Mapping[str, Any]) -> ListTasksRequest:
             )
     page_size = _int(_get(params, "pageSize", "page_size"), "params.pageSize", low=1, high=100)
     return ListTasksRequest(
-        context_id=_str(_get(params, "contextId", "context_id"), "params.contextId") or None,
+        context_id=_id(
+            _get(params, "contextId", "context_id"), "params.contextId", blank_absent=True
+        ),
         state=state(params.get("status"), "params.status"),
         status_after=after,
         page_size=page_size or 50,
@@ -351,7 +373,7 @@ def _inline_push_config(obj: Any, field: str) -> InlinePushConfig:
         url=str(url),
         token=_str(obj.get("token"), f"{field}.token"),
         authentication=authentication,
-        id=_str(obj.get("id"), f"{field}.id"),
+        id=_id(obj.get("id"), f"{field}.id", blank_absent=True),
     )
 
 
@@ -401,7 +423,7 @@ def delete_push_config(params: Mapping[str, Any], version: str) -> DeletePushCon
 def identifier(params: Mapping[str, Any], *names: str) -> str:
     """A required id from the first of `names` present in the params."""
     for name in names:
-        value = _str(params.get(name), f"params.{name}")
+        value = _id(params.get(name), f"params.{name}", blank_absent=True)
         if value:
             return value
     raise InvalidParamsError(f"'params.{names[0]}' is required", field=f"params.{names[0]}")

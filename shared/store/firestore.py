@@ -3,19 +3,22 @@
 Import this module only when the Firestore backend is chosen: it loads the Google client,
 which a function that does not use it should not pay for on a cold start.
 
-Layout (collection ids are the constants below):
-- `tasks/{taskId}`: owner, contextId, state, statusTimestamp, version, lastSeq, dialect,
-  createdAt, updatedAt, expireAt, `lease` (the background turn: a map, or null), and `task`,
-  the materialized task as JSON. A task whose JSON
+Layout (collection ids are the constants below). No document id is a client's string: each
+is `document_id` of what names it (a SHA-256, hex), and the real ids are fields, so no id can
+address another document, and each owner's task ids are a namespace of their own.
+- `tasks/{document_id(owner, taskId)}`: owner, taskId, contextId, state, statusTimestamp,
+  version, lastSeq, dialect, createdAt, updatedAt, expireAt, `lease` (the background turn: a
+  map, or null), and `task`, the materialized task as JSON. A task whose JSON
   outgrows `task_budget` keeps only its status and metadata there (`inLog` is true) and is
   rebuilt on read by folding its event log.
-- `tasks/{taskId}/events/{first}`: the events of one commit in one document (`first`, `last`,
+- `tasks/{docId}/events/{first}`: the events of one commit in one document (`first`, `last`,
   `events`), id zero-padded so that lexical order is sequence order. One document per commit
   rather than per event keeps a commit at two writes; a commit too big for one document is
   split over several, still in the same batch.
-- `tasks/{taskId}/pushConfigs/{configId}`: the task's push configs (`firestore_push`).
-- `idempotency/{sha256}`: which task an owner's messageId went to, created in the batch that
-  records the message, so a duplicate send fails the whole batch.
+- `tasks/{docId}/pushConfigs/{document_id(configId)}`: the task's push configs
+  (`firestore_push`).
+- `idempotency/{document_id(owner, messageId)}`: which task an owner's messageId went to,
+  created in the batch that records the message, so a duplicate send fails the whole batch.
 
 Models are stored as JSON strings, not Firestore maps: user data and metadata may hold keys
 Firestore reserves (`__x__`) or nest deeper than its 20 levels, and nothing queries inside them.
@@ -43,7 +46,7 @@ from google.api_core import exceptions as google_errors
 from google.cloud import firestore
 from google.cloud.firestore_v1 import FieldFilter
 
-from shared import lifecycle
+from shared import ids, lifecycle
 from shared.errors import InvalidParamsError
 from shared.model import ArtifactUpdate, Event, Message, Part, StatusUpdate, Task, utc_now
 from shared.ports import (
@@ -86,6 +89,12 @@ _KIND_OF: dict[type[Event], str] = {
 _MODEL_OF: dict[str, type[Event]] = {kind: model for model, kind in _KIND_OF.items()}
 
 
+def document_id(*names: str) -> str:
+    """The document id of what `names` name (owner and task id, say): a hash, so it has a
+    fixed length and no `/`, and JSON keeps ("ab", "c") and ("a", "bc") apart."""
+    return hashlib.sha256(json.dumps(names).encode()).hexdigest()
+
+
 @dataclass(frozen=True)
 class _Revision:
     """StoredTask.token: the update time a commit must find, bound to whom it was issued."""
@@ -125,8 +134,12 @@ class FirestoreTaskStore:
         """The Firestore client, for stores of the task's subcollections to share."""
         return self._client
 
+    def task_ref(self, owner: str, task_id: str) -> Any:
+        """The owner's task document (its subcollections hold the task's events and configs)."""
+        return self._client.collection(TASKS).document(document_id(owner, task_id))
+
     def get(self, owner: str, task_id: str) -> StoredTask | None:
-        snapshot = self._client.collection(TASKS).document(task_id).get()
+        snapshot = self.task_ref(owner, task_id).get()
         self.cost.add(reads=1)
         if not snapshot.exists or snapshot.get("owner") != owner:
             return None
@@ -142,11 +155,13 @@ class FirestoreTaskStore:
         message_id: str | None = None,
         lease: Lease | None = None,
     ) -> StoredTask:
+        ids.require(task.id, "task id")
+        ids.require(task.context_id, "context id")
         encoded = self._encode_events(events)
         now = utc_now()
         stored = StoredTask(task, owner, 1, len(events), dialect, now, now, lease)
         batch = self._client.batch()
-        batch.create(self._client.collection(TASKS).document(task.id), self._task_fields(stored))
+        batch.create(self.task_ref(owner, task.id), self._task_fields(stored))
         self._append(batch, stored, 1, encoded)
         self._claim(batch, owner, message_id, task.id, now)
         try:
@@ -186,7 +201,7 @@ class FirestoreTaskStore:
         )
         batch = self._client.batch()
         batch.update(
-            self._client.collection(TASKS).document(task.id),
+            self.task_ref(current.owner, task.id),
             self._task_fields(new),
             option=self._client.write_option(last_update_time=revision.update_time),
         )
@@ -226,7 +241,8 @@ class FirestoreTaskStore:
         """The event documents holding events after `after_seq`, oldest first."""
         # The owner is on every event document, so reading the log needs no read of the task.
         return (
-            self._client.collection(TASKS, task_id, EVENTS)
+            self.task_ref(owner, task_id)
+            .collection(EVENTS)
             .where(filter=FieldFilter("owner", "==", owner))
             .where(filter=FieldFilter("last", ">", after_seq))
             .order_by("last")
@@ -272,6 +288,7 @@ class FirestoreTaskStore:
             text = task.model_copy(update={"history": (), "artifacts": ()}).model_dump_json()
         return {
             "owner": stored.owner,
+            "taskId": task.id,
             "contextId": task.context_id,
             "state": task.status.state.value,
             "statusTimestamp": task.status.timestamp,
@@ -312,7 +329,7 @@ class FirestoreTaskStore:
 
     def _append(self, batch: Any, stored: StoredTask, first_seq: int, encoded: list[str]) -> None:
         """Add the event documents of one commit to its batch."""
-        log = self._client.collection(TASKS, stored.task.id, EVENTS)
+        log = self.task_ref(stored.owner, stored.task.id).collection(EVENTS)
         for first, chunk in _pack(first_seq, encoded):
             batch.create(
                 log.document(f"{first:010d}"),
@@ -330,6 +347,7 @@ class FirestoreTaskStore:
     ) -> None:
         if message_id is None:
             return
+        ids.require(message_id, "message id")
         batch.create(
             self._message_ref(owner, message_id),
             {
@@ -349,10 +367,7 @@ class FirestoreTaskStore:
             raise DuplicateMessage(task_id)
 
     def _message_ref(self, owner: str, message_id: str) -> Any:
-        # Hashed: document ids have a length limit and forbid "/"; JSON keeps (owner, id)
-        # pairs such as ("ab", "c") and ("a", "bc") apart.
-        key = hashlib.sha256(json.dumps([owner, message_id]).encode()).hexdigest()
-        return self._client.collection(IDEMPOTENCY).document(key)
+        return self._client.collection(IDEMPOTENCY).document(document_id(owner, message_id))
 
     def _run(self, query: Any) -> list[Any]:
         snapshots = list(query.stream())
@@ -377,14 +392,18 @@ class FirestoreTaskStore:
             matching = matching.where(
                 filter=FieldFilter("statusTimestamp", ">", query.status_after)
             )
-        # The task id breaks ties between equal timestamps, so a cursor is exact.
+        # The document id (owner and task id) breaks ties between equal timestamps, so a
+        # cursor, which holds the task id, is exact.
         matching = matching.order_by(
             "statusTimestamp", direction=firestore.Query.DESCENDING
         ).order_by("__name__", direction=firestore.Query.DESCENDING)
         page = matching
         if cursor is not None:
             page = page.start_after(
-                {"statusTimestamp": cursor.timestamp, "__name__": tasks.document(cursor.task_id)}
+                {
+                    "statusTimestamp": cursor.timestamp,
+                    "__name__": self.task_ref(owner, cursor.task_id),
+                }
             )
         total = self._count(matching)
         snapshots = self._run(page.limit(query.page_size))

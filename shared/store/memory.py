@@ -2,6 +2,7 @@
 
 A real implementation for `make run` and the tests, not a mock: versions, owner scoping,
 dense event sequences, idempotent message ids and cursor paging behave as in Firestore.
+Everything is keyed by (owner, id): each owner's task ids are a namespace of their own.
 Every read and write of its dicts holds its lock: requests, workers and push deliveries
 call it from many threads at once.
 """
@@ -12,6 +13,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import replace
 
+from shared import ids
 from shared.model import Event, Task, utc_now
 from shared.ports import (
     DuplicateMessage,
@@ -32,10 +34,11 @@ class MemoryTaskStore:
         # What Firestore would bill for the same calls: the task document, one event document
         # per commit that logs events, the idempotency document.
         self.cost = Cost()
-        self._commit_ends: dict[str, list[int]] = {}  # per task, the last seq of each commit
+        # Per (owner, task id): the last seq of each commit, the task, its log.
+        self._commit_ends: dict[tuple[str, str], list[int]] = {}
         self._lock = threading.Lock()
-        self._tasks: dict[str, StoredTask] = {}
-        self._events: dict[str, list[LoggedEvent]] = {}
+        self._tasks: dict[tuple[str, str], StoredTask] = {}
+        self._events: dict[tuple[str, str], list[LoggedEvent]] = {}
         self._messages: dict[tuple[str, str], str] = {}
         # Tails wait on this for commits: the embedded backend's own change notification.
         self._changed = threading.Condition(self._lock)
@@ -46,13 +49,12 @@ class MemoryTaskStore:
             return self._owned(owner, task_id)
 
     def _owned(self, owner: str, task_id: str) -> StoredTask | None:
-        stored = self._tasks.get(task_id)
-        return stored if stored is not None and stored.owner == owner else None
+        return self._tasks.get((owner, task_id))
 
-    def _bill(self, task_id: str, events: Sequence[Event], message_id: str | None) -> None:
+    def _bill(self, key: tuple[str, str], events: Sequence[Event], message_id: str | None) -> None:
         """The task document, one event document, the idempotency document."""
         if events:
-            self._commit_ends.setdefault(task_id, []).append(self._tasks[task_id].last_seq)
+            self._commit_ends.setdefault(key, []).append(self._tasks[key].last_seq)
         self.cost.add(writes=1 + bool(events) + (message_id is not None))
 
     def create(
@@ -65,15 +67,18 @@ class MemoryTaskStore:
         message_id: str | None = None,
         lease: Lease | None = None,
     ) -> StoredTask:
+        ids.require(task.id, "task id")
+        ids.require(task.context_id, "context id")
+        key = (owner, task.id)
         with self._lock:
-            if task.id in self._tasks:
+            if key in self._tasks:
                 raise TaskExists(task.id)
             self._claim(owner, message_id, task.id)
             now = utc_now()
             stored = StoredTask(task, owner, 1, len(events), dialect, now, now, lease)
-            self._tasks[task.id] = stored
-            self._events[task.id] = [LoggedEvent(i + 1, e) for i, e in enumerate(events)]
-            self._bill(task.id, events, message_id)
+            self._tasks[key] = stored
+            self._events[key] = [LoggedEvent(i + 1, e) for i, e in enumerate(events)]
+            self._bill(key, events, message_id)
             self._changed.notify_all()
         return stored
 
@@ -85,14 +90,13 @@ class MemoryTaskStore:
         *,
         message_id: str | None = None,
     ) -> StoredTask:
+        key = (current.owner, task.id)
         with self._lock:
-            stored = self._tasks.get(task.id)
-            if stored is None or stored.owner != current.owner:
-                raise VersionConflict(task.id)
-            if stored.version != current.version:
+            stored = self._tasks.get(key)
+            if stored is None or stored.version != current.version:
                 raise VersionConflict(task.id)
             self._claim(current.owner, message_id, task.id)
-            log = self._events[task.id]
+            log = self._events[key]
             log.extend(LoggedEvent(stored.last_seq + i + 1, e) for i, e in enumerate(events))
             new = replace(
                 stored,
@@ -102,14 +106,15 @@ class MemoryTaskStore:
                 updated_at=utc_now(),
                 lease=current.lease,
             )
-            self._tasks[task.id] = new
-            self._bill(task.id, events, message_id)
+            self._tasks[key] = new
+            self._bill(key, events, message_id)
             self._changed.notify_all()
         return new
 
     def _claim(self, owner: str, message_id: str | None, task_id: str) -> None:
         if message_id is None:
             return
+        ids.require(message_id, "message id")
         previous = self._messages.get((owner, message_id))
         if previous is not None:
             raise DuplicateMessage(previous)
@@ -123,12 +128,12 @@ class MemoryTaskStore:
     def events(self, owner: str, task_id: str, after_seq: int = 0) -> list[LoggedEvent]:
         with self._lock:
             # One read per event document (commit) with news, as the Firestore query bills.
-            ends = self._commit_ends.get(task_id, [])
+            ends = self._commit_ends.get((owner, task_id), [])
             self.cost.add(reads=max(1, sum(end > after_seq for end in ends)))
             if self._owned(owner, task_id) is None:
                 return []
             # Sequences are dense from 1, so the slice starts at index after_seq.
-            return list(self._events[task_id][max(after_seq, 0) :])
+            return list(self._events[(owner, task_id)][max(after_seq, 0) :])
 
     def tail(self, owner: str, task_id: str, after_seq: int = 0) -> MemoryTail:
         return MemoryTail(self, owner, task_id, after_seq)
@@ -171,15 +176,15 @@ class MemoryTail:
         self._last = max(after_seq, 0)
 
     def _ahead(self) -> bool:
-        stored = self._store._tasks.get(self._task_id)
-        return stored is not None and stored.owner == self._owner and stored.last_seq > self._last
+        stored = self._store._owned(self._owner, self._task_id)
+        return stored is not None and stored.last_seq > self._last
 
     def next(self, timeout: float) -> list[LoggedEvent]:
         with self._store._changed:
             if not self._store._changed.wait_for(self._ahead, timeout=max(timeout, 0)):
                 return []
             # Sequences are dense from 1, so the slice starts at index _last.
-            found = self._store._events[self._task_id][self._last :]
+            found = self._store._events[(self._owner, self._task_id)][self._last :]
         self._last = found[-1].seq
         return found
 

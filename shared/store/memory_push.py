@@ -1,5 +1,6 @@
 """The embedded push config store: the PushConfigStore contract in one process's memory.
 
+Configs are keyed by (owner, task id, config id), so one owner's ids never meet another's.
 Every access holds its lock (deliveries and requests call it from many threads), and the
 sending lease is checked as in Firestore: only its holder records progress or gives it back.
 """
@@ -10,9 +11,12 @@ import threading
 from dataclasses import replace
 from datetime import datetime
 
+from shared import ids
 from shared.model import PushConfig, utc_now
 from shared.ports import StoredPushConfig
 from shared.store.cost import Cost
+
+_Key = tuple[str, str, str]  # owner, task id, config id
 
 
 class MemoryPushConfigStore:
@@ -20,64 +24,76 @@ class MemoryPushConfigStore:
         # Counted as Firestore would bill `tasks/{id}/pushConfigs/{id}` (shared.store.cost).
         self.cost = cost or Cost()
         self._lock = threading.Lock()
-        # task id -> config id -> config; dicts keep insertion order, so lists are oldest first
-        self._configs: dict[str, dict[str, StoredPushConfig]] = {}
-        self._sending: dict[tuple[str, str], tuple[str, datetime]] = {}  # -> holder, until
+        # (owner, task id) -> config id -> config; dicts keep insertion order, so lists are
+        # oldest first
+        self._configs: dict[tuple[str, str], dict[str, StoredPushConfig]] = {}
+        self._sending: dict[_Key, tuple[str, datetime]] = {}  # -> holder, until
 
-    def put(self, config: PushConfig, *, dialect: str, delivered_seq: int = 0) -> StoredPushConfig:
+    def put(
+        self, owner: str, config: PushConfig, *, dialect: str, delivered_seq: int = 0
+    ) -> StoredPushConfig:
+        ids.require(config.task_id, "task id")
+        ids.require(config.id, "push config id")
         self.cost.add(reads=1, writes=1)
         with self._lock:
-            configs = self._configs.setdefault(config.task_id, {})
+            configs = self._configs.setdefault((owner, config.task_id), {})
             old = configs.get(config.id)
             stored = (
                 replace(old, config=config, dialect=dialect)
                 if old is not None
-                else StoredPushConfig(config, dialect, delivered_seq)
+                else StoredPushConfig(config, owner, dialect, delivered_seq)
             )
             configs[config.id] = stored
             return stored
 
-    def get(self, task_id: str, config_id: str) -> StoredPushConfig | None:
+    def _find(self, owner: str, task_id: str, config_id: str) -> StoredPushConfig | None:
+        return self._configs.get((owner, task_id), {}).get(config_id)
+
+    def get(self, owner: str, task_id: str, config_id: str) -> StoredPushConfig | None:
         self.cost.add(reads=1)
         with self._lock:
-            return self._configs.get(task_id, {}).get(config_id)
+            return self._find(owner, task_id, config_id)
 
-    def list(self, task_id: str) -> list[StoredPushConfig]:
+    def list(self, owner: str, task_id: str) -> list[StoredPushConfig]:
         with self._lock:
-            configs = list(self._configs.get(task_id, {}).values())
+            configs = list(self._configs.get((owner, task_id), {}).values())
         self.cost.add(reads=max(1, len(configs)))
         return configs
 
-    def delete(self, task_id: str, config_id: str) -> bool:
+    def delete(self, owner: str, task_id: str, config_id: str) -> bool:
         with self._lock:
-            deleted = self._configs.get(task_id, {}).pop(config_id, None) is not None
+            configs = self._configs.get((owner, task_id), {})
+            deleted = configs.pop(config_id, None) is not None
         self.cost.add(reads=1, writes=int(deleted))
         return deleted
 
     def begin_delivery(
-        self, task_id: str, config_id: str, holder: str, until: datetime
+        self, owner: str, task_id: str, config_id: str, holder: str, until: datetime
     ) -> StoredPushConfig | None:
         self.cost.add(reads=1)
+        key = (owner, task_id, config_id)
         with self._lock:
-            stored = self._configs.get(task_id, {}).get(config_id)
-            taken = self._sending.get((task_id, config_id))
+            stored = self._find(*key)
+            taken = self._sending.get(key)
             if stored is None or (taken is not None and taken[1] > utc_now()):
                 return None
-            self._sending[(task_id, config_id)] = (holder, until)
+            self._sending[key] = (holder, until)
         self.cost.add(writes=1)
         return stored
 
-    def delivered(self, task_id: str, config_id: str, holder: str, seq: int) -> None:
+    def delivered(self, owner: str, task_id: str, config_id: str, holder: str, seq: int) -> None:
         self.cost.add(writes=1)
+        key = (owner, task_id, config_id)
         with self._lock:
-            stored = self._configs.get(task_id, {}).get(config_id)
-            taken = self._sending.get((task_id, config_id))
+            stored = self._find(*key)
+            taken = self._sending.get(key)
             if stored is not None and taken is not None and taken[0] == holder:
-                self._configs[task_id][config_id] = replace(stored, delivered_seq=seq)
+                self._configs[(owner, task_id)][config_id] = replace(stored, delivered_seq=seq)
 
-    def end_delivery(self, task_id: str, config_id: str, holder: str) -> None:
+    def end_delivery(self, owner: str, task_id: str, config_id: str, holder: str) -> None:
         self.cost.add(writes=1)
+        key = (owner, task_id, config_id)
         with self._lock:
-            taken = self._sending.get((task_id, config_id))
+            taken = self._sending.get(key)
             if taken is not None and taken[0] == holder:
-                del self._sending[(task_id, config_id)]
+                del self._sending[key]

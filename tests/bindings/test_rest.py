@@ -12,6 +12,7 @@ from werkzeug.test import TestResponse
 
 from tests import sse
 from tests.conftest import Client, Server
+from tests.test_ids import text_id
 
 V1 = {"A2A-Version": "1.0"}
 HOOK = "https://hooks.example.com/a2a"
@@ -19,7 +20,7 @@ HOOK = "https://hooks.example.com/a2a"
 
 def message(text: str, message_id: str | None = None, **fields: Any) -> dict[str, Any]:
     return {
-        "messageId": message_id or text,
+        "messageId": message_id or text_id(text),
         "role": "ROLE_USER",
         "parts": [{"text": text}],
         **fields,

@@ -47,11 +47,16 @@ def status(
 
 
 def new_task(
-    context_id: str = "ctx", at: datetime | None = None, state: TaskState = TaskState.WORKING
+    context_id: str = "ctx",
+    at: datetime | None = None,
+    state: TaskState = TaskState.WORKING,
+    *,
+    task_id: str | None = None,
+    text: str = "hello",
 ) -> tuple[Task, list[Event]]:
     """A task as the service makes one: the fold of its first events."""
-    task_id = new_id()
+    task_id = task_id or new_id()
     start = Task(id=task_id, context_id=context_id, status=TaskStatus(state=TaskState.SUBMITTED))
-    events: list[Event] = [message("hello", task_id, context_id)]
+    events: list[Event] = [message(text, task_id, context_id)]
     events.append(status(start, state, at))
     return lifecycle.apply_all(start, events), events

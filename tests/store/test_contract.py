@@ -22,6 +22,7 @@ from shared.ports import (
 )
 from shared.store.firestore import FirestoreTaskStore
 from tests.store.factory import ALICE, MALLORY, T0, message, new_task, status
+from tests.test_ids import HOSTILE_IDS
 
 
 def step(store: TaskStore, current: StoredTask, events: list[Event]) -> StoredTask:
@@ -50,15 +51,47 @@ def test_unknown_task_is_none(store: TaskStore) -> None:
     assert store.events(ALICE, "nope") == []
 
 
-def test_taken_id_is_refused_even_for_another_owner(store: TaskStore) -> None:
+def test_a_taken_id_is_refused_for_its_owner(store: TaskStore) -> None:
     task, events = new_task()
     store.create(ALICE, task, events, dialect="v1.0")
-    for owner in (ALICE, MALLORY):
-        with pytest.raises(TaskExists):
-            store.create(owner, task, [], dialect="v0.3", message_id="m-1")
+    with pytest.raises(TaskExists):
+        store.create(ALICE, task, [], dialect="v0.3", message_id="m-1")
     assert store.get(ALICE, task.id).version == 1  # type: ignore[union-attr]
     assert store.find_message(ALICE, "m-1") is None
-    assert store.find_message(MALLORY, "m-1") is None
+
+
+def test_each_owner_has_its_own_task_ids(store: TaskStore) -> None:
+    """Two owners may both name a task `my-task-1`: neither sees, changes or blocks the
+    other's."""
+    alice_task, alice_events = new_task(task_id="my-task-1")
+    mallory_task, mallory_events = new_task(task_id="my-task-1", text="mine")
+    alice = store.create(ALICE, alice_task, alice_events, dialect="v1.0", message_id="m-1")
+    mallory = store.create(MALLORY, mallory_task, mallory_events, dialect="v0.1", message_id="m-1")
+    step(store, mallory, [status(mallory_task, TaskState.CANCELED)])
+    assert store.get(ALICE, "my-task-1") == alice
+    assert [e.event for e in store.events(ALICE, "my-task-1")] == list(alice_events)
+    assert store.get(MALLORY, "my-task-1").version == 2  # type: ignore[union-attr]
+    assert len(store.events(MALLORY, "my-task-1")) == 3
+    assert [s.task for s in store.list(ALICE, TaskQuery()).tasks] == [alice_task]
+    assert store.find_message(ALICE, "m-1") == store.find_message(MALLORY, "m-1") == "my-task-1"
+
+
+@pytest.mark.parametrize("bad", HOSTILE_IDS)
+def test_ids_off_the_rule_are_refused_and_nothing_is_stored(store: TaskStore, bad: str) -> None:
+    """The last line of defence behind the wire readers: no id off shared.ids' rule reaches
+    a document path or a key."""
+    task, _ = new_task()
+    hostile_tasks = (
+        task.model_copy(update={"id": bad}),
+        task.model_copy(update={"context_id": bad}),
+    )
+    for hostile in hostile_tasks:
+        with pytest.raises(ValueError, match=r" id (must|has \d+ characters)"):
+            store.create(ALICE, hostile, [], dialect="v1.0")
+    with pytest.raises(ValueError, match=r" id (must|has \d+ characters)"):
+        store.create(ALICE, task, [], dialect="v1.0", message_id=bad)
+    assert store.list(ALICE, TaskQuery()).tasks == []
+    assert store.get(ALICE, bad) is None
 
 
 def test_another_owners_task_does_not_exist(store: TaskStore) -> None:
@@ -216,11 +249,16 @@ def test_list_newest_first_with_filters(store: TaskStore) -> None:
 def test_list_pages(store: TaskStore) -> None:
     ids = []
     for n in range(7):
-        # Two tasks share each timestamp: the task id orders them.
+        # Two tasks share each timestamp: the store orders them its own way (the task id,
+        # or the document id that owner and task id derive), the same way on every page.
         task, events = new_task(at=T0 + timedelta(seconds=n // 2))
         store.create(ALICE, task, events, dialect="v1.0")
         ids.append((task.status.timestamp, task.id))
-    expected = [task_id for _, task_id in sorted(ids, reverse=True)]
+    whole = [s.task.id for s in store.list(ALICE, TaskQuery(page_size=7)).tasks]
+    times = dict((task_id, at) for at, task_id in ids)
+    assert sorted(whole) == sorted(task_id for _, task_id in ids)
+    assert [times[t] for t in whole] == sorted(times.values(), reverse=True)
+    expected = whole
     seen: list[str] = []
     token = None
     sizes = []

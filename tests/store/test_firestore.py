@@ -15,7 +15,7 @@ from emulator.firestore import FirestoreEmulator
 from shared import lifecycle
 from shared.errors import InvalidParamsError
 from shared.model import Artifact, ArtifactUpdate, Event, Message, Part, Role
-from shared.store.firestore import EVENT_DOCUMENT_BUDGET
+from shared.store.firestore import EVENT_DOCUMENT_BUDGET, document_id
 from tests.store.conftest import MakeStore
 from tests.store.factory import ALICE, message, new_task
 
@@ -27,7 +27,7 @@ def client(clean_firestore: FirestoreEmulator) -> firestore.Client:
 
 
 def raw_events(client: firestore.Client, task_id: str) -> dict[str, dict[str, Any]]:
-    log = client.collection("tasks", task_id, "events")
+    log = client.collection("tasks", document_id(ALICE, task_id), "events")
     return {s.id: s.to_dict() or {} for s in log.stream()}
 
 
@@ -78,12 +78,12 @@ def test_the_task_document_keeps_the_task_while_it_fits(
     store = make_firestore_store(task_budget=10_000)
     task, events = new_task()
     current = store.create(ALICE, task, events, dialect="v1.0")
-    document = client.document("tasks", task.id).get()
+    document = client.document("tasks", document_id(ALICE, task.id)).get()
     assert document.get("inLog") is False
     assert document.get("task") == task.model_dump_json()
     turn: list[Event] = [chunk(task.id, "x" * 20_000, append=False)]
     current = store.commit(current, lifecycle.apply_all(current.task, turn), turn)
-    document = client.document("tasks", task.id).get()
+    document = client.document("tasks", document_id(ALICE, task.id)).get()
     assert document.get("inLog") is True
     assert len(document.get("task")) < 1000  # status and metadata, no history or artifacts
     assert store.get(ALICE, task.id) == current
@@ -150,7 +150,7 @@ def test_every_document_expires_after_the_retention(
     before = datetime.now(UTC).replace(microsecond=0)  # stored times are to the millisecond
     current = store.create(ALICE, task, events, dialect="v1.0", message_id="m-1")
     expiries = [
-        client.document("tasks", task.id).get().get("expireAt"),
+        client.document("tasks", document_id(ALICE, task.id)).get().get("expireAt"),
         *[d["expireAt"] for d in raw_events(client, task.id).values()],
         *[s.get("expireAt") for s in client.collection("idempotency").stream()],
     ]
@@ -158,7 +158,7 @@ def test_every_document_expires_after_the_retention(
     for expiry in expiries:
         assert before + timedelta(days=7) <= expiry <= datetime.now(UTC) + timedelta(days=7)
     store.commit(current, task, [])
-    assert client.document("tasks", task.id).get().get("expireAt") > expiries[0]
+    assert client.document("tasks", document_id(ALICE, task.id)).get().get("expireAt") > expiries[0]
 
 
 def test_data_firestore_refuses_in_a_map_round_trips(make_firestore_store: MakeStore) -> None:
