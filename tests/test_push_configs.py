@@ -262,3 +262,114 @@ def test_a_name_resolving_to_a_private_address_is_refused() -> None:
         check_push_url("https://internal.example.com/h", resolve=resolve)
     check_push_url("https://public.example.com/h", resolve=resolve)
     check_push_url("http://localhost:8000/h", allowed_hosts=("localhost",))  # configured for dev
+
+
+LIMIT_MESSAGE = (
+    "Invalid parameters: task {task} has 2 push notification configs, the limit "
+    "(A2A_MAX_PUSH_CONFIGS_PER_TASK=2); delete one, replace one by its id, or raise "
+    "A2A_MAX_PUSH_CONFIGS_PER_TASK"
+)
+
+
+@pytest.fixture
+def two_per_task(make_client: Any) -> Client:
+    client: Client = make_client(
+        push_allowed_hosts=("hooks.example.com",), max_push_configs_per_task=2
+    )
+    return client
+
+
+def test_configs_per_task_are_limited_by_the_setting(two_per_task: Client) -> None:
+    push = two_per_task
+    task_id = new_task(push)
+    for n in range(2):
+        push.result(
+            "CreateTaskPushNotificationConfig",
+            {"taskId": task_id, "id": f"c{n}", "url": HOOK},
+            version="1.0",
+        )
+    over = {"taskId": task_id, "id": "c2", "url": HOOK}
+    error = push.error("CreateTaskPushNotificationConfig", over, version="1.0")
+    assert error["code"] == -32602
+    assert error["message"] == LIMIT_MESSAGE.format(task=task_id)
+    v03 = push.error(
+        "tasks/pushNotificationConfig/set",
+        {"taskId": task_id, "pushNotificationConfig": {"id": "c2", "url": HOOK}},
+    )
+    assert (v03["code"], v03["message"]) == (-32602, LIMIT_MESSAGE.format(task=task_id))
+    assert v03["data"]["limit"] == "2"
+    assert v03["data"]["setting"] == "A2A_MAX_PUSH_CONFIGS_PER_TASK"
+    response = push.http.post(
+        f"/tasks/{task_id}/pushNotificationConfigs",
+        json={"id": "c2", "url": HOOK},
+        headers={"A2A-Version": "1.0"},
+    )
+    assert response.status_code == 400
+    assert response.get_json()["error"]["message"] == LIMIT_MESSAGE.format(task=task_id)
+    # Replacing one is no new config; after a delete there is room again.
+    replaced = {"taskId": task_id, "id": "c1", "url": HOOK + "/new"}
+    assert push.result("CreateTaskPushNotificationConfig", replaced, version="1.0")["url"].endswith(
+        "/new"
+    )
+    push.result("DeleteTaskPushNotificationConfig", {"taskId": task_id, "id": "c0"}, version="1.0")
+    push.result("CreateTaskPushNotificationConfig", over, version="1.0")
+    listed = push.result("ListTaskPushNotificationConfigs", {"taskId": task_id}, version="1.0")
+    assert [c["id"] for c in listed["configs"]] == ["c1", "c2"]
+
+
+def test_an_inline_config_over_the_limit_leaves_the_task_as_it_was(two_per_task: Client) -> None:
+    push = two_per_task
+    task_id = new_task(push)  # the phone order asks which phone: input-required
+    for n in range(2):
+        push.result(
+            "CreateTaskPushNotificationConfig",
+            {"taskId": task_id, "id": f"c{n}", "url": HOOK},
+            version="1.0",
+        )
+    store = push.app.service.store
+    before = store.get("anonymous", task_id)
+    follow = {
+        "message": {
+            "role": "ROLE_USER",
+            "parts": [{"text": "Android"}],
+            "messageId": text_id("Android"),
+            "taskId": task_id,
+        },
+        "configuration": {"taskPushNotificationConfig": {"url": HOOK, "id": "c2"}},
+    }
+    error = push.error("SendMessage", follow, version="1.0")
+    assert (error["code"], error["message"]) == (-32602, LIMIT_MESSAGE.format(task=task_id))
+    assert store.get("anonymous", task_id) == before
+    assert store.find_message("anonymous", text_id("Android")) is None
+
+
+def test_a_refused_inline_url_creates_no_task(push: Client) -> None:
+    params = {
+        "message": {"role": "user", "parts": [{"text": "hi"}], "messageId": text_id("refused")},
+        "configuration": {"taskPushNotificationConfig": {"url": "http://10.0.0.1/h"}},
+    }
+    error = push.error("SendMessage", params, version="1.0")
+    assert error["code"] == -32602
+    assert push.result("ListTasks", {}, version="1.0")["totalSize"] == 0
+
+
+def test_an_inline_config_on_a_new_task_hears_every_event(make_client: Any) -> None:
+    """Stored once the task is created, yet from its first event on, even for a turn that
+    ends at once (the sample agent's echo): a later commit delivers what it has not heard."""
+    from tests.test_push_delivery import drained, news
+    from tests.webhook import Webhook
+
+    hook = Webhook()
+    try:
+        client: Client = make_client(push_allowed_hosts=("localhost",))
+        params = {
+            "message": {"role": "user", "parts": [{"text": "hi"}], "messageId": text_id("all")},
+            "configuration": {"taskPushNotificationConfig": {"url": hook.url()}},
+        }
+        task = client.result("SendMessage", params, version="1.0")["task"]
+        drained(client)
+        expected = news(client, task["id"])
+        assert [p.json for p in hook.accepted()] == expected
+        assert expected[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    finally:
+        hook.close()
