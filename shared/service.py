@@ -281,7 +281,8 @@ class A2AService:
 
     @staticmethod
     def _taken(request: SendRequest) -> TaskNotFoundError:
-        # A v0.1 client named a task that appeared meanwhile (or is another owner's).
+        # A v0.1 client named a task of its own that appeared meanwhile (another owner's
+        # ids are another namespace: they are never taken).
         return TaskNotFoundError(
             f"task {request.task_id} cannot be created: the id is taken", field="task_id"
         )

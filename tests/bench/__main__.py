@@ -189,7 +189,11 @@ def commit_to_frame(mode: str, tasks: int) -> tuple[float, float, int]:
             for event in sse.read(sse.stream(streamer.url, subscribe, HEADERS)):
                 arrived[int(event.id or 0)] = time.time()
             committed: dict[int, float] = {}
-            for doc in client.collection("tasks", task_id, "events").stream():
+            # A2A_AUTH=none: every caller is the owner "anonymous" (shared.identity).
+            from shared.store.firestore import document_id
+
+            task_doc = document_id("anonymous", task_id)
+            for doc in client.collection("tasks", task_doc, "events").stream():
                 for seq in range(doc.get("first"), doc.get("last") + 1):
                     committed[seq] = doc.create_time.timestamp()
             opening = min(arrived)  # the snapshot, not an event of its own
