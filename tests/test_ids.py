@@ -4,6 +4,7 @@ both stores."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -12,8 +13,10 @@ from hypothesis import strategies as st
 
 from emulator.firestore import FirestoreEmulator
 from shared import ids
+from shared.app import build
 from shared.model import PushConfig
 from shared.ports import TaskQuery, TaskStore
+from shared.settings import Settings
 from shared.store.firestore import FirestoreTaskStore
 from shared.store.firestore_push import FirestorePushConfigStore
 from shared.store.memory import MemoryTaskStore
@@ -242,3 +245,47 @@ def test_odd_but_valid_ids_work_end_to_end(client: Client, good: str) -> None:
     task = client.result("tasks/send", _send({"messageId": text_id(good)}, id=good))
     assert task["id"] == good
     assert client.result("tasks/get", {"id": good})["id"] == good
+
+
+@pytest.fixture(params=["memory", "firestore"])
+def any_backend(request: pytest.FixtureRequest) -> Iterator[Client]:
+    """The sample agent on the embedded backend or on the Firestore emulator."""
+    values: dict[str, Any] = {"push_allowed_hosts": ("hooks.example.com",)}
+    store: TaskStore = MemoryTaskStore()
+    if request.param == "firestore":
+        emulator: FirestoreEmulator = request.getfixturevalue("clean_firestore")
+        store = FirestoreTaskStore(emulator.project)
+        values |= {"backend": "firestore", "project": emulator.project}
+    client = Client(build(Settings(**values), store=store))
+    yield client
+    client.app.close()
+
+
+@pytest.mark.parametrize("bad", [b for b in HOSTILE_IDS if b])
+def test_hostile_ids_get_the_rule_on_both_backends(any_backend: Client, bad: str) -> None:
+    """Issue 12's ids (`.`, `..`, `/`, `a/b`, `../../etc/passwd`, 2,000 characters...) as a
+    v0.1 client's task id, and as a config id: the rule, never -32603, nothing stored."""
+    client = any_backend
+    error = client.error("tasks/send", _send({}, id=bad))
+    assert error["message"] == f"Invalid parameters: 'params.id' {ids.problem(bad)}"
+    config = {"taskId": "t", "pushNotificationConfig": {"id": bad, "url": "https://h.example.com/"}}
+    error = client.error("tasks/pushNotificationConfig/set", config)
+    field = "params.pushNotificationConfig.id"
+    assert error["message"] == f"Invalid parameters: '{field}' {ids.problem(bad)}"
+    assert client.result("ListTasks", {}, version="1.0")["totalSize"] == 0
+
+
+def test_a_task_id_naming_another_tasks_configs_reaches_nothing(any_backend: Client) -> None:
+    """`<task>/pushConfigs/x` once wrote into that task's push configs on Firestore."""
+    client = any_backend
+    task = client.result("tasks/send", _send({"messageId": text_id("victim")}, id="victim"))
+    hook = {"url": "https://hooks.example.com/a2a", "id": "cfg"}
+    client.result(
+        "tasks/pushNotificationConfig/set", {"taskId": "victim", "pushNotificationConfig": hook}
+    )
+    before = client.result("tasks/pushNotificationConfig/list", {"id": "victim"})
+    for hostile in ("victim/pushConfigs/cfg", "victim/events/0000000001", "../victim"):
+        error = client.error("tasks/send", _send({}, id=hostile))
+        assert error["code"] == -32602
+    assert client.result("tasks/pushNotificationConfig/list", {"id": "victim"}) == before
+    assert client.result("tasks/get", {"id": "victim"})["status"] == task["status"]
