@@ -102,7 +102,14 @@ def test_a_too_long_id_is_told_its_length() -> None:
     assert ids.problem("x" * 2000) == f"has 2000 characters; {ids.RULE}"
 
 
-@given(st.text(max_size=200))
+# Any text, and text from the rule's alphabet with its edges (`.`, `..`, 128 vs 129).
+ANY_ID = st.one_of(
+    st.text(max_size=200),
+    st.text(alphabet="aZ09-_.:~@+/ ", min_size=0, max_size=130),
+)
+
+
+@given(ANY_ID)
 def test_any_string_passes_and_round_trips_or_is_refused(value: str) -> None:
     """In the embedded stores: as task, context, message and push config id alike."""
     if not ids.is_valid(value):
@@ -228,7 +235,7 @@ def test_rest_path_ids_are_checked(client: Client, bad: str) -> None:
 @settings(
     max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(value=st.text(max_size=300))
+@given(value=ANY_ID)
 def test_any_task_id_is_not_found_or_refused_never_internal(client: Client, value: str) -> None:
     error = client.error("GetTask", {"id": value}, version="1.0")
     if ids.is_valid(value):
