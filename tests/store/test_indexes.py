@@ -21,6 +21,7 @@ from google.cloud.firestore_v1.types import StructuredQuery
 from shared.model import TaskState
 from shared.ports import TaskQuery
 from shared.store.firestore import EVENTS, IDEMPOTENCY, TASKS, FirestoreTaskStore
+from shared.store.firestore_push import PUSH_CONFIGS
 from tests.store.conftest import MakeStore
 from tests.store.factory import ALICE, new_task
 
@@ -148,7 +149,8 @@ def test_ttl_is_declared_on_every_collection_the_store_writes() -> None:
     ttl = {
         (o["collectionGroup"], o["fieldPath"]) for o in declared()["fieldOverrides"] if o.get("ttl")
     }
-    assert ttl == {(TASKS, "expireAt"), (EVENTS, "expireAt"), (IDEMPOTENCY, "expireAt")}
+    expected = {TASKS, EVENTS, IDEMPOTENCY, PUSH_CONFIGS}
+    assert ttl == {(group, "expireAt") for group in expected}
 
 
 def test_the_file_is_in_firebase_cli_format() -> None:
