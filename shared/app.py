@@ -22,7 +22,7 @@ from shared.agent import HandlerModule, load_handler_module
 from shared.bindings.http import HttpApp
 from shared.bindings.queue_target import QueueTargetApp
 from shared.card import AgentCard, card_template
-from shared.identity import Authenticator
+from shared.identity import Anonymous, Authenticator
 from shared.ports import PushConfigStore, TaskQueue, TaskStore
 from shared.push_delivery import Deliverer, PushNotifier
 from shared.push_signing import NotificationSigner
@@ -147,6 +147,29 @@ def _verifier(settings: Settings) -> TokenVerifier:
     return GoogleTokens(settings.tasks_service_account)
 
 
+def _authenticator(settings: Settings) -> Authenticator:
+    """Who may call `a2a` (A2A_AUTH); a mode's module is imported only when chosen."""
+    if settings.auth == "api-key":
+        from shared.identity.api_key import ApiKeys
+
+        return ApiKeys(settings.api_keys, settings.api_key_header)
+    if settings.auth == "google":
+        from shared.identity.google import GoogleIdTokens
+
+        return GoogleIdTokens(settings.google_audience)
+    if settings.auth == "oidc":
+        from shared.identity.oidc import OidcTokens
+
+        assert settings.oidc_issuer and settings.oidc_audience  # Settings.from_env checked
+        return OidcTokens(
+            settings.oidc_issuer,
+            settings.oidc_audience,
+            owner_claim=settings.oidc_owner_claim,
+            required_scopes=settings.oidc_required_scopes,
+        )
+    return Anonymous()
+
+
 def _card_time(module: HandlerModule) -> datetime:
     """The handler module's file time: the same on every instance of one deployment."""
     path = getattr(sys.modules.get(module.name), "__file__", None)
@@ -186,7 +209,7 @@ def build(settings: Settings | None = None, store: TaskStore | None = None) -> H
     card = AgentCard(
         card_template(module, settings), _card_time(module), hybrid=settings.card_style == "hybrid"
     )
-    app = HttpApp(service, card, Authenticator(settings), settings, _signer(settings, module))
+    app = HttpApp(service, card, _authenticator(settings), settings, _signer(settings, module))
     app.closers.append(work_queue.close)
     if tasks.push_queue is not None:
         app.closers.append(tasks.push_queue.close)

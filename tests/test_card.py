@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from shared.identity.api_key import hashed
 from tests.conftest import Client
 
 PATHS = ["/.well-known/agent-card.json", "/.well-known/agent.json", "/.well-known/agent-card"]
@@ -101,7 +102,9 @@ def test_card_changes_its_etag_with_its_content(make_client: Any) -> None:
 
 
 def test_api_key_scheme_is_advertised_when_enforced(make_client: Any) -> None:
-    card = make_client(auth="api-key", api_keys={"k1": "alice"}).http.get(PATHS[0]).get_json()
+    card = (
+        make_client(auth="api-key", api_keys={hashed("k1"): "alice"}).http.get(PATHS[0]).get_json()
+    )
     assert card["securitySchemes"] == {
         "apiKey": {"apiKeySecurityScheme": {"location": "header", "name": "X-API-Key"}}
     }

@@ -10,6 +10,7 @@ HTML page or a traceback).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,8 @@ from shared import streaming
 from shared.bindings import jsonrpc, operations, rest, sse
 from shared.bindings.json_http import JSON, json_response
 from shared.card import AgentCard
+from shared.dialects.base import Dialect
+from shared.dialects.registry import METHODS
 from shared.dialects.v0_3 import V03
 from shared.errors import (
     A2AError,
@@ -37,12 +40,37 @@ CARD_PATHS = frozenset(
 )
 
 
-def _rpc_error(error: A2AError, status: int = 200) -> flask.Response:
+def _rpc_error(
+    error: A2AError, status: int = 200, dialect: Dialect = V03, request_id: Any = None
+) -> flask.Response:
     body: dict[str, Any] = {"code": error.code, "message": error.message}
-    data = V03.error_data(error)
+    data = dialect.error_data(error)
     if data:
         body["data"] = data
-    return json_response({"jsonrpc": "2.0", "id": None, "error": body}, status)
+    return json_response({"jsonrpc": "2.0", "id": request_id, "error": body}, status)
+
+
+def _caller(body: bytes) -> tuple[Dialect, Any]:
+    """The dialect and id of a JSON-RPC request refused before it is run (the method names
+    the dialect; anything unreadable gets v0.3's shape and no id)."""
+    try:
+        envelope = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return V03, None
+    if not isinstance(envelope, dict):
+        return V03, None
+    method, request_id = envelope.get("method"), envelope.get("id")
+    found = METHODS.get(method) if isinstance(method, str) else None
+    usable = isinstance(request_id, str | int) and not isinstance(request_id, bool)
+    return (found[1] if found else V03), (request_id if usable else None)
+
+
+class _Unauthenticated(UnauthenticatedError):
+    """No valid credentials, with the WWW-Authenticate challenge of the identity mode."""
+
+    def __init__(self, detail: str, challenge: str) -> None:
+        super().__init__(detail)
+        self.challenge = challenge
 
 
 def _rest_error(error: A2AError) -> flask.Response:
@@ -140,9 +168,13 @@ class HttpApp:
     def _rpc(self, request: flask.Request) -> flask.Response:
         try:
             body = self._body(request)
+        except PayloadTooLargeError as error:
+            return _rpc_error(error, error.http_status)
+        try:
             principal = self._authenticate(request)
-        except (PayloadTooLargeError, UnauthenticatedError) as error:
-            return self._refused(_rpc_error(error, error.http_status), error)
+        except UnauthenticatedError as error:
+            dialect, request_id = _caller(body)
+            return self._refused(_rpc_error(error, error.http_status, dialect, request_id), error)
         call = operations.Call(self.service, principal, self.streams, _last_event_id(request))
         answer = jsonrpc.dispatch(
             body,
@@ -199,12 +231,12 @@ class HttpApp:
         try:
             return self.authenticator.authenticate(request.headers.get)
         except AuthenticationError as exc:
-            raise UnauthenticatedError(f"authentication required: {exc}") from None
+            raise _Unauthenticated(f"authentication required: {exc}", exc.challenge) from None
 
     def _refused(self, response: flask.Response, error: A2AError) -> flask.Response:
         """A request refused before any work; an unauthenticated one says what to send."""
-        if isinstance(error, UnauthenticatedError):
-            response.headers["WWW-Authenticate"] = f'ApiKey header="{self.authenticator.header}"'
+        if isinstance(error, _Unauthenticated):
+            response.headers["WWW-Authenticate"] = error.challenge
         return response
 
     def _seed_sse(self, request: flask.Request) -> flask.Response:
