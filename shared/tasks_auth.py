@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from shared.clock import SYSTEM, Clock
+
 GOOGLE_ISSUERS = frozenset({"accounts.google.com", "https://accounts.google.com"})
 GOOGLE_CERTS_URL = "https://www.googleapis.com/oauth2/v1/certs"
 _CERTS_TTL = 3600.0  # seconds; Google rotates its keys over days
@@ -144,8 +146,14 @@ class GoogleTokens:
     """Google-signed ID tokens: Cloud Tasks' for one service account (`email`), or any
     verified account's (`email=None`, the `google` identity mode)."""
 
-    def __init__(self, email: str | None, fetch_certs: CertsFetcher = fetch_google_certs) -> None:
+    def __init__(
+        self,
+        email: str | None,
+        fetch_certs: CertsFetcher = fetch_google_certs,
+        clock: Clock = SYSTEM,
+    ) -> None:
         self._email = email
+        self._clock = clock
         self._fetch = fetch_certs
         self._lock = threading.Lock()
         self._certs: Mapping[str, str] = {}
@@ -178,8 +186,8 @@ class GoogleTokens:
         except ValueError as exc:
             raise TokenRefused(f"not a JWT ({exc})", "not a JWT") from None
         with self._lock:
-            age = time.monotonic() - self._fetched
+            age = self._clock.monotonic() - self._fetched
             if age > _CERTS_TTL or (kid not in self._certs and age > 60):
                 self._certs = self._fetch()
-                self._fetched = time.monotonic()
+                self._fetched = self._clock.monotonic()
             return self._certs

@@ -11,6 +11,7 @@ A2A_PUBLIC_URL), never one read from the request.
 from __future__ import annotations
 
 from shared import tasks_auth
+from shared.clock import SYSTEM, Clock
 from shared.identity import (
     MAX_OWNER_LENGTH,
     AuthenticationError,
@@ -22,10 +23,10 @@ from shared.tasks_auth import GoogleTokens, TokenRefused, bearer
 
 
 class GoogleIdTokens:
-    def __init__(self, audience: str, certs_url: str | None = None) -> None:
+    def __init__(self, audience: str, certs_url: str | None = None, clock: Clock = SYSTEM) -> None:
         url = certs_url or tasks_auth.GOOGLE_CERTS_URL
         self._audience = audience
-        self._tokens = GoogleTokens(None, lambda: tasks_auth.fetch_google_certs(url))
+        self._tokens = GoogleTokens(None, lambda: tasks_auth.fetch_google_certs(url), clock)
 
     def authenticate(self, header: Headers) -> Principal:
         authorization = header("Authorization")

@@ -2,10 +2,11 @@
 
 Firebase Auth / Identity Platform, Auth0, Okta, Entra...: the issuer (A2A_OIDC_ISSUER) names
 its keys in its discovery document (`/.well-known/openid-configuration`, `jwks_uri`); PyJWT's
-PyJWKClient fetches them, caches them and fetches again (at most every 30 s) when a token
-names an unknown key id. Only asymmetric algorithms are accepted (`none` and HS* are refused:
-a public key must never serve as an HMAC secret). The token must be for A2A_OIDC_AUDIENCE,
-unexpired, and carry A2A_OIDC_REQUIRED_SCOPES; the owner is its A2A_OIDC_OWNER_CLAIM (`sub`).
+PyJWKClient fetches and caches them; a token naming an unknown key id makes us fetch them
+again, at most once a minute, so that forged key ids cannot make us hammer the issuer. Only
+asymmetric algorithms are accepted (`none` and HS* are refused: a public key must never serve
+as an HMAC secret). The token must be for A2A_OIDC_AUDIENCE, unexpired, and carry
+A2A_OIDC_REQUIRED_SCOPES; the owner is its A2A_OIDC_OWNER_CLAIM (`sub` by default).
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
 import jwt
 
+from shared.clock import SYSTEM, Clock
 from shared.identity import (
     MAX_OWNER_LENGTH,
     AuthenticationError,
@@ -33,6 +36,7 @@ log = logging.getLogger("a2a.identity")
 ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512")
 _LEEWAY = 60  # seconds of clock skew tolerated on exp, nbf and iat
 _TIMEOUT = 10  # seconds for the issuer's discovery document and keys
+_REFRESH = 60.0  # seconds between two fetches forced by unknown key ids
 
 
 def discovery_url(issuer: str) -> str:
@@ -47,6 +51,7 @@ class OidcTokens:
         *,
         owner_claim: str = "sub",
         required_scopes: Sequence[str] = (),
+        clock: Clock = SYSTEM,
     ) -> None:
         self._issuer = issuer
         self._audience = audience
@@ -54,6 +59,8 @@ class OidcTokens:
         self._scopes = frozenset(required_scopes)
         self._lock = threading.Lock()
         self._keys: jwt.PyJWKClient | None = None
+        self._clock = clock
+        self._refreshed = float("-inf")
 
     def authenticate(self, header: Headers) -> Principal:
         authorization = header("Authorization")
@@ -82,13 +89,11 @@ class OidcTokens:
         if header.get("alg") not in ALGORITHMS:
             raise TokenRefused(f"alg {header.get('alg')!r}", "unsupported algorithm")
         try:
-            key = self._jwks().get_signing_key_from_jwt(token)
-        except jwt.PyJWKClientConnectionError as exc:
+            key = self._key(header.get("kid"))
+        except jwt.PyJWKClientError as exc:
             raise TokenRefused(
                 f"cannot fetch the keys ({exc})", "signing keys unavailable"
             ) from None
-        except jwt.PyJWKClientError as exc:
-            raise TokenRefused(f"no key for the token ({exc})", "unknown signing key") from None
         try:
             claims: dict[str, Any] = jwt.decode(
                 token,
@@ -121,6 +126,22 @@ class OidcTokens:
             raise TokenRefused(f"no usable {self._owner_claim} claim", f"no {self._owner_claim}")
         return owner
 
+    def _key(self, kid: object) -> jwt.PyJWK:
+        """The issuer's key `kid`: from the cache, else from a fresh fetch (rate limited)."""
+        client = self._jwks()
+        found = _find(client.get_jwk_set(), kid)
+        if found is None:
+            with self._lock:
+                now = self._clock.monotonic()
+                refresh = now - self._refreshed >= _REFRESH
+                if refresh:
+                    self._refreshed = now
+            if refresh:
+                found = _find(client.get_jwk_set(refresh=True), kid)
+        if found is None:
+            raise TokenRefused(f"no key {kid!r} at the issuer", "unknown signing key")
+        return found
+
     def _jwks(self) -> jwt.PyJWKClient:
         """The issuer's key client, from its discovery document at the first token (start-up
         needs no network; an issuer down then is retried, not fatal)."""
@@ -134,6 +155,9 @@ class OidcTokens:
         try:
             with urllib.request.urlopen(url, timeout=_TIMEOUT) as response:
                 document = json.loads(response.read(1024 * 1024))
+        except urllib.error.HTTPError as exc:
+            exc.close()  # it holds the connection
+            raise TokenRefused(f"cannot read {url} ({exc})", "signing keys unavailable") from None
         except (OSError, ValueError) as exc:
             raise TokenRefused(f"cannot read {url} ({exc})", "signing keys unavailable") from None
         uri = document.get("jwks_uri") if isinstance(document, dict) else None
@@ -147,6 +171,10 @@ class OidcTokens:
             # OIDC Discovery §4.3: the document must name the issuer it was fetched for.
             raise TokenRefused(f"{url} is for issuer {document.get('issuer')!r}", "wrong issuer")
         return uri
+
+
+def _find(keys: jwt.PyJWKSet, kid: object) -> jwt.PyJWK | None:
+    return next((key for key in keys.keys if key.key_id == kid), None)
 
 
 def _scopes(claims: dict[str, Any]) -> frozenset[str]:
