@@ -21,7 +21,7 @@ from pathlib import Path
 from shared.agent import HandlerModule, load_handler_module
 from shared.bindings.http import HttpApp
 from shared.bindings.queue_target import QueueTargetApp
-from shared.card import AgentCard, card_template
+from shared.card import AgentCard, card_template, extended_skills
 from shared.identity import Anonymous, Authenticator
 from shared.ports import PushConfigStore, TaskQueue, TaskStore
 from shared.push_delivery import Deliverer, PushNotifier
@@ -207,7 +207,10 @@ def build(settings: Settings | None = None, store: TaskStore | None = None) -> H
         blocking_wait=settings.blocking_wait,
     )
     card = AgentCard(
-        card_template(module, settings), _card_time(module), hybrid=settings.card_style == "hybrid"
+        card_template(module, settings),
+        _card_time(module),
+        hybrid=settings.card_style == "hybrid",
+        extended_skills=extended_skills(module, settings),
     )
     app = HttpApp(service, card, _authenticator(settings), settings, _signer(settings, module))
     app.closers.append(work_queue.close)

@@ -10,6 +10,7 @@ HTML page or a traceback).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from typing import Any
@@ -175,7 +176,7 @@ class HttpApp:
         except UnauthenticatedError as error:
             dialect, request_id = _caller(body)
             return self._refused(_rpc_error(error, error.http_status, dialect, request_id), error)
-        call = operations.Call(self.service, principal, self.streams, _last_event_id(request))
+        call = self._call(request, principal)
         answer = jsonrpc.dispatch(
             body,
             call=call,
@@ -196,7 +197,7 @@ class HttpApp:
             principal = self._authenticate(request)
         except (PayloadTooLargeError, UnauthenticatedError) as error:
             return self._refused(_rest_error(error), error)
-        call = operations.Call(self.service, principal, self.streams, _last_event_id(request))
+        call = self._call(request, principal)
         try:
             answer = rest.dispatch(
                 route,
@@ -214,6 +215,16 @@ class HttpApp:
         return json_response(
             {} if answer is None else answer
         )  # a delete answers google.protobuf.Empty
+
+    def _call(self, request: flask.Request, principal: Principal) -> operations.Call:
+        """What an operation gets: the caller and, when the agent has one, its extended card
+        at the URL this caller reaches us by."""
+        extended = None
+        if self.card.has_extended:
+            extended = functools.partial(self.card.extended, self.public_url(request))
+        return operations.Call(
+            self.service, principal, self.streams, _last_event_id(request), extended
+        )
 
     def _body(self, request: flask.Request) -> bytes:
         limit = self.settings.max_body_bytes
@@ -247,7 +258,7 @@ class HttpApp:
             principal = self._authenticate(request)
         except UnauthenticatedError as error:
             return self._refused(_rpc_error(error, error.http_status), error)
-        call = operations.Call(self.service, principal, self.streams, _last_event_id(request))
+        call = self._call(request, principal)
         try:
             task_id = request.args.get("taskId") or request.args.get("id")
             if not task_id:

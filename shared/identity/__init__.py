@@ -59,6 +59,11 @@ class Anonymous:
         return Principal(ANONYMOUS)
 
 
+def discovery_url(issuer: str) -> str:
+    """An OpenID Connect issuer's discovery document (what the card points clients at)."""
+    return issuer.rstrip("/") + "/.well-known/openid-configuration"
+
+
 def bearer_challenge(error: str | None = None, description: str | None = None) -> str:
     """RFC 6750 §3: no error code when no token was sent, `invalid_token` for a bad one."""
     challenge = f'Bearer realm="{REALM}"'

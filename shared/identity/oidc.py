@@ -28,6 +28,7 @@ from shared.identity import (
     Headers,
     Principal,
     bearer_challenge,
+    discovery_url,
 )
 from shared.tasks_auth import TokenRefused, bearer
 
@@ -37,10 +38,6 @@ ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES
 _LEEWAY = 60  # seconds of clock skew tolerated on exp, nbf and iat
 _TIMEOUT = 10  # seconds for the issuer's discovery document and keys
 _REFRESH = 60.0  # seconds between two fetches forced by unknown key ids
-
-
-def discovery_url(issuer: str) -> str:
-    return issuer.rstrip("/") + "/.well-known/openid-configuration"
 
 
 class OidcTokens:

@@ -5,6 +5,8 @@ with the mode's WWW-Authenticate on every binding (JSON-RPC in the caller's dial
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +16,7 @@ import pytest
 from shared import tasks_auth
 from shared.identity.api_key import hashed
 from shared.settings import Settings, SettingsError
-from tests.conftest import Client
+from tests.conftest import ROOT, Client
 from tests.identity.issuer import Issuer
 
 AUDIENCE = "https://us-central1-demo.cloudfunctions.net/a2a"
@@ -202,3 +204,17 @@ def test_the_emulators_token_mode_is_refused_on_cloud_run() -> None:
     assert Settings.from_env(emulated).tasks_emulator_host
     with pytest.raises(SettingsError, match="CLOUD_TASKS_EMULATOR_HOST is set on Cloud Run"):
         Settings.from_env({**emulated, "K_SERVICE": "worker"})
+
+
+@pytest.mark.parametrize("auth", ["none", "api-key"])
+def test_building_the_app_without_tokens_loads_no_jose_or_google_auth(auth: str) -> None:
+    code = (
+        "import sys, json; from shared.app import build; build(); "
+        "print(json.dumps(sorted(m for m in sys.modules "
+        "if m.split('.')[0] in ('jwt', 'cryptography') or m.startswith('google.auth'))))"
+    )
+    env = {"PATH": "", "A2A_AUTH": auth, "A2A_API_KEYS": f"alice:{hashed(KEYS['alice'])}"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
