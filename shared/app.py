@@ -156,7 +156,7 @@ def _authenticator(settings: Settings) -> Authenticator:
     if settings.auth == "google":
         from shared.identity.google import GoogleIdTokens
 
-        return GoogleIdTokens(settings.google_audience)
+        return GoogleIdTokens(settings.google_audiences)
     if settings.auth == "oidc":
         from shared.identity.oidc import OidcTokens
 
@@ -168,6 +168,18 @@ def _authenticator(settings: Settings) -> Authenticator:
             required_scopes=settings.oidc_required_scopes,
         )
     return Anonymous()
+
+
+def _own_url(settings: Settings, name: str, url: str | None) -> str | None:
+    """A Cloud Tasks target's own URL, the audience of the tokens it accepts: fixed at deploy
+    time, never read from a request's Host header (only the local emulator goes without)."""
+    if url is None and not settings.tasks_emulator_host:
+        variable = "A2A_WORKER_URL" if name == "worker" else "A2A_DELIVER_URL"
+        raise SettingsError(
+            f"the {name} needs {variable}, its own URL: Cloud Tasks' tokens must be addressed "
+            "to it (make deploy sets it once the function exists)"
+        )
+    return url
 
 
 def _card_time(module: HandlerModule) -> datetime:
@@ -235,7 +247,7 @@ def build_worker(
         "worker",
         worker.deliver,
         _verifier(settings),
-        url=settings.worker_url,
+        url=_own_url(settings, "worker", settings.worker_url),
         max_attempts=settings.work_max_attempts,
     )
 
@@ -255,6 +267,6 @@ def build_deliver(
         "deliver",
         deliverer.deliver,
         _verifier(settings),
-        url=settings.deliver_url,
+        url=_own_url(settings, "deliver", settings.deliver_url),
         max_attempts=settings.push_max_attempts,
     )

@@ -53,7 +53,8 @@ def security(settings: Settings) -> Security | None:
     if settings.auth == "google":
         name, url, scopes = "google", GOOGLE_DISCOVERY, ["openid", "email"]
         text = (
-            f"A Google-signed ID token for {settings.google_audience} in Authorization: Bearer "
+            f"A Google-signed ID token for {' or '.join(settings.google_audiences)} in "
+            "Authorization: Bearer "
             "(gcloud auth print-identity-token, or a service account's ID token)."
         )
     elif settings.auth == "oidc":

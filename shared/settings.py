@@ -87,8 +87,8 @@ class Settings(BaseModel):
     # sha256:<hex> -> owner, from `owner:sha256:<hex>,...`; hashes only, and kept out of repr.
     api_keys: dict[str, str] = Field(default_factory=dict, repr=False)
     api_key_header: str = Field(default="X-API-Key", pattern=r"^[A-Za-z0-9-]{1,64}$")
-    # What Google ID tokens must be addressed to (google mode); unset: A2A_PUBLIC_URL.
-    audience: str | None = None
+    # What Google ID tokens may be addressed to (google mode), besides A2A_PUBLIC_URL.
+    audience: tuple[str, ...] = ()
     oidc_issuer: str | None = None
     oidc_audience: str | None = None
     oidc_owner_claim: str = Field(default="sub", min_length=1)
@@ -172,11 +172,9 @@ class Settings(BaseModel):
         return self.max_streams or max(self.threads - 2, 1)
 
     @property
-    def google_audience(self) -> str:
-        """The audience of Google ID tokens (A2A_AUTH=google): fixed at deploy time."""
-        audience = self.audience or self.public_url
-        assert audience is not None  # Settings.from_env checked
-        return audience
+    def google_audiences(self) -> tuple[str, ...]:
+        """The audiences Google ID tokens may have (A2A_AUTH=google): fixed at deploy time."""
+        return self.audience + ((self.public_url,) if self.public_url else ())
 
     @field_validator("api_keys", mode="before")
     @classmethod
@@ -200,7 +198,7 @@ class Settings(BaseModel):
             return value  # an issuer on this machine, in development
         raise ValueError("the issuer must be an https:// URL (as in its tokens' iss claim)")
 
-    @field_validator("push_allowed_hosts", "oidc_required_scopes", mode="before")
+    @field_validator("push_allowed_hosts", "oidc_required_scopes", "audience", mode="before")
     @classmethod
     def _parse_list(cls, value: object) -> object:
         if isinstance(value, str):
@@ -261,7 +259,7 @@ def _check_identity(settings: Settings) -> None:
             "A2A_AUTH=api-key needs A2A_API_KEYS=owner:sha256:<hex>[,...]; make an entry with "
             "`python -m shared.identity new-key OWNER`"
         )
-    if settings.auth == "google" and not (settings.audience or settings.public_url):
+    if settings.auth == "google" and not settings.google_audiences:
         raise SettingsError(
             "A2A_AUTH=google needs A2A_AUDIENCE (or A2A_PUBLIC_URL): the URL callers mint "
             "their ID tokens for (make deploy sets it to the function's URL)"

@@ -16,7 +16,7 @@ import hmac
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, Protocol
 
 from shared.clock import SYSTEM, Clock
@@ -37,8 +37,9 @@ class TokenRefused(Exception):
 
 
 class TokenVerifier(Protocol):
-    def verify(self, token: str, audience: str) -> Mapping[str, Any]:
-        """The token's claims. Raises TokenRefused unless it is Cloud Tasks' for `audience`."""
+    def verify(self, token: str, audience: str | Collection[str]) -> Mapping[str, Any]:
+        """The token's claims. Raises TokenRefused unless it is Cloud Tasks' for `audience`
+        (or one of them)."""
         ...
 
 
@@ -51,11 +52,15 @@ def bearer(authorization: str | None) -> str:
 
 
 def _check_claims(
-    claims: Mapping[str, Any], audience: str, email: str | None, issuers: frozenset[str]
+    claims: Mapping[str, Any],
+    audience: str | Collection[str],
+    email: str | None,
+    issuers: frozenset[str],
 ) -> None:
     if claims.get("iss") not in issuers:
         raise TokenRefused(f"issuer {claims.get('iss')!r} is not Google", "wrong issuer")
-    if _same_url(claims.get("aud")) != _same_url(audience):
+    accepted = {_same_url(a) for a in ([audience] if isinstance(audience, str) else audience)}
+    if _same_url(claims.get("aud")) not in accepted:
         raise TokenRefused(f"audience {claims.get('aud')!r} is not {audience}", "wrong audience")
     if email is not None and (claims.get("email") != email or not claims.get("email_verified")):
         raise TokenRefused(f"e-mail {claims.get('email')!r} is not {email}", "wrong account")
@@ -73,7 +78,7 @@ class EmulatorTokens:
         self._secret = secret.encode()
         self._email = email
 
-    def verify(self, token: str, audience: str) -> Mapping[str, Any]:
+    def verify(self, token: str, audience: str | Collection[str]) -> Mapping[str, Any]:
         parts = token.split(".")
         if len(parts) != 3:
             raise TokenRefused("not a JWT", "not a JWT")
@@ -159,14 +164,14 @@ class GoogleTokens:
         self._certs: Mapping[str, str] = {}
         self._fetched = float("-inf")
 
-    def verify(self, token: str, audience: str) -> Mapping[str, Any]:
+    def verify(self, token: str, audience: str | Collection[str]) -> Mapping[str, Any]:
         from google.auth import exceptions, jwt
 
         try:
             claims: Mapping[str, Any] = jwt.decode(  # type: ignore[no-untyped-call]
                 token,
                 certs=self._current_certs(token),
-                audience=audience,
+                audience=None,  # _check_claims checks it (one of several, trailing slash or not)
                 clock_skew_in_seconds=_LEEWAY,
             )
         except (exceptions.GoogleAuthError, ValueError) as exc:

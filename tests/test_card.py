@@ -106,7 +106,7 @@ GOOGLE = "https://accounts.google.com/.well-known/openid-configuration"
 AUDIENCE = "https://us-central1-demo.cloudfunctions.net/a2a"
 MODES: dict[str, dict[str, Any]] = {
     "api-key": {"auth": "api-key", "api_keys": {hashed("k1"): "alice"}},
-    "google": {"auth": "google", "audience": AUDIENCE},
+    "google": {"auth": "google", "audience": (AUDIENCE,)},
     "oidc": {
         "auth": "oidc",
         "oidc_issuer": "https://idp.example",

@@ -4,11 +4,13 @@ What callers of an IAM-protected Cloud Run function already send (a service acco
 `gcloud auth print-identity-token`), so IAM decides who may call and this gives each caller
 its own tasks. The token is checked with google-auth (shared.tasks_auth.GoogleTokens: Google's
 certificates, cached and fetched again for an unknown key id): signature, issuer
-(accounts.google.com), expiry, and the audience fixed in the settings (A2A_AUDIENCE, else
-A2A_PUBLIC_URL), never one read from the request.
+(accounts.google.com), expiry, and an audience fixed in the settings (A2A_AUDIENCE, a list,
+and A2A_PUBLIC_URL), never one read from the request.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from shared import tasks_auth
 from shared.clock import SYSTEM, Clock
@@ -23,9 +25,11 @@ from shared.tasks_auth import GoogleTokens, TokenRefused, bearer
 
 
 class GoogleIdTokens:
-    def __init__(self, audience: str, certs_url: str | None = None, clock: Clock = SYSTEM) -> None:
+    def __init__(
+        self, audiences: Sequence[str], certs_url: str | None = None, clock: Clock = SYSTEM
+    ) -> None:
         url = certs_url or tasks_auth.GOOGLE_CERTS_URL
-        self._audience = audience
+        self._audiences = tuple(audiences)
         self._tokens = GoogleTokens(None, lambda: tasks_auth.fetch_google_certs(url), clock)
 
     def authenticate(self, header: Headers) -> Principal:
@@ -37,7 +41,7 @@ class GoogleIdTokens:
                 bearer_challenge(),
             )
         try:
-            claims = self._tokens.verify(bearer(authorization), self._audience)
+            claims = self._tokens.verify(bearer(authorization), self._audiences)
         except TokenRefused as exc:
             raise AuthenticationError(
                 f"the Google ID token was refused ({exc.reason}); send a valid one",

@@ -40,7 +40,7 @@ def clock() -> ManualClock:
 
 @pytest.fixture
 def tokens(issuer: Issuer, clock: ManualClock) -> GoogleIdTokens:
-    return GoogleIdTokens(AUDIENCE, certs_url=issuer.url + "/certs", clock=clock)
+    return GoogleIdTokens([AUDIENCE], certs_url=issuer.url + "/certs", clock=clock)
 
 
 def test_a_valid_token_is_its_verified_email(issuer: Issuer, tokens: GoogleIdTokens) -> None:

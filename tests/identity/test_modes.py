@@ -50,7 +50,7 @@ def mode(
         )
     if request.param == "google":
         monkeypatch.setattr(tasks_auth, "GOOGLE_CERTS_URL", issuer.url + "/certs")
-        client = make_client(auth="google", audience=AUDIENCE)
+        client = make_client(auth="google", audience=(AUDIENCE,))
 
         def google(owner: str) -> dict[str, str]:
             token = issuer.token(
@@ -183,10 +183,8 @@ def test_each_caller_sees_only_its_own_tasks(mode: Mode) -> None:
 def test_each_mode_names_its_missing_settings() -> None:
     with pytest.raises(SettingsError, match="A2A_AUDIENCE"):
         Settings.from_env({"A2A_AUTH": "google"})
-    assert (
-        Settings.from_env({"A2A_AUTH": "google", "A2A_PUBLIC_URL": AUDIENCE}).google_audience
-        == AUDIENCE
-    )
+    google = {"A2A_AUTH": "google", "A2A_PUBLIC_URL": AUDIENCE, "A2A_AUDIENCE": "https://a, b"}
+    assert Settings.from_env(google).google_audiences == ("https://a", "b", AUDIENCE)
     with pytest.raises(SettingsError, match="A2A_OIDC_ISSUER and A2A_OIDC_AUDIENCE"):
         Settings.from_env({"A2A_AUTH": "oidc"})
     with pytest.raises(SettingsError, match=r"A2A_OIDC_ISSUER: .*https://"):
