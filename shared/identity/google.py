@@ -10,6 +10,7 @@ and A2A_PUBLIC_URL), never one read from the request.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from shared import tasks_auth
@@ -22,6 +23,8 @@ from shared.identity import (
     bearer_challenge,
 )
 from shared.tasks_auth import GoogleTokens, TokenRefused, bearer
+
+log = logging.getLogger("a2a.identity")
 
 
 class GoogleIdTokens:
@@ -43,6 +46,7 @@ class GoogleIdTokens:
         try:
             claims = self._tokens.verify(bearer(authorization), self._audiences)
         except TokenRefused as exc:
+            log.info("refused a Google ID token: %s", exc)
             raise AuthenticationError(
                 f"the Google ID token was refused ({exc.reason}); send a valid one",
                 bearer_challenge("invalid_token", exc.reason),

@@ -118,6 +118,7 @@ def test_first_run_creates_everything_in_order(
     assert out.rstrip().splitlines()[-1] == (
         "agent card: https://a2a-fakehash-uc.a.run.app/.well-known/agent-card.json"
     )
+    assert "callers: IAM (roles/run.invoker), A2A_AUTH=google: Authorization: Bearer" in out
 
 
 def test_second_run_changes_nothing_then_only_what_differs(
