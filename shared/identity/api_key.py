@@ -14,10 +14,12 @@ import re
 import secrets
 from collections.abc import Mapping
 
-from shared.identity import AuthenticationError, Headers, Principal
+from shared.identity import MAX_OWNER_LENGTH, AuthenticationError, Headers, Principal
 
 PREFIX = "sha256:"
 _HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
+# An owner: one printable token (no space, comma or colon), bounded.
+_OWNER = re.compile(rf"^[^\s,:\x00-\x1f\x7f]{{1,{MAX_OWNER_LENGTH}}}$")
 FORMAT = "owner:sha256:<64 hex digits>"
 # Long enough that a hash of it cannot be searched; ours are 43 URL-safe characters.
 MIN_KEY_LENGTH = 32
@@ -39,7 +41,7 @@ def parse(value: str) -> dict[str, str]:
     keys: dict[str, str] = {}
     for position, item in enumerate(filter(None, (i.strip() for i in value.split(","))), 1):
         owner, sep, digest = item.partition(":")
-        if not sep or not owner or not _HASH.match(digest.lower()):
+        if not sep or not _OWNER.match(owner) or not _HASH.match(digest.lower()):
             raise ValueError(
                 f"entry {position} is not {FORMAT}: the setting holds key hashes, never keys; "
                 "make one with `python -m shared.identity hash-key OWNER` (key on stdin) or "

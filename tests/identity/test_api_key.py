@@ -42,7 +42,15 @@ def test_any_header_value_is_refused_cleanly(presented: str) -> None:
 
 
 def test_a_plaintext_key_in_the_setting_stops_start_up_without_repeating_it() -> None:
-    for value in ("alice:s3cret-key", "alice:sha256:abc", f"{hashed(ALICE_KEY)}", "alice"):
+    digest = hashed(ALICE_KEY)
+    for value in (
+        "alice:s3cret-key",
+        "alice:sha256:abc",
+        digest,
+        "alice",
+        f"a b:{digest}",
+        f"{'x' * 300}:{digest}",
+    ):
         with pytest.raises(SettingsError) as refused:
             Settings.from_env({"A2A_AUTH": "api-key", "A2A_API_KEYS": value})
         message = str(refused.value)
