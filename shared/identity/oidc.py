@@ -58,6 +58,7 @@ class OidcTokens:
         self._keys: jwt.PyJWKClient | None = None
         self._clock = clock
         self._refreshed = float("-inf")
+        self._discovery_failed = float("-inf")
 
     def authenticate(self, header: Headers) -> Principal:
         authorization = header("Authorization")
@@ -144,7 +145,18 @@ class OidcTokens:
         needs no network; an issuer down then is retried, not fatal)."""
         with self._lock:
             if self._keys is None:
-                self._keys = jwt.PyJWKClient(self._jwks_uri(), cache_keys=True, timeout=_TIMEOUT)
+                # An issuer that failed is asked again after a minute, not at every request.
+                now = self._clock.monotonic()
+                if now - self._discovery_failed < _REFRESH:
+                    raise TokenRefused(
+                        "the issuer failed within a minute", "signing keys unavailable"
+                    )
+                try:
+                    uri = self._jwks_uri()
+                except TokenRefused:
+                    self._discovery_failed = now
+                    raise
+                self._keys = jwt.PyJWKClient(uri, cache_keys=True, timeout=_TIMEOUT)
             return self._keys
 
     def _jwks_uri(self) -> str:

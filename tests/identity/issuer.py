@@ -58,10 +58,12 @@ class Issuer:
         self.published = {"k1"}
         self.fetches = 0
         self.discoveries = 0
+        self.requests = 0  # every GET, also of paths it does not serve
         issuer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:
+                issuer.requests += 1
                 if self.path == "/certs":
                     issuer.fetches += 1
                     body: Any = {k: issuer.keys[k].public_pem for k in sorted(issuer.published)}

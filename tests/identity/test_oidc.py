@@ -103,10 +103,16 @@ def test_owner_claim_and_required_scopes(issuer: Issuer) -> None:
     assert "(no email)" in str(refusal(tokens, issuer.token(aud=AUDIENCE, scope="openid a2a.call")))
 
 
-def test_an_issuer_that_cannot_be_reached_refuses_tokens(issuer: Issuer) -> None:
-    tokens = OidcTokens(issuer.url + "/nowhere", AUDIENCE)
-    error = refusal(tokens, issuer.token(aud=AUDIENCE))
-    assert "(signing keys unavailable)" in str(error)
+def test_an_issuer_that_fails_refuses_tokens_and_is_asked_again_after_a_minute(
+    issuer: Issuer, clock: ManualClock
+) -> None:
+    tokens = OidcTokens(issuer.url + "/nowhere", AUDIENCE, clock=clock)
+    for _ in range(3):
+        assert "(signing keys unavailable)" in str(refusal(tokens, issuer.token(aud=AUDIENCE)))
+    assert issuer.requests == 1  # not once per request while it is down
+    clock.advance(61)
+    assert "(signing keys unavailable)" in str(refusal(tokens, issuer.token(aud=AUDIENCE)))
+    assert issuer.requests == 2
 
 
 def test_no_token_names_the_issuer_and_audience(tokens: OidcTokens, issuer: Issuer) -> None:
