@@ -11,9 +11,16 @@ HANDLER ?= functions.handlers.sample
 PROJECT ?=
 REGION ?=
 AUTH ?=
+IDENTITY ?=
+OPEN_TO_EVERYONE ?=
+INVOKERS ?=
 DRY_RUN ?=
 URL ?=
-INFRA_ENV = PROJECT=$(PROJECT) REGION=$(REGION) HANDLER=$(HANDLER) AUTH=$(AUTH) DRY_RUN=$(DRY_RUN)
+# make smoke: a Google ID token (default: gcloud auth print-identity-token), or an API key
+TOKEN ?=
+API_KEY ?=
+INFRA_ENV = PROJECT=$(PROJECT) REGION=$(REGION) HANDLER=$(HANDLER) AUTH=$(AUTH) \
+  IDENTITY=$(IDENTITY) OPEN_TO_EVERYONE=$(OPEN_TO_EVERYONE) INVOKERS=$(INVOKERS) DRY_RUN=$(DRY_RUN)
 
 # `make run BACKEND=firestore` with no project set talks to `make emulators` on its default port.
 ifeq ($(BACKEND),firestore)
@@ -41,6 +48,7 @@ install: $(STAMP)  ## create the venv and install everything
 run: $(STAMP)  ## serve the sample agent on localhost:$(PORT) (BACKEND=memory|firestore)
 	@echo "serving $(HANDLER) on http://localhost:$(PORT) ($(BACKEND) backend);" \
 	  "card: http://localhost:$(PORT)/.well-known/agent-card.json; Ctrl-C stops it"
+	@echo "A2A_AUTH=$${A2A_AUTH:-none}$$([ "$${A2A_AUTH:-none}" = none ] && echo ': no credentials asked, every caller is the same owner (local development only)')"
 	$(RUN_ENV) A2A_BACKEND=$(BACKEND) A2A_HANDLER=$(HANDLER) $(VENV)/bin/functions-framework \
 	  --target=a2a --source=functions/main.py --port=$(PORT)
 
@@ -67,8 +75,8 @@ destroy: $(STAMP)  ## remove what deploy created, after confirmation (YES=1, DEL
 stage: $(STAMP)  ## build the per-function staging folders in build/stage
 	HANDLER=$(HANDLER) $(PY) -m infra stage
 
-smoke: $(STAMP)  ## check a deployed agent end to end: make smoke URL=https://...
-	$(PY) -m infra.smoke $(URL) $(SMOKE_ARGS)
+smoke: $(STAMP)  ## check a deployed agent end to end: make smoke URL=https://... [TOKEN=... | API_KEY=...]
+	@TOKEN='$(TOKEN)' API_KEY='$(API_KEY)' $(PY) -m infra.smoke $(URL) $(SMOKE_ARGS)
 
 clean:  ## remove the venv, caches, staging folders and emulator state
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build .emulators

@@ -58,6 +58,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _callers(settings: Settings) -> str:
+    """Who may call the deployed agent, and with what (README: Who may call the agent)."""
+    gate = "IAM (roles/run.invoker)" if settings.auth == "authenticated" else "anyone (public)"
+    send = {
+        "none": "no credentials; every caller is the same owner",
+        "api-key": "an API key from A2A_API_KEYS in X-API-Key",
+        "google": "Authorization: Bearer <Google ID token for the agent's URL>",
+        "oidc": "Authorization: Bearer <ID token of A2A_OIDC_ISSUER>",
+    }[settings.identity]
+    return f"{gate}, A2A_AUTH={settings.identity}: {send}"
+
+
 def _stage(settings: Settings, repo_root: Path, stage_dir: Path) -> int:
     for role in ("a2a", "worker", "deliver"):
         staged = stage(repo_root, role, stage_dir / role, settings.handler)
@@ -71,6 +83,7 @@ def _deploy(settings: Settings, runner: Runner, repo_root: Path, stage_dir: Path
     outputs = runner.run(steps)
     print(f"worker:  {outputs.url('worker')}")
     print(f"deliver: {outputs.url('deliver')}")
+    print(f"callers: {_callers(settings)}")
     print(f"agent card: {outputs.url('a2a')}{CARD_PATH}")
     return 0
 

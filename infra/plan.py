@@ -2,7 +2,15 @@
 
 Order is what makes one pass enough: APIs before any resource, service accounts before the
 bindings and functions that name them, `deliver` before `worker` before `a2a` so that each is
-deployed knowing the URLs it enqueues to, and invoker bindings once their service exists.
+deployed knowing the URLs it enqueues to, and invoker bindings once their service exists. A
+function also learns its own URL, the audience of the tokens it checks, fixed at deploy time
+rather than read from a request's Host header: on a first deploy it exists only after its
+deploy step, so a last step per function sets it (a redeploy finds it already set).
+
+Who may call `a2a` is checked before anything runs (infra.settings.Settings.check_access): by
+default IAM-authenticated with A2A_AUTH=google; never public with A2A_AUTH=none unless asked.
+Each function runs as an account with only the roles it uses: a2a and worker (runtime) read
+and write Firestore and enqueue Cloud Tasks as the invoker account; deliver only uses Firestore.
 """
 
 from __future__ import annotations
@@ -48,13 +56,16 @@ APIS = (
 SECRETS_API = "secretmanager.googleapis.com"
 # deliver first: worker needs its URL, a2a needs both.
 DEPLOY_ORDER = ("deliver", "worker", "a2a")
-# Environment variable -> role whose URL it carries, per function.
+# Environment variable -> role whose URL it carries, per function (its own: its tokens' audience).
 WIRING: dict[str, dict[str, str]] = {
-    "a2a": {"A2A_WORKER_URL": "worker", "A2A_DELIVER_URL": "deliver"},
-    "worker": {"A2A_DELIVER_URL": "deliver"},
-    "deliver": {},
+    "a2a": {"A2A_WORKER_URL": "worker", "A2A_DELIVER_URL": "deliver", "A2A_PUBLIC_URL": "a2a"},
+    "worker": {"A2A_DELIVER_URL": "deliver", "A2A_WORKER_URL": "worker"},
+    "deliver": {"A2A_DELIVER_URL": "deliver"},
 }
-PROJECT_ROLES = ("roles/datastore.user", "roles/cloudtasks.enqueuer")
+PROJECT_ROLES = ("roles/datastore.user", "roles/cloudtasks.enqueuer")  # a2a and worker
+DELIVER_ROLES = ("roles/datastore.user",)  # reads tasks and configs, records deliveries
+# Secrets only `a2a` reads: the callers' key hashes stay away from worker and deliver.
+A2A_ONLY_SECRETS = frozenset({"A2A_API_KEYS"})
 INVOKER = "roles/run.invoker"
 PUBLIC = "allUsers"
 
@@ -64,8 +75,17 @@ def function_env(settings: Settings, role: str) -> dict[str, str]:
 
     The `[env]` table of the settings file comes first, so the deploy's own values win.
     """
+    own = (
+        {  # only a2a has callers; their Google ID tokens may name its URL known beforehand
+            "A2A_AUTH": settings.identity,
+            "A2A_AUDIENCE": settings.function_url(role),
+        }
+        if role == "a2a"
+        else {}
+    )
     return {
         **settings.env,
+        **own,
         "A2A_BACKEND": "firestore",
         "A2A_HANDLER": settings.handler,
         "GOOGLE_CLOUD_PROJECT": settings.project,
@@ -89,10 +109,20 @@ def function_env(settings: Settings, role: str) -> dict[str, str]:
     )
 
 
+def function_secrets(settings: Settings, role: str) -> dict[str, str]:
+    return {
+        env: ref
+        for env, ref in settings.secrets.items()
+        if role == "a2a" or env not in A2A_ONLY_SECRETS
+    }
+
+
 def deploy_plan(settings: Settings, repo_root: Path, stage_root: Path) -> list[Step]:
     """Every step of a deploy, in an order where each finds what it needs already in place."""
+    settings.check_access()
     project = settings.project
     runtime = f"serviceAccount:{settings.runtime_email}"
+    deliverer = f"serviceAccount:{settings.deliver_email}"
     invoker = f"serviceAccount:{settings.invoker_email}"
     apis = APIS + ((SECRETS_API,) if settings.secrets else ())
     steps: list[Step] = [
@@ -107,7 +137,9 @@ def deploy_plan(settings: Settings, repo_root: Path, stage_root: Path) -> list[S
         Queue(project, settings.region, settings.queues.push),
         ServiceAccount(project, settings.runtime_service_account, "function runtime"),
         ServiceAccount(project, settings.invoker_service_account, "Cloud Tasks invoker"),
+        ServiceAccount(project, settings.deliver_service_account, "push delivery"),
         *(Binding(project, project_policy(project), role, runtime) for role in PROJECT_ROLES),
+        *(Binding(project, project_policy(project), role, deliverer) for role in DELIVER_ROLES),
         # The functions create tasks whose OIDC token is minted for the invoker account.
         Binding(
             project, account_policy(settings.invoker_email), "roles/iam.serviceAccountUser", runtime
@@ -117,11 +149,13 @@ def deploy_plan(settings: Settings, repo_root: Path, stage_root: Path) -> list[S
                 project,
                 secret_policy(_secret_name(ref)),
                 "roles/secretmanager.secretAccessor",
-                runtime,
+                member,
             )
-            for ref in sorted(set(settings.secrets.values()))
+            for member, role in ((runtime, "a2a"), (deliverer, "deliver"))
+            for ref in sorted(set(function_secrets(settings, role).values()))
         ),
     ]
+    functions: list[Function] = []
     for role in DEPLOY_ORDER:
         function = getattr(settings.functions, role)
         staged = stage(repo_root, role, stage_root / role, settings.handler)
@@ -132,19 +166,24 @@ def deploy_plan(settings: Settings, repo_root: Path, stage_root: Path) -> list[S
             region=settings.region,
             source=str(staged.path),
             source_hash=staged.source_hash,
-            service_account=settings.runtime_email,
+            service_account=settings.deliver_email if role == "deliver" else settings.runtime_email,
             env=function_env(settings, role),
             wiring=WIRING[role],
-            secrets=dict(settings.secrets),
+            secrets=function_secrets(settings, role),
             public=public,
         )
-        steps.append(Function(project, spec))
+        functions.append(Function(project, spec))
+        steps.append(functions[-1])
         policy = service_policy(function.name, settings.region)
         if role == "a2a":
             # Switching to "authenticated" must also take away an earlier public binding.
             steps.append(Binding(project, policy, INVOKER, PUBLIC, present=public))
+            if not public:
+                steps += [Binding(project, policy, INVOKER, member) for member in settings.invokers]
         else:
             steps.append(Binding(project, policy, INVOKER, invoker))
+    # Each function's own URL, known once it exists (a no-op when a redeploy found it).
+    steps += [Function(project, function.spec, own_url=True) for function in functions]
     return steps
 
 
@@ -222,21 +261,27 @@ def destroy_plan(settings: Settings, *, delete_database: bool) -> list[Step]:
                 gcloud(project, "tasks", "queues", "delete", args=(queue.name,), flags=flags),
             )
         )
+    deliverer = f"serviceAccount:{settings.deliver_email}"
     steps += [
         Binding(project, project_policy(project), role, runtime, present=False)
         for role in PROJECT_ROLES
+    ]
+    steps += [
+        Binding(project, project_policy(project), role, deliverer, present=False)
+        for role in DELIVER_ROLES
     ]
     steps += [
         Binding(
             project,
             secret_policy(_secret_name(ref)),
             "roles/secretmanager.secretAccessor",
-            runtime,
+            member,
             present=False,
         )
-        for ref in sorted(set(settings.secrets.values()))
+        for member, role in ((runtime, "a2a"), (deliverer, "deliver"))
+        for ref in sorted(set(function_secrets(settings, role).values()))
     ]
-    for account in (settings.runtime_email, settings.invoker_email):
+    for account in (settings.runtime_email, settings.invoker_email, settings.deliver_email):
         steps.append(
             Removal(
                 f"service account {account.split('@')[0]}",

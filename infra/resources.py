@@ -472,10 +472,13 @@ class Function(Step):
     project: str
     spec: FunctionSpec
     refresh: bool = True
+    # The last pass of a first deploy: the function exists and now learns its own URL.
+    own_url: bool = False
 
     @property
     def title(self) -> str:  # type: ignore[override]
-        return f"function {self.spec.settings.name}"
+        suffix = " (its own URL)" if self.own_url else ""
+        return f"function {self.spec.settings.name}{suffix}"
 
     def check(self) -> Command:
         return gcloud(
@@ -488,7 +491,13 @@ class Function(Step):
         )
 
     def env(self, outputs: Outputs) -> dict[str, str]:
-        wired = {name: outputs.url(role) for name, role in self.spec.wiring.items()}
+        # Its own URL only once known (a function being created has none yet), and not over
+        # a value of the settings' [env] (a custom domain in front of it).
+        wired = {
+            name: outputs.url(role)
+            for name, role in self.spec.wiring.items()
+            if role != self.spec.role or (role in outputs.urls and name not in self.spec.env)
+        }
         return {**self.spec.env, **wired}
 
     def _differences(self, found: dict[str, Any], env: dict[str, str]) -> list[str]:
@@ -553,9 +562,13 @@ class Function(Step):
         return gcloud(self.project, "functions", "deploy", args=(fs.name,), flags=tuple(flags))
 
     def changes(self, found: Any, outputs: Outputs) -> list[Change]:
-        env = self.env(outputs)
         if found is None:
+            if self.own_url:  # the dry run of a first deploy: the first pass created it
+                return []
+            env = self.env(outputs)
             return [Change("create", self._deploy(env), "builds and deploys, takes minutes")]
+        self.learn(found, outputs)  # its own URL, which its own settings name
+        env = self.env(outputs)
         differences = self._differences(found, env)
         if not differences:
             return []

@@ -83,8 +83,14 @@ class Settings(_Strict):
     region: str = Field(min_length=1)
     handler: str = Field(pattern=r"^[A-Za-z_][\w.]*$")
     auth: Literal["public", "authenticated"]
+    identity: Literal["none", "api-key", "google", "oidc"]
+    open_to_everyone: bool = False
+    # IAM members granted roles/run.invoker on a2a when it is authenticated ("user:...",
+    # "serviceAccount:...", "group:...", "domain:..."); the project's owners may always call.
+    invokers: tuple[str, ...] = ()
     retention_days: int = Field(ge=1)
     runtime_service_account: str = Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+    deliver_service_account: str = Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
     invoker_service_account: str = Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
     firestore_database: str
     firestore_location: str
@@ -95,6 +101,15 @@ class Settings(_Strict):
     queues: QueueSet
     secrets: dict[str, str] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("invokers")
+    @classmethod
+    def _members(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for member in value:
+            kind, _, name = member.partition(":")
+            if kind not in ("user", "serviceAccount", "group", "domain") or not name:
+                raise ValueError(f"{member!r}: expected user:, serviceAccount:, group: or domain:")
+        return value
 
     @field_validator("secrets")
     @classmethod
@@ -121,6 +136,45 @@ class Settings(_Strict):
     def invoker_email(self) -> str:
         return self.email(self.invoker_service_account)
 
+    def function_url(self, role: str) -> str:
+        """A gen2 function's cloudfunctions.net URL, known before it exists (its run.app URL
+        is learnt once it is deployed)."""
+        name = getattr(self.functions, role).name
+        return f"https://{self.region}-{self.project}.cloudfunctions.net/{name}"
+
+    @property
+    def deliver_email(self) -> str:
+        return self.email(self.deliver_service_account)
+
+    def check_access(self) -> None:
+        """Who may call the agent, checked before anything is deployed: never open to the
+        internet by default, and each identity mode with what it needs."""
+        if self.auth == "public" and self.identity == "none" and not self.open_to_everyone:
+            raise SettingsError(
+                "AUTH=public with IDENTITY=none lets anyone who finds the URL read, list and "
+                "cancel every task: use IDENTITY=api-key or IDENTITY=oidc for a public agent, "
+                "AUTH=authenticated (IAM) with IDENTITY=google, or, if the agent really is for "
+                "everyone, say so with OPEN_TO_EVERYONE=1"
+            )
+        if self.auth == "public" and self.identity == "google":
+            raise SettingsError(
+                "IDENTITY=google checks the Google ID tokens IAM lets through: deploy it with "
+                "AUTH=authenticated (and grant roles/run.invoker to your callers); a public "
+                "agent uses IDENTITY=api-key or IDENTITY=oidc"
+            )
+        configured = self.env.keys() | self.secrets.keys()
+        needs = {
+            "api-key": ("A2A_API_KEYS",),
+            "oidc": ("A2A_OIDC_ISSUER", "A2A_OIDC_AUDIENCE"),
+        }.get(self.identity, ())
+        missing = [name for name in needs if name not in configured]
+        if missing:
+            raise SettingsError(
+                f"IDENTITY={self.identity} needs {' and '.join(missing)} in infra/deploy.toml "
+                "([secrets] for A2A_API_KEYS, whose value is key hashes from `python -m "
+                "shared.identity new-key OWNER`; [env] for the others)"
+            )
+
 
 def variable_name(path: tuple[str, ...]) -> str:
     """The environment variable that overrides the setting at `path`."""
@@ -135,9 +189,10 @@ def load(path: Path = DEFAULT_FILE, environ: Mapping[str, str] | None = None) ->
         raise SettingsError(f"cannot read {path}: {error}") from error
     overridden = _apply_overrides(raw, environ or {}, ())
     try:
-        return Settings.model_validate(overridden)
+        settings = Settings.model_validate(overridden)
     except ValidationError as error:
         raise SettingsError(_explain(error)) from error
+    return settings
 
 
 def _apply_overrides(

@@ -2,14 +2,21 @@
 
 Card, SendMessage, GetTask, CancelTask, and SendStreamingMessage when the card says it streams.
 Each check prints one line; the first failure stops the run with what was sent and received.
+
+Credentials: an agent behind IAM (the default deploy) answers 401/403 without a Google ID
+token: then the smoke asks `gcloud auth print-identity-token` for one (or takes TOKEN=...) and
+tries again. An agent whose card asks for an API key gets API_KEY=... in the card's header.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import requests
@@ -31,18 +38,52 @@ class SmokeFailed(Exception):
     """A check failed; the message says which and what came back."""
 
 
+def identity_token(url: str, run: Callable[..., Any] = subprocess.run) -> str:
+    """A Google ID token of gcloud's account: for `url` when the account is a service account
+    (`--audiences` works only for those), else gcloud's own."""
+    for extra in ([f"--audiences={url}"], []):
+        try:
+            out = run(
+                ["gcloud", "auth", "print-identity-token", *extra],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+        except OSError:
+            break
+        if out.returncode == 0 and out.stdout.strip():
+            return str(out.stdout.strip())
+    raise SmokeFailed(
+        "the agent needs a Google ID token and `gcloud auth print-identity-token` printed none: "
+        "run `gcloud auth login`, or pass one with make smoke TOKEN=..."
+    )
+
+
 class Agent:
     """A deployed agent, reached through its card's JSON-RPC interface."""
 
-    def __init__(self, url: str, headers: dict[str, str], timeout: float) -> None:
+    def __init__(
+        self,
+        url: str,
+        headers: dict[str, str],
+        timeout: float,
+        token: Callable[[], str] | None = None,
+        api_key: str | None = None,
+    ) -> None:
         self.base = url.rstrip("/")
         self.session = requests.Session()
         self.session.headers.update({**headers, **VERSION})
         self.timeout = timeout
         self.endpoint = self.base
+        self._token = token  # where an ID token comes from when IAM asks for one
+        self._api_key = api_key
 
     def card(self) -> dict[str, Any]:
         response = self.session.get(self.base + CARD_PATH, timeout=self.timeout)
+        if response.status_code in (401, 403) and self._token and not self._authorized:
+            # Behind IAM even the card needs a Google ID token.
+            self.session.headers["Authorization"] = f"Bearer {self._token()}"
+            response = self.session.get(self.base + CARD_PATH, timeout=self.timeout)
         if response.status_code != 200:
             raise SmokeFailed(
                 f"GET {CARD_PATH}: HTTP {response.status_code}: {response.text[:300]}"
@@ -55,7 +96,28 @@ class Agent:
             and interface.get("protocolVersion") == "1.0"
         ]
         self.endpoint = interfaces[0]["url"] if interfaces else card.get("url", self.base)
+        self._credentials(card)
         return card
+
+    @property
+    def _authorized(self) -> bool:
+        return "Authorization" in self.session.headers
+
+    def _credentials(self, card: dict[str, Any]) -> None:
+        """What the card's security schemes ask for: an API key header, or a bearer token."""
+        for scheme in card.get("securitySchemes", {}).values():
+            api_key = scheme.get("apiKeySecurityScheme")
+            if api_key and api_key.get("location") == "header":
+                if not self._api_key:
+                    raise SmokeFailed(
+                        f"the card asks for an API key in the {api_key['name']} header: "
+                        "make smoke API_KEY=..."
+                    )
+                self.session.headers[api_key["name"]] = self._api_key
+            elif scheme.get("openIdConnectSecurityScheme") and not self._authorized:
+                if self._token is None:
+                    raise SmokeFailed("the card asks for a bearer token: make smoke TOKEN=...")
+                self.session.headers["Authorization"] = f"Bearer {self._token()}"
 
     def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """The JSON-RPC response (result or error) of one call."""
@@ -155,7 +217,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
     args = parser.parse_args(argv)
     headers = dict(item.split(":", 1) for item in args.header)
-    agent = Agent(args.url, {k.strip(): v.strip() for k, v in headers.items()}, args.timeout)
+    # From the environment, not the command line: credentials stay out of `ps`.
+    given = os.environ.get("TOKEN")
+    agent = Agent(
+        args.url,
+        {k.strip(): v.strip() for k, v in headers.items()},
+        args.timeout,
+        token=(lambda: given) if given else (lambda: identity_token(args.url)),
+        api_key=os.environ.get("API_KEY") or None,
+    )
     try:
         check(agent, args.text)
     except (SmokeFailed, requests.RequestException, KeyError, ValueError) as error:

@@ -19,6 +19,8 @@ load_handler_module) is the library's side. The module-level names the library r
 
 - `handle(ctx)`, required;
 - `SKILLS`, a list of Skill (the card's skills; default none);
+- `EXTENDED_SKILLS`, a list of Skill only signed-in callers see (the authenticated extended
+  card; needs an A2A_AUTH mode other than none);
 - `AGENT`, an AgentInfo (the card's identity; deploy settings may override its fields);
 - `LONG_RUNNING = True`: every turn runs on the worker, never inside the client's request.
 
@@ -66,7 +68,7 @@ __all__ = [
 ]
 
 # The module-level names of a handler module that the library reads.
-DECLARATIONS = ("handle", "SKILLS", "AGENT", "LONG_RUNNING")
+DECLARATIONS = ("handle", "SKILLS", "AGENT", "LONG_RUNNING", "EXTENDED_SKILLS")
 
 
 @dataclass(frozen=True)
@@ -281,6 +283,8 @@ class HandlerModule:
     skills: tuple[Skill, ...]
     # `LONG_RUNNING = True` in the module: every turn runs on the worker, never in the request.
     long_running: bool = False
+    # Skills only authenticated callers see, in the extended card.
+    extended_skills: tuple[Skill, ...] = ()
 
 
 class HandlerModuleError(ValueError):
@@ -311,8 +315,16 @@ def load_handler_module(name: str) -> HandlerModule:
     long_running = getattr(module, "LONG_RUNNING", False)
     if not isinstance(long_running, bool):
         raise HandlerModuleError(f"A2A_HANDLER={name!r}: LONG_RUNNING must be True or False.")
+    extended = tuple(getattr(module, "EXTENDED_SKILLS", ()))
+    if not all(isinstance(s, Skill) for s in extended):
+        raise HandlerModuleError(f"A2A_HANDLER={name!r}: EXTENDED_SKILLS must be a list of Skill.")
     return HandlerModule(
-        name=name, handle=handle, info=info, skills=skills, long_running=long_running
+        name=name,
+        handle=handle,
+        info=info,
+        skills=skills,
+        long_running=long_running,
+        extended_skills=extended,
     )
 
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from shared.agent import HandlerModule, load_handler_module
 from shared.bindings.http import HttpApp
 from shared.bindings.queue_target import QueueTargetApp
-from shared.card import AgentCard, card_template
-from shared.identity import Authenticator
+from shared.card import AgentCard, card_template, extended_skills
+from shared.identity import Anonymous, Authenticator
 from shared.ports import PushConfigStore, TaskQueue, TaskStore
 from shared.push_delivery import Deliverer, PushNotifier
 from shared.push_signing import NotificationSigner
@@ -147,6 +147,41 @@ def _verifier(settings: Settings) -> TokenVerifier:
     return GoogleTokens(settings.tasks_service_account)
 
 
+def _authenticator(settings: Settings) -> Authenticator:
+    """Who may call `a2a` (A2A_AUTH); a mode's module is imported only when chosen."""
+    if settings.auth == "api-key":
+        from shared.identity.api_key import ApiKeys
+
+        return ApiKeys(settings.api_keys, settings.api_key_header)
+    if settings.auth == "google":
+        from shared.identity.google import GoogleIdTokens
+
+        return GoogleIdTokens(settings.google_audiences)
+    if settings.auth == "oidc":
+        from shared.identity.oidc import OidcTokens
+
+        assert settings.oidc_issuer and settings.oidc_audience  # Settings.from_env checked
+        return OidcTokens(
+            settings.oidc_issuer,
+            settings.oidc_audience,
+            owner_claim=settings.oidc_owner_claim,
+            required_scopes=settings.oidc_required_scopes,
+        )
+    return Anonymous()
+
+
+def _own_url(settings: Settings, name: str, url: str | None) -> str | None:
+    """A Cloud Tasks target's own URL, the audience of the tokens it accepts: fixed at deploy
+    time, never read from a request's Host header (only the local emulator goes without)."""
+    if url is None and not settings.tasks_emulator_host:
+        variable = "A2A_WORKER_URL" if name == "worker" else "A2A_DELIVER_URL"
+        raise SettingsError(
+            f"the {name} needs {variable}, its own URL: Cloud Tasks' tokens must be addressed "
+            "to it (make deploy sets it once the function exists)"
+        )
+    return url
+
+
 def _card_time(module: HandlerModule) -> datetime:
     """The handler module's file time: the same on every instance of one deployment."""
     path = getattr(sys.modules.get(module.name), "__file__", None)
@@ -185,9 +220,12 @@ def build(settings: Settings | None = None, store: TaskStore | None = None) -> H
         max_push_configs=settings.max_push_configs_per_task,
     )
     card = AgentCard(
-        card_template(module, settings), _card_time(module), hybrid=settings.card_style == "hybrid"
+        card_template(module, settings),
+        _card_time(module),
+        hybrid=settings.card_style == "hybrid",
+        extended_skills=extended_skills(module, settings),
     )
-    app = HttpApp(service, card, Authenticator(settings), settings, _signer(settings, module))
+    app = HttpApp(service, card, _authenticator(settings), settings, _signer(settings, module))
     app.closers.append(work_queue.close)
     if tasks.push_queue is not None:
         app.closers.append(tasks.push_queue.close)
@@ -210,7 +248,7 @@ def build_worker(
         "worker",
         worker.deliver,
         _verifier(settings),
-        url=settings.worker_url,
+        url=_own_url(settings, "worker", settings.worker_url),
         max_attempts=settings.work_max_attempts,
     )
 
@@ -230,6 +268,6 @@ def build_deliver(
         "deliver",
         deliverer.deliver,
         _verifier(settings),
-        url=settings.deliver_url,
+        url=_own_url(settings, "deliver", settings.deliver_url),
         max_attempts=settings.push_max_attempts,
     )

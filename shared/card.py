@@ -4,6 +4,10 @@ One document serves every client version, as the official SDK does: the v1.0 fie
 (`supportedInterfaces`, ...) beside the v0.3 ones (`url`, `preferredTransport`,
 `protocolVersion`, `additionalInterfaces`). It claims only what this deployment does.
 Only the URL depends on the request (so it is right behind a proxy); the rest is cached.
+
+It says who may call: the security scheme of the identity mode (A2A_AUTH) and the requirement
+to use it, in each version's form. With skills for signed-in callers only (EXTENDED_SKILLS)
+and an identity mode, it announces the authenticated extended card, which adds those skills.
 """
 
 from __future__ import annotations
@@ -16,11 +20,59 @@ from email.utils import format_datetime, parsedate_to_datetime
 from typing import Any
 
 from shared.agent import HandlerModule, Skill
+from shared.identity import discovery_url
 from shared.settings import Settings
 
 # The interfaces this deployment serves, most preferred first (the v1.0 card's order). All
 # share the base URL: the HTTP+JSON binding's paths (/message:send, /tasks/...) hang off it.
 INTERFACES = (("JSONRPC", "1.0"), ("JSONRPC", "0.3"), ("HTTP+JSON", "1.0"))
+GOOGLE_DISCOVERY = "https://accounts.google.com/.well-known/openid-configuration"
+
+
+@dataclass(frozen=True)
+class Security:
+    """The identity mode's scheme as the card names it, in each version's form."""
+
+    name: str
+    v1_0: dict[str, Any]  # the v1.0 oneof: {"apiKeySecurityScheme": {...}}
+    v0_3: dict[str, Any]  # OpenAPI style: {"type": "apiKey", ...}
+    scopes: list[str]
+
+
+def security(settings: Settings) -> Security | None:
+    """What a caller must send, by mode; None for `none` (nothing to send)."""
+    if settings.auth == "api-key":
+        header = settings.api_key_header
+        text = f"Send your API key in the {header} header."
+        return Security(
+            "apiKey",
+            {"apiKeySecurityScheme": {"location": "header", "name": header, "description": text}},
+            {"type": "apiKey", "in": "header", "name": header, "description": text},
+            [],
+        )
+    if settings.auth == "google":
+        name, url, scopes = "google", GOOGLE_DISCOVERY, ["openid", "email"]
+        text = (
+            f"A Google-signed ID token for {' or '.join(settings.google_audiences)} in "
+            "Authorization: Bearer "
+            "(gcloud auth print-identity-token, or a service account's ID token)."
+        )
+    elif settings.auth == "oidc":
+        assert settings.oidc_issuer  # Settings.from_env checked
+        name, url = "oidc", discovery_url(settings.oidc_issuer)
+        scopes = list(settings.oidc_required_scopes)
+        text = (
+            f"An ID token of {settings.oidc_issuer} for audience {settings.oidc_audience} "
+            "in Authorization: Bearer."
+        )
+    else:
+        return None
+    return Security(
+        name,
+        {"openIdConnectSecurityScheme": {"openIdConnectUrl": url, "description": text}},
+        {"type": "openIdConnect", "openIdConnectUrl": url, "description": text},
+        scopes,
+    )
 
 
 def _skill(skill: Skill) -> dict[str, Any]:
@@ -58,13 +110,30 @@ def card_template(module: HandlerModule, settings: Settings) -> dict[str, Any]:
         }
     if settings.documentation_url:
         card["documentationUrl"] = settings.documentation_url
-    if settings.auth == "api-key":
-        header = settings.api_key_header
+    scheme = security(settings)
+    if scheme is not None:
+        hybrid = settings.card_style == "hybrid"
+        # Hybrid, as the official SDK: each scheme carries both versions' members (a reader
+        # takes its own and ignores the other), beside v1.0's and v0.3's requirement lists.
         card["securitySchemes"] = {
-            "apiKey": {"apiKeySecurityScheme": {"location": "header", "name": header}}
+            scheme.name: {**scheme.v0_3, **scheme.v1_0} if hybrid else scheme.v1_0
         }
-        card["securityRequirements"] = [{"schemes": {"apiKey": {"list": []}}}]
+        card["securityRequirements"] = [{"schemes": {scheme.name: {"list": scheme.scopes}}}]
+        if hybrid:
+            card["security"] = [{scheme.name: scheme.scopes}]
+        if module.extended_skills:
+            card["capabilities"]["extendedAgentCard"] = True
+            if hybrid:
+                card["supportsAuthenticatedExtendedCard"] = True
     return card
+
+
+def extended_skills(module: HandlerModule, settings: Settings) -> list[dict[str, Any]] | None:
+    """The skills the extended card adds; None when there is no extended card (no such
+    skills, or no identity mode to tell signed-in callers apart)."""
+    if not module.extended_skills or settings.auth == "none":
+        return None
+    return [_skill(s) for s in module.extended_skills]
 
 
 @dataclass(frozen=True)
@@ -95,10 +164,16 @@ class AgentCard:
     """The card for a given public URL, rendered once per URL and kept."""
 
     def __init__(
-        self, template: dict[str, Any], last_modified: datetime, *, hybrid: bool = True
+        self,
+        template: dict[str, Any],
+        last_modified: datetime,
+        *,
+        hybrid: bool = True,
+        extended_skills: list[dict[str, Any]] | None = None,
     ) -> None:
         self._template = template
         self._hybrid = hybrid
+        self._extended_skills = extended_skills
         # HTTP dates have whole seconds; compare like with like.
         self._last_modified = last_modified.astimezone(UTC).replace(microsecond=0)
         self._rendered: dict[str, CardDocument] = {}
@@ -108,21 +183,35 @@ class AgentCard:
         caps: dict[str, Any] = self._template["capabilities"]
         return caps
 
+    @property
+    def has_extended(self) -> bool:
+        return self._extended_skills is not None
+
+    def extended(self, url: str) -> dict[str, Any]:
+        """The authenticated extended card: the public one with the signed-in callers' skills."""
+        card = self._card(url)
+        card["skills"] = [*card["skills"], *(self._extended_skills or ())]
+        return card
+
+    def _card(self, url: str) -> dict[str, Any]:
+        card = dict(self._template)
+        card["supportedInterfaces"] = [
+            {"url": url, "protocolBinding": binding, "protocolVersion": version}
+            for binding, version in INTERFACES
+        ]
+        if self._hybrid:
+            # v0.3 readers: the interfaces that speak 0.3. HTTP+JSON is served in its 1.0
+            # form only (no /v1 paths), so a v0.3 reader is not pointed at it.
+            card["protocolVersion"] = "0.3.0"
+            card["url"] = url
+            card["preferredTransport"] = INTERFACES[0][0]
+            card["additionalInterfaces"] = [{"url": url, "transport": "JSONRPC"}]
+        return card
+
     def document(self, url: str) -> CardDocument:
         found = self._rendered.get(url)
         if found is None:
-            card = dict(self._template)
-            card["supportedInterfaces"] = [
-                {"url": url, "protocolBinding": binding, "protocolVersion": version}
-                for binding, version in INTERFACES
-            ]
-            if self._hybrid:
-                # v0.3 readers: the interfaces that speak 0.3. HTTP+JSON is served in its 1.0
-                # form only (no /v1 paths), so a v0.3 reader is not pointed at it.
-                card["protocolVersion"] = "0.3.0"
-                card["url"] = url
-                card["preferredTransport"] = INTERFACES[0][0]
-                card["additionalInterfaces"] = [{"url": url, "transport": "JSONRPC"}]
+            card = self._card(url)
             body = json.dumps(card, separators=(",", ":")).encode()
             etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
             found = CardDocument(body, etag, self._last_modified)

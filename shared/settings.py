@@ -27,6 +27,11 @@ ENVIRONMENT = {
     "auth": "A2A_AUTH",
     "api_keys": "A2A_API_KEYS",
     "api_key_header": "A2A_API_KEY_HEADER",
+    "audience": "A2A_AUDIENCE",
+    "oidc_issuer": "A2A_OIDC_ISSUER",
+    "oidc_audience": "A2A_OIDC_AUDIENCE",
+    "oidc_owner_claim": "A2A_OIDC_OWNER_CLAIM",
+    "oidc_required_scopes": "A2A_OIDC_REQUIRED_SCOPES",
     "max_body_bytes": "A2A_MAX_BODY_BYTES",
     "commit_interval": "A2A_COMMIT_INTERVAL_SECONDS",
     "card_max_age": "A2A_CARD_MAX_AGE_SECONDS",
@@ -77,9 +82,18 @@ class Settings(BaseModel):
     provider_organization: str | None = None
     provider_url: str | None = None
     documentation_url: str | None = None
-    auth: Literal["none", "api-key"] = "none"
-    api_keys: dict[str, str] = Field(default_factory=dict)  # key -> owner
-    api_key_header: str = "X-API-Key"
+    # Who may call (shared.identity): none (local development: one owner for all), api-key,
+    # google (Google-signed ID tokens) or oidc (any OpenID Connect issuer).
+    auth: Literal["none", "api-key", "google", "oidc"] = "none"
+    # sha256:<hex> -> owner, from `owner:sha256:<hex>,...`; hashes only, and kept out of repr.
+    api_keys: dict[str, str] = Field(default_factory=dict, repr=False)
+    api_key_header: str = Field(default="X-API-Key", pattern=r"^[A-Za-z0-9-]{1,64}$")
+    # What Google ID tokens may be addressed to (google mode), besides A2A_PUBLIC_URL.
+    audience: tuple[str, ...] = ()
+    oidc_issuer: str | None = None
+    oidc_audience: str | None = None
+    oidc_owner_claim: str = Field(default="sub", min_length=1)
+    oidc_required_scopes: tuple[str, ...] = ()
     max_body_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
     commit_interval: float = Field(default=0.25, gt=0)
     card_max_age: int = Field(default=300, ge=0)
@@ -160,25 +174,38 @@ class Settings(BaseModel):
     def stream_limit(self) -> int:
         return self.max_streams or max(self.threads - 2, 1)
 
+    @property
+    def google_audiences(self) -> tuple[str, ...]:
+        """The audiences Google ID tokens may have (A2A_AUTH=google): fixed at deploy time."""
+        return self.audience + ((self.public_url,) if self.public_url else ())
+
     @field_validator("api_keys", mode="before")
     @classmethod
     def _parse_keys(cls, value: object) -> object:
-        """`owner:key,owner2:key2` -> {key: owner}."""
-        if not isinstance(value, str):
-            return value
-        keys: dict[str, str] = {}
-        for item in filter(None, (i.strip() for i in value.split(","))):
-            owner, sep, key = item.partition(":")
-            if not sep or not owner or not key:
-                raise ValueError("expected owner:key pairs separated by commas")
-            keys[key] = owner
-        return keys
+        """`owner:sha256:<hex>,...` -> {sha256:<hex>: owner}."""
+        from shared.identity.api_key import parse
 
-    @field_validator("push_allowed_hosts", mode="before")
-    @classmethod
-    def _parse_hosts(cls, value: object) -> object:
         if isinstance(value, str):
-            return tuple(h.strip() for h in value.split(",") if h.strip())
+            return parse(value)
+        if isinstance(value, dict):
+            parse(",".join(f"{owner}:{digest}" for digest, owner in value.items()))
+        return value
+
+    @field_validator("oidc_issuer")
+    @classmethod
+    def _issuer_url(cls, value: str | None) -> str | None:
+        if value is None or value.startswith("https://"):
+            return value
+        host = value.removeprefix("http://").split("/")[0].rsplit(":", 1)[0]
+        if value.startswith("http://") and host in ("127.0.0.1", "localhost", "[::1]"):
+            return value  # an issuer on this machine, in development
+        raise ValueError("the issuer must be an https:// URL (as in its tokens' iss claim)")
+
+    @field_validator("push_allowed_hosts", "oidc_required_scopes", "audience", mode="before")
+    @classmethod
+    def _parse_list(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(h.strip() for h in value.replace(" ", ",").split(",") if h.strip())
         return value
 
     @classmethod
@@ -200,8 +227,12 @@ class Settings(BaseModel):
                 for e in exc.errors()
             )
             raise SettingsError(f"invalid settings: {problems}") from None
-        if settings.auth == "api-key" and not settings.api_keys:
-            raise SettingsError("A2A_AUTH=api-key needs A2A_API_KEYS=owner:key[,owner:key]")
+        _check_identity(settings)
+        if settings.tasks_emulator_host and environ.get("K_SERVICE"):
+            raise SettingsError(
+                "CLOUD_TASKS_EMULATOR_HOST is set on Cloud Run (K_SERVICE is set): the worker "
+                "would accept tokens signed with a shared secret instead of Google's; unset it"
+            )
         if settings.worker_url is not None:
             if settings.backend != "firestore":
                 raise SettingsError(
@@ -222,3 +253,26 @@ class Settings(BaseModel):
                     "e-mail Cloud Tasks signs its OIDC token to the worker as"
                 )
         return settings
+
+
+def _check_identity(settings: Settings) -> None:
+    """Each identity mode's own settings are there (shared.identity)."""
+    if settings.auth == "api-key" and not settings.api_keys:
+        raise SettingsError(
+            "A2A_AUTH=api-key needs A2A_API_KEYS=owner:sha256:<hex>[,...]; make an entry with "
+            "`python -m shared.identity new-key OWNER`"
+        )
+    if settings.auth == "google" and not settings.google_audiences:
+        raise SettingsError(
+            "A2A_AUTH=google needs A2A_AUDIENCE (or A2A_PUBLIC_URL): the URL callers mint "
+            "their ID tokens for (make deploy sets it to the function's URL)"
+        )
+    if settings.auth == "oidc":
+        missing = [
+            ENVIRONMENT[f] for f in ("oidc_issuer", "oidc_audience") if not getattr(settings, f)
+        ]
+        if missing:
+            raise SettingsError(
+                f"A2A_AUTH=oidc needs {' and '.join(missing)}: the issuer's URL (its tokens' "
+                "iss) and the audience its tokens are minted for (their aud)"
+            )

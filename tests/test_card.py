@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from shared.identity.api_key import hashed
 from tests.conftest import Client
 
 PATHS = ["/.well-known/agent-card.json", "/.well-known/agent.json", "/.well-known/agent-card"]
@@ -100,13 +102,137 @@ def test_card_changes_its_etag_with_its_content(make_client: Any) -> None:
     assert a != b
 
 
-def test_api_key_scheme_is_advertised_when_enforced(make_client: Any) -> None:
-    card = make_client(auth="api-key", api_keys={"k1": "alice"}).http.get(PATHS[0]).get_json()
-    assert card["securitySchemes"] == {
-        "apiKey": {"apiKeySecurityScheme": {"location": "header", "name": "X-API-Key"}}
-    }
-    assert card["securityRequirements"] == [{"schemes": {"apiKey": {"list": []}}}]
+GOOGLE = "https://accounts.google.com/.well-known/openid-configuration"
+AUDIENCE = "https://us-central1-demo.cloudfunctions.net/a2a"
+MODES: dict[str, dict[str, Any]] = {
+    "api-key": {"auth": "api-key", "api_keys": {hashed("k1"): "alice"}},
+    "google": {"auth": "google", "audience": (AUDIENCE,)},
+    "oidc": {
+        "auth": "oidc",
+        "oidc_issuer": "https://idp.example",
+        "oidc_audience": "agent",
+        "oidc_required_scopes": ("a2a.call",),
+    },
+}
+# mode -> (scheme name, v1.0 member, its fields, v0.3 fields, scopes)
+SCHEMES: dict[str, tuple[str, str, dict[str, str], dict[str, str], list[str]]] = {
+    "api-key": (
+        "apiKey",
+        "apiKeySecurityScheme",
+        {"location": "header", "name": "X-API-Key"},
+        {"type": "apiKey", "in": "header", "name": "X-API-Key"},
+        [],
+    ),
+    "google": (
+        "google",
+        "openIdConnectSecurityScheme",
+        {"openIdConnectUrl": GOOGLE},
+        {"type": "openIdConnect", "openIdConnectUrl": GOOGLE},
+        ["openid", "email"],
+    ),
+    "oidc": (
+        "oidc",
+        "openIdConnectSecurityScheme",
+        {"openIdConnectUrl": "https://idp.example/.well-known/openid-configuration"},
+        {
+            "type": "openIdConnect",
+            "openIdConnectUrl": "https://idp.example/.well-known/openid-configuration",
+        },
+        ["a2a.call"],
+    ),
+}
 
 
-def test_post_to_card_is_refused(client: Client) -> None:
-    assert client.http.post(PATHS[0]).status_code == 405
+@pytest.mark.parametrize("style", ["hybrid", "v1"])
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_the_card_names_the_modes_scheme_in_each_style(
+    make_client: Any, mode: str, style: str
+) -> None:
+    card = make_client(card_style=style, **MODES[mode]).http.get(PATHS[0]).get_json()
+    name, member, fields, v03, scopes = SCHEMES[mode]
+    scheme = card["securitySchemes"][name]
+    assert list(card["securitySchemes"]) == [name]
+    assert scheme[member].items() >= fields.items()
+    assert scheme[member]["description"]  # says what to send
+    assert card["securityRequirements"] == [{"schemes": {name: {"list": scopes}}}]
+    if style == "hybrid":  # v0.3 readers find their own members beside v1.0's
+        assert scheme.items() >= v03.items()
+        assert card["security"] == [{name: scopes}]
+    else:  # the strict v1.0 card: nothing of v0.3
+        assert list(scheme) == [member]
+        assert "security" not in card
+    assert "extendedAgentCard" not in card["capabilities"]  # the sample has no such skills
+
+
+@pytest.mark.parametrize("style", ["hybrid", "v1"])
+def test_no_auth_means_no_scheme(make_client: Any, style: str) -> None:
+    card = make_client(card_style=style).http.get(PATHS[0]).get_json()
+    assert not {"securitySchemes", "securityRequirements", "security"} & card.keys()
+
+
+KEY = {"X-API-Key": "k1"}
+MEMBERS = "tests.handlers.members"
+
+
+@pytest.mark.parametrize("style", ["hybrid", "v1"])
+def test_the_public_card_announces_the_extended_card(make_client: Any, style: str) -> None:
+    client = make_client(handler=MEMBERS, card_style=style, **MODES["api-key"])
+    card = client.http.get(PATHS[0]).get_json()
+    assert card["capabilities"]["extendedAgentCard"] is True
+    assert card.get("supportsAuthenticatedExtendedCard") is (True if style == "hybrid" else None)
+    assert [s["id"] for s in card["skills"]] == ["hello"]  # the public card keeps it private
+
+
+def test_the_extended_card_adds_the_members_skills_in_every_binding(make_client: Any) -> None:
+    client = make_client(handler=MEMBERS, **MODES["api-key"])
+    public = client.http.get(PATHS[0]).get_json()
+    answers = [
+        client.result("GetExtendedAgentCard", {}, version="1.0", headers=KEY),
+        client.result("agent/getAuthenticatedExtendedCard", headers=KEY),
+        client.http.get("/extendedAgentCard", headers={**KEY, "A2A-Version": "1.0"}).get_json(),
+    ]
+    for card in answers:
+        assert [s["id"] for s in card["skills"]] == ["hello", "vault"]
+        assert {k: v for k, v in card.items() if k != "skills"} == {
+            k: v for k, v in public.items() if k != "skills"
+        }
+    # Behind a proxy, its URLs are the ones the caller used.
+    proxied = client.result(
+        "GetExtendedAgentCard",
+        {},
+        version="1.0",
+        headers={**KEY, "X-Forwarded-Host": "agent.example", "X-Forwarded-Proto": "https"},
+    )
+    assert proxied["supportedInterfaces"][0]["url"] == "https://agent.example/"
+
+
+def test_the_extended_card_is_refused_without_credentials(make_client: Any) -> None:
+    client = make_client(handler=MEMBERS, **MODES["api-key"])
+    for headers in ({}, {"X-API-Key": "wrong"}):
+        response = client.http.get("/extendedAgentCard", headers=headers)
+        assert response.status_code == 401
+        assert response.headers["WWW-Authenticate"] == 'ApiKey header="X-API-Key"'
+        assert "vault" not in response.get_data(as_text=True)
+        rpc = client.post({"jsonrpc": "2.0", "id": 1, "method": "GetExtendedAgentCard"}, headers)
+        assert rpc.status_code == 401 and "vault" not in rpc.get_data(as_text=True)
+
+
+@pytest.mark.parametrize(
+    ("handler", "settings"),
+    [(MEMBERS, {}), ("functions.handlers.sample", MODES["api-key"])],
+)
+def test_without_auth_or_members_skills_there_is_no_extended_card(
+    make_client: Any, handler: str, settings: dict[str, Any]
+) -> None:
+    client = make_client(handler=handler, **settings)
+    card = client.http.get(PATHS[0]).get_json()
+    assert "extendedAgentCard" not in card["capabilities"]
+    assert "supportsAuthenticatedExtendedCard" not in card
+    assert "vault" not in json.dumps(card)
+    headers = KEY if settings else {}
+    error = client.error("GetExtendedAgentCard", {}, version="1.0", headers=headers)
+    assert error["code"] == -32004
+    assert client.error("agent/getAuthenticatedExtendedCard", headers=headers)["code"] == -32004
+    rest = client.http.get("/extendedAgentCard", headers={**headers, "A2A-Version": "1.0"})
+    assert rest.status_code == 400
+    assert rest.get_json()["error"]["details"][0]["reason"] == "UNSUPPORTED_OPERATION"

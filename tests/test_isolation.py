@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from shared.app import build
+from shared.identity.api_key import hashed
 from shared.model import new_id
 from shared.ports import TaskStore
 from shared.settings import Settings
@@ -28,7 +29,7 @@ OWNER_A, OWNER_B = "owner-a", "owner-b"
 def two_owners() -> tuple[dict[str, Any], dict[str, str], dict[str, str]]:
     """The settings that make two owners, and the headers each one sends: the one place that
     says how a caller becomes an owner here."""
-    settings = {"auth": "api-key", "api_keys": {"key-a": OWNER_A, "key-b": OWNER_B}}
+    settings = {"auth": "api-key", "api_keys": {hashed("key-a"): OWNER_A, hashed("key-b"): OWNER_B}}
     return settings, {"X-API-Key": "key-a"}, {"X-API-Key": "key-b"}
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from shared.identity.api_key import hashed
 from shared.push_url import PushURLRefused, check_push_url
 from tests.conftest import Client
 from tests.test_ids import text_id
@@ -176,7 +177,7 @@ def test_several_configs_and_owner_scoping(make_client: Any) -> None:
         push_notifications=True,
         push_allowed_hosts=("hooks.example.com",),
         auth="api-key",
-        api_keys={"ka": "alice", "kb": "bob"},
+        api_keys={hashed("ka"): "alice", hashed("kb"): "bob"},
     )
     task_id = new_task(app, **{"X-API-Key": "ka"})
     for n in range(3):

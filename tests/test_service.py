@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from shared.app import build
+from shared.identity.api_key import hashed
 from shared.model import Event, Task, TaskState, utc_now
 from shared.ports import Lease, StoredTask
 from shared.settings import Settings
@@ -220,7 +221,7 @@ def test_page_token_is_bound_to_its_filters(client: Client) -> None:
 
 
 def test_owners_see_only_their_tasks(make_client: Any) -> None:
-    app = make_client(auth="api-key", api_keys={"key-a": "alice", "key-b": "bob"})
+    app = make_client(auth="api-key", api_keys={hashed("key-a"): "alice", hashed("key-b"): "bob"})
     alice = {"X-API-Key": "key-a"}
     bob = {"X-API-Key": "key-b"}
     params = {"message": {"role": "ROLE_USER", "parts": [{"text": "new phone"}], "messageId": "a"}}
@@ -243,7 +244,7 @@ def test_owners_see_only_their_tasks(make_client: Any) -> None:
 
 
 def test_missing_or_wrong_api_key_is_401(make_client: Any) -> None:
-    app = make_client(auth="api-key", api_keys={"key-a": "alice"})
+    app = make_client(auth="api-key", api_keys={hashed("key-a"): "alice"})
     for headers in ({}, {"X-API-Key": "wrong"}):
         response = app.post(
             {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}, headers

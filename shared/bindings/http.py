@@ -10,6 +10,8 @@ HTML page or a traceback).
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +21,8 @@ from shared import streaming
 from shared.bindings import jsonrpc, operations, rest, sse
 from shared.bindings.json_http import JSON, json_response
 from shared.card import AgentCard
+from shared.dialects.base import Dialect
+from shared.dialects.registry import METHODS
 from shared.dialects.v0_3 import V03
 from shared.errors import (
     A2AError,
@@ -37,12 +41,37 @@ CARD_PATHS = frozenset(
 )
 
 
-def _rpc_error(error: A2AError, status: int = 200) -> flask.Response:
+def _rpc_error(
+    error: A2AError, status: int = 200, dialect: Dialect = V03, request_id: Any = None
+) -> flask.Response:
     body: dict[str, Any] = {"code": error.code, "message": error.message}
-    data = V03.error_data(error)
+    data = dialect.error_data(error)
     if data:
         body["data"] = data
-    return json_response({"jsonrpc": "2.0", "id": None, "error": body}, status)
+    return json_response({"jsonrpc": "2.0", "id": request_id, "error": body}, status)
+
+
+def _caller(body: bytes) -> tuple[Dialect, Any]:
+    """The dialect and id of a JSON-RPC request refused before it is run (the method names
+    the dialect; anything unreadable gets v0.3's shape and no id)."""
+    try:
+        envelope = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return V03, None
+    if not isinstance(envelope, dict):
+        return V03, None
+    method, request_id = envelope.get("method"), envelope.get("id")
+    found = METHODS.get(method) if isinstance(method, str) else None
+    usable = isinstance(request_id, str | int) and not isinstance(request_id, bool)
+    return (found[1] if found else V03), (request_id if usable else None)
+
+
+class _Unauthenticated(UnauthenticatedError):
+    """No valid credentials, with the WWW-Authenticate challenge of the identity mode."""
+
+    def __init__(self, detail: str, challenge: str) -> None:
+        super().__init__(detail)
+        self.challenge = challenge
 
 
 def _rest_error(error: A2AError) -> flask.Response:
@@ -140,10 +169,14 @@ class HttpApp:
     def _rpc(self, request: flask.Request) -> flask.Response:
         try:
             body = self._body(request)
+        except PayloadTooLargeError as error:
+            return _rpc_error(error, error.http_status)
+        try:
             principal = self._authenticate(request)
-        except (PayloadTooLargeError, UnauthenticatedError) as error:
-            return self._refused(_rpc_error(error, error.http_status), error)
-        call = operations.Call(self.service, principal, self.streams, _last_event_id(request))
+        except UnauthenticatedError as error:
+            dialect, request_id = _caller(body)
+            return self._refused(_rpc_error(error, error.http_status, dialect, request_id), error)
+        call = self._call(request, principal)
         answer = jsonrpc.dispatch(
             body,
             call=call,
@@ -164,7 +197,7 @@ class HttpApp:
             principal = self._authenticate(request)
         except (PayloadTooLargeError, UnauthenticatedError) as error:
             return self._refused(_rest_error(error), error)
-        call = operations.Call(self.service, principal, self.streams, _last_event_id(request))
+        call = self._call(request, principal)
         try:
             answer = rest.dispatch(
                 route,
@@ -183,6 +216,16 @@ class HttpApp:
             {} if answer is None else answer
         )  # a delete answers google.protobuf.Empty
 
+    def _call(self, request: flask.Request, principal: Principal) -> operations.Call:
+        """What an operation gets: the caller and, when the agent has one, its extended card
+        at the URL this caller reaches us by."""
+        extended = None
+        if self.card.has_extended:
+            extended = functools.partial(self.card.extended, self.public_url(request))
+        return operations.Call(
+            self.service, principal, self.streams, _last_event_id(request), extended
+        )
+
     def _body(self, request: flask.Request) -> bytes:
         limit = self.settings.max_body_bytes
         if request.content_length is not None and request.content_length > limit:
@@ -199,12 +242,12 @@ class HttpApp:
         try:
             return self.authenticator.authenticate(request.headers.get)
         except AuthenticationError as exc:
-            raise UnauthenticatedError(f"authentication required: {exc}") from None
+            raise _Unauthenticated(f"authentication required: {exc}", exc.challenge) from None
 
     def _refused(self, response: flask.Response, error: A2AError) -> flask.Response:
         """A request refused before any work; an unauthenticated one says what to send."""
-        if isinstance(error, UnauthenticatedError):
-            response.headers["WWW-Authenticate"] = f'ApiKey header="{self.authenticator.header}"'
+        if isinstance(error, _Unauthenticated):
+            response.headers["WWW-Authenticate"] = error.challenge
         return response
 
     def _seed_sse(self, request: flask.Request) -> flask.Response:
@@ -215,7 +258,7 @@ class HttpApp:
             principal = self._authenticate(request)
         except UnauthenticatedError as error:
             return self._refused(_rpc_error(error, error.http_status), error)
-        call = operations.Call(self.service, principal, self.streams, _last_event_id(request))
+        call = self._call(request, principal)
         try:
             task_id = request.args.get("taskId") or request.args.get("id")
             if not task_id:

@@ -20,7 +20,7 @@ from shared.dialects.base import Dialect
 from shared.dialects.decode import WireFields
 from shared.dialects.registry import BY_NAME
 from shared.dialects.v0_3 import V03, V03_LEGACY
-from shared.errors import A2AError, UnsupportedOperationError
+from shared.errors import A2AError, UnauthenticatedError, UnsupportedOperationError
 from shared.identity import Principal
 from shared.service import A2AService, view
 
@@ -33,6 +33,8 @@ class Call:
     principal: Principal
     streams: streaming.StreamPolicy
     last_event_id: str | None = None  # the Last-Event-ID header (or its query equivalent)
+    # The authenticated extended card for this request's URL (None: the agent has none).
+    extended_card: Callable[[], dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -173,7 +175,15 @@ def _push_verbless(call: Call, params: Mapping[str, Any], dialect: Dialect) -> A
 
 
 def _extended_card(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
-    raise UnsupportedOperationError("this agent has no extended agent card")
+    """The card with the skills only signed-in callers see; the same card in every dialect
+    (the hybrid card is read by v1.0 and v0.3 clients alike)."""
+    if call.extended_card is None:
+        raise UnsupportedOperationError(
+            "this agent has no extended agent card (its card does not announce one)"
+        )
+    if not call.principal.authenticated:
+        raise UnauthenticatedError("the extended agent card is for authenticated callers")
+    return call.extended_card()
 
 
 OPERATIONS: dict[str, Operation] = {

@@ -36,7 +36,8 @@ class QueueTargetApp:
         url: str | None,
         max_attempts: int,
     ) -> None:
-        """`url` is the target's own URL (the audience of its tokens), when known."""
+        """`url` is the target's own URL (the audience of its tokens); None only with the
+        local Cloud Tasks emulator (shared.app refuses it otherwise)."""
         self.name = name
         self.target = target
         self._verifier = verifier
@@ -74,8 +75,8 @@ class QueueTargetApp:
         return json_response({"outcome": outcome.value}, 200 if outcome.accepted else 503)
 
     def _audience(self, request: flask.Request) -> str:
-        """The URL Cloud Tasks addresses its tokens to: the configured one, else this
-        request's (the deploy cannot tell a function its own URL before it exists)."""
+        """The URL Cloud Tasks addresses its tokens to: the configured one; with the local
+        emulator (whose tokens are signed with a shared secret) this request's."""
         if self._url:
             return self._url
         proto = request.headers.get("X-Forwarded-Proto", request.scheme).split(",")[0].strip()

@@ -10,6 +10,7 @@ import pytest
 import requests
 from werkzeug.test import TestResponse
 
+from shared.identity.api_key import hashed
 from tests import sse
 from tests.conftest import Client, Server
 from tests.test_ids import text_id
@@ -258,7 +259,7 @@ def test_body_size_limit(make_client: Any) -> None:
 
 
 def test_authentication(make_client: Any) -> None:
-    guarded = make_client(auth="api-key", api_keys={"k1": "alice", "k2": "bob"})
+    guarded = make_client(auth="api-key", api_keys={hashed("k1"): "alice", hashed("k2"): "bob"})
     refused = post(guarded, "/message:send", {"message": message("hello")})
     failed(refused, 401, "UNAUTHENTICATED", "INVALID_REQUEST")
     assert refused.headers["WWW-Authenticate"] == 'ApiKey header="X-API-Key"'

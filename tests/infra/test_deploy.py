@@ -64,7 +64,11 @@ def test_first_run_creates_everything_in_order(
     assert "A2A_DELIVER_URL=https://deliver-fakehash-uc.a.run.app" in flag(
         calls[worker], "set-env-vars"
     )
-    assert "--allow-unauthenticated" in calls[a2a]
+    # Never open by default: IAM checks a Google ID token, the agent owns tasks by its e-mail.
+    assert "--no-allow-unauthenticated" in calls[a2a]
+    assert "A2A_AUTH=google" in a2a_env
+    assert "A2A_AUDIENCE=https://us-central1-demo-project.cloudfunctions.net/a2a" in a2a_env
+    assert not [call for call in calls if "--member=allUsers" in call]
     assert "--no-allow-unauthenticated" in calls[worker]
     assert "--no-allow-unauthenticated" in calls[deliver]
     assert flag(calls[a2a], "entry-point") == "a2a"
@@ -79,6 +83,28 @@ def test_first_run_creates_everything_in_order(
         if call[:3] == ["run", "services", "add-iam-policy-binding"] and invoker in call
     ]
     assert invoker_bindings == ["deliver", "worker"]
+    # Each function runs as an account with only the roles it uses: deliver only Firestore.
+    assert flag(calls[deliver], "service-account").startswith("a2a-deliver@")
+    assert flag(calls[worker], "service-account").startswith("a2a-runtime@")
+    granted = {
+        (flag(call, "member").split(":")[1].split("@")[0], flag(call, "role"))
+        for call in calls
+        if call[:2] == ["projects", "add-iam-policy-binding"]
+    }
+    assert granted == {
+        ("a2a-runtime", "roles/datastore.user"),
+        ("a2a-runtime", "roles/cloudtasks.enqueuer"),
+        ("a2a-deliver", "roles/datastore.user"),
+    }
+    # Once each exists, it learns its own URL: the audience of the tokens it checks.
+    own = {
+        call[2]: flag(call, "set-env-vars")
+        for call in calls[a2a + 1 :]
+        if call[:2] == ["functions", "deploy"]
+    }
+    assert "A2A_WORKER_URL=https://worker-fakehash-uc.a.run.app" in own["worker"]
+    assert "A2A_DELIVER_URL=https://deliver-fakehash-uc.a.run.app" in own["deliver"]
+    assert "A2A_PUBLIC_URL=https://a2a-fakehash-uc.a.run.app" in own["a2a"]
     assert position(calls, "run", "services", "add-iam-policy-binding", "worker") > worker
     roles = {flag(call, "role") for call in calls if "add-iam-policy-binding" in call}
     assert roles == {
@@ -92,6 +118,7 @@ def test_first_run_creates_everything_in_order(
     assert out.rstrip().splitlines()[-1] == (
         "agent card: https://a2a-fakehash-uc.a.run.app/.well-known/agent-card.json"
     )
+    assert "callers: IAM (roles/run.invoker), A2A_AUTH=google: Authorization: Bearer" in out
 
 
 def test_second_run_changes_nothing_then_only_what_differs(
@@ -137,6 +164,9 @@ def test_second_run_changes_nothing_then_only_what_differs(
 def test_switching_to_authenticated_removes_public_access(
     fake_gcloud: FakeGcloud, fake_repo: Path, project_env: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("AUTH", "public")
+    monkeypatch.setenv("IDENTITY", "none")
+    monkeypatch.setenv("OPEN_TO_EVERYONE", "1")
     assert run(fake_repo, "deploy") == 0
     fake_gcloud.clear_log()
     monkeypatch.setenv("AUTH", "authenticated")
@@ -266,7 +296,7 @@ def test_destroy_asks_then_removes_what_deploy_created(
     monkeypatch.setattr("sys.stdin", io.StringIO("demo-project\n"))
     assert run(fake_repo, "destroy") == 0
     deleted = [call[:3] for call in fake_gcloud.changes() if "delete" in call[:3]]
-    assert [words[0] for words in deleted] == ["functions"] * 3 + ["tasks"] * 2 + ["iam"] * 2
+    assert [words[0] for words in deleted] == ["functions"] * 3 + ["tasks"] * 2 + ["iam"] * 3
     state = json.loads(fake_gcloud.state.read_text())
     assert not [key for key in state if key.startswith(("function/", "queue/", "account/"))]
     assert "database/(default)" in state, "the data stays unless --delete-database"
@@ -274,3 +304,56 @@ def test_destroy_asks_then_removes_what_deploy_created(
     fake_gcloud.clear_log()
     assert run(fake_repo, "destroy", "--yes") == 0
     assert fake_gcloud.changes() == []
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        ({"AUTH": "public", "IDENTITY": "none"}, "OPEN_TO_EVERYONE=1"),
+        ({"AUTH": "public"}, "AUTH=authenticated"),  # google mode is for IAM-checked callers
+        ({"IDENTITY": "api-key"}, "A2A_API_KEYS"),
+        ({"AUTH": "public", "IDENTITY": "oidc"}, "A2A_OIDC_ISSUER and A2A_OIDC_AUDIENCE"),
+    ],
+)
+@pytest.mark.usefixtures("project_env")
+def test_an_open_or_incomplete_identity_is_refused_before_anything_runs(
+    fake_gcloud: FakeGcloud,
+    fake_repo: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    case: tuple[dict[str, str], str],
+) -> None:
+    variables, named = case
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    assert run(fake_repo, "deploy") == 1
+    assert named in capsys.readouterr().err
+    assert fake_gcloud.changes() == []
+
+
+def test_open_to_everyone_must_be_said_and_then_is_public(
+    fake_gcloud: FakeGcloud, fake_repo: Path, project_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AUTH", "public")
+    monkeypatch.setenv("IDENTITY", "none")
+    monkeypatch.setenv("OPEN_TO_EVERYONE", "1")
+    assert run(fake_repo, "deploy") == 0
+    calls = fake_gcloud.changes()
+    a2a = position(calls, "functions", "deploy", "a2a")
+    assert "--allow-unauthenticated" in calls[a2a]
+    assert "A2A_AUTH=none" in flag(calls[a2a], "set-env-vars")
+
+
+def test_invokers_may_call_an_authenticated_agent(
+    fake_gcloud: FakeGcloud, fake_repo: Path, project_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("INVOKERS", "user:ann@example.com, group:team@example.com")
+    assert run(fake_repo, "deploy") == 0
+    members = [
+        flag(call, "member")
+        for call in fake_gcloud.changes()
+        if call[:4] == ["run", "services", "add-iam-policy-binding", "a2a"]
+    ]
+    assert members == ["user:ann@example.com", "group:team@example.com"]
+    monkeypatch.setenv("INVOKERS", "ann@example.com")
+    assert run(fake_repo, "deploy") == 1

@@ -26,7 +26,7 @@ def test_every_setting_is_overridden_by_its_variable() -> None:
     assert settings.functions.a2a.min_instances == 1
     assert settings.queues.work.min_backoff == "2s"
     assert settings.ttl_collection_groups == ("tasks", "events")
-    assert settings.auth == "public"
+    assert (settings.auth, settings.identity) == ("authenticated", "google")
 
 
 @pytest.mark.parametrize(

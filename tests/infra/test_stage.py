@@ -107,6 +107,17 @@ def test_staged_real_repo_serves_the_private_functions(tmp_path: Path, target: s
         "A2A_HANDLER": "functions.handlers.sample",
         "A2A_TASKS_SERVICE_ACCOUNT": "a2a-tasks@p.iam.gserviceaccount.com",
     }
+    # Its own URL, as deployed: the audience of the tokens it accepts.
+    if target == "worker":
+        env |= {
+            "A2A_WORKER_URL": "https://worker.example",
+            "A2A_BACKEND": "firestore",
+            "GOOGLE_CLOUD_PROJECT": "p",
+            "A2A_REGION": "r",
+            "FIRESTORE_EMULATOR_HOST": "127.0.0.1:9",  # never reached: the token comes first
+        }
+    else:
+        env["A2A_DELIVER_URL"] = "https://deliver.example"
     response = serve_and_get_card(staged.path, env, target)
     assert response.status_code == 401
     assert f"only Cloud Tasks may call the {target}" in response.json()["error"]

@@ -8,9 +8,10 @@ once over 1.0's HTTP+JSON binding (its REST transport), blocking and streaming.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import uuid
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
@@ -29,7 +30,9 @@ from a2a.types import (
 )
 
 from shared.bindings import rest
+from shared.identity.api_key import hashed
 from tests.conftest import Server
+from tests.identity.issuer import serve
 
 T = TypeVar("T")
 
@@ -189,5 +192,62 @@ def test_streaming_send_and_subscribe(server: Server, version: str) -> None:
             ]
             assert "Android" in rest[1].artifact_update.artifact.parts[0].text
             assert rest[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+
+    run(scenario())
+
+
+# Each identity mode with the SDK's own credential handling: its AuthInterceptor reads the
+# card's security requirement and scheme and puts the credential where the scheme says.
+@pytest.fixture(params=["api-key", "oidc"])
+def guarded(request: pytest.FixtureRequest, start_server: Any) -> Iterator[tuple[Server, Any]]:
+    if request.param == "api-key":
+        keys = {owner: f"{owner}-key-" + "k" * 32 for owner in ("alice", "bob")}
+        entries = ",".join(f"{owner}:{hashed(key)}" for owner, key in keys.items())
+        yield start_server(A2A_AUTH="api-key", A2A_API_KEYS=entries), lambda sub: keys[sub]
+        return
+    for issuer in serve():
+        server = start_server(
+            A2A_AUTH="oidc", A2A_OIDC_ISSUER=issuer.url, A2A_OIDC_AUDIENCE="agent"
+        )
+        yield server, functools.partial(issuer.token, aud="agent")
+
+
+def test_each_caller_authenticates_with_the_cards_scheme(
+    guarded: tuple[Server, Any], version: str
+) -> None:
+    from a2a.client.auth import AuthInterceptor, InMemoryContextCredentialStore
+    from a2a.client.client import ClientCallContext
+    from a2a.utils.errors import TaskNotFoundError
+
+    server, credential = guarded
+
+    async def scenario() -> None:
+        store = InMemoryContextCredentialStore()
+        async with httpx.AsyncClient(timeout=30) as http:
+            card = await A2ACardResolver(http, server.url).get_agent_card()
+            (requirement,) = card.security_requirements
+            (scheme,) = requirement.schemes
+            for owner in ("alice", "bob"):
+                await store.set_credentials(owner, scheme, credential(sub=owner))
+            bindings = [REST] if version == REST else ["JSONRPC"]
+            if version == "0.3":
+                keep = [i for i in card.supported_interfaces if i.protocol_version == "0.3"]
+                del card.supported_interfaces[:]
+                card.supported_interfaces.extend(keep)
+            config = ClientConfig(
+                streaming=False, httpx_client=http, supported_protocol_bindings=bindings
+            )
+            client = ClientFactory(config).create(card, [AuthInterceptor(store)])
+            alice = ClientCallContext(state={"sessionId": "alice"})
+            bob = ClientCallContext(state={"sessionId": "bob"})
+            request = SendMessageRequest(message=message("héllo"))
+            (sent,) = [e async for e in client.send_message(request, context=alice)]
+            task = await client.get_task(GetTaskRequest(id=sent.task.id), context=alice)
+            assert task.artifacts[0].parts[0].text == "héllo"
+            with pytest.raises(TaskNotFoundError):  # another owner's task does not exist
+                await client.get_task(GetTaskRequest(id=sent.task.id), context=bob)
+            with pytest.raises(Exception, match=r"401|[Aa]uthentication"):  # no credentials
+                await client.get_task(GetTaskRequest(id=sent.task.id))
+            await client.close()
 
     run(scenario())
