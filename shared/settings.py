@@ -28,12 +28,20 @@ ENVIRONMENT = {
     "api_keys": "A2A_API_KEYS",
     "api_key_header": "A2A_API_KEY_HEADER",
     "max_body_bytes": "A2A_MAX_BODY_BYTES",
+    "max_batch": "A2A_MAX_BATCH",
+    "max_parts": "A2A_MAX_PARTS",
+    "max_metadata_bytes": "A2A_MAX_METADATA_BYTES",
+    "max_message_bytes": "A2A_MAX_MESSAGE_BYTES",
+    "max_artifact_bytes": "A2A_MAX_ARTIFACT_BYTES",
+    "max_history_messages": "A2A_MAX_HISTORY_MESSAGES",
+    "max_history_bytes": "A2A_MAX_HISTORY_BYTES",
     "commit_interval": "A2A_COMMIT_INTERVAL_SECONDS",
     "card_max_age": "A2A_CARD_MAX_AGE_SECONDS",
     "card_style": "A2A_CARD_STYLE",
     "deduplicate_messages": "A2A_DEDUPLICATE_MESSAGES",
     "push_notifications": "A2A_PUSH_NOTIFICATIONS",
     "push_allowed_hosts": "A2A_PUSH_ALLOWED_HOSTS",
+    "push_allowed_ports": "A2A_PUSH_ALLOWED_PORTS",
     "push_signing_key": "A2A_PUSH_SIGNING_KEY",
     "project": "GOOGLE_CLOUD_PROJECT",
     "firestore_database": "A2A_FIRESTORE_DATABASE",
@@ -52,6 +60,7 @@ ENVIRONMENT = {
     "stream_keepalive": "A2A_STREAM_KEEPALIVE_SECONDS",
     "stream_idle": "A2A_STREAM_IDLE_SECONDS",
     "max_streams": "A2A_MAX_STREAMS",
+    "max_owner_streams": "A2A_MAX_STREAMS_PER_OWNER",
     "stream_tail": "A2A_STREAM_TAIL",
     "threads": "THREADS",
     "deliver_url": "A2A_DELIVER_URL",
@@ -80,6 +89,17 @@ class Settings(BaseModel):
     api_keys: dict[str, str] = Field(default_factory=dict)  # key -> owner
     api_key_header: str = "X-API-Key"
     max_body_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
+    # What one request may carry (shared.limits; README, Limits). The defaults fit a 512 MiB
+    # function serving several requests at once: no request grows it by more than ~4x its body.
+    max_batch: int = Field(default=20, ge=1)  # JSON-RPC requests in one batch
+    max_parts: int = Field(default=100, ge=1)  # parts in one message or artifact
+    max_metadata_bytes: int = Field(default=64 * 1024, ge=2)  # JSON of one metadata object
+    max_message_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)  # JSON of one message
+    max_artifact_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)  # JSON of one artifact
+    # A task's history: a send that would take it past either limit is refused (the task
+    # stays as it was); the client starts a new task in the same context.
+    max_history_messages: int = Field(default=500, ge=2)
+    max_history_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     commit_interval: float = Field(default=0.25, gt=0)
     card_max_age: int = Field(default=300, ge=0)
     # hybrid: v1.0 and v0.3 fields side by side (every client finds its own); v1: the strict
@@ -96,6 +116,8 @@ class Settings(BaseModel):
     push_max_attempts: int = Field(default=20, ge=1)  # the push queue's max_attempts
     # Webhook hosts allowed even though they resolve to non-public addresses (tests, dev).
     push_allowed_hosts: tuple[str, ...] = ()
+    # Webhook ports; others (an internal admin port on a public address) are refused.
+    push_allowed_ports: tuple[int, ...] = (80, 443)
     # PEM private key (EC P-256 or RSA) that signs notifications; from Secret Manager in prod.
     push_signing_key: str | None = Field(default=None, repr=False)
     project: str | None = None
@@ -127,6 +149,9 @@ class Settings(BaseModel):
     # Streams one instance holds at once (each holds a server thread); unset: THREADS less
     # two, so that other requests still find a thread.
     max_streams: int | None = Field(default=None, ge=1)
+    # Streams one owner holds at once on an instance; unset: one less than the instance's
+    # limit (at least one), so that one caller can never take every stream.
+    max_owner_streams: int | None = Field(default=None, ge=1)
     # How a stream follows a task another process runs: a Firestore listener (falling back
     # to polling when it can't be had), or polling with backoff. The embedded store ignores it.
     stream_tail: Literal["listener", "polling"] = "listener"
@@ -157,6 +182,10 @@ class Settings(BaseModel):
     def stream_limit(self) -> int:
         return self.max_streams or max(self.threads - 2, 1)
 
+    @property
+    def owner_stream_limit(self) -> int:
+        return min(self.max_owner_streams or max(self.stream_limit - 1, 1), self.stream_limit)
+
     @field_validator("api_keys", mode="before")
     @classmethod
     def _parse_keys(cls, value: object) -> object:
@@ -171,9 +200,9 @@ class Settings(BaseModel):
             keys[key] = owner
         return keys
 
-    @field_validator("push_allowed_hosts", mode="before")
+    @field_validator("push_allowed_hosts", "push_allowed_ports", mode="before")
     @classmethod
-    def _parse_hosts(cls, value: object) -> object:
+    def _parse_lists(cls, value: object) -> object:
         if isinstance(value, str):
             return tuple(h.strip() for h in value.split(",") if h.strip())
         return value

@@ -149,6 +149,7 @@ class HttpApp:
             call=call,
             content_type=request.headers.get("Content-Type"),
             version=_version(request),
+            max_batch=self.settings.max_batch,
         )
         if answer is None:
             return flask.Response(status=204)
@@ -209,8 +210,11 @@ class HttpApp:
 
     def _seed_sse(self, request: flask.Request) -> flask.Response:
         """The seeds' `GET /sse?taskId=...`: the task's updates as `task_update` events."""
-        if request.method not in ("GET", "HEAD"):
-            return _status_error(405, "METHOD_NOT_ALLOWED", "open the event stream with GET")
+        if request.method != "GET":
+            # Not even HEAD: a stream's headers are only sent once it holds a slot.
+            response = _status_error(405, "METHOD_NOT_ALLOWED", "open the event stream with GET")
+            response.headers["Allow"] = "GET"
+            return response
         try:
             principal = self._authenticate(request)
         except UnauthenticatedError as error:
