@@ -154,7 +154,7 @@ class A2AService:
         self, owner: str, request: SendRequest, *, dialect: str, policy: streaming.StreamPolicy
     ) -> streaming.Stream:
         """A streamed send's frames, holding one of the policy's slots while open."""
-        return policy.slots.open(lambda: self._open_stream(owner, request, dialect, policy))
+        return policy.slots.open(owner, lambda: self._open_stream(owner, request, dialect, policy))
 
     def _open_stream(
         self, owner: str, request: SendRequest, dialect: str, policy: streaming.StreamPolicy
@@ -199,7 +199,7 @@ class A2AService:
                 field="task_id",
             )
         frames = policy.slots.open(
-            lambda: streaming.follow(self.store, owner, stored, after_seq, policy)
+            owner, lambda: streaming.follow(self.store, owner, stored, after_seq, policy)
         )
         return stored, frames
 

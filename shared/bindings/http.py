@@ -74,7 +74,7 @@ class HttpApp:
             keepalive=settings.stream_keepalive,
             duration=settings.stream_duration,
             idle=settings.stream_idle,
-            slots=streaming.StreamSlots(settings.stream_limit),
+            slots=streaming.StreamSlots(settings.stream_limit, settings.owner_stream_limit),
         )
 
     def close(self) -> None:
@@ -154,7 +154,7 @@ class HttpApp:
         if answer is None:
             return flask.Response(status=204)
         if isinstance(answer, jsonrpc.StreamAnswer):
-            return sse.response(answer.events())
+            return sse.response(answer.events(), answer.streamed.frames)
         return json_response(answer)
 
     def _rest(
@@ -179,7 +179,7 @@ class HttpApp:
         except A2AError as error:
             return _rest_error(error)
         if isinstance(answer, operations.Streamed):
-            return sse.response(rest.stream_events(answer))
+            return sse.response(rest.stream_events(answer), answer.frames)
         return json_response(
             {} if answer is None else answer
         )  # a delete answers google.protobuf.Empty
@@ -227,7 +227,7 @@ class HttpApp:
             streamed = operations.run("subscribe", call, {"id": task_id}, V03)
         except A2AError as error:
             return _rpc_error(error, error.http_status)
-        return sse.response(sse.task_updates(streamed.frames))
+        return sse.response(sse.task_updates(streamed.frames), streamed.frames)
 
 
 def _version(request: flask.Request) -> str | None:
