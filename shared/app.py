@@ -168,6 +168,7 @@ def build(settings: Settings | None = None, store: TaskStore | None = None) -> H
             module,
             commit_interval=settings.commit_interval,
             lease_seconds=settings.lease_seconds,
+            limits=settings.limits,
         )
         work_queue = InlineQueue(
             lambda payload, delivery: worker.deliver(payload, delivery).accepted,
@@ -182,6 +183,7 @@ def build(settings: Settings | None = None, store: TaskStore | None = None) -> H
         push_configs=tasks.push_configs,
         check_push_url=lambda url: check_push_url(url, allowed_hosts=hosts),
         blocking_wait=settings.blocking_wait,
+        limits=settings.limits,
     )
     card = AgentCard(
         card_template(module, settings), _card_time(module), hybrid=settings.card_style == "hybrid"
@@ -204,6 +206,7 @@ def build_worker(
         module,
         commit_interval=settings.commit_interval,
         lease_seconds=settings.lease_seconds,
+        limits=settings.limits,
     )
     return QueueTargetApp(
         "worker",

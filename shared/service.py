@@ -32,6 +32,7 @@ from shared.errors import (
 )
 from shared.jobs import TurnJob
 from shared.lifecycle import apply, apply_all
+from shared.limits import DEFAULT_LIMITS, Limits, check_history
 from shared.model import (
     Event,
     Message,
@@ -102,6 +103,7 @@ class A2AService:
         push_configs: PushConfigStore | None = None,
         check_push_url: Callable[[str], None] | None = None,
         blocking_wait: float = 270.0,
+        limits: Limits = DEFAULT_LIMITS,
         clock: Clock = SYSTEM,
     ) -> None:
         """`queue` takes background turns to the worker (Cloud Tasks, or in process on the
@@ -117,6 +119,7 @@ class A2AService:
         self._blocking_wait = blocking_wait
         self._queue = queue
         self._clock = clock
+        self.limits = limits  # what one message and a task's history may hold
 
     # -- send ------------------------------------------------------------------------------
 
@@ -226,6 +229,8 @@ class A2AService:
         # decides again from the task as it is now.
         def decide() -> Turn | StoredTask | Task:
             stored = self._target(owner, request)
+            if stored is not None:  # before any write: a refused message leaves it as it was
+                check_history(stored.task, request.message, self.limits)
             if stored is not None and not stored.task.status.state.interrupted:
                 # A turn is running (submitted or working): the message joins the
                 # task's history. The running handler does not see it; a second
@@ -291,6 +296,7 @@ class A2AService:
             message_id=message_id,
             commit_interval=self._commit_interval,
             allow_message=message_results and stored is None,
+            limits=self.limits,
         )
 
     def _queue_turn(

@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from shared.limits import Limits
+
 # Field name -> environment variable.
 ENVIRONMENT = {
     "handler": "A2A_HANDLER",
@@ -181,6 +183,17 @@ class Settings(BaseModel):
     @property
     def stream_limit(self) -> int:
         return self.max_streams or max(self.threads - 2, 1)
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(
+            parts=self.max_parts,
+            metadata_bytes=self.max_metadata_bytes,
+            message_bytes=self.max_message_bytes,
+            artifact_bytes=self.max_artifact_bytes,
+            history_messages=self.max_history_messages,
+            history_bytes=self.max_history_bytes,
+        )
 
     @property
     def owner_stream_limit(self) -> int:

@@ -1,0 +1,113 @@
+"""How much one message, artifact and task history may hold, and the errors that say so.
+
+Every limit is a setting (README, Limits): parts per message or artifact, bytes of a metadata
+object's JSON, bytes of a message's and an artifact's JSON, and a task's history in messages
+and in bytes. A client's request over a limit is refused with InvalidParamsError naming the
+limit and its setting, before anything is stored: the task stays exactly as it was. A
+handler's artifact over the limit raises LimitExceeded in the handler, and the turn fails the
+task with that message. Sizes are of the canonical model's JSON (what a store keeps and an
+answer carries, give or take the dialect's names).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from shared.errors import InvalidParamsError
+from shared.model import Artifact, Message, Task
+
+
+@dataclass(frozen=True)
+class Limits:
+    parts: int = 100  # A2A_MAX_PARTS
+    metadata_bytes: int = 64 * 1024  # A2A_MAX_METADATA_BYTES
+    message_bytes: int = 4 * 1024 * 1024  # A2A_MAX_MESSAGE_BYTES
+    artifact_bytes: int = 4 * 1024 * 1024  # A2A_MAX_ARTIFACT_BYTES
+    history_messages: int = 500  # A2A_MAX_HISTORY_MESSAGES
+    history_bytes: int = 16 * 1024 * 1024  # A2A_MAX_HISTORY_BYTES
+
+
+DEFAULT_LIMITS = Limits()
+
+
+class LimitExceeded(Exception):
+    """A handler made something larger than a limit allows; the message says which."""
+
+
+def json_bytes(value: Any) -> int:
+    """The size of `value` as compact UTF-8 JSON."""
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def check_parts(count: int, limits: Limits, field: str) -> None:
+    """Checked on the raw list, before its parts are read: reading costs memory per part."""
+    if count > limits.parts:
+        raise InvalidParamsError(
+            f"'{field}' has {count} parts; the limit is {limits.parts} (A2A_MAX_PARTS): "
+            "send fewer, larger parts, or several messages",
+            field=field,
+        )
+
+
+def check_metadata(value: dict[str, Any] | None, limits: Limits, field: str) -> None:
+    if value is None:
+        return
+    size = json_bytes(value)
+    if size > limits.metadata_bytes:
+        raise InvalidParamsError(
+            f"'{field}' has {size} bytes of JSON; the limit is {limits.metadata_bytes} "
+            "(A2A_MAX_METADATA_BYTES)",
+            field=field,
+        )
+
+
+def check_message(message: Message, limits: Limits, field: str) -> None:
+    """A client's message: its parts, its and its parts' metadata, and its size."""
+    check_parts(len(message.parts), limits, f"{field}.parts")
+    check_metadata(message.metadata, limits, f"{field}.metadata")
+    for i, part in enumerate(message.parts):
+        check_metadata(part.metadata, limits, f"{field}.parts[{i}].metadata")
+    size = len(message.model_dump_json())
+    if size > limits.message_bytes:
+        raise InvalidParamsError(
+            f"'{field}' has {size} bytes of JSON; the limit is {limits.message_bytes} "
+            "(A2A_MAX_MESSAGE_BYTES): send large content as a file part by URL",
+            field=field,
+        )
+
+
+def check_history(task: Task, message: Message, limits: Limits) -> None:
+    """Refuse a message that would take the task's history past a limit."""
+    count = len(task.history) + 1
+    if count > limits.history_messages:
+        raise InvalidParamsError(
+            f"task {task.id} has {len(task.history)} messages in its history; the limit is "
+            f"{limits.history_messages} (A2A_MAX_HISTORY_MESSAGES): send the message without "
+            "a taskId (same contextId) to go on in a new task",
+            field="task_id",
+        )
+    size = sum(len(m.model_dump_json()) for m in (*task.history, message))
+    if size > limits.history_bytes:
+        raise InvalidParamsError(
+            f"task {task.id}'s history would hold {size} bytes of JSON; the limit is "
+            f"{limits.history_bytes} (A2A_MAX_HISTORY_BYTES): send the message without a "
+            "taskId (same contextId) to go on in a new task",
+            field="task_id",
+        )
+
+
+def check_artifact(artifact: Artifact, limits: Limits) -> None:
+    """A handler's artifact (as it stands after a chunk is appended); raises LimitExceeded."""
+    if len(artifact.parts) > limits.parts:
+        raise LimitExceeded(
+            f"The agent made an artifact with {len(artifact.parts)} parts; the limit is "
+            f"{limits.parts} (A2A_MAX_PARTS)."
+        )
+    size = len(artifact.model_dump_json())
+    if size > limits.artifact_bytes:
+        raise LimitExceeded(
+            f"The agent made an artifact of {size} bytes; the limit is {limits.artifact_bytes} "
+            "(A2A_MAX_ARTIFACT_BYTES)."
+        )
