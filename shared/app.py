@@ -26,7 +26,7 @@ from shared.identity import Authenticator
 from shared.ports import PushConfigStore, TaskQueue, TaskStore
 from shared.push_delivery import Deliverer, PushNotifier
 from shared.push_signing import NotificationSigner
-from shared.push_url import check_push_url
+from shared.push_url import check_push_url, resolve_push_url
 from shared.queue.inline import InlineQueue
 from shared.service import A2AService
 from shared.settings import Settings, SettingsError
@@ -93,11 +93,11 @@ def _signer(settings: Settings, module: HandlerModule) -> NotificationSigner | N
 def _deliverer(
     settings: Settings, store: TaskStore, configs: PushConfigStore, module: HandlerModule
 ) -> Deliverer:
-    hosts = settings.push_allowed_hosts
+    hosts, ports = settings.push_allowed_hosts, settings.push_allowed_ports
     return Deliverer(
         store,
         configs,
-        check_url=lambda url: check_push_url(url, allowed_hosts=hosts),
+        resolve_url=lambda url: resolve_push_url(url, allowed_hosts=hosts, allowed_ports=ports),
         signer=_signer(settings, module),
         function_timeout=settings.function_timeout,
     )
@@ -160,7 +160,7 @@ def build(settings: Settings | None = None, store: TaskStore | None = None) -> H
     settings = settings or Settings.from_env()
     module = load_handler_module(settings.handler)
     tasks = _tasks(settings, module, store)
-    hosts = settings.push_allowed_hosts
+    hosts, ports = settings.push_allowed_hosts, settings.push_allowed_ports
     work_queue = _cloud_queue(settings, settings.work_queue, settings.worker_url)
     if work_queue is None:  # the embedded backend: the worker runs in this process
         worker = Worker(
@@ -181,7 +181,7 @@ def build(settings: Settings | None = None, store: TaskStore | None = None) -> H
         commit_interval=settings.commit_interval,
         deduplicate=settings.deduplicate_messages,
         push_configs=tasks.push_configs,
-        check_push_url=lambda url: check_push_url(url, allowed_hosts=hosts),
+        check_push_url=lambda url: check_push_url(url, allowed_hosts=hosts, allowed_ports=ports),
         blocking_wait=settings.blocking_wait,
         limits=settings.limits,
     )

@@ -3,6 +3,8 @@ retried until taken, and never posted twice once taken (embedded backend)."""
 
 from __future__ import annotations
 
+import json
+import socket
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,6 +14,7 @@ import pytest
 from shared.jobs import Outcome
 from shared.model import (
     ArtifactUpdate,
+    PushAuthentication,
     PushConfig,
     StatusUpdate,
     Task,
@@ -20,7 +23,7 @@ from shared.model import (
 )
 from shared.ports import Delivery
 from shared.push_delivery import Deliverer, PushNotifier
-from shared.push_url import PushURLRefused
+from shared.push_url import PushTarget, PushURLRefused, resolve_push_url
 from shared.queue.inline import InlineQueue
 from shared.store.memory import MemoryTaskStore
 from shared.store.memory_push import MemoryPushConfigStore
@@ -166,11 +169,11 @@ LONE_JOB = {"owner": "anonymous", "taskId": "t", "configId": "p", "seq": 1}
 def test_a_url_refused_at_send_time_is_not_posted(hook: Webhook) -> None:
     store, configs = lone_task(hook.url())
 
-    def refuse(url: str) -> None:
+    def refuse(url: str) -> PushTarget:
         # The host's DNS changed since the config was set.
-        raise PushURLRefused("resolves to 127.0.0.1, a loopback address")
+        raise PushURLRefused("the host resolves to a loopback address")
 
-    deliverer = Deliverer(store, configs, check_url=refuse)
+    deliverer = Deliverer(store, configs, resolve_url=refuse)
     assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.FAILED
     assert hook.received == []
     stored = configs.get("t", "p")
@@ -183,22 +186,29 @@ class Scripted:
     def __init__(self, answers: dict[str, tuple[int, str | None]]) -> None:
         self.answers = answers
         self.posted: list[str] = []
+        self.targets: list[PushTarget] = []
+        self.headers: list[dict[str, str]] = []
 
     def post(
-        self, url: str, body: bytes, headers: Mapping[str, str], timeout: float
+        self, target: PushTarget, body: bytes, headers: Mapping[str, str], timeout: float
     ) -> tuple[int, str | None]:
-        self.posted.append(url)
-        return self.answers[url]
+        self.posted.append(target.url)
+        self.targets.append(target)
+        self.headers.append(dict(headers))
+        return self.answers[target.url]
+
+
+PUBLIC = "93.184.216.34"
 
 
 def test_redirects_are_followed_and_every_target_is_checked() -> None:
     store, configs = lone_task("https://a.example.com/hook")
     checked: list[str] = []
 
-    def check(url: str) -> None:
+    def check(url: str) -> PushTarget:
         checked.append(url)
-        if "internal" in url:
-            raise PushURLRefused("resolves to 10.0.0.1, a private address")
+        answer = "10.0.0.1" if "internal" in url else PUBLIC
+        return resolve_push_url(url, resolve=lambda host, port: [answer])
 
     sender = Scripted(
         {
@@ -207,19 +217,19 @@ def test_redirects_are_followed_and_every_target_is_checked() -> None:
             "https://b.example.com/final": (204, None),
         }
     )
-    deliverer = Deliverer(store, configs, check_url=check, sender=sender)
+    deliverer = Deliverer(store, configs, resolve_url=check, sender=sender)
     assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.DELIVERED
     assert sender.posted == checked == list(sender.answers)
 
     store, configs = lone_task("https://a.example.com/hook")
     sender = Scripted({"https://a.example.com/hook": (301, "http://internal.example.com/")})
-    deliverer = Deliverer(store, configs, check_url=check, sender=sender)
+    deliverer = Deliverer(store, configs, resolve_url=check, sender=sender)
     assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.FAILED
     assert sender.posted == ["https://a.example.com/hook"]  # the refused target got nothing
 
     store, configs = lone_task("https://a.example.com/hook")
     loop = Scripted({"https://a.example.com/hook": (302, "/hook")})
-    deliverer = Deliverer(store, configs, check_url=check, sender=loop)
+    deliverer = Deliverer(store, configs, resolve_url=check, sender=loop)
     assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.FAILED
     assert len(loop.posted) == 4  # the first POST and three redirects, then it gives up
     stored = configs.get("t", "p")
@@ -231,7 +241,7 @@ def test_a_deleted_config_gets_nothing(make_client: Any, hook: Webhook) -> None:
     task_id = start(client, hook, "steps=0 delay=0")
     configs = client.app.service.push_configs
     assert configs is not None
-    deliverer = Deliverer(client.app.service.store, configs, check_url=lambda url: None)
+    deliverer = Deliverer(client.app.service.store, configs, resolve_url=resolve_push_url)
     payload = {"owner": "anonymous", "taskId": task_id, "configId": "gone", "seq": 5}
     assert deliverer.deliver(payload, Delivery()) is Outcome.NOTHING_TO_DO
     with pytest.raises(ValueError, match="configId"):
@@ -247,3 +257,84 @@ def test_a_commit_of_many_events_is_delivered_whole(make_client: Any, hook: Webh
     hook.wait_accepted(len(expected), timeout=30)
     drained(client)
     assert [r.json for r in hook.accepted()] == expected
+
+
+def test_a_rebinding_name_never_gets_the_post_to_loopback(monkeypatch: Any) -> None:
+    """The resolver answers public, then loopback (a DNS rebinding): the POST connects to the
+    public address that passed the check, and nothing resolves the name a second time."""
+    store, configs = lone_task("https://rebind.example.com/hook")
+    answers = iter([[PUBLIC], ["127.0.0.1"], ["127.0.0.1"]])
+    resolved: list[str] = []
+
+    def rebinding(host: str, port: int) -> list[str]:
+        resolved.append(host)
+        return next(answers)
+
+    connected: list[tuple[str, int]] = []
+
+    def connect(address: tuple[str, int], *args: Any, **kwargs: Any) -> Any:
+        connected.append(address)
+        raise ConnectionRefusedError("no network in tests")
+
+    def getaddrinfo(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the name was resolved a second time")
+
+    monkeypatch.setattr(socket, "create_connection", connect)
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    deliverer = Deliverer(
+        store, configs, resolve_url=lambda url: resolve_push_url(url, resolve=rebinding)
+    )
+    assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.FAILED  # refused: retried
+    assert connected == [(PUBLIC, 443)]
+    assert resolved == ["rebind.example.com"]
+    # The retry resolves again, gets loopback, and connects nowhere.
+    assert deliverer.deliver(LONE_JOB, Delivery(attempt=1)) is Outcome.FAILED
+    assert connected == [(PUBLIC, 443)]
+
+
+def test_credentials_do_not_follow_a_redirect_to_another_origin() -> None:
+    store, configs = lone_task("https://a.example.com/hook")
+    configs.put(
+        PushConfig(
+            id="p",
+            task_id="t",
+            url="https://a.example.com/hook",
+            token="secret-token",
+            authentication=PushAuthentication(schemes=("Bearer",), credentials="secret-key"),
+        ),
+        dialect="1.0",
+    )
+    sender = Scripted(
+        {
+            "https://a.example.com/hook": (307, "/moved"),  # same origin: credentials kept
+            "https://a.example.com/moved": (308, "https://b.example.com/x"),
+            "https://b.example.com/x": (302, "https://a.example.com/back"),
+            "https://a.example.com/back": (204, None),
+        }
+    )
+    deliverer = Deliverer(
+        store,
+        configs,
+        resolve_url=lambda url: resolve_push_url(url, resolve=lambda host, port: [PUBLIC]),
+        sender=sender,
+    )
+    assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.DELIVERED
+    with_credentials = [
+        "Authorization" in h and "X-A2A-Notification-Token" in h for h in sender.headers
+    ]
+    assert with_credentials == [True, True, False, False]  # once dropped, never sent again
+    assert sender.headers[0]["Authorization"] == "Bearer secret-key"
+    assert "secret" not in json.dumps(sender.headers[2:])
+
+
+def test_a_port_not_allowed_fails_the_delivery_without_connecting() -> None:
+    store, configs = lone_task("https://hooks.example.com:8443/hook")
+    sender = Scripted({})
+    deliverer = Deliverer(
+        store,
+        configs,
+        resolve_url=lambda url: resolve_push_url(url, resolve=lambda host, port: [PUBLIC]),
+        sender=sender,
+    )
+    assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.FAILED
+    assert sender.posted == []
