@@ -31,7 +31,8 @@ from werkzeug.test import TestResponse
 
 from emulator.firestore import FirestoreEmulator
 from shared.app import build
-from shared.bindings import body, rest
+from shared.bindings import body as front_door
+from shared.bindings import rest
 from shared.dialects.registry import METHODS
 from shared.errors import A2AError
 from shared.settings import Settings
@@ -39,8 +40,6 @@ from shared.store.memory import MemoryTaskStore
 from tests.conftest import Client
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "120"))
-# What `make fuzz` prints at the end: (backend, binding, answer) -> count.
-COUNTS: Counter[tuple[str, str, str]] = Counter()
 
 KEYS = {"alice": "k-alice", "bob": "k-bob"}
 MALFORMED_IDS = [".", "..", "/", "a/b", "__x__", "../../etc/passwd", "x" * 2000, "a:b", " "]
@@ -82,6 +81,7 @@ class Target:
         # or only plain ones (letters, digits, - and _).
         self.malformed = malformed
         self.ids: dict[str, list[str]] = {"alice": [], "bob": []}
+        self.counts: Counter[tuple[str, str]] = Counter()  # (binding, answer) -> requests
 
     def ids_strategy(self, data: st.DataObject, owner: str) -> str:
         """An id: a plain one, one of the owner's tasks, another owner's (not found for this
@@ -261,7 +261,7 @@ def check_ids(request: Any, answer: Any, status: int) -> None:
         assert answer.get("id") is None
         return
     try:
-        body.parse(json.dumps(request).encode())
+        front_door.parse(json.dumps(request).encode())
     except A2AError:
         assert answer.get("id") is None
         return
@@ -298,7 +298,10 @@ def exchange(target: Target, data: st.DataObject) -> None:
     version = data.draw(st.sampled_from([None, "1.0", "0.3", "9.9"]))
     if version is not None:
         headers["A2A-Version"] = version
-    ids = lambda: target.ids_strategy(data, owner if owner != "nobody" else "alice")  # noqa: E731
+
+    def ids() -> str:
+        return target.ids_strategy(data, owner if owner != "nobody" else "alice")
+
     binding = data.draw(st.sampled_from(["jsonrpc", "jsonrpc", "rest", "raw", "sse"]))
     http = target.client.http
     request: Any = None
@@ -361,7 +364,7 @@ def check_answer(
         check_ids(request, answer, status)
         remember(target, owner, answer)
     assert target.client.app.streams.slots.held == 0
-    COUNTS[(target.backend, binding, outcome)] += 1
+    target.counts[(binding, outcome)] += 1
 
 
 def remember(target: Target, owner: str, answer: Any) -> None:
@@ -462,11 +465,10 @@ def fuzz_then_read_back(target: Target) -> None:
 
     one()
     read = read_back(target)
-    examples = sum(n for (backend, _, _), n in COUNTS.items() if backend == target.backend)
+    examples = sum(target.counts.values())
     print(f"\n{target.backend}: {examples} requests, then {read} tasks read back")
-    for (backend, binding, outcome), count in sorted(COUNTS.items()):
-        if backend == target.backend:
-            print(f"  {binding:8} {outcome:12} {count}")
+    for (binding, outcome), count in sorted(target.counts.items()):
+        print(f"  {binding:8} {outcome:12} {count}")
     assert read > 0 and examples >= EXAMPLES
 
 
@@ -479,8 +481,41 @@ def test_hostile_requests_firestore(firestore: Target) -> None:
     fuzz_then_read_back(firestore)
 
 
+def malformed_ids(target: Target) -> None:
+    """The ids of issue 12's report, each in every place a client chooses one, then every
+    task and the first task's push configs read back."""
+    alice = {"Content-Type": "application/json", "X-API-Key": KEYS["alice"], "A2A-Version": "1.0"}
+
+    def send(method: str, params: dict[str, Any]) -> Any:
+        request = {"jsonrpc": "2.0", "id": 7, "method": method, "params": params}
+        response = target.client.http.post("/", data=json.dumps(request), headers=alice)
+        check_answer(target, "alice", "jsonrpc", request, response)
+        return response.get_json()
+
+    def msg(message_id: str, **extra: str) -> dict[str, Any]:
+        return {"messageId": message_id, "role": "user", "parts": [{"text": "hi"}], **extra}
+
+    first = send("SendMessage", {"message": msg("first")})["result"]["task"]["id"]
+    hook = {"url": "https://example.com/h"}
+    for n, bad in enumerate([*MALFORMED_IDS, f"{first}/pushConfigs/x"]):
+        send("GetTask", {"id": bad})
+        send("tasks/send", {"id": bad, "message": msg(f"m{n}")})
+        send("SendMessage", {"message": msg(bad)})
+        send("SendMessage", {"message": msg(f"c{n}", contextId=bad)})
+        send("SendMessage", {"message": msg(f"t{n}", taskId=bad)})
+        send("CreateTaskPushNotificationConfig", {"taskId": first, "id": bad, **hook})
+        send("CreateTaskPushNotificationConfig", {"taskId": bad, **hook})
+        send("GetTaskPushNotificationConfig", {"taskId": first, "id": bad})
+    listed = send("ListTaskPushNotificationConfigs", {"taskId": first})
+    assert "result" in listed, listed
+    assert read_back(target) > 0
+
+
+def test_malformed_ids_embedded(embedded: Target) -> None:
+    malformed_ids(embedded)
+
+
 @pytest.mark.emulator
 @pytest.mark.xfail(strict=True, reason="ids: issue 12 item 2, on the tenancy branch")
 def test_malformed_ids_firestore(firestore: Target) -> None:
-    firestore.malformed = True
-    fuzz_then_read_back(firestore)
+    malformed_ids(firestore)
