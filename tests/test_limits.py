@@ -3,14 +3,21 @@ its setting, and the task exactly as it was before the refused request."""
 
 from __future__ import annotations
 
+import gc
 import json
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from shared.app import build
+from shared.bindings import body as front_door
 from shared.limits import Limits, json_bytes
 from shared.settings import Settings
+from shared.store.memory import MemoryTaskStore
 from tests.conftest import Client
 
 MakeClient = Callable[..., Client]
@@ -149,3 +156,78 @@ def test_settings_make_the_limits() -> None:
     settings = Settings(max_parts=7, max_history_bytes=4096)
     assert settings.limits == Limits(parts=7, history_bytes=4096)
     assert Settings().limits == Limits()
+
+
+# -- memory ----------------------------------------------------------------------------------
+
+# The most one request may grow the process by: this many times its body (at least 1 MiB).
+MEMORY_FACTOR = 4.5
+SHAPES = ["message", "parts", "body", "values"]
+
+
+def largest_allowed(shape: str, settings: Settings) -> bytes:
+    """The largest body of each shape the default limits let through."""
+    msg: dict[str, Any] = {"messageId": "big", "role": "user", "parts": [{"text": "hi"}]}
+    extra: dict[str, Any] = {}
+    if shape == "message":
+        msg["parts"] = [{"text": "x" * (settings.max_message_bytes - 1000)}]
+    elif shape == "parts":
+        size = settings.max_message_bytes // settings.max_parts - 200
+        msg["parts"] = [{"text": "x" * size} for _ in range(settings.max_parts)]
+    elif shape == "body":
+        extra["pad"] = "x" * (settings.max_body_bytes - 1000)  # unknown fields are ignored
+    else:
+        extra["pad"] = [{}] * (front_door.MAX_ITEMS // 2 - 100)
+    params = {"message": msg, **extra}
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params}
+    ).encode()
+
+
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith(f"{field}:"))
+    return int(line.split()[1])
+
+
+def _probe(shape: str) -> None:
+    """In a fresh process: RSS now, then the peak after serving the largest request."""
+    settings = Settings(handler="tests.handlers.limits")
+    client = Client(build(settings, store=MemoryTaskStore()))
+    for n in range(3):  # warm up every code path
+        client.result("SendMessage", {"message": message(f"w{n}")}, version="1.0")
+    data = largest_allowed(shape, settings)
+    gc.collect()
+    with open("/proc/self/clear_refs", "w") as clear:
+        clear.write("5")  # the peak (VmHWM) starts over from the resident size now
+    resident = _status_kib("VmRSS")
+    response = client.post(data, {"A2A-Version": "1.0"})
+    peak = _status_kib("VmHWM")
+    growth = (peak - resident) * 1024
+    error = response.get_json().get("error")
+    print(json.dumps({"body": len(data), "growth": growth, "error": error}))
+    client.app.close()
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_largest_allowed_request_grows_the_process_by_at_most_the_factor(shape: str) -> None:
+    """RSS in a subprocess (tracemalloc misses the interpreter's and C libraries' memory): the
+    peak (VmHWM, reset just before) during the request, less the resident size before it."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.test_limits", shape],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).parent.parent,
+        check=True,
+    )
+    measured = json.loads(done.stdout.splitlines()[-1])
+    assert measured["error"] is None  # allowed
+    budget = MEMORY_FACTOR * max(measured["body"], 1024 * 1024)
+    factor = measured["growth"] / measured["body"]
+    print(f"{shape}: {measured['body']} bytes grew RSS by {measured['growth']} ({factor:.2f}x)")
+    assert measured["growth"] <= budget
+
+
+if __name__ == "__main__":
+    _probe(sys.argv[1])

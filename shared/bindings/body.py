@@ -32,9 +32,11 @@ from shared.errors import InvalidRequestError, JSONParseError
 # Nesting any real A2A request needs is under 10 (params.message.parts[0].data...); 64 leaves
 # handlers' own data room, and stays far below Python's recursion limit (1000).
 MAX_DEPTH = 64
-# Values (objects, arrays, keys, strings, numbers, literals) in one body: 100,000 small
-# values take ~10 MB as Python objects, within the memory budget of one request.
-MAX_ITEMS = 100_000
+# Values (objects, arrays, keys, strings, numbers, literals) in one body, counted from its
+# commas, colons and opening brackets (a container in an array counts twice). Small values
+# cost ~80 bytes each (the object and its slot): the worst case, 25,000 `{}` in an array,
+# grows a process by ~2 MB (tests/test_limits.py). Large content belongs in strings.
+MAX_ITEMS = 50_000
 
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
