@@ -122,9 +122,9 @@ class _PinnedHTTPS(http.client.HTTPSConnection):
     """HTTPS to the checked addresses, with SNI and certificate verification against the
     URL's host name, as if it had been resolved here."""
 
-    def __init__(self, target: PushTarget, timeout: float) -> None:
-        self._tls = ssl.create_default_context()
-        super().__init__(target.host, target.port, timeout=timeout, context=self._tls)
+    def __init__(self, target: PushTarget, timeout: float, tls: ssl.SSLContext) -> None:
+        super().__init__(target.host, target.port, timeout=timeout, context=tls)
+        self._tls = tls
         self._addresses = target.addresses
 
     def connect(self) -> None:
@@ -133,13 +133,20 @@ class _PinnedHTTPS(http.client.HTTPSConnection):
 
 
 class PinnedSender:
-    """The PushSender of the standard library's http.client, pinned to checked addresses."""
+    """The PushSender of the standard library's http.client, pinned to checked addresses.
+    `tls`: the certificates it trusts (the system's by default)."""
+
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+        self._tls = tls or ssl.create_default_context()
 
     def post(
         self, target: PushTarget, body: bytes, headers: Mapping[str, str], timeout: float
     ) -> tuple[int, str | None]:
-        pinned = _PinnedHTTPS if target.scheme == "https" else _PinnedHTTP
-        connection = pinned(target, timeout)
+        connection: http.client.HTTPConnection
+        if target.scheme == "https":
+            connection = _PinnedHTTPS(target, timeout, self._tls)
+        else:
+            connection = _PinnedHTTP(target, timeout)
         parts = urlsplit(target.url)
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         try:

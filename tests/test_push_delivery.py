@@ -5,11 +5,20 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
+import threading
 from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
 from typing import Any
 
 import jwt
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from shared.jobs import Outcome
 from shared.model import (
@@ -22,7 +31,7 @@ from shared.model import (
     TaskStatus,
 )
 from shared.ports import Delivery
-from shared.push_delivery import Deliverer, PushNotifier
+from shared.push_delivery import Deliverer, PinnedSender, PushNotifier
 from shared.push_url import PushTarget, PushURLRefused, resolve_push_url
 from shared.queue.inline import InlineQueue
 from shared.store.memory import MemoryTaskStore
@@ -338,3 +347,85 @@ def test_a_port_not_allowed_fails_the_delivery_without_connecting() -> None:
     )
     assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.FAILED
     assert sender.posted == []
+
+
+def self_signed(tmp: Path, host: str) -> tuple[Path, Path]:
+    """A certificate for `host` (and its key), signed by itself."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
+    now = datetime.now(UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5))
+        .not_valid_after(now + timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = tmp / "cert.pem", tmp / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+def test_https_goes_to_the_checked_address_and_verifies_the_host_name(tmp_path: Path) -> None:
+    """A TLS webhook for hooks.example.com served on 127.0.0.1: the pinned POST reaches it
+    with SNI and the Host header of the name, and a name its certificate does not cover is
+    refused even at the same address."""
+    cert, key = self_signed(tmp_path, "hooks.example.com")
+    seen: list[tuple[str | None, str]] = []
+
+    class Hook(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            seen.append((self.headers["Host"], self.path))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Hook)
+    serving = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    serving.load_cert_chain(cert, key)
+    server.socket = serving.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        port = server.server_address[1]
+        trusting = ssl.create_default_context(cafile=str(cert))
+        sender = PinnedSender(trusting)
+        good = PushTarget(
+            f"https://hooks.example.com:{port}/h?x=1",
+            "https",
+            "hooks.example.com",
+            port,
+            ("127.0.0.1",),
+        )
+        assert sender.post(good, b"{}", {"Content-Type": "application/json"}, 5) == (204, None)
+        assert seen == [(f"hooks.example.com:{port}", "/h?x=1")]
+        other = PushTarget(
+            f"https://other.example.com:{port}/h",
+            "https",
+            "other.example.com",
+            port,
+            ("127.0.0.1",),
+        )
+        with pytest.raises(ssl.SSLCertVerificationError):
+            sender.post(other, b"{}", {}, 5)
+        with pytest.raises(ssl.SSLCertVerificationError):  # the system's roots: untrusted
+            PinnedSender().post(good, b"{}", {}, 5)
+        assert len(seen) == 1
+    finally:
+        server.shutdown()
+        server.server_close()
