@@ -4,9 +4,10 @@ Every limit is a setting (README, Limits): parts per message or artifact, bytes 
 object's JSON, bytes of a message's and an artifact's JSON, and a task's history in messages
 and in bytes. A client's request over a limit is refused with InvalidParamsError naming the
 limit and its setting, before anything is stored: the task stays exactly as it was. A
-handler's artifact over the limit raises LimitExceeded in the handler, and the turn fails the
-task with that message. Sizes are of the canonical model's JSON (what a store keeps and an
-answer carries, give or take the dialect's names).
+handler's artifact over the limit (ArtifactMeter, chunk by chunk) raises LimitExceeded in the
+handler, and the turn fails the task with that message. Sizes are of the canonical model's
+UTF-8 JSON without unset fields (what a store keeps and an answer carries, give or take the
+dialect's names).
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
+
 from shared.errors import InvalidParamsError
-from shared.model import Artifact, Message, Task
+from shared.model import ArtifactUpdate, Message, Task
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,11 @@ class LimitExceeded(Exception):
 def json_bytes(value: Any) -> int:
     """The size of `value` as compact UTF-8 JSON."""
     return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def model_bytes(model: BaseModel) -> int:
+    """The size of a model's UTF-8 JSON without its unset (None) fields, as the wire has it."""
+    return len(model.__pydantic_serializer__.to_json(model, exclude_none=True))
 
 
 def check_parts(count: int, limits: Limits, field: str) -> None:
@@ -69,7 +77,7 @@ def check_message(message: Message, limits: Limits, field: str) -> None:
     check_metadata(message.metadata, limits, f"{field}.metadata")
     for i, part in enumerate(message.parts):
         check_metadata(part.metadata, limits, f"{field}.parts[{i}].metadata")
-    size = len(message.model_dump_json())
+    size = model_bytes(message)
     if size > limits.message_bytes:
         raise InvalidParamsError(
             f"'{field}' has {size} bytes of JSON; the limit is {limits.message_bytes} "
@@ -88,7 +96,7 @@ def check_history(task: Task, message: Message, limits: Limits) -> None:
             "a taskId (same contextId) to go on in a new task",
             field="task_id",
         )
-    size = sum(len(m.model_dump_json()) for m in (*task.history, message))
+    size = sum(model_bytes(m) for m in (*task.history, message))
     if size > limits.history_bytes:
         raise InvalidParamsError(
             f"task {task.id}'s history would hold {size} bytes of JSON; the limit is "
@@ -98,16 +106,39 @@ def check_history(task: Task, message: Message, limits: Limits) -> None:
         )
 
 
-def check_artifact(artifact: Artifact, limits: Limits) -> None:
-    """A handler's artifact (as it stands after a chunk is appended); raises LimitExceeded."""
-    if len(artifact.parts) > limits.parts:
-        raise LimitExceeded(
-            f"The agent made an artifact with {len(artifact.parts)} parts; the limit is "
-            f"{limits.parts} (A2A_MAX_PARTS)."
-        )
-    size = len(artifact.model_dump_json())
-    if size > limits.artifact_bytes:
-        raise LimitExceeded(
-            f"The agent made an artifact of {size} bytes; the limit is {limits.artifact_bytes} "
-            "(A2A_MAX_ARTIFACT_BYTES)."
-        )
+class ArtifactMeter:
+    """A turn's artifacts measured chunk by chunk, so that a handler streaming many chunks
+    costs no re-serialization of the whole artifact per chunk. An artifact's size is the sum
+    of its updates' JSON (an upper bound: each chunk's envelope counts)."""
+
+    def __init__(self, limits: Limits) -> None:
+        self._limits = limits
+        self._measured: dict[str, tuple[int, int]] = {}  # artifact id -> (parts, bytes)
+
+    def add(self, update: ArtifactUpdate, task: Task) -> None:
+        """Count `update` against its artifact as `task` (before it) holds it; raises
+        LimitExceeded, and then counts nothing."""
+        artifact_id = update.artifact.artifact_id
+        parts, size = 0, 0
+        if update.append:
+            if artifact_id not in self._measured:  # made by an earlier turn: measured once
+                earlier = next((a for a in task.artifacts if a.artifact_id == artifact_id), None)
+                if earlier is not None:
+                    self._measured[artifact_id] = (
+                        len(earlier.parts),
+                        model_bytes(earlier),
+                    )
+            parts, size = self._measured.get(artifact_id, (0, 0))
+        parts += len(update.artifact.parts)
+        size += model_bytes(update.artifact)
+        if parts > self._limits.parts:
+            raise LimitExceeded(
+                f"The agent made an artifact with {parts} parts; the limit is "
+                f"{self._limits.parts} (A2A_MAX_PARTS)."
+            )
+        if size > self._limits.artifact_bytes:
+            raise LimitExceeded(
+                f"The agent made an artifact of about {size} bytes; the limit is "
+                f"{self._limits.artifact_bytes} (A2A_MAX_ARTIFACT_BYTES)."
+            )
+        self._measured[artifact_id] = (parts, size)

@@ -31,7 +31,7 @@ from shared.agent import Context, HandlerModule, TaskCanceled
 from shared.clock import SYSTEM, Clock
 from shared.conflicts import retry_on_conflict
 from shared.lifecycle import apply, apply_all
-from shared.limits import DEFAULT_LIMITS, LimitExceeded, Limits, check_artifact
+from shared.limits import DEFAULT_LIMITS, ArtifactMeter, LimitExceeded, Limits
 from shared.model import (
     ArtifactUpdate,
     Event,
@@ -100,7 +100,7 @@ class Turn:
         self._lease_seconds = lease_seconds
         self._ending = False  # the last commit of a background turn releases its lease
         self._artifacts = 0
-        self._limits = limits
+        self._artifact_sizes = ArtifactMeter(limits)
         working = StatusUpdate(
             task_id=task.id, context_id=task.context_id, status=TaskStatus(state=TaskState.WORKING)
         )
@@ -188,11 +188,8 @@ class Turn:
         with self._lock:
             if self._canceled:
                 raise TaskCanceled(self._task.id)
-            if isinstance(event, ArtifactUpdate):  # as it stands with this chunk, unstored
-                artifact_id = event.artifact.artifact_id
-                for artifact in apply(self._task, event).artifacts:
-                    if artifact.artifact_id == artifact_id:
-                        check_artifact(artifact, self._limits)
+            if isinstance(event, ArtifactUpdate):  # over a limit: raised, and not applied
+                self._artifact_sizes.add(event, self._task)
             self._apply(event)
             due = self._clock.monotonic() - self._last_commit >= self._interval
             if self._listener is not None or due:

@@ -231,3 +231,15 @@ def test_the_largest_allowed_request_grows_the_process_by_at_most_the_factor(sha
 
 if __name__ == "__main__":
     _probe(sys.argv[1])
+
+
+def test_a_chunked_artifact_is_measured_chunk_by_chunk(make_client: MakeClient) -> None:
+    """Many small chunks: each counted once (no re-serialization per chunk), and the limit
+    holds for their sum."""
+    client = make_client(handler="tests.handlers.limits", max_parts=5000, max_artifact_bytes=40_000)
+    done = client.result("SendMessage", {"message": message("chunks 200")}, version="1.0")["task"]
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert len(done["artifacts"][0]["parts"]) == 200
+    failed = client.result("SendMessage", {"message": message("chunks 1000")}, version="1.0")
+    reason = failed["task"]["status"]["message"]["parts"][0]["text"]
+    assert "the limit is 40000 (A2A_MAX_ARTIFACT_BYTES)" in reason
