@@ -16,7 +16,7 @@ import pytest
 from shared.app import build
 from shared.bindings import body as front_door
 from shared.limits import Limits, json_bytes
-from shared.settings import Settings
+from shared.settings import Settings, SettingsError
 from shared.store.memory import MemoryTaskStore
 from tests.conftest import Client
 
@@ -243,3 +243,22 @@ def test_a_chunked_artifact_is_measured_chunk_by_chunk(make_client: MakeClient) 
     failed = client.result("SendMessage", {"message": message("chunks 1000")}, version="1.0")
     reason = failed["task"]["status"]["message"]["parts"][0]["text"]
     assert "the limit is 40000 (A2A_MAX_ARTIFACT_BYTES)" in reason
+
+
+@pytest.mark.parametrize(
+    "variable",
+    [
+        "A2A_MAX_BATCH",
+        "A2A_MAX_PARTS",
+        "A2A_MAX_METADATA_BYTES",
+        "A2A_MAX_MESSAGE_BYTES",
+        "A2A_MAX_ARTIFACT_BYTES",
+        "A2A_MAX_HISTORY_MESSAGES",
+        "A2A_MAX_HISTORY_BYTES",
+        "A2A_MAX_STREAMS_PER_OWNER",
+    ],
+)
+def test_a_bad_limit_stops_start_up_naming_it(variable: str) -> None:
+    with pytest.raises(SettingsError, match=variable):
+        Settings.from_env({variable: "0"})
+    assert Settings.from_env({variable: "4096"}) != Settings()
