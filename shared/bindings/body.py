@@ -38,7 +38,9 @@ MAX_DEPTH = 64
 # grows a process by ~2 MB (tests/test_limits.py). Large content belongs in strings.
 MAX_ITEMS = 50_000
 
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+# A string runs to its closing quote, or to the end of an unterminated body; possessive, so a
+# hostile body (`"\"\"\"...`) costs one pass, never a retry from every quote.
+_STRING = re.compile(r'"(?:[^"\\]++|\\.?)*+(?:"|\Z)', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _INNERMOST = re.compile(r"\[\]|\{\}")
 # A surrogate can only come from a \uD800-\uDFFF escape (raw surrogate bytes are not UTF-8).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -120,3 +121,21 @@ def test_batches_are_capped(make_client: Any) -> None:
     assert "3 requests; the limit is 2" in answer["error"]["message"]
     listed = small.result("ListTasks", {}, version="1.0")
     assert listed["totalSize"] == 0  # nothing of the refused batch ran
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'"' + b'\\"' * 1_000_000,  # every quote escaped, never closed
+        b'"' + b'\\"' * 1_000_000 + b"\\",
+        b'"' * 2_000_000,
+        b'{"a":' * 400_000,
+    ],
+)
+def test_hostile_bodies_cost_linear_time(data: bytes) -> None:
+    """2 MB that a scan retrying from every quote would take hours over: well under a second
+    in one pass (the bound leaves room for a loaded machine)."""
+    started = time.monotonic()
+    with pytest.raises((JSONParseError, InvalidRequestError)):
+        body.parse(data)
+    assert time.monotonic() - started < 5
