@@ -26,7 +26,9 @@ from shared.model import ArtifactUpdate, Message, Task
 class Limits:
     parts: int = 100  # A2A_MAX_PARTS
     metadata_bytes: int = 64 * 1024  # A2A_MAX_METADATA_BYTES
-    message_bytes: int = 4 * 1024 * 1024  # A2A_MAX_MESSAGE_BYTES
+    # A2A_MAX_MESSAGE_BYTES: a message, or one artifact update; every event then fits one
+    # Firestore event document (1 MiB with its envelope), so both backends take what it allows.
+    message_bytes: int = 900_000
     artifact_bytes: int = 4 * 1024 * 1024  # A2A_MAX_ARTIFACT_BYTES
     history_messages: int = 500  # A2A_MAX_HISTORY_MESSAGES
     history_bytes: int = 16 * 1024 * 1024  # A2A_MAX_HISTORY_BYTES
@@ -129,8 +131,15 @@ class ArtifactMeter:
                         model_bytes(earlier),
                     )
             parts, size = self._measured.get(artifact_id, (0, 0))
+        chunk = model_bytes(update.artifact)
+        if chunk > self._limits.message_bytes:
+            raise LimitExceeded(
+                f"The agent made an artifact update of {chunk} bytes; the limit for one update "
+                f"is {self._limits.message_bytes} (A2A_MAX_MESSAGE_BYTES): send it in chunks "
+                "(ctx.artifact(..., append=True))."
+            )
         parts += len(update.artifact.parts)
-        size += model_bytes(update.artifact)
+        size += chunk
         if parts > self._limits.parts:
             raise LimitExceeded(
                 f"The agent made an artifact with {parts} parts; the limit is "

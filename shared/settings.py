@@ -71,6 +71,11 @@ ENVIRONMENT = {
 }
 
 
+# The largest message or artifact update a Firestore event document takes, with its envelope
+# (shared.store.firestore refuses larger parts and events).
+MAX_FIRESTORE_EVENT = 900_000
+
+
 class SettingsError(ValueError):
     """A setting is missing or malformed; the message names the variable."""
 
@@ -92,11 +97,13 @@ class Settings(BaseModel):
     api_key_header: str = "X-API-Key"
     max_body_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
     # What one request may carry (shared.limits; README, Limits). The defaults fit a 512 MiB
-    # function serving several requests at once: no request grows it by more than ~4x its body.
+    # function serving several requests at once: a request grows it by ~4x its body plus a few MiB.
     max_batch: int = Field(default=20, ge=1)  # JSON-RPC requests in one batch
     max_parts: int = Field(default=100, ge=1)  # parts in one message or artifact
     max_metadata_bytes: int = Field(default=64 * 1024, ge=2)  # JSON of one metadata object
-    max_message_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)  # JSON of one message
+    # JSON of one message, or of one artifact update (a chunk): at most MAX_FIRESTORE_EVENT on
+    # the Firestore backend, whose event documents hold 1 MiB.
+    max_message_bytes: int = Field(default=900_000, ge=1024)
     max_artifact_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)  # JSON of one artifact
     # A task's history: a send that would take it past either limit is refused (the task
     # stays as it was); the client starts a new task in the same context.
@@ -239,6 +246,12 @@ class Settings(BaseModel):
                 for e in exc.errors()
             )
             raise SettingsError(f"invalid settings: {problems}") from None
+        if settings.backend == "firestore" and settings.max_message_bytes > MAX_FIRESTORE_EVENT:
+            raise SettingsError(
+                f"A2A_MAX_MESSAGE_BYTES is at most {MAX_FIRESTORE_EVENT} with "
+                "A2A_BACKEND=firestore: one message or artifact update is one event document, "
+                "and Firestore documents hold 1 MiB (send larger content as a file part by URL)"
+            )
         if settings.auth == "api-key" and not settings.api_keys:
             raise SettingsError("A2A_AUTH=api-key needs A2A_API_KEYS=owner:key[,owner:key]")
         if settings.worker_url is not None:
