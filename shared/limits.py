@@ -5,9 +5,10 @@ object's JSON, bytes of a message's and an artifact's JSON, and a task's history
 and in bytes. A client's request over a limit is refused with InvalidParamsError naming the
 limit and its setting, before anything is stored: the task stays exactly as it was. A
 handler's artifact over the limit (ArtifactMeter, chunk by chunk) raises LimitExceeded in the
-handler, and the turn fails the task with that message. Sizes are of the canonical model's
-UTF-8 JSON without unset fields (what a store keeps and an answer carries, give or take the
-dialect's names).
+handler, and the turn fails the task with that message; so does any handler output no answer
+could carry (servable_bytes: a lone surrogate, data nested too deep). Sizes are of the
+canonical model's UTF-8 JSON without unset fields (what a store keeps and an answer carries,
+give or take the dialect's names).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError
 
 from shared.errors import InvalidParamsError
 from shared.model import ArtifactUpdate, Message, Task
@@ -49,6 +51,19 @@ def json_bytes(value: Any) -> int:
 def model_bytes(model: BaseModel) -> int:
     """The size of a model's UTF-8 JSON without its unset (None) fields, as the wire has it."""
     return len(model.__pydantic_serializer__.to_json(model, exclude_none=True))
+
+
+def servable_bytes(model: BaseModel) -> int:
+    """model_bytes of a handler's output; raises LimitExceeded for what no answer could carry
+    (a lone UTF-16 surrogate, nesting too deep to encode): stored, it would fail every later
+    answer about its task."""
+    try:
+        return model_bytes(model)
+    except PydanticSerializationError:
+        raise LimitExceeded(
+            "The agent made output that cannot be sent as JSON (a lone UTF-16 surrogate in "
+            "its text, or data nested too deep)."
+        ) from None
 
 
 def check_parts(count: int, limits: Limits, field: str) -> None:
@@ -131,7 +146,7 @@ class ArtifactMeter:
                         model_bytes(earlier),
                     )
             parts, size = self._measured.get(artifact_id, (0, 0))
-        chunk = model_bytes(update.artifact)
+        chunk = servable_bytes(update.artifact)
         if chunk > self._limits.message_bytes:
             raise LimitExceeded(
                 f"The agent made an artifact update of {chunk} bytes; the limit for one update "

@@ -31,7 +31,7 @@ from shared.agent import Context, HandlerModule, TaskCanceled
 from shared.clock import SYSTEM, Clock
 from shared.conflicts import retry_on_conflict
 from shared.lifecycle import apply, apply_all
-from shared.limits import DEFAULT_LIMITS, ArtifactMeter, LimitExceeded, Limits
+from shared.limits import DEFAULT_LIMITS, ArtifactMeter, LimitExceeded, Limits, servable_bytes
 from shared.model import (
     ArtifactUpdate,
     Event,
@@ -190,6 +190,8 @@ class Turn:
                 raise TaskCanceled(self._task.id)
             if isinstance(event, ArtifactUpdate):  # over a limit: raised, and not applied
                 self._artifact_sizes.add(event, self._task)
+            else:
+                servable_bytes(event)
             self._apply(event)
             due = self._clock.monotonic() - self._last_commit >= self._interval
             if self._listener is not None or due:
@@ -201,6 +203,7 @@ class Turn:
         with self._lock:
             if self._canceled:
                 raise TaskCanceled(self._task.id)
+            servable_bytes(message)
             self._reply = message
 
     def canceled(self) -> bool:

@@ -310,3 +310,14 @@ def test_the_largest_allowed_message_is_stored_and_served_on_firestore(
         assert client.result("SendMessage", answer, version="1.0")["task"]["id"] == task["id"]
     finally:
         client.app.close()
+
+
+@pytest.mark.parametrize("how", ["progress", "reply", "deep"])
+def test_a_handler_output_no_answer_could_carry_fails_the_task(limited: Client, how: str) -> None:
+    result = limited.rpc("SendMessage", {"message": message(f"unservable {how}")}, version="1.0")
+    status = result["result"]["task"]["status"]
+    assert status["state"] == "TASK_STATE_FAILED"
+    assert "cannot be sent as JSON" in status["message"]["parts"][0]["text"]
+    task_id = result["result"]["task"]["id"]
+    for method in ("GetTask", "ListTasks"):  # the task, and every answer about it, still served
+        assert "result" in limited.rpc(method, {"id": task_id}, version="1.0")
