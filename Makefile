@@ -29,7 +29,7 @@ RUN_ENV = FIRESTORE_EMULATOR_HOST=$${FIRESTORE_EMULATOR_HOST:-127.0.0.1:8085} GO
 endif
 endif
 
-.PHONY: help install run test lint bench emulators deploy destroy stage smoke clean
+.PHONY: help install run test lint bench fuzz emulators deploy destroy stage smoke clean
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -65,6 +65,10 @@ lint: $(STAMP)  ## ruff and mypy
 
 bench: $(STAMP)  ## throughput, latency, cold start, memory and Firestore costs
 	$(PY) -m tests.bench $(BENCH_ARGS)
+
+fuzz: $(STAMP)  ## hostile requests on both backends, FUZZ_EXAMPLES each (default 3000), with counts
+	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-3000} $(PY) -m pytest -q -s -p no:cacheprovider \
+	  tests/test_fuzz.py -k hostile_requests $(PYTEST_ARGS)
 
 deploy: $(STAMP)  ## create or update everything in PROJECT (DRY_RUN=1 prints the commands)
 	$(INFRA_ENV) $(PY) -m infra deploy

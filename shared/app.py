@@ -26,7 +26,7 @@ from shared.identity import Anonymous, Authenticator
 from shared.ports import PushConfigStore, TaskQueue, TaskStore
 from shared.push_delivery import Deliverer, PushNotifier
 from shared.push_signing import NotificationSigner
-from shared.push_url import check_push_url
+from shared.push_url import check_push_url, resolve_push_url
 from shared.queue.inline import InlineQueue
 from shared.service import A2AService
 from shared.settings import Settings, SettingsError
@@ -93,11 +93,11 @@ def _signer(settings: Settings, module: HandlerModule) -> NotificationSigner | N
 def _deliverer(
     settings: Settings, store: TaskStore, configs: PushConfigStore, module: HandlerModule
 ) -> Deliverer:
-    hosts = settings.push_allowed_hosts
+    hosts, ports = settings.push_allowed_hosts, settings.push_allowed_ports
     return Deliverer(
         store,
         configs,
-        check_url=lambda url: check_push_url(url, allowed_hosts=hosts),
+        resolve_url=lambda url: resolve_push_url(url, allowed_hosts=hosts, allowed_ports=ports),
         signer=_signer(settings, module),
         function_timeout=settings.function_timeout,
     )
@@ -195,7 +195,7 @@ def build(settings: Settings | None = None, store: TaskStore | None = None) -> H
     settings = settings or Settings.from_env()
     module = load_handler_module(settings.handler)
     tasks = _tasks(settings, module, store)
-    hosts = settings.push_allowed_hosts
+    hosts, ports = settings.push_allowed_hosts, settings.push_allowed_ports
     work_queue = _cloud_queue(settings, settings.work_queue, settings.worker_url)
     if work_queue is None:  # the embedded backend: the worker runs in this process
         worker = Worker(
@@ -203,6 +203,7 @@ def build(settings: Settings | None = None, store: TaskStore | None = None) -> H
             module,
             commit_interval=settings.commit_interval,
             lease_seconds=settings.lease_seconds,
+            limits=settings.limits,
         )
         work_queue = InlineQueue(
             lambda payload, delivery: worker.deliver(payload, delivery).accepted,
@@ -215,9 +216,10 @@ def build(settings: Settings | None = None, store: TaskStore | None = None) -> H
         commit_interval=settings.commit_interval,
         deduplicate=settings.deduplicate_messages,
         push_configs=tasks.push_configs,
-        check_push_url=lambda url: check_push_url(url, allowed_hosts=hosts),
+        check_push_url=lambda url: check_push_url(url, allowed_hosts=hosts, allowed_ports=ports),
         blocking_wait=settings.blocking_wait,
         max_push_configs=settings.max_push_configs_per_task,
+        limits=settings.limits,
     )
     card = AgentCard(
         card_template(module, settings),
@@ -243,6 +245,7 @@ def build_worker(
         module,
         commit_interval=settings.commit_interval,
         lease_seconds=settings.lease_seconds,
+        limits=settings.limits,
     )
     return QueueTargetApp(
         "worker",

@@ -5,7 +5,7 @@ shared.app): after each commit that logged events, it enqueues one delivery per 
 of the task on the `push` queue, named by task, config and the last sequence number (so a
 repeated enqueue adds nothing). The `deliver` function (or, on the embedded backend, an
 in-process queue) runs `Deliverer.deliver`, which sends everything the config has not
-received yet, in sequence order, through a PushSender (urllib unless one is given):
+received yet, in sequence order, through a PushSender (http.client unless one is given):
 
 - one delivery per config at a time (a sending lease on the config), so a later event
   never overtakes an earlier one; a delivery that finds the lease taken is retried later;
@@ -13,7 +13,9 @@ received yet, in sequence order, through a PushSender (urllib unless one is give
   what a webhook already accepted (at least once, and once after success);
 - any non-2xx answer, a timeout (10 s) or a refused connection fails the delivery, and the
   queue retries it with backoff; the URL is checked against SSRF again before each POST and
-  at every redirect.
+  at every redirect, its host resolved once, and the POST connects to the checked addresses
+  (shared.push_url); a redirect to another origin goes without the config's credentials
+  (`Authorization`, the token).
 
 Payloads follow the dialect the config was made in: v1.0 gets one `StreamResponse` per event
 (`application/a2a+json`); v0.3 and v0.1 get the task as it stands (`application/json`).
@@ -24,15 +26,16 @@ when a signing key is configured).
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
+import socket
+import ssl
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Protocol
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 from shared.dialects.registry import BY_NAME
 from shared.jobs import Outcome, PushJob
@@ -46,11 +49,12 @@ from shared.ports import (
     TaskStore,
 )
 from shared.push_signing import SIGNATURE_HEADER, NotificationSigner
-from shared.push_url import PushURLRefused
+from shared.push_url import DEFAULT_PORTS, PushTarget, PushURLRefused
 
 log = logging.getLogger("a2a.push")
 
 A2A_JSON = "application/a2a+json"
+TOKEN_HEADER = "X-A2A-Notification-Token"
 TIMEOUT_SECONDS = 10
 MAX_REDIRECTS = 3
 # A delivery posts at most this many events (the queue's retry goes on from there), and
@@ -84,36 +88,85 @@ class PushSender(Protocol):
     """The HTTP client that POSTs notifications: a seam, so tests can answer without a network."""
 
     def post(
-        self, url: str, body: bytes, headers: Mapping[str, str], timeout: float
+        self, target: PushTarget, body: bytes, headers: Mapping[str, str], timeout: float
     ) -> tuple[int, str | None]:
-        """POST once, following no redirect: the HTTP status and the Location header (None
-        when absent). Raises OSError when no answer came (refused, reset, timed out)."""
+        """POST once to `target.url`, connecting only to `target.addresses` (checked, never
+        resolved again), following no redirect: the HTTP status and the Location header
+        (None when absent). Raises OSError when no answer came (refused, reset, timed out)."""
         ...
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """Redirects go back to the Deliverer, so that each target is checked against SSRF."""
+def _connect(addresses: Sequence[str], port: int, timeout: float | None) -> socket.socket:
+    """A connection to the first of `addresses` that answers."""
+    failure: OSError = OSError("no address to connect to")
+    for address in addresses:
+        try:
+            return socket.create_connection((address, port), timeout)
+        except OSError as exc:
+            failure = exc
+    raise failure
 
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
+
+class _PinnedHTTP(http.client.HTTPConnection):
+    """HTTP to the checked addresses; the Host header still names the URL's host."""
+
+    def __init__(self, target: PushTarget, timeout: float) -> None:
+        super().__init__(target.host, target.port, timeout=timeout)
+        self._addresses = target.addresses
+
+    def connect(self) -> None:
+        self.sock = _connect(self._addresses, self.port, self.timeout)
 
 
-class UrllibSender:
-    """The PushSender of the standard library."""
+class _PinnedHTTPS(http.client.HTTPSConnection):
+    """HTTPS to the checked addresses, with SNI and certificate verification against the
+    URL's host name, as if it had been resolved here."""
 
-    def __init__(self) -> None:
-        self._opener = urllib.request.build_opener(_NoRedirects)
+    def __init__(self, target: PushTarget, timeout: float, tls: ssl.SSLContext) -> None:
+        super().__init__(target.host, target.port, timeout=timeout, context=tls)
+        self._tls = tls
+        self._addresses = target.addresses
+
+    def connect(self) -> None:
+        sock = _connect(self._addresses, self.port, self.timeout)
+        self.sock = self._tls.wrap_socket(sock, server_hostname=self.host)
+
+
+class PinnedSender:
+    """The PushSender of the standard library's http.client, pinned to checked addresses.
+    `tls`: the certificates it trusts (the system's by default)."""
+
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+        self._tls = tls or ssl.create_default_context()
 
     def post(
-        self, url: str, body: bytes, headers: Mapping[str, str], timeout: float
+        self, target: PushTarget, body: bytes, headers: Mapping[str, str], timeout: float
     ) -> tuple[int, str | None]:
-        request = urllib.request.Request(url, data=body, headers=dict(headers), method="POST")
+        connection: http.client.HTTPConnection
+        if target.scheme == "https":
+            connection = _PinnedHTTPS(target, timeout, self._tls)
+        else:
+            connection = _PinnedHTTP(target, timeout)
+        parts = urlsplit(target.url)
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         try:
-            with self._opener.open(request, timeout=timeout) as response:
-                response.read(64 * 1024)  # drain a little, so the connection ends cleanly
-                return response.status, response.headers.get("Location")
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.headers.get("Location")
+            connection.request("POST", path, body=body, headers=dict(headers))
+            response = connection.getresponse()
+            response.read(64 * 1024)  # drain a little, so the connection ends cleanly
+            return response.status, response.getheader("Location")
+        except http.client.HTTPException as exc:  # a malformed answer: no answer at all
+            raise OSError(f"the webhook's answer is not HTTP ({type(exc).__name__})") from None
+        finally:
+            connection.close()
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    return (
+        parts.scheme,
+        (parts.hostname or "").lower(),
+        parts.port or DEFAULT_PORTS.get(parts.scheme),
+    )
 
 
 class Deliverer:
@@ -122,15 +175,15 @@ class Deliverer:
         store: TaskStore,
         configs: PushConfigStore,
         *,
-        check_url: Callable[[str], None],
+        resolve_url: Callable[[str], PushTarget],
         signer: NotificationSigner | None = None,
         function_timeout: float = 60,
         sender: PushSender | None = None,
     ) -> None:
         self._store = store
-        self._sender = sender or UrllibSender()
+        self._sender = sender or PinnedSender()
         self._configs = configs
-        self._check_url = check_url
+        self._resolve_url = resolve_url
         self._signer = signer
         # Posting stops while one more POST (and its redirects) still fits in the request.
         self._budget = max(function_timeout - TIMEOUT_SECONDS * (MAX_REDIRECTS + 1), 1.0)
@@ -208,13 +261,14 @@ class Deliverer:
         body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
         headers = {"Content-Type": content_type, "User-Agent": "a2a-functions push"}
         if config.config.token:
-            headers["X-A2A-Notification-Token"] = config.config.token
+            headers[TOKEN_HEADER] = config.config.token
         auth = config.config.authentication
         if auth is not None and auth.credentials:
             headers["Authorization"] = f"{auth.schemes[0]} {auth.credentials}"
+        origin = _origin(url)
         for _ in range(MAX_REDIRECTS + 1):
             try:
-                self._check_url(url)
+                target = self._resolve_url(url)
             except PushURLRefused as exc:
                 raise DeliveryFailed(f"URL refused: {exc}") from None
             if self._signer is not None:
@@ -222,13 +276,18 @@ class Deliverer:
                     task_id=config.config.task_id, body=body, audience=url
                 )
             try:
-                status, location = self._sender.post(url, body, headers, TIMEOUT_SECONDS)
+                status, location = self._sender.post(target, body, headers, TIMEOUT_SECONDS)
             except OSError as exc:
                 raise DeliveryFailed(f"no answer from the webhook ({exc})") from None
             if 200 <= status < 300:
                 return
             if status in (301, 302, 303, 307, 308) and location:
                 url = urljoin(url, location)
+                if _origin(url) != origin:
+                    # The config's credentials are for its own webhook, not wherever that
+                    # points: another origin gets the notification without them.
+                    headers.pop("Authorization", None)
+                    headers.pop(TOKEN_HEADER, None)
                 continue
             raise DeliveryFailed(f"the webhook answered HTTP {status}")
         raise DeliveryFailed(f"more than {MAX_REDIRECTS} redirects")

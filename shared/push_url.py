@@ -1,10 +1,22 @@
 """Webhook URLs a push notification may go to: the server-side request forgery guard.
 
-A client chooses the URL the agent will POST to, so a URL is checked when it is set and again
-before each delivery (DNS may have changed): http or https only, and every address its host
-resolves to must be a public one. Loopback, private, link-local (cloud metadata lives there),
-carrier-grade NAT, multicast, reserved and unspecified addresses are refused, also when
-IPv4-mapped in IPv6. Hosts named in a setting are allowed anyway, for tests and development.
+A client chooses the URL the agent will POST to, so it is checked twice:
+
+- when it is set (`check_push_url`), for what is certainly bad without asking DNS: a scheme
+  other than http or https, no host, a port other than 80 and 443 (A2A_PUSH_ALLOWED_PORTS
+  adds others), an address written in the URL that is not public, or a `localhost` name. A
+  name that does not resolve now is accepted: DNS answers change, and each delivery asks anew;
+- before each POST and each redirect (`resolve_push_url`): the same rules, then the host is
+  resolved once, every address it resolves to must be public, and the POST connects to those
+  checked addresses (shared.push_delivery), never resolving the name again, so a rebinding
+  DNS answer cannot send it to loopback. A name that does not resolve, or resolves to a
+  non-public address, fails that delivery, and the queue retries it like any other failure.
+
+Loopback, private, link-local (cloud metadata lives there), carrier-grade NAT, multicast,
+reserved and unspecified addresses are refused, also when IPv4-mapped in IPv6. Refusals say
+why, never which address a name resolved to (that would map the internal network for the
+caller). Hosts named in A2A_PUSH_ALLOWED_HOSTS are the operator's own: allowed on any address
+and port (tests, development, a webhook inside the VPC).
 """
 
 from __future__ import annotations
@@ -12,14 +24,31 @@ from __future__ import annotations
 import ipaddress
 import socket
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+ALLOWED_PORTS = (80, 443)
+
+Resolver = Callable[[str, int], list[str]]
 
 
 class PushURLRefused(ValueError):
     """The URL may not receive notifications; the message says why."""
 
 
-def _resolve(host: str, port: int | None) -> list[str]:
+@dataclass(frozen=True)
+class PushTarget:
+    """Where one POST goes: the URL, and the checked addresses to connect to for its host."""
+
+    url: str
+    scheme: str
+    host: str
+    port: int
+    addresses: tuple[str, ...]
+
+
+def _resolve(host: str, port: int) -> list[str]:
     infos = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
     return [str(info[4][0]) for info in infos]
 
@@ -41,33 +70,77 @@ def _refusal(address: str) -> str | None:
     return None
 
 
-def check_push_url(
-    url: str,
-    *,
-    allowed_hosts: Collection[str] = (),
-    resolve: Callable[[str, int | None], list[str]] = _resolve,
-) -> None:
-    """Raise PushURLRefused unless `url` may receive push notifications.
+def _literal(host: str) -> str | None:
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        return None
 
-    `resolve(host, port)` gives the host's addresses (tests pass their own: no network)."""
+
+def _static(
+    url: str, allowed_hosts: Collection[str], allowed_ports: Collection[int]
+) -> tuple[str, str, int, bool]:
+    """(scheme, host, port, allowed by name) of a URL that passes every check without DNS."""
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https"):
+    if parts.scheme not in DEFAULT_PORTS:
         raise PushURLRefused(f"the URL must be http or https, not {parts.scheme or 'none'!r}")
     host = parts.hostname
     if not host:
         raise PushURLRefused("the URL has no host")
-    if host.lower() in {h.lower() for h in allowed_hosts}:
-        return
     try:
-        addresses = resolve(host, parts.port)
-    except (OSError, UnicodeError) as exc:
-        raise PushURLRefused(f"the host {host!r} does not resolve ({exc})") from None
+        port = parts.port or DEFAULT_PORTS[parts.scheme]
+    except ValueError:
+        raise PushURLRefused("the URL's port is not a number from 1 to 65535") from None
+    if host.lower() in {h.lower() for h in allowed_hosts}:
+        return parts.scheme, host, port, True
+    literal = _literal(host)
+    reason = _refusal(literal) if literal is not None else None
+    if host.lower() == "localhost" or host.lower().endswith(".localhost"):
+        reason = "a loopback address"  # RFC 6761: always the machine itself
+    if reason is not None:
+        raise PushURLRefused(
+            f"the URL's host is {reason}; allow chosen hosts with A2A_PUSH_ALLOWED_HOSTS"
+        )
+    if port not in allowed_ports:
+        raise PushURLRefused(
+            f"port {port} is not a webhook port ({', '.join(map(str, sorted(allowed_ports)))}); "
+            "allow others with A2A_PUSH_ALLOWED_PORTS"
+        )
+    return parts.scheme, host, port, False
+
+
+def check_push_url(
+    url: str,
+    *,
+    allowed_hosts: Collection[str] = (),
+    allowed_ports: Collection[int] = ALLOWED_PORTS,
+) -> None:
+    """Raise PushURLRefused when `url` can certainly never receive notifications (no DNS)."""
+    _static(url, allowed_hosts, allowed_ports)
+
+
+def resolve_push_url(
+    url: str,
+    *,
+    allowed_hosts: Collection[str] = (),
+    allowed_ports: Collection[int] = ALLOWED_PORTS,
+    resolve: Resolver = _resolve,
+) -> PushTarget:
+    """The target to POST `url` to, its host resolved once and every address checked; raises
+    PushURLRefused otherwise. `resolve(host, port)` gives the addresses (tests pass theirs)."""
+    scheme, host, port, allowed = _static(url, allowed_hosts, allowed_ports)
+    try:
+        addresses = resolve(host, port)
+    except (OSError, UnicodeError):
+        raise PushURLRefused(f"the host {host!r} does not resolve") from None
     if not addresses:
         raise PushURLRefused(f"the host {host!r} does not resolve")
-    for address in addresses:
-        reason = _refusal(address)
-        if reason is not None:
-            raise PushURLRefused(
-                f"{host!r} resolves to {address}, {reason}; allow chosen hosts with "
-                "A2A_PUSH_ALLOWED_HOSTS"
-            )
+    if not allowed:
+        for address in addresses:
+            reason = _refusal(address)
+            if reason is not None:
+                raise PushURLRefused(
+                    f"the host {host!r} resolves to {reason}; allow chosen hosts with "
+                    "A2A_PUSH_ALLOWED_HOSTS"
+                )
+    return PushTarget(url, scheme, host, port, tuple(dict.fromkeys(addresses)))

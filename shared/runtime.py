@@ -31,7 +31,9 @@ from shared.agent import Context, HandlerModule, TaskCanceled
 from shared.clock import SYSTEM, Clock
 from shared.conflicts import retry_on_conflict
 from shared.lifecycle import apply, apply_all
+from shared.limits import DEFAULT_LIMITS, ArtifactMeter, LimitExceeded, Limits, servable_bytes
 from shared.model import (
+    ArtifactUpdate,
     Event,
     Message,
     StatusUpdate,
@@ -70,6 +72,7 @@ class Turn:
         allow_message: bool,
         lease: Lease | None = None,
         lease_seconds: float = 30.0,
+        limits: Limits = DEFAULT_LIMITS,
         clock: Clock = SYSTEM,
     ) -> None:
         """`lease`: run a queued turn (its message is stored already) holding this lease,
@@ -97,6 +100,7 @@ class Turn:
         self._lease_seconds = lease_seconds
         self._ending = False  # the last commit of a background turn releases its lease
         self._artifacts = 0
+        self._artifact_sizes = ArtifactMeter(limits)
         working = StatusUpdate(
             task_id=task.id, context_id=task.context_id, status=TaskStatus(state=TaskState.WORKING)
         )
@@ -151,6 +155,9 @@ class Turn:
             self._call_handler(ctx)
         except TaskCanceled:
             pass
+        except LimitExceeded as exc:  # the handler's own output: its message says what and why
+            log.warning("handler %s: %s", self._handler.name, exc)
+            self._end_with(TaskState.FAILED, str(exc))
         except Exception:
             reference = new_id()[:8]
             log.exception("handler %s failed (reference %s)", self._handler.name, reference)
@@ -181,6 +188,10 @@ class Turn:
         with self._lock:
             if self._canceled:
                 raise TaskCanceled(self._task.id)
+            if isinstance(event, ArtifactUpdate):  # over a limit: raised, and not applied
+                self._artifact_sizes.add(event, self._task)
+            else:
+                servable_bytes(event)
             self._apply(event)
             due = self._clock.monotonic() - self._last_commit >= self._interval
             if self._listener is not None or due:
@@ -192,6 +203,7 @@ class Turn:
         with self._lock:
             if self._canceled:
                 raise TaskCanceled(self._task.id)
+            servable_bytes(message)
             self._reply = message
 
     def canceled(self) -> bool:

@@ -37,6 +37,7 @@ from shared.errors import (
 )
 from shared.jobs import TurnJob
 from shared.lifecycle import apply, apply_all
+from shared.limits import DEFAULT_LIMITS, Limits, check_history
 from shared.model import (
     Event,
     Message,
@@ -109,6 +110,7 @@ class A2AService:
         check_push_url: Callable[[str], None] | None = None,
         blocking_wait: float = 270.0,
         max_push_configs: int = 10,
+        limits: Limits = DEFAULT_LIMITS,
         clock: Clock = SYSTEM,
     ) -> None:
         """`queue` takes background turns to the worker (Cloud Tasks, or in process on the
@@ -127,6 +129,7 @@ class A2AService:
         self._max_push_configs = max_push_configs
         self._queue = queue
         self._clock = clock
+        self.limits = limits  # what one message and a task's history may hold
 
     # -- send ------------------------------------------------------------------------------
 
@@ -164,7 +167,7 @@ class A2AService:
         self, owner: str, request: SendRequest, *, dialect: str, policy: streaming.StreamPolicy
     ) -> streaming.Stream:
         """A streamed send's frames, holding one of the policy's slots while open."""
-        return policy.slots.open(lambda: self._open_stream(owner, request, dialect, policy))
+        return policy.slots.open(owner, lambda: self._open_stream(owner, request, dialect, policy))
 
     def _open_stream(
         self, owner: str, request: SendRequest, dialect: str, policy: streaming.StreamPolicy
@@ -209,7 +212,7 @@ class A2AService:
                 field="task_id",
             )
         frames = policy.slots.open(
-            lambda: streaming.follow(self.store, owner, stored, after_seq, policy)
+            owner, lambda: streaming.follow(self.store, owner, stored, after_seq, policy)
         )
         return stored, frames
 
@@ -236,6 +239,8 @@ class A2AService:
         # decides again from the task as it is now.
         def decide() -> Turn | StoredTask | Task:
             stored = self._target(owner, request)
+            if stored is not None:  # before any write: a refused message leaves it as it was
+                check_history(stored.task, request.message, self.limits)
             if stored is not None and not stored.task.status.state.interrupted:
                 # A turn is running (submitted or working): the message joins the
                 # task's history. The running handler does not see it; a second
@@ -310,6 +315,7 @@ class A2AService:
             message_id=message_id,
             commit_interval=self._commit_interval,
             allow_message=message_results and stored is None,
+            limits=self.limits,
         )
 
     def _queue_turn(

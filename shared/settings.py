@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from shared.limits import Limits
+
 # Field name -> environment variable.
 ENVIRONMENT = {
     "handler": "A2A_HANDLER",
@@ -33,12 +35,20 @@ ENVIRONMENT = {
     "oidc_owner_claim": "A2A_OIDC_OWNER_CLAIM",
     "oidc_required_scopes": "A2A_OIDC_REQUIRED_SCOPES",
     "max_body_bytes": "A2A_MAX_BODY_BYTES",
+    "max_batch": "A2A_MAX_BATCH",
+    "max_parts": "A2A_MAX_PARTS",
+    "max_metadata_bytes": "A2A_MAX_METADATA_BYTES",
+    "max_message_bytes": "A2A_MAX_MESSAGE_BYTES",
+    "max_artifact_bytes": "A2A_MAX_ARTIFACT_BYTES",
+    "max_history_messages": "A2A_MAX_HISTORY_MESSAGES",
+    "max_history_bytes": "A2A_MAX_HISTORY_BYTES",
     "commit_interval": "A2A_COMMIT_INTERVAL_SECONDS",
     "card_max_age": "A2A_CARD_MAX_AGE_SECONDS",
     "card_style": "A2A_CARD_STYLE",
     "deduplicate_messages": "A2A_DEDUPLICATE_MESSAGES",
     "push_notifications": "A2A_PUSH_NOTIFICATIONS",
     "push_allowed_hosts": "A2A_PUSH_ALLOWED_HOSTS",
+    "push_allowed_ports": "A2A_PUSH_ALLOWED_PORTS",
     "push_signing_key": "A2A_PUSH_SIGNING_KEY",
     "project": "GOOGLE_CLOUD_PROJECT",
     "firestore_database": "A2A_FIRESTORE_DATABASE",
@@ -57,6 +67,7 @@ ENVIRONMENT = {
     "stream_keepalive": "A2A_STREAM_KEEPALIVE_SECONDS",
     "stream_idle": "A2A_STREAM_IDLE_SECONDS",
     "max_streams": "A2A_MAX_STREAMS",
+    "max_owner_streams": "A2A_MAX_STREAMS_PER_OWNER",
     "stream_tail": "A2A_STREAM_TAIL",
     "threads": "THREADS",
     "deliver_url": "A2A_DELIVER_URL",
@@ -64,6 +75,11 @@ ENVIRONMENT = {
     "push_max_attempts": "A2A_PUSH_MAX_ATTEMPTS",
     "max_push_configs_per_task": "A2A_MAX_PUSH_CONFIGS_PER_TASK",
 }
+
+
+# The largest message or artifact update a Firestore event document takes, with its envelope
+# (shared.store.firestore refuses larger parts and events).
+MAX_FIRESTORE_EVENT = 900_000
 
 
 class SettingsError(ValueError):
@@ -95,6 +111,19 @@ class Settings(BaseModel):
     oidc_owner_claim: str = Field(default="sub", min_length=1)
     oidc_required_scopes: tuple[str, ...] = ()
     max_body_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
+    # What one request may carry (shared.limits; README, Limits). The defaults fit a 512 MiB
+    # function serving several requests at once: a request grows it by ~4x its body plus a few MiB.
+    max_batch: int = Field(default=20, ge=1)  # JSON-RPC requests in one batch
+    max_parts: int = Field(default=100, ge=1)  # parts in one message or artifact
+    max_metadata_bytes: int = Field(default=64 * 1024, ge=2)  # JSON of one metadata object
+    # JSON of one message, or of one artifact update (a chunk): at most MAX_FIRESTORE_EVENT on
+    # the Firestore backend, whose event documents hold 1 MiB.
+    max_message_bytes: int = Field(default=900_000, ge=1024)
+    max_artifact_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)  # JSON of one artifact
+    # A task's history: a send that would take it past either limit is refused (the task
+    # stays as it was); the client starts a new task in the same context.
+    max_history_messages: int = Field(default=500, ge=2)
+    max_history_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     commit_interval: float = Field(default=0.25, gt=0)
     card_max_age: int = Field(default=300, ge=0)
     # hybrid: v1.0 and v0.3 fields side by side (every client finds its own); v1: the strict
@@ -113,6 +142,8 @@ class Settings(BaseModel):
     max_push_configs_per_task: int = Field(default=10, ge=1)
     # Webhook hosts allowed even though they resolve to non-public addresses (tests, dev).
     push_allowed_hosts: tuple[str, ...] = ()
+    # Webhook ports; others (an internal admin port on a public address) are refused.
+    push_allowed_ports: tuple[int, ...] = (80, 443)
     # PEM private key (EC P-256 or RSA) that signs notifications; from Secret Manager in prod.
     push_signing_key: str | None = Field(default=None, repr=False)
     project: str | None = None
@@ -144,6 +175,9 @@ class Settings(BaseModel):
     # Streams one instance holds at once (each holds a server thread); unset: THREADS less
     # two, so that other requests still find a thread.
     max_streams: int | None = Field(default=None, ge=1)
+    # Streams one owner holds at once on an instance; unset: one less than the instance's
+    # limit (at least one), so that one caller can never take every stream.
+    max_owner_streams: int | None = Field(default=None, ge=1)
     # How a stream follows a task another process runs: a Firestore listener (falling back
     # to polling when it can't be had), or polling with backoff. The embedded store ignores it.
     stream_tail: Literal["listener", "polling"] = "listener"
@@ -179,6 +213,21 @@ class Settings(BaseModel):
         """The audiences Google ID tokens may have (A2A_AUTH=google): fixed at deploy time."""
         return self.audience + ((self.public_url,) if self.public_url else ())
 
+    @property
+    def limits(self) -> Limits:
+        return Limits(
+            parts=self.max_parts,
+            metadata_bytes=self.max_metadata_bytes,
+            message_bytes=self.max_message_bytes,
+            artifact_bytes=self.max_artifact_bytes,
+            history_messages=self.max_history_messages,
+            history_bytes=self.max_history_bytes,
+        )
+
+    @property
+    def owner_stream_limit(self) -> int:
+        return min(self.max_owner_streams or max(self.stream_limit - 1, 1), self.stream_limit)
+
     @field_validator("api_keys", mode="before")
     @classmethod
     def _parse_keys(cls, value: object) -> object:
@@ -201,7 +250,13 @@ class Settings(BaseModel):
             return value  # an issuer on this machine, in development
         raise ValueError("the issuer must be an https:// URL (as in its tokens' iss claim)")
 
-    @field_validator("push_allowed_hosts", "oidc_required_scopes", "audience", mode="before")
+    @field_validator(
+        "push_allowed_hosts",
+        "push_allowed_ports",
+        "oidc_required_scopes",
+        "audience",
+        mode="before",
+    )
     @classmethod
     def _parse_list(cls, value: object) -> object:
         if isinstance(value, str):
@@ -232,6 +287,12 @@ class Settings(BaseModel):
             raise SettingsError(
                 "CLOUD_TASKS_EMULATOR_HOST is set on Cloud Run (K_SERVICE is set): the worker "
                 "would accept tokens signed with a shared secret instead of Google's; unset it"
+            )
+        if settings.backend == "firestore" and settings.max_message_bytes > MAX_FIRESTORE_EVENT:
+            raise SettingsError(
+                f"A2A_MAX_MESSAGE_BYTES is at most {MAX_FIRESTORE_EVENT} with "
+                "A2A_BACKEND=firestore: one message or artifact update is one event document, "
+                "and Firestore documents hold 1 MiB (send larger content as a file part by URL)"
             )
         if settings.worker_url is not None:
             if settings.backend != "firestore":

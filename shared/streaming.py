@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from typing import Any
 
 from shared.errors import StreamLimitError
 from shared.lifecycle import apply
@@ -40,31 +41,83 @@ Stream = Generator[Frame | None, None, None]
 
 
 class StreamSlots:
-    """The streams one instance may hold open at once: each holds a server thread."""
+    """The streams one instance may hold open at once (each holds a server thread), and one
+    owner of them: a caller with many streams open cannot starve everyone else."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, per_owner: int | None = None) -> None:
         self.limit = limit
-        self._free = threading.BoundedSemaphore(limit)
+        self.per_owner = min(per_owner or limit, limit)
+        self._lock = threading.Lock()
+        self._open: dict[str, int] = {}
 
-    def open(self, make: Callable[[], Stream]) -> Stream:
-        """The stream `make` returns, holding a slot until it is closed or exhausted."""
-        if not self._free.acquire(blocking=False):
-            raise StreamLimitError(
-                f"this instance already holds {self.limit} streams (A2A_MAX_STREAMS); retry "
-                "shortly, or poll the task with GetTask (tasks/get)"
-            )
+    @property
+    def held(self) -> int:
+        """Slots held now, by every owner."""
+        with self._lock:
+            return sum(self._open.values())
+
+    def open(self, owner: str, make: Callable[[], Stream]) -> Stream:
+        """The stream `make` returns, holding a slot of `owner`'s until it ends, fails or is
+        closed (also when it is closed before it was ever started)."""
+        with self._lock:
+            if sum(self._open.values()) >= self.limit:
+                raise StreamLimitError(
+                    f"this instance already holds {self.limit} streams (A2A_MAX_STREAMS); "
+                    "retry shortly, or poll the task with GetTask (tasks/get)"
+                )
+            if self._open.get(owner, 0) >= self.per_owner:
+                raise StreamLimitError(
+                    f"you already hold {self.per_owner} streams on this instance "
+                    "(A2A_MAX_STREAMS_PER_OWNER); close one, or poll the task with GetTask "
+                    "(tasks/get)"
+                )
+            self._open[owner] = self._open.get(owner, 0) + 1
         try:
             stream = make()
         except BaseException:
-            self._free.release()
+            self._release(owner)
             raise
-        return self._holding(stream)
+        return HeldStream(stream, lambda: self._release(owner))
 
-    def _holding(self, stream: Stream) -> Stream:
+    def _release(self, owner: str) -> None:
+        with self._lock:
+            left = self._open[owner] - 1
+            if left:
+                self._open[owner] = left
+            else:
+                del self._open[owner]
+
+
+class HeldStream(Generator[Frame | None, None, None]):
+    """A stream holding a slot: the slot goes back once, on every exit — the stream ends,
+    raises, or is closed, started or not (a generator's `finally` never runs when it is
+    closed before its first `next`, which is how a HEAD or a client gone early leaves it)."""
+
+    def __init__(self, stream: Stream, release: Callable[[], None]) -> None:
+        self._stream = stream
+        self._release: Callable[[], None] | None = release
+
+    def send(self, value: None) -> Frame | None:
         try:
-            yield from stream
+            return self._stream.send(value)
+        except BaseException:
+            self.close()
+            raise
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Frame | None:
+        try:
+            return self._stream.throw(typ, val, tb)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        release, self._release = self._release, None
+        try:
+            self._stream.close()
         finally:
-            self._free.release()
+            if release is not None:
+                release()
 
 
 @dataclass(frozen=True)

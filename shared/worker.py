@@ -27,6 +27,7 @@ from shared.clock import SYSTEM, Clock
 from shared.conflicts import retry_on_conflict
 from shared.jobs import Outcome, TurnJob
 from shared.lifecycle import apply
+from shared.limits import DEFAULT_LIMITS, Limits
 from shared.model import (
     Message,
     Role,
@@ -52,9 +53,11 @@ class Worker:
         *,
         commit_interval: float,
         lease_seconds: float,
+        limits: Limits = DEFAULT_LIMITS,
         clock: Clock = SYSTEM,
     ) -> None:
         self.store = store
+        self._limits = limits
         self.handler = handler
         self._commit_interval = commit_interval
         self._lease_seconds = lease_seconds
@@ -117,6 +120,7 @@ class Worker:
             allow_message=False,
             lease=held,
             lease_seconds=self._lease_seconds,
+            limits=self._limits,
             clock=self._clock,
         )
         turn.claim()

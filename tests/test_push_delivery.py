@@ -3,15 +3,27 @@ retried until taken, and never posted twice once taken (embedded backend)."""
 
 from __future__ import annotations
 
+import json
+import socket
+import ssl
+import threading
 from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
 from typing import Any
 
 import jwt
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from shared.jobs import Outcome
 from shared.model import (
     ArtifactUpdate,
+    PushAuthentication,
     PushConfig,
     StatusUpdate,
     Task,
@@ -19,8 +31,8 @@ from shared.model import (
     TaskStatus,
 )
 from shared.ports import Delivery
-from shared.push_delivery import Deliverer, PushNotifier
-from shared.push_url import PushURLRefused
+from shared.push_delivery import Deliverer, PinnedSender, PushNotifier
+from shared.push_url import PushTarget, PushURLRefused, resolve_push_url
 from shared.queue.inline import InlineQueue
 from shared.store.memory import MemoryTaskStore
 from shared.store.memory_push import MemoryPushConfigStore
@@ -167,11 +179,11 @@ LONE_JOB = {"owner": "anonymous", "taskId": "t", "configId": "p", "seq": 1}
 def test_a_url_refused_at_send_time_is_not_posted(hook: Webhook) -> None:
     store, configs = lone_task(hook.url())
 
-    def refuse(url: str) -> None:
+    def refuse(url: str) -> PushTarget:
         # The host's DNS changed since the config was set.
-        raise PushURLRefused("resolves to 127.0.0.1, a loopback address")
+        raise PushURLRefused("the host resolves to a loopback address")
 
-    deliverer = Deliverer(store, configs, check_url=refuse)
+    deliverer = Deliverer(store, configs, resolve_url=refuse)
     assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.FAILED
     assert hook.received == []
     stored = configs.get("anonymous", "t", "p")
@@ -184,22 +196,29 @@ class Scripted:
     def __init__(self, answers: dict[str, tuple[int, str | None]]) -> None:
         self.answers = answers
         self.posted: list[str] = []
+        self.targets: list[PushTarget] = []
+        self.headers: list[dict[str, str]] = []
 
     def post(
-        self, url: str, body: bytes, headers: Mapping[str, str], timeout: float
+        self, target: PushTarget, body: bytes, headers: Mapping[str, str], timeout: float
     ) -> tuple[int, str | None]:
-        self.posted.append(url)
-        return self.answers[url]
+        self.posted.append(target.url)
+        self.targets.append(target)
+        self.headers.append(dict(headers))
+        return self.answers[target.url]
+
+
+PUBLIC = "93.184.216.34"
 
 
 def test_redirects_are_followed_and_every_target_is_checked() -> None:
     store, configs = lone_task("https://a.example.com/hook")
     checked: list[str] = []
 
-    def check(url: str) -> None:
+    def check(url: str) -> PushTarget:
         checked.append(url)
-        if "internal" in url:
-            raise PushURLRefused("resolves to 10.0.0.1, a private address")
+        answer = "10.0.0.1" if "internal" in url else PUBLIC
+        return resolve_push_url(url, resolve=lambda host, port: [answer])
 
     sender = Scripted(
         {
@@ -208,19 +227,19 @@ def test_redirects_are_followed_and_every_target_is_checked() -> None:
             "https://b.example.com/final": (204, None),
         }
     )
-    deliverer = Deliverer(store, configs, check_url=check, sender=sender)
+    deliverer = Deliverer(store, configs, resolve_url=check, sender=sender)
     assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.DELIVERED
     assert sender.posted == checked == list(sender.answers)
 
     store, configs = lone_task("https://a.example.com/hook")
     sender = Scripted({"https://a.example.com/hook": (301, "http://internal.example.com/")})
-    deliverer = Deliverer(store, configs, check_url=check, sender=sender)
+    deliverer = Deliverer(store, configs, resolve_url=check, sender=sender)
     assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.FAILED
     assert sender.posted == ["https://a.example.com/hook"]  # the refused target got nothing
 
     store, configs = lone_task("https://a.example.com/hook")
     loop = Scripted({"https://a.example.com/hook": (302, "/hook")})
-    deliverer = Deliverer(store, configs, check_url=check, sender=loop)
+    deliverer = Deliverer(store, configs, resolve_url=check, sender=loop)
     assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.FAILED
     assert len(loop.posted) == 4  # the first POST and three redirects, then it gives up
     stored = configs.get("anonymous", "t", "p")
@@ -232,7 +251,7 @@ def test_a_deleted_config_gets_nothing(make_client: Any, hook: Webhook) -> None:
     task_id = start(client, hook, "steps=0 delay=0")
     configs = client.app.service.push_configs
     assert configs is not None
-    deliverer = Deliverer(client.app.service.store, configs, check_url=lambda url: None)
+    deliverer = Deliverer(client.app.service.store, configs, resolve_url=resolve_push_url)
     payload = {"owner": "anonymous", "taskId": task_id, "configId": "gone", "seq": 5}
     assert deliverer.deliver(payload, Delivery()) is Outcome.NOTHING_TO_DO
     with pytest.raises(ValueError, match="configId"):
@@ -248,3 +267,167 @@ def test_a_commit_of_many_events_is_delivered_whole(make_client: Any, hook: Webh
     hook.wait_accepted(len(expected), timeout=30)
     drained(client)
     assert [r.json for r in hook.accepted()] == expected
+
+
+def test_a_rebinding_name_never_gets_the_post_to_loopback(monkeypatch: Any) -> None:
+    """The resolver answers public, then loopback (a DNS rebinding): the POST connects to the
+    public address that passed the check, and nothing resolves the name a second time."""
+    store, configs = lone_task("https://rebind.example.com/hook")
+    answers = iter([[PUBLIC], ["127.0.0.1"], ["127.0.0.1"]])
+    resolved: list[str] = []
+
+    def rebinding(host: str, port: int) -> list[str]:
+        resolved.append(host)
+        return next(answers)
+
+    connected: list[tuple[str, int]] = []
+
+    def connect(address: tuple[str, int], *args: Any, **kwargs: Any) -> Any:
+        connected.append(address)
+        raise ConnectionRefusedError("no network in tests")
+
+    def getaddrinfo(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the name was resolved a second time")
+
+    monkeypatch.setattr(socket, "create_connection", connect)
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    deliverer = Deliverer(
+        store, configs, resolve_url=lambda url: resolve_push_url(url, resolve=rebinding)
+    )
+    assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.FAILED  # refused: retried
+    assert connected == [(PUBLIC, 443)]
+    assert resolved == ["rebind.example.com"]
+    # The retry resolves again, gets loopback, and connects nowhere.
+    assert deliverer.deliver(LONE_JOB, Delivery(attempt=1)) is Outcome.FAILED
+    assert connected == [(PUBLIC, 443)]
+
+
+def test_credentials_do_not_follow_a_redirect_to_another_origin() -> None:
+    store, configs = lone_task("https://a.example.com/hook")
+    configs.put(
+        "anonymous",
+        PushConfig(
+            id="p",
+            task_id="t",
+            url="https://a.example.com/hook",
+            token="secret-token",
+            authentication=PushAuthentication(schemes=("Bearer",), credentials="secret-key"),
+        ),
+        dialect="1.0",
+    )
+    sender = Scripted(
+        {
+            "https://a.example.com/hook": (307, "/moved"),  # same origin: credentials kept
+            "https://a.example.com/moved": (308, "https://b.example.com/x"),
+            "https://b.example.com/x": (302, "https://a.example.com/back"),
+            "https://a.example.com/back": (204, None),
+        }
+    )
+    deliverer = Deliverer(
+        store,
+        configs,
+        resolve_url=lambda url: resolve_push_url(url, resolve=lambda host, port: [PUBLIC]),
+        sender=sender,
+    )
+    assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.DELIVERED
+    with_credentials = [
+        "Authorization" in h and "X-A2A-Notification-Token" in h for h in sender.headers
+    ]
+    assert with_credentials == [True, True, False, False]  # once dropped, never sent again
+    assert sender.headers[0]["Authorization"] == "Bearer secret-key"
+    assert "secret" not in json.dumps(sender.headers[2:])
+
+
+def test_a_port_not_allowed_fails_the_delivery_without_connecting() -> None:
+    store, configs = lone_task("https://hooks.example.com:8443/hook")
+    sender = Scripted({})
+    deliverer = Deliverer(
+        store,
+        configs,
+        resolve_url=lambda url: resolve_push_url(url, resolve=lambda host, port: [PUBLIC]),
+        sender=sender,
+    )
+    assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.FAILED
+    assert sender.posted == []
+
+
+def self_signed(tmp: Path, host: str) -> tuple[Path, Path]:
+    """A certificate for `host` (and its key), signed by itself."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
+    now = datetime.now(UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5))
+        .not_valid_after(now + timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = tmp / "cert.pem", tmp / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+def test_https_goes_to_the_checked_address_and_verifies_the_host_name(tmp_path: Path) -> None:
+    """A TLS webhook for hooks.example.com served on 127.0.0.1: the pinned POST reaches it
+    with SNI and the Host header of the name, and a name its certificate does not cover is
+    refused even at the same address."""
+    cert, key = self_signed(tmp_path, "hooks.example.com")
+    seen: list[tuple[str | None, str]] = []
+
+    class Hook(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            seen.append((self.headers["Host"], self.path))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Hook)
+    serving = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    serving.load_cert_chain(cert, key)
+    server.socket = serving.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        port = server.server_address[1]
+        trusting = ssl.create_default_context(cafile=str(cert))
+        sender = PinnedSender(trusting)
+        good = PushTarget(
+            f"https://hooks.example.com:{port}/h?x=1",
+            "https",
+            "hooks.example.com",
+            port,
+            ("127.0.0.1",),
+        )
+        assert sender.post(good, b"{}", {"Content-Type": "application/json"}, 5) == (204, None)
+        assert seen == [(f"hooks.example.com:{port}", "/h?x=1")]
+        other = PushTarget(
+            f"https://other.example.com:{port}/h",
+            "https",
+            "other.example.com",
+            port,
+            ("127.0.0.1",),
+        )
+        with pytest.raises(ssl.SSLCertVerificationError):
+            sender.post(other, b"{}", {}, 5)
+        with pytest.raises(ssl.SSLCertVerificationError):  # the system's roots: untrusted
+            PinnedSender().post(good, b"{}", {}, 5)
+        assert len(seen) == 1
+    finally:
+        server.shutdown()
+        server.server_close()

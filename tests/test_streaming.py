@@ -1,5 +1,6 @@
 """Streaming in process: frames per version, errors before the first frame, resume by
-Last-Event-ID, keep-alives, the deadline and the per-instance stream limit."""
+Last-Event-ID, keep-alives, the deadline, the per-instance and per-owner stream limits, and
+slots that go back on every exit (HEAD, a client gone before the first byte, an error)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,13 @@ from typing import Any
 import pytest
 from werkzeug.test import TestResponse
 
+from shared.bindings import sse as sse_binding
+from shared.errors import StreamLimitError
+from shared.identity.api_key import hashed
 from shared.model import Message
 from shared.ports import TaskStore
+from shared.settings import Settings
+from shared.streaming import StreamSlots
 from tests import sse
 from tests.conftest import Client
 
@@ -207,3 +213,123 @@ def test_a_stream_on_a_task_waiting_for_input_ends_when_idle(make_client: MakeCl
         "task"
     ]
     assert 0.15 < time.monotonic() - started < 5
+
+
+def test_head_on_stream_routes_is_refused_and_holds_no_slot(client: Client) -> None:
+    task = client.result("SendMessage", send_params("new phone", "m1"), version="1.0")["task"]
+    for path in (f"/sse?taskId={task['id']}", f"/tasks/{task['id']}:subscribe"):
+        for _ in range(client.app.streams.slots.limit + 1):
+            response = client.http.head(path, headers=V1)
+            assert response.status_code == 405
+            assert response.headers["Allow"] == "GET" or "GET" in response.headers["Allow"]
+    assert client.app.streams.slots.held == 0
+    # Streaming still works: no slot leaked.
+    assert kinds([next(frames(open_stream(client, "SubscribeToTask", {"id": task["id"]})))]) == [
+        "task"
+    ]
+
+
+@pytest.mark.parametrize("route", ["jsonrpc", "rest", "seed"])
+def test_a_client_gone_before_the_first_byte_frees_its_slot(client: Client, route: str) -> None:
+    task = client.result("SendMessage", send_params("new phone", "m1"), version="1.0")["task"]
+    slots = client.app.streams.slots
+    for _ in range(slots.limit + 1):
+        if route == "jsonrpc":
+            response = open_stream(client, "SubscribeToTask", {"id": task["id"]})
+        elif route == "rest":
+            response = client.http.get(f"/tasks/{task['id']}:subscribe", headers=V1, buffered=False)
+        else:
+            response = client.http.get(f"/sse?taskId={task['id']}", buffered=False)
+        assert response.mimetype == "text/event-stream"
+        assert slots.held == 1
+        response.close()  # what the server does when the client is gone: nothing was read
+        assert slots.held == 0
+
+
+def test_an_error_before_the_first_frame_frees_its_slot(client: Client, monkeypatch: Any) -> None:
+    task = client.result("SendMessage", send_params("new phone", "m1"), version="1.0")["task"]
+    slots = client.app.streams.slots
+
+    def broken_tail(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("tail exploded")
+
+    monkeypatch.setattr(client.app.service.store, "tail", broken_tail)
+    params = {"id": task["id"], "lastEventId": "0"}  # resuming: the tail is the first read
+    text = open_stream(client, "SubscribeToTask", params).get_data(as_text=True)
+    assert "event: error" in text and "tail exploded" not in text
+    assert slots.held == 0
+    monkeypatch.setattr(client.app.service.store, "get", broken_tail)
+    error = client.error("SubscribeToTask", {"id": task["id"]}, version="1.0")
+    assert error["code"] == -32603
+    assert slots.held == 0
+
+
+def test_one_owner_cannot_take_every_stream(make_client: MakeClient) -> None:
+    client = make_client(
+        auth="api-key",
+        api_keys={hashed("ka"): "alice", hashed("kb"): "bob"},
+        max_streams=3,
+        max_owner_streams=1,
+    )
+    alice, bob = {"X-API-Key": "ka"}, {"X-API-Key": "kb"}
+    ids = {}
+    for who, key in (("alice", alice), ("bob", bob)):
+        sent = client.result(
+            "SendMessage", send_params("new phone", "m1"), version="1.0", headers=key
+        )
+        ids[who] = sent["task"]["id"]
+    held = frames(open_stream(client, "SubscribeToTask", {"id": ids["alice"]}, alice))
+    next(held)
+    error = json_error(open_stream(client, "SubscribeToTask", {"id": ids["alice"]}, alice))
+    assert error["code"] == -32000
+    assert "A2A_MAX_STREAMS_PER_OWNER" in error["message"]
+    other = frames(open_stream(client, "SubscribeToTask", {"id": ids["bob"]}, bob))
+    assert kinds([next(other)]) == ["task"]
+    assert client.app.streams.slots.held == 2
+    held.close()
+    other.close()
+
+
+def test_the_owner_limit_defaults_below_the_instance_limit() -> None:
+    assert Settings(max_streams=6).owner_stream_limit == 5
+    assert Settings(max_streams=1).owner_stream_limit == 1
+    assert Settings(max_streams=6, max_owner_streams=9).owner_stream_limit == 6
+
+
+def test_a_slot_goes_back_on_every_exit() -> None:
+    def two() -> Generator[None, None, None]:
+        yield None
+        yield None
+
+    def failing() -> Generator[None, None, None]:
+        raise RuntimeError("before the first frame")
+        yield None
+
+    slots = StreamSlots(2)
+    slots.open("o", two).close()  # never started
+    assert slots.held == 0
+    assert list(slots.open("o", two)) == [None, None]  # exhausted
+    assert slots.held == 0
+    with pytest.raises(RuntimeError):
+        next(slots.open("o", failing))
+    assert slots.held == 0
+    with pytest.raises(ValueError):
+        slots.open("o", _raise)
+    assert slots.held == 0
+    # A response closed before its first chunk (HEAD, a client gone) closes its stream.
+    stream = slots.open("o", two)
+    answer = sse_binding.response(sse_binding.task_updates(stream), stream)
+    assert slots.held == 1
+    answer.close()
+    assert slots.held == 0
+    held = [slots.open("o", two), slots.open("p", two)]
+    with pytest.raises(StreamLimitError, match="A2A_MAX_STREAMS"):
+        slots.open("q", two)
+    for stream in held:
+        stream.close()
+        stream.close()  # twice: released once
+    assert slots.held == 0
+
+
+def _raise() -> Any:
+    raise ValueError("make failed")

@@ -11,13 +11,13 @@ HTML page or a traceback).
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable
 from typing import Any
 
 import flask
 
 from shared import streaming
+from shared.bindings import body as front_door
 from shared.bindings import jsonrpc, operations, rest, sse
 from shared.bindings.json_http import JSON, json_response
 from shared.card import AgentCard
@@ -55,8 +55,8 @@ def _caller(body: bytes) -> tuple[Dialect, Any]:
     """The dialect and id of a JSON-RPC request refused before it is run (the method names
     the dialect; anything unreadable gets v0.3's shape and no id)."""
     try:
-        envelope = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        envelope = front_door.parse(body)  # its limits: no recursion, nothing unencodable
+    except A2AError:
         return V03, None
     if not isinstance(envelope, dict):
         return V03, None
@@ -103,7 +103,7 @@ class HttpApp:
             keepalive=settings.stream_keepalive,
             duration=settings.stream_duration,
             idle=settings.stream_idle,
-            slots=streaming.StreamSlots(settings.stream_limit),
+            slots=streaming.StreamSlots(settings.stream_limit, settings.owner_stream_limit),
         )
 
     def close(self) -> None:
@@ -182,11 +182,12 @@ class HttpApp:
             call=call,
             content_type=request.headers.get("Content-Type"),
             version=_version(request),
+            max_batch=self.settings.max_batch,
         )
         if answer is None:
             return flask.Response(status=204)
         if isinstance(answer, jsonrpc.StreamAnswer):
-            return sse.response(answer.events())
+            return sse.response(answer.events(), answer.streamed.frames)
         return json_response(answer)
 
     def _rest(
@@ -211,7 +212,7 @@ class HttpApp:
         except A2AError as error:
             return _rest_error(error)
         if isinstance(answer, operations.Streamed):
-            return sse.response(rest.stream_events(answer))
+            return sse.response(rest.stream_events(answer), answer.frames)
         return json_response(
             {} if answer is None else answer
         )  # a delete answers google.protobuf.Empty
@@ -252,8 +253,11 @@ class HttpApp:
 
     def _seed_sse(self, request: flask.Request) -> flask.Response:
         """The seeds' `GET /sse?taskId=...`: the task's updates as `task_update` events."""
-        if request.method not in ("GET", "HEAD"):
-            return _status_error(405, "METHOD_NOT_ALLOWED", "open the event stream with GET")
+        if request.method != "GET":
+            # Not even HEAD: a stream's headers are only sent once it holds a slot.
+            response = _status_error(405, "METHOD_NOT_ALLOWED", "open the event stream with GET")
+            response.headers["Allow"] = "GET"
+            return response
         try:
             principal = self._authenticate(request)
         except UnauthenticatedError as error:
@@ -266,7 +270,7 @@ class HttpApp:
             streamed = operations.run("subscribe", call, {"id": task_id}, V03)
         except A2AError as error:
             return _rpc_error(error, error.http_status)
-        return sse.response(sse.task_updates(streamed.frames))
+        return sse.response(sse.task_updates(streamed.frames), streamed.frames)
 
 
 def _version(request: flask.Request) -> str | None:

@@ -1,12 +1,13 @@
 """The JSON-RPC 2.0 binding: the envelope around the operation table.
 
-It parses a request body, applies JSON-RPC's rules and runs each request's method through
-shared.bindings.operations in the method's dialect. Parse errors answer `id: null`; invalid
-requests, unknown methods and bad params get their standard codes; batches are answered
-element by element as JSON-RPC 2.0 says (an empty batch is an invalid request,
-notifications get no answer). A streaming method answers a StreamAnswer: the HTTP layer sends
-its events, one JSON-RPC response per frame; anything that goes wrong before the first frame
-is a plain error answer. Requests without a "jsonrpc" member (the seeds' informal form) are
+It parses a request body (shared.bindings.body: limits, no NaN, no lone surrogates), applies
+JSON-RPC's rules and runs each request's method through shared.bindings.operations in the
+method's dialect. Parse errors answer `id: null`; invalid requests, unknown methods and bad
+params get their standard codes; batches are answered element by element as JSON-RPC 2.0 says
+(an empty batch, or one over A2A_MAX_BATCH, is an invalid request; notifications get no
+answer). A streaming method answers a StreamAnswer: the HTTP layer sends its events, one
+JSON-RPC response per frame; anything that goes wrong before the first frame is a plain error
+answer. Requests without a "jsonrpc" member (the seeds' informal form) are
 served and always answered. Every A2A error goes back in the dialect of the method that was
 called. Nothing that a client sends produces a traceback: an unexpected exception is logged
 with a reference and answered as an internal error.
@@ -14,12 +15,12 @@ with a reference and answered as an internal error.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from shared.bindings import body as json_body
 from shared.bindings import sse
 from shared.bindings.json_http import content_type_error
 from shared.bindings.operations import STREAMING, Call, Streamed, run
@@ -32,7 +33,6 @@ from shared.errors import (
     InternalError,
     InvalidParamsError,
     InvalidRequestError,
-    JSONParseError,
     MethodNotFoundError,
     VersionNotSupportedError,
 )
@@ -75,8 +75,8 @@ def _usable_id(value: Any) -> bool:
 def _id_if_any(body: bytes) -> Any:
     """The request id, when the body happens to be a JSON-RPC request; else None."""
     try:
-        payload = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        payload = json_body.parse(body)
+    except A2AError:
         return None
     request_id = payload.get("id") if isinstance(payload, dict) else None
     return request_id if _usable_id(request_id) else None
@@ -88,20 +88,31 @@ def dispatch(
     call: Call,
     content_type: str | None = None,
     version: str | None = None,
+    max_batch: int = 1,
 ) -> Any:
-    """The response value for one HTTP body; None when nothing is to be sent back."""
+    """The response value for one HTTP body; None when nothing is to be sent back.
+
+    A batch holds at most `max_batch` requests (A2A_MAX_BATCH)."""
     header_dialect: Dialect = V1 if (version or "").startswith("1.") else V03
     unsupported = content_type_error(content_type)
     if unsupported is not None:
         # Checked before parsing: a body sent as text/plain need not be JSON at all.
         return _error(_id_if_any(body), unsupported, header_dialect)
     try:
-        payload = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        return _error(None, JSONParseError(f"the body is not JSON ({exc})"), header_dialect)
+        payload = json_body.parse(body)
+    except A2AError as error:
+        return _error(None, error, header_dialect)
     if isinstance(payload, list):
         if not payload:
             return _error(None, InvalidRequestError("the batch is empty"), header_dialect)
+        if len(payload) > max_batch:
+            # A2A defines no batches; JSON-RPC 2.0 does, and clients use them, so they are
+            # served, but capped: one request must not create thousands of tasks at once.
+            too_many = InvalidRequestError(
+                f"the batch has {len(payload)} requests; the limit is {max_batch} "
+                "(A2A_MAX_BATCH): send the rest in further requests"
+            )
+            return _error(None, too_many, header_dialect)
         answers = [_one(item, call, version, header_dialect, batch=True) for item in payload]
         return [a for a in answers if a is not None] or None
     return _one(payload, call, version, header_dialect)

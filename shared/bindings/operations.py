@@ -77,7 +77,7 @@ def _reader_dialect(dialect: Dialect, origin: str) -> Dialect:
 
 def _send(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
     dialect = _send_dialect(params, dialect)
-    request, fields = decode.send(params, dialect.default_history)
+    request, fields = decode.send(params, dialect.default_history, call.service.limits)
     try:
         result = call.service.send(
             call.principal.owner,
@@ -93,7 +93,7 @@ def _send(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
 
 def _stream(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Streamed:
     dialect = _send_dialect(params, dialect)
-    request, fields = decode.send(params, dialect.default_history)
+    request, fields = decode.send(params, dialect.default_history, call.service.limits)
     try:
         frames = call.service.stream(
             call.principal.owner, request, dialect=dialect.name, policy=call.streams

@@ -11,19 +11,19 @@ logged with a reference and answered as an internal error.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from shared.bindings import body as json_body
 from shared.bindings import sse
 from shared.bindings.json_http import content_type_error
 from shared.bindings.operations import Call, Streamed, run
 from shared.dialects.registry import require_version
 from shared.dialects.v1_0 import V1, bad_request, error_info
-from shared.errors import A2AError, InternalError, InvalidParamsError, JSONParseError
+from shared.errors import A2AError, InternalError, InvalidParamsError
 from shared.model import new_id
 
 log = logging.getLogger("a2a.rest")
@@ -115,10 +115,7 @@ def _params(
         unsupported = content_type_error(content_type)
         if unsupported is not None:  # before parsing: a text/plain body need not be JSON
             raise unsupported
-        try:
-            payload = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise JSONParseError(f"the body is not JSON ({exc})") from None
+        payload = json_body.parse(body)  # raises the parse or invalid-request error
         if not isinstance(payload, dict):
             raise InvalidParamsError("the body must be a JSON object", field="body")
         params.update(payload)

@@ -3,7 +3,8 @@
 Frames are `id: <seq>` and one line of JSON `data:`; an `event:` name only where a form needs
 one (the seeds' `task_update`, an `error` frame). Keep-alive ticks are comments. A failure
 after the first frame can only end the stream, with an `error` event. Closing an event
-iterator (the client went away) closes its stream and frees its slot. Proxies must not buffer
+iterator or the response (the client went away, even before the first byte) closes its
+stream and frees its slot. Proxies must not buffer
 the stream.
 """
 
@@ -43,12 +44,16 @@ def comment(text: str) -> str:
     return f": {text}\n\n"
 
 
-def response(chunks: Iterator[str]) -> flask.Response:
-    return flask.Response(
+def response(chunks: Iterator[str], frames: streaming.Stream) -> flask.Response:
+    """The streaming answer; closing it (the server does, however the request ended, even
+    before the first chunk) closes `frames` and so frees their slot."""
+    answer = flask.Response(
         chunks,
         mimetype=MEDIA_TYPE,
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+    answer.call_on_close(frames.close)
+    return answer
 
 
 def frame_events(

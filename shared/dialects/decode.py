@@ -17,6 +17,7 @@ from typing import Any
 
 from shared import ids
 from shared.errors import InvalidParamsError
+from shared.limits import DEFAULT_LIMITS, Limits, check_message, check_metadata, check_parts
 from shared.model import (
     Message,
     Part,
@@ -174,8 +175,9 @@ def _file_part(file: Any, field: str, common: dict[str, Any]) -> Part:
     raise InvalidParamsError(f"'{field}' needs bytes or uri", field=field)
 
 
-def message(obj: Any, field: str) -> Message:
-    """A message in any version's form; a missing v0.1 messageId gets a fresh one."""
+def message(obj: Any, field: str, limits: Limits = DEFAULT_LIMITS) -> Message:
+    """A message in any version's form; a missing v0.1 messageId gets a fresh one. Refused
+    over `limits` (parts counted before they are read)."""
     if not isinstance(obj, dict):
         raise InvalidParamsError(f"'{field}' is required and must be an object", field=field)
     role_value = _str(obj.get("role"), f"{field}.role", required=True)
@@ -190,7 +192,8 @@ def message(obj: Any, field: str) -> Message:
         raw_parts, parts_field = obj["data"], f"{field}.data"  # seed 003's informal form
     if not isinstance(raw_parts, list) or not raw_parts:
         raise InvalidParamsError(f"'{parts_field}' must be a non-empty list", field=parts_field)
-    return Message(
+    check_parts(len(raw_parts), limits, parts_field)
+    read = Message(
         message_id=_id(_get(obj, "messageId", "message_id"), f"{field}.messageId") or new_id(),
         role=role,
         parts=tuple(part(p, f"{parts_field}[{i}]") for i, p in enumerate(raw_parts)),
@@ -202,6 +205,8 @@ def message(obj: Any, field: str) -> Message:
         extensions=_strings(obj.get("extensions"), f"{field}.extensions"),
         metadata=_object(obj.get("metadata"), f"{field}.metadata"),
     )
+    check_message(read, limits, field)
+    return read
 
 
 def state(value: Any, field: str) -> TaskState | None:
@@ -213,9 +218,11 @@ def state(value: Any, field: str) -> TaskState | None:
     return found
 
 
-def send(params: Mapping[str, Any], default_history: int | None) -> tuple[SendRequest, WireFields]:
+def send(
+    params: Mapping[str, Any], default_history: int | None, limits: Limits = DEFAULT_LIMITS
+) -> tuple[SendRequest, WireFields]:
     """The send request, and the wire fields its task and context ids came from."""
-    msg = message(params.get("message"), "params.message")
+    msg = message(params.get("message"), "params.message", limits)
     config = _object(params.get("configuration"), "params.configuration") or {}
     legacy_id = _id(params.get("id"), "params.id")
     alias_id = _id(params.get("taskId"), "params.taskId")
@@ -262,6 +269,8 @@ def send(params: Mapping[str, Any], default_history: int | None) -> tuple[SendRe
         )
     ]
     push, push_field = next(((c, f) for c, f in inline_push if c is not None), (None, ""))
+    metadata = _object(params.get("metadata"), "params.metadata")
+    check_metadata(metadata, limits, "params.metadata")
     request = SendRequest(
         message=msg,
         task_id=chosen[0] if chosen else None,
@@ -272,7 +281,7 @@ def send(params: Mapping[str, Any], default_history: int | None) -> tuple[SendRe
         blocking=not return_immediately
         if return_immediately is not None
         else blocking is not False,
-        metadata=_object(params.get("metadata"), "params.metadata"),
+        metadata=metadata,
         push_config=None if push is None else _inline_push_config(push, push_field),
     )
     fields = {"task_id": named[0][1]} if named else {}

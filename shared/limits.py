@@ -1,0 +1,168 @@
+"""How much one message, artifact and task history may hold, and the errors that say so.
+
+Every limit is a setting (README, Limits): parts per message or artifact, bytes of a metadata
+object's JSON, bytes of a message's and an artifact's JSON, and a task's history in messages
+and in bytes. A client's request over a limit is refused with InvalidParamsError naming the
+limit and its setting, before anything is stored: the task stays exactly as it was. A
+handler's artifact over the limit (ArtifactMeter, chunk by chunk) raises LimitExceeded in the
+handler, and the turn fails the task with that message; so does any handler output no answer
+could carry (servable_bytes: a lone surrogate, data nested too deep). Sizes are of the
+canonical model's UTF-8 JSON without unset fields (what a store keeps and an answer carries,
+give or take the dialect's names).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError
+
+from shared.errors import InvalidParamsError
+from shared.model import ArtifactUpdate, Message, Task
+
+
+@dataclass(frozen=True)
+class Limits:
+    parts: int = 100  # A2A_MAX_PARTS
+    metadata_bytes: int = 64 * 1024  # A2A_MAX_METADATA_BYTES
+    # A2A_MAX_MESSAGE_BYTES: a message, or one artifact update; every event then fits one
+    # Firestore event document (1 MiB with its envelope), so both backends take what it allows.
+    message_bytes: int = 900_000
+    artifact_bytes: int = 4 * 1024 * 1024  # A2A_MAX_ARTIFACT_BYTES
+    history_messages: int = 500  # A2A_MAX_HISTORY_MESSAGES
+    history_bytes: int = 16 * 1024 * 1024  # A2A_MAX_HISTORY_BYTES
+
+
+DEFAULT_LIMITS = Limits()
+
+
+class LimitExceeded(Exception):
+    """A handler made something larger than a limit allows; the message says which."""
+
+
+def json_bytes(value: Any) -> int:
+    """The size of `value` as compact UTF-8 JSON."""
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def model_bytes(model: BaseModel) -> int:
+    """The size of a model's UTF-8 JSON without its unset (None) fields, as the wire has it."""
+    return len(model.__pydantic_serializer__.to_json(model, exclude_none=True))
+
+
+def servable_bytes(model: BaseModel) -> int:
+    """model_bytes of a handler's output; raises LimitExceeded for what no answer could carry
+    (a lone UTF-16 surrogate, nesting too deep to encode): stored, it would fail every later
+    answer about its task."""
+    try:
+        return model_bytes(model)
+    except PydanticSerializationError:
+        raise LimitExceeded(
+            "The agent made output that cannot be sent as JSON (a lone UTF-16 surrogate in "
+            "its text, or data nested too deep)."
+        ) from None
+
+
+def check_parts(count: int, limits: Limits, field: str) -> None:
+    """Checked on the raw list, before its parts are read: reading costs memory per part."""
+    if count > limits.parts:
+        raise InvalidParamsError(
+            f"'{field}' has {count} parts; the limit is {limits.parts} (A2A_MAX_PARTS): "
+            "send fewer, larger parts, or several messages",
+            field=field,
+        )
+
+
+def check_metadata(value: dict[str, Any] | None, limits: Limits, field: str) -> None:
+    if value is None:
+        return
+    size = json_bytes(value)
+    if size > limits.metadata_bytes:
+        raise InvalidParamsError(
+            f"'{field}' has {size} bytes of JSON; the limit is {limits.metadata_bytes} "
+            "(A2A_MAX_METADATA_BYTES)",
+            field=field,
+        )
+
+
+def check_message(message: Message, limits: Limits, field: str) -> None:
+    """A client's message: its parts, its and its parts' metadata, and its size."""
+    check_parts(len(message.parts), limits, f"{field}.parts")
+    check_metadata(message.metadata, limits, f"{field}.metadata")
+    for i, part in enumerate(message.parts):
+        check_metadata(part.metadata, limits, f"{field}.parts[{i}].metadata")
+    size = model_bytes(message)
+    if size > limits.message_bytes:
+        raise InvalidParamsError(
+            f"'{field}' has {size} bytes of JSON; the limit is {limits.message_bytes} "
+            "(A2A_MAX_MESSAGE_BYTES): send large content as a file part by URL",
+            field=field,
+        )
+
+
+def check_history(task: Task, message: Message, limits: Limits) -> None:
+    """Refuse a message that would take the task's history past a limit."""
+    count = len(task.history) + 1
+    if count > limits.history_messages:
+        raise InvalidParamsError(
+            f"task {task.id} has {len(task.history)} messages in its history; the limit is "
+            f"{limits.history_messages} (A2A_MAX_HISTORY_MESSAGES): send the message without "
+            "a taskId (same contextId) to go on in a new task",
+            field="task_id",
+        )
+    size = sum(model_bytes(m) for m in (*task.history, message))
+    if size > limits.history_bytes:
+        raise InvalidParamsError(
+            f"task {task.id}'s history would hold {size} bytes of JSON; the limit is "
+            f"{limits.history_bytes} (A2A_MAX_HISTORY_BYTES): send the message without a "
+            "taskId (same contextId) to go on in a new task",
+            field="task_id",
+        )
+
+
+class ArtifactMeter:
+    """A turn's artifacts measured chunk by chunk, so that a handler streaming many chunks
+    costs no re-serialization of the whole artifact per chunk. An artifact's size is the sum
+    of its updates' JSON (an upper bound: each chunk's envelope counts)."""
+
+    def __init__(self, limits: Limits) -> None:
+        self._limits = limits
+        self._measured: dict[str, tuple[int, int]] = {}  # artifact id -> (parts, bytes)
+
+    def add(self, update: ArtifactUpdate, task: Task) -> None:
+        """Count `update` against its artifact as `task` (before it) holds it; raises
+        LimitExceeded, and then counts nothing."""
+        artifact_id = update.artifact.artifact_id
+        parts, size = 0, 0
+        if update.append:
+            if artifact_id not in self._measured:  # made by an earlier turn: measured once
+                earlier = next((a for a in task.artifacts if a.artifact_id == artifact_id), None)
+                if earlier is not None:
+                    self._measured[artifact_id] = (
+                        len(earlier.parts),
+                        model_bytes(earlier),
+                    )
+            parts, size = self._measured.get(artifact_id, (0, 0))
+        chunk = servable_bytes(update.artifact)
+        if chunk > self._limits.message_bytes:
+            raise LimitExceeded(
+                f"The agent made an artifact update of {chunk} bytes; the limit for one update "
+                f"is {self._limits.message_bytes} (A2A_MAX_MESSAGE_BYTES): send it in chunks "
+                "(ctx.artifact(..., append=True))."
+            )
+        parts += len(update.artifact.parts)
+        size += chunk
+        if parts > self._limits.parts:
+            raise LimitExceeded(
+                f"The agent made an artifact with {parts} parts; the limit is "
+                f"{self._limits.parts} (A2A_MAX_PARTS)."
+            )
+        if size > self._limits.artifact_bytes:
+            raise LimitExceeded(
+                f"The agent made an artifact of about {size} bytes; the limit is "
+                f"{self._limits.artifact_bytes} (A2A_MAX_ARTIFACT_BYTES)."
+            )
+        self._measured[artifact_id] = (parts, size)

@@ -1,0 +1,324 @@
+"""Every limit of shared.limits, on JSON-RPC and REST: the exact error naming the limit and
+its setting, and the task exactly as it was before the refused request."""
+
+from __future__ import annotations
+
+import gc
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from emulator.firestore import FirestoreEmulator
+from shared.app import build
+from shared.bindings import body as front_door
+from shared.limits import Limits, json_bytes
+from shared.settings import Settings, SettingsError
+from shared.store.memory import MemoryTaskStore
+from tests.conftest import Client
+from tests.test_ids import text_id
+
+MakeClient = Callable[..., Client]
+V1 = {"A2A-Version": "1.0", "Content-Type": "application/json"}
+
+
+def message(text: str = "hi", **extra: Any) -> dict[str, Any]:
+    return {
+        "messageId": extra.pop("messageId", text_id(text)),
+        "role": "ROLE_USER",
+        "parts": [{"text": text}],
+        **extra,
+    }
+
+
+def refused(client: Client, params: dict[str, Any], setting: str, field: str) -> str:
+    """The JSON-RPC and REST refusals of one send: -32602 / 400, naming setting and field."""
+    error = client.error("SendMessage", params, version="1.0")
+    assert error["code"] == -32602, error
+    assert setting in error["message"]
+    assert error["data"][0]["fieldViolations"][0]["field"] == f"params.{field}"
+    response = client.http.post("/message:send", data=json.dumps(params), headers=V1)
+    assert response.status_code == 400
+    status = response.get_json()["error"]
+    assert status["status"] == "INVALID_ARGUMENT" and setting in status["message"]
+    assert status["details"][1]["fieldViolations"][0]["field"] == f"params.{field}"
+    return str(error["message"])
+
+
+@pytest.fixture
+def limited(make_client: MakeClient) -> Client:
+    return make_client(
+        handler="tests.handlers.limits",
+        max_parts=3,
+        max_metadata_bytes=64,
+        max_message_bytes=2048,
+        max_artifact_bytes=2048,
+        max_history_messages=5,
+        max_history_bytes=4096,
+    )
+
+
+def tasks(client: Client) -> Any:
+    return client.result(
+        "ListTasks", {"historyLength": 100, "includeArtifacts": True}, version="1.0"
+    )
+
+
+def test_parts_per_message(limited: Client) -> None:
+    params = {"message": {**message(), "parts": [{"text": "a"}] * 4}}
+    text = refused(limited, params, "A2A_MAX_PARTS", "message.parts")
+    assert "has 4 parts; the limit is 3 (A2A_MAX_PARTS)" in text
+    assert tasks(limited)["totalSize"] == 0
+    params["message"]["parts"] = [{"text": "a"}] * 3
+    assert "task" in limited.result("SendMessage", params, version="1.0")
+
+
+@pytest.mark.parametrize(
+    ("where", "field"),
+    [
+        (lambda m: {"message": {**m, "metadata": {"k": "x" * 80}}}, "message.metadata"),
+        (
+            lambda m: {"message": {**m, "parts": [{"text": "a", "metadata": {"k": "x" * 80}}]}},
+            "message.parts[0].metadata",
+        ),
+        (lambda m: {"message": m, "metadata": {"k": "x" * 80}}, "metadata"),
+    ],
+)
+def test_metadata_bytes(limited: Client, where: Callable[..., Any], field: str) -> None:
+    text = refused(limited, where(message()), "A2A_MAX_METADATA_BYTES", field)
+    assert "the limit is 64 (A2A_MAX_METADATA_BYTES)" in text
+    assert field in text
+    assert tasks(limited)["totalSize"] == 0
+
+
+def test_message_bytes(limited: Client) -> None:
+    text = refused(limited, {"message": message("x" * 3000)}, "A2A_MAX_MESSAGE_BYTES", "message")
+    assert "the limit is 2048 (A2A_MAX_MESSAGE_BYTES)" in text
+    assert tasks(limited)["totalSize"] == 0
+
+
+def test_history_messages_leave_the_task_as_it_was(limited: Client) -> None:
+    task = limited.result("SendMessage", {"message": message("one")}, version="1.0")["task"]
+    sent = 1
+    while True:
+        sent += 1
+        params = {"message": message(f"more {sent}", taskId=task["id"])}
+        before = tasks(limited)
+        answer = limited.rpc("SendMessage", params, version="1.0")
+        if "error" in answer:
+            break
+        assert sent < 10, "the history limit was never reached"
+    error = answer["error"]
+    assert error["code"] == -32602
+    assert "the limit is 5 (A2A_MAX_HISTORY_MESSAGES)" in error["message"]
+    assert "without a taskId" in error["message"]
+    assert tasks(limited) == before  # nothing stored
+    # The same context goes on in a new task.
+    follow = message("next", messageId="next", contextId=task["contextId"])
+    assert limited.result("SendMessage", {"message": follow}, version="1.0")["task"]["id"]
+
+
+def test_history_bytes(make_client: MakeClient) -> None:
+    client = make_client(
+        handler="tests.handlers.limits", max_history_bytes=2048, max_message_bytes=1024
+    )
+    task = client.result("SendMessage", {"message": message("a" * 700)}, version="1.0")["task"]
+    before = tasks(client)
+    params = {"message": message("b" * 700, taskId=task["id"])}
+    ok = client.rpc("SendMessage", params, version="1.0")
+    if "error" not in ok:  # two fit with the agent's question; the third cannot
+        before = tasks(client)
+        params = {"message": message("c" * 700, taskId=task["id"])}
+    error = client.error("SendMessage", params, version="1.0")
+    assert error["code"] == -32602
+    assert "the limit is 2048 (A2A_MAX_HISTORY_BYTES)" in error["message"]
+    assert error["data"][0]["fieldViolations"][0]["field"] == "params.message.taskId"
+    assert tasks(client) == before
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("artifact 3000", "an artifact update of 30"),  # one update over the message limit
+        ("chunks 4", "an artifact with 4 parts; the limit is 3 (A2A_MAX_PARTS)"),
+    ],
+)
+def test_a_handler_artifact_over_the_limit_fails_the_task(
+    limited: Client, text: str, expected: str
+) -> None:
+    result = limited.result("SendMessage", {"message": message(text)}, version="1.0")
+    status = result["task"]["status"]
+    assert status["state"] == "TASK_STATE_FAILED"
+    reason = status["message"]["parts"][0]["text"]
+    assert reason.startswith("The agent made ") and expected in reason
+    if text.startswith("artifact"):
+        assert "the limit for one update is 2048 (A2A_MAX_MESSAGE_BYTES)" in reason
+    # What was stored reads back: no artifact over the limit.
+    stored = limited.result("GetTask", {"id": result["task"]["id"]}, version="1.0")
+    for artifact in stored.get("artifacts", []):
+        assert len(artifact["parts"]) <= 3 and json_bytes(artifact) <= 2048 + 512
+
+
+def test_a_message_limit_firestore_cannot_store_stops_start_up() -> None:
+    firestore = {"A2A_BACKEND": "firestore", "GOOGLE_CLOUD_PROJECT": "p"}
+    with pytest.raises(SettingsError, match="A2A_MAX_MESSAGE_BYTES is at most 900000"):
+        Settings.from_env({**firestore, "A2A_MAX_MESSAGE_BYTES": "4000000"})
+    assert Settings.from_env({**firestore, "A2A_MAX_MESSAGE_BYTES": "900000"})
+    assert Settings.from_env({"A2A_MAX_MESSAGE_BYTES": "4000000"})  # the embedded backend
+
+
+def test_settings_make_the_limits() -> None:
+    settings = Settings(max_parts=7, max_history_bytes=4096)
+    assert settings.limits == Limits(parts=7, history_bytes=4096)
+    assert Settings().limits == Limits()
+
+
+# -- memory ----------------------------------------------------------------------------------
+
+# The most one request may grow the process by: this many times its body, plus a fixed
+# allowance for what any request costs besides (its models, its answer and their copies).
+MEMORY_FACTOR = 4.5
+MEMORY_ALLOWANCE = 4 * 1024 * 1024
+SHAPES = ["message", "parts", "body", "values"]
+
+
+def largest_allowed(shape: str, settings: Settings) -> bytes:
+    """The largest body of each shape the default limits let through."""
+    msg: dict[str, Any] = {"messageId": "big", "role": "user", "parts": [{"text": "hi"}]}
+    extra: dict[str, Any] = {}
+    if shape == "message":
+        msg["parts"] = [{"text": "x" * (settings.max_message_bytes - 1000)}]
+    elif shape == "parts":
+        size = settings.max_message_bytes // settings.max_parts - 200
+        msg["parts"] = [{"text": "x" * size} for _ in range(settings.max_parts)]
+    elif shape == "body":
+        extra["pad"] = "x" * (settings.max_body_bytes - 1000)  # unknown fields are ignored
+    else:
+        extra["pad"] = [{}] * (front_door.MAX_ITEMS // 2 - 100)
+    params = {"message": msg, **extra}
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params}
+    ).encode()
+
+
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith(f"{field}:"))
+    return int(line.split()[1])
+
+
+def _probe(path: str) -> None:
+    """In a fresh process: RSS now, then the peak while the body in `path` arrives (read
+    from the file, as from a socket) and is served. Nothing large was allocated before, so no
+    freed memory the allocator kept can hide the request's."""
+    client = Client(build(Settings(handler="tests.handlers.limits"), store=MemoryTaskStore()))
+    for n in range(3):  # warm up every code path
+        client.result("SendMessage", {"message": message(f"w{n}")}, version="1.0")
+    gc.collect()
+    with open("/proc/self/clear_refs", "w") as clear:
+        clear.write("5")  # the peak (VmHWM) starts over from the resident size now
+    resident = _status_kib("VmRSS")
+    data = Path(path).read_bytes()
+    response = client.post(data, {"A2A-Version": "1.0"})
+    peak = _status_kib("VmHWM")
+    growth = (peak - resident) * 1024
+    error = response.get_json().get("error")
+    print(json.dumps({"body": len(data), "growth": growth, "error": error}))
+    client.app.close()
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_largest_allowed_request_grows_the_process_by_at_most_the_factor(
+    shape: str, tmp_path: Path
+) -> None:
+    """RSS in a subprocess (tracemalloc misses the interpreter's and C libraries' memory): the
+    peak (VmHWM, reset just before) during the request, less the resident size before it.
+    The body read in counts (the test client keeps it too: 1x more than a server would)."""
+    body = tmp_path / "body.json"
+    body.write_bytes(largest_allowed(shape, Settings()))
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.test_limits", str(body)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).parent.parent,
+        check=True,
+    )
+    measured = json.loads(done.stdout.splitlines()[-1])
+    assert measured["error"] is None  # allowed
+    budget = MEMORY_FACTOR * measured["body"] + MEMORY_ALLOWANCE
+    factor = measured["growth"] / measured["body"]
+    print(f"{shape}: {measured['body']} bytes grew RSS by {measured['growth']} ({factor:.2f}x)")
+    assert measured["growth"] <= budget
+
+
+if __name__ == "__main__":
+    _probe(sys.argv[1])
+
+
+def test_a_chunked_artifact_is_measured_chunk_by_chunk(make_client: MakeClient) -> None:
+    """Many small chunks: each counted once (no re-serialization per chunk), and the limit
+    holds for their sum."""
+    client = make_client(handler="tests.handlers.limits", max_parts=5000, max_artifact_bytes=40_000)
+    done = client.result("SendMessage", {"message": message("chunks 200")}, version="1.0")["task"]
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert len(done["artifacts"][0]["parts"]) == 200
+    failed = client.result("SendMessage", {"message": message("chunks 1000")}, version="1.0")
+    reason = failed["task"]["status"]["message"]["parts"][0]["text"]
+    assert "the limit is 40000 (A2A_MAX_ARTIFACT_BYTES)" in reason
+
+
+@pytest.mark.parametrize(
+    "variable",
+    [
+        "A2A_MAX_BATCH",
+        "A2A_MAX_PARTS",
+        "A2A_MAX_METADATA_BYTES",
+        "A2A_MAX_MESSAGE_BYTES",
+        "A2A_MAX_ARTIFACT_BYTES",
+        "A2A_MAX_HISTORY_MESSAGES",
+        "A2A_MAX_HISTORY_BYTES",
+        "A2A_MAX_STREAMS_PER_OWNER",
+    ],
+)
+def test_a_bad_limit_stops_start_up_naming_it(variable: str) -> None:
+    with pytest.raises(SettingsError, match=variable):
+        Settings.from_env({variable: "0"})
+    assert Settings.from_env({variable: "4096"}) != Settings()
+
+
+@pytest.mark.emulator
+@pytest.mark.parametrize("shape", ["message", "parts"])
+def test_the_largest_allowed_message_is_stored_and_served_on_firestore(
+    clean_firestore: FirestoreEmulator, shape: str
+) -> None:
+    """Firestore refuses documents over 1 MiB: what the limits let through still fits."""
+    settings = Settings(
+        handler="tests.handlers.limits", backend="firestore", project=clean_firestore.project
+    )
+    client = Client(build(settings))
+    try:
+        sent = json.loads(largest_allowed(shape, settings))["params"]
+        task = client.result("SendMessage", sent, version="1.0")["task"]
+        again = client.result("GetTask", {"id": task["id"], "historyLength": 10}, version="1.0")
+        texts = [p["text"] for p in again["history"][0]["parts"]]
+        assert texts == [p["text"] for p in sent["message"]["parts"]]
+        answer = {"message": message("more", messageId="m2", taskId=task["id"])}
+        assert client.result("SendMessage", answer, version="1.0")["task"]["id"] == task["id"]
+    finally:
+        client.app.close()
+
+
+@pytest.mark.parametrize("how", ["progress", "reply", "deep"])
+def test_a_handler_output_no_answer_could_carry_fails_the_task(limited: Client, how: str) -> None:
+    result = limited.rpc("SendMessage", {"message": message(f"unservable {how}")}, version="1.0")
+    status = result["result"]["task"]["status"]
+    assert status["state"] == "TASK_STATE_FAILED"
+    assert "cannot be sent as JSON" in status["message"]["parts"][0]["text"]
+    task_id = result["result"]["task"]["id"]
+    for method in ("GetTask", "ListTasks"):  # the task, and every answer about it, still served
+        assert "result" in limited.rpc(method, {"id": task_id}, version="1.0")
