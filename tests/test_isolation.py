@@ -1,4 +1,5 @@
-"""The isolation matrix: two owners, every method in every dialect and binding, on the
+"""The isolation matrix: two owners, every method in every dialect and binding, in each
+identity mode that tells callers apart (API keys, Google ID tokens, OIDC tokens), on the
 embedded backend and on the Firestore emulator. Owner B, knowing owner A's task, context and
 push config ids, gets no read, no write, no delivery and no existence hint: each answer is,
 byte for byte, the answer about an id that exists nowhere; and A's tasks, configs and
@@ -6,6 +7,7 @@ webhook are exactly as they were afterwards."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -13,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from shared import tasks_auth
 from shared.app import build
 from shared.identity.api_key import hashed
 from shared.model import new_id
@@ -20,20 +23,43 @@ from shared.ports import TaskStore
 from shared.settings import Settings
 from shared.store.memory import MemoryTaskStore
 from tests.conftest import Client
+from tests.identity.issuer import Issuer, serve
 from tests.test_push_delivery import drained
 from tests.webhook import Webhook
 
 OWNER_A, OWNER_B = "owner-a", "owner-b"
+AUDIENCE = "https://us-central1-demo.cloudfunctions.net/a2a"  # google mode's, fixed
 
 
-def two_owners() -> tuple[dict[str, Any], dict[str, str], dict[str, str]]:
-    """The settings that make two owners, and the headers each one sends: the one place that
-    says how a caller becomes an owner here."""
-    settings = {"auth": "api-key", "api_keys": {hashed("key-a"): OWNER_A, hashed("key-b"): OWNER_B}}
-    return settings, {"X-API-Key": "key-a"}, {"X-API-Key": "key-b"}
+@dataclass(frozen=True)
+class Owners:
+    """How two callers become two owners in one identity mode: the settings, and the
+    headers each one sends."""
+
+    settings: dict[str, Any]
+    as_a: dict[str, str]
+    as_b: dict[str, str]
 
 
-SETTINGS, AS_A, AS_B = two_owners()
+def two_owners(mode: str, issuer: Issuer | None) -> Owners:
+    """The one place that says how a caller becomes an owner here, per A2A_AUTH mode."""
+    if mode == "api-key":
+        keys = {hashed("key-a"): OWNER_A, hashed("key-b"): OWNER_B}
+        return Owners(
+            {"auth": "api-key", "api_keys": keys}, {"X-API-Key": "key-a"}, {"X-API-Key": "key-b"}
+        )
+    assert issuer is not None
+
+    def bearer(**claims: Any) -> dict[str, str]:
+        # Valid for 10 minutes: longer than the test.
+        return {"Authorization": f"Bearer {issuer.token(**claims)}"}
+
+    if mode == "google":
+        settings = {"auth": "google", "audience": (AUDIENCE,)}
+        google = {"iss": "accounts.google.com", "aud": AUDIENCE, "email_verified": True}
+        return Owners(settings, bearer(**google, email=OWNER_A), bearer(**google, email=OWNER_B))
+    settings = {"auth": "oidc", "oidc_issuer": issuer.url, "oidc_audience": "agent"}
+    return Owners(settings, bearer(aud="agent", sub=OWNER_A), bearer(aud="agent", sub=OWNER_B))
 
 
 @dataclass
@@ -44,39 +70,56 @@ class World:
     context: str
     config: str  # A's config on it
     legacy: str  # A's v0.1 task, named by A
+    as_a: dict[str, str]  # the headers that make a request A's
+    as_b: dict[str, str]
 
 
-@pytest.fixture(params=["memory", "firestore"])
-def world(request: pytest.FixtureRequest) -> Iterator[World]:
-    store: TaskStore
-    values: dict[str, Any] = {
-        "handler": "functions.handlers.sample",
-        "push_allowed_hosts": ("localhost",),
-        "stream_seconds": 5,  # a stream that should not be open ends anyway
-        **SETTINGS,
-    }
-    if request.param == "firestore":
-        from shared.store.firestore import FirestoreTaskStore
+# Every identity mode that tells callers apart (none makes everyone one owner), on the
+# embedded backend; the API-key mode on the Firestore emulator too (the store side of
+# isolation does not depend on how the owner was found).
+WORLDS = [("memory", "api-key"), ("firestore", "api-key"), ("memory", "google"), ("memory", "oidc")]
 
-        emulator = request.getfixturevalue("clean_firestore")
-        store = FirestoreTaskStore(emulator.project)
-        values |= {"backend": "firestore", "project": emulator.project}
-    else:
-        store = MemoryTaskStore()
-    hook = Webhook()
-    client = Client(build(Settings(**values), store=store))
-    try:
-        yield set_up(client, hook)
-    finally:
-        client.app.close()
-        hook.close()
+
+@pytest.fixture(params=WORLDS, ids=[f"{b}-{m}" for b, m in WORLDS])
+def world(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    backend, mode = request.param
+    with contextlib.ExitStack() as stack:
+        issuer = (
+            stack.enter_context(contextlib.contextmanager(serve)()) if mode != "api-key" else None
+        )
+        if mode == "google":
+            assert issuer is not None
+            monkeypatch.setattr(tasks_auth, "GOOGLE_CERTS_URL", issuer.url + "/certs")
+        owners = two_owners(mode, issuer)
+        store: TaskStore
+        values: dict[str, Any] = {
+            "handler": "functions.handlers.sample",
+            "push_allowed_hosts": ("localhost",),
+            "stream_seconds": 5,  # a stream that should not be open ends anyway
+            **owners.settings,
+        }
+        if backend == "firestore":
+            from shared.store.firestore import FirestoreTaskStore
+
+            emulator = request.getfixturevalue("clean_firestore")
+            store = FirestoreTaskStore(emulator.project)
+            values |= {"backend": "firestore", "project": emulator.project}
+        else:
+            store = MemoryTaskStore()
+        hook = Webhook()
+        client = Client(build(Settings(**values), store=store))
+        try:
+            yield set_up(client, hook, owners)
+        finally:
+            client.app.close()
+            hook.close()
 
 
 def message(text: str, **fields: Any) -> dict[str, Any]:
     return {"role": "user", "parts": [{"text": text}], "messageId": new_id(), **fields}
 
 
-def set_up(client: Client, hook: Webhook) -> World:
+def set_up(client: Client, hook: Webhook, owners: Owners) -> World:
     """A's task with an inline config, a second config, and a v0.1 task A named itself."""
     inline = {"url": hook.url("/a"), "id": "cfg-a1", "token": "a-token"}
     sent = client.result(
@@ -86,29 +129,34 @@ def set_up(client: Client, hook: Webhook) -> World:
             "configuration": {"taskPushNotificationConfig": inline},
         },
         version="1.0",
-        headers=AS_A,
+        headers=owners.as_a,
     )["task"]
     client.result(
         "tasks/pushNotificationConfig/set",
         {"taskId": sent["id"], "pushNotificationConfig": {"url": hook.url("/a")}},
-        headers=AS_A,
+        headers=owners.as_a,
     )
     client.result(
         "tasks/send",
         {"id": "my-task-1", "message": message("new phone")},
-        headers=AS_A,
+        headers=owners.as_a,
     )
     drained(client)
-    return World(client, hook, sent["id"], sent["contextId"], "cfg-a1", "my-task-1")
+    return World(
+        client, hook, sent["id"], sent["contextId"], "cfg-a1", "my-task-1", owners.as_a, owners.as_b
+    )
 
 
 def state_of_a(world: World) -> Any:
     """All that A can see of its own, and the webhook's POSTs."""
     client = world.client
-    tasks = client.result("ListTasks", {"historyLength": 100}, version="1.0", headers=AS_A)
+    tasks = client.result("ListTasks", {"historyLength": 100}, version="1.0", headers=world.as_a)
     configs = {
         task_id: client.result(
-            "ListTaskPushNotificationConfigs", {"taskId": task_id}, version="1.0", headers=AS_A
+            "ListTaskPushNotificationConfigs",
+            {"taskId": task_id},
+            version="1.0",
+            headers=world.as_a,
         )
         for task_id in (world.task, world.legacy)
     }
@@ -128,7 +176,7 @@ Params = Callable[[World, Ids], Any]
 def rpc(method: str, params: Params, version: str | None = None) -> Probe:
     def probe(world: World, ids: Ids) -> tuple[int, bytes]:
         body = {"jsonrpc": "2.0", "id": 7, "method": method, "params": params(world, ids)}
-        headers = {**AS_B, **({"A2A-Version": version} if version else {})}
+        headers = {**world.as_b, **({"A2A-Version": version} if version else {})}
         response = world.client.post(body, headers)
         return response.status_code, response.data
 
@@ -140,7 +188,7 @@ def rest(method: str, path: str, body: Params | None = None) -> Probe:
         task, context, config = ids
         url = path.format(task=task, context=context, config=config)
         data = None if body is None else json.dumps(body(world, ids))
-        headers = {**AS_B, "A2A-Version": "1.0", "Content-Type": "application/json"}
+        headers = {**world.as_b, "A2A-Version": "1.0", "Content-Type": "application/json"}
         response = world.client.http.open(url, method=method, data=data, headers=headers)
         return response.status_code, response.data
 
@@ -305,7 +353,7 @@ def test_a_keeps_its_deliveries_after_every_attempt_of_b(world: World) -> None:
         "SendMessage",
         {"message": message("Android", taskId=world.task)},
         version="1.0",
-        headers=AS_A,
+        headers=world.as_a,
     )
     drained(world.client)
     posts = world.hook.accepted()[seen:]
@@ -335,10 +383,10 @@ def test_a_task_id_a_names_is_bs_own_when_b_names_it(
     B's config, and A's `my-task-1` neither changes nor hears of it."""
     before = state_of_a(world)
     mine = world.client.result(
-        method, {**params(world), "message": message("hello from b")}, headers=AS_B
+        method, {**params(world), "message": message("hello from b")}, headers=world.as_b
     )
     assert mine["id"] == "my-task-1"
-    said = world.client.result("messages/list", {"taskId": "my-task-1"}, headers=AS_B)
+    said = world.client.result("messages/list", {"taskId": "my-task-1"}, headers=world.as_b)
     assert said[0]["parts"][0]["text"] == "hello from b"
     assert all("new phone" not in json.dumps(m) for m in said)
     drained(world.client)
@@ -348,9 +396,12 @@ def test_a_task_id_a_names_is_bs_own_when_b_names_it(
     a_now = state_of_a(world)
     assert a_now[:2] == before[:2]
     assert [p for p in a_now[2] if p[0] == "/a"] == [p for p in before[2] if p[0] == "/a"]
-    listed = world.client.result("ListTasks", {}, version="1.0", headers=AS_B)
+    listed = world.client.result("ListTasks", {}, version="1.0", headers=world.as_b)
     assert [t["id"] for t in listed["tasks"]] == ["my-task-1"]
     b_configs = world.client.result(
-        "ListTaskPushNotificationConfigs", {"taskId": "my-task-1"}, version="1.0", headers=AS_B
+        "ListTaskPushNotificationConfigs",
+        {"taskId": "my-task-1"},
+        version="1.0",
+        headers=world.as_b,
     )
     assert [c["url"] for c in b_configs["configs"]] == [world.hook.url("/b")]
