@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from shared.dialects import decode
+from shared.dialects import decode, v0_1
 from shared.errors import InvalidParamsError
-from shared.model import Role, TaskState
+from shared.model import Message, Part, Role, TaskState
 from tests.conftest import Client
 
 # Every answer these tests get is valid in its version's official schema.
@@ -131,6 +131,41 @@ def test_canceled_and_rejected_states(make_client: Any) -> None:
     canceled = tck.result("CancelTask", {"id": waiting["id"]}, version="1.0")
     assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
     assert tck.result("tasks/get", {"id": waiting["id"]})["status"]["state"] == "canceled"
+
+
+@pytest.mark.parametrize("value", [[1, "two", {"three": 3}], "text", 4.5, True, None])
+def test_data_that_is_not_an_object_is_wrapped_for_v0_clients(client: Client, value: Any) -> None:
+    # 1.0 carries any JSON value; v0.3 and v0.1 define DataPart.data as an object.
+    sent = client.result(
+        "SendMessage",
+        {"message": {"messageId": "m-data", "role": "ROLE_USER", "parts": [{"data": value}]}},
+        version="1.0",
+    )
+    task_id = sent["task"]["id"]
+    v1 = client.result("GetTask", {"id": task_id}, version="1.0")
+    assert v1["history"][0]["parts"] == [{"data": value}]
+    v03 = client.result("tasks/get", {"id": task_id})
+    assert v03["history"][0]["parts"] == [{"kind": "data", "data": {"value": value}}]
+    stored = Message(message_id="m", role=Role.USER, parts=(Part(data=value),))
+    assert v0_1.message(stored)["parts"] == [{"type": "data", "data": {"value": value}}]
+
+
+def test_object_data_is_not_wrapped(client: Client) -> None:
+    value = {"value": [1], "other": None}
+    sent = client.result(
+        "message/send",
+        {
+            "message": {
+                "messageId": "m-obj",
+                "role": "user",
+                "parts": [{"kind": "data", "data": value}],
+            }
+        },
+    )
+    got = client.result("tasks/get", {"id": sent["id"]})
+    assert got["history"][0]["parts"] == [{"kind": "data", "data": value}]
+    v1 = client.result("GetTask", {"id": sent["id"]}, version="1.0")
+    assert v1["history"][0]["parts"] == [{"data": value}]
 
 
 def test_file_and_data_parts_in_each_version(make_client: Any) -> None:
