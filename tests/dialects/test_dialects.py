@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import base64
 import json
+import uuid
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from shared.dialects import decode, v0_1
 from shared.errors import InvalidParamsError
@@ -151,6 +154,37 @@ def test_data_that_is_not_an_object_is_wrapped_for_v0_clients(client: Client, va
     assert v03["history"][0]["parts"] == [{"kind": "data", "data": {"value": value}}]
     stored = Message(message_id="m", role=Role.USER, parts=(Part(data=value),))
     assert v0_1.message(stored)["parts"] == [{"type": "data", "data": {"value": value}}]
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53), max_value=2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(st.characters(blacklist_categories=("Cs",)), max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.text(st.characters(blacklist_categories=("Cs",)), max_size=8), inner, max_size=4
+        )
+    ),
+    max_leaves=12,
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(value=JSON_VALUES)
+def test_any_json_data_is_served_in_every_versions_schema(client: Client, value: Any) -> None:
+    # The schema_checked fixture validates both answers; the wrap is exact.
+    message = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"data": value}]}
+    task_id = client.result("SendMessage", {"message": message}, version="1.0")["task"]["id"]
+    v1 = client.result("GetTask", {"id": task_id}, version="1.0")
+    assert v1["history"][0]["parts"] == [{"data": value}]
+    v03 = client.result("tasks/get", {"id": task_id})
+    wrapped = value if isinstance(value, dict) else {"value": value}
+    assert v03["history"][0]["parts"] == [{"kind": "data", "data": wrapped}]
 
 
 def test_object_data_is_not_wrapped(client: Client) -> None:
