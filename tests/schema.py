@@ -116,9 +116,18 @@ def _check_v1_error(error: Any) -> None:
             check_v1(any_pb2.Any, detail)
 
 
-def _is_v0_1_task(result: Any) -> bool:
-    # tasks/get, tasks/cancel and tasks/resubscribe answer a v0.1 task in v0.1's shape.
-    return isinstance(result, dict) and "sessionId" in result and "kind" not in result
+# The v0.3 methods that also serve v0.1 clients, answering a v0.1 task in v0.1's shapes.
+SHARED_WITH_V0_1 = ("tasks/get", "tasks/cancel", "tasks/resubscribe")
+
+
+def _is_v0_1_answer(method: str | None, result: Any) -> bool:
+    # Every v0.3 task, message and event has `kind` and `contextId`; v0.1 names neither.
+    return (
+        method in SHARED_WITH_V0_1
+        and isinstance(result, dict)
+        and "kind" not in result
+        and "contextId" not in result
+    )
 
 
 def check_rpc_answer(answer: Any, method: str | None, header_version: str | None) -> None:
@@ -130,7 +139,7 @@ def check_rpc_answer(answer: Any, method: str | None, header_version: str | None
         operation, version = found[0], found[1].version
     else:
         operation, version = None, "1.0" if (header_version or "").startswith("1.") else "0.3"
-    if version == "0.1" or _is_v0_1_task(answer.get("result")):
+    if version == "0.1" or _is_v0_1_answer(method, answer.get("result")):
         check_v0_1(answer)
     elif version == "0.3":
         if "error" in answer:
