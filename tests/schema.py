@@ -21,12 +21,15 @@ import jsonschema
 from a2a.types import a2a_pb2
 from google.protobuf import any_pb2, empty_pb2, json_format
 from google.protobuf.message import Message as ProtoMessage
-from google.rpc import error_details_pb2  # noqa: F401 - registers the error details' types
+from google.rpc import code_pb2, error_details_pb2  # noqa: F401 - registers the details' types
 from werkzeug.test import TestResponse
 
 from shared.bindings import rest
 from shared.bindings.json_http import content_type_error
 from shared.dialects.registry import METHODS
+
+# The names a google.rpc.Status's `status` may take (OK, NOT_FOUND, ...).
+GRPC_CODES = frozenset(code_pb2.Code.DESCRIPTOR.values_by_name)
 
 SCHEMA_0_3 = Path(__file__).parent / "schemas" / "a2a-v0.3.0.json"
 
@@ -167,6 +170,7 @@ def check_rest_answer(answer: Any, operation: str) -> None:
         assert set(status) <= {"code", "status", "message", "details"}, status
         assert isinstance(status.get("code"), int), status
         assert isinstance(status.get("message"), str), status
+        assert status.get("status") in GRPC_CODES, status
         for detail in status.get("details", []):
             check_v1(any_pb2.Any, detail)
     else:
