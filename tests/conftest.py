@@ -31,6 +31,7 @@ from shared.store.memory import MemoryTaskStore
 
 if TYPE_CHECKING:
     from google.cloud.tasks_v2 import CloudTasksClient
+    from werkzeug.test import TestResponse
 
 # The emulator fixtures: firestore_emulator, clean_firestore, tasks_emulator, tasks_client.
 pytest_plugins = ["emulator.pytest_plugin"]
@@ -116,6 +117,24 @@ def make_client() -> Iterator[Callable[..., Client]]:
 @pytest.fixture
 def client(make_client: Callable[..., Client]) -> Client:
     return make_client()
+
+
+@pytest.fixture
+def schema_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every answer a test gets through a Flask test client is checked against its version's
+    official schema (`tests/schema.py`) before the test sees it; stream frames as it reads."""
+    from flask.testing import FlaskClient
+
+    from tests import schema
+
+    original = FlaskClient.open
+
+    def checked_open(self: FlaskClient, *args: Any, **kwargs: Any) -> TestResponse:
+        response: TestResponse = original(self, *args, **kwargs)
+        schema.check(response)
+        return response
+
+    monkeypatch.setattr(FlaskClient, "open", checked_open)
 
 
 SA = "a2a-tasks@demo-a2a-functions.iam.gserviceaccount.com"  # whose Cloud Tasks tokens count

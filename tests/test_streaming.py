@@ -22,6 +22,9 @@ from shared.streaming import StreamSlots
 from tests import sse
 from tests.conftest import Client
 
+# Every answer these tests get is valid in its version's official schema.
+pytestmark = pytest.mark.usefixtures("schema_checked")
+
 V1 = {"A2A-Version": "1.0"}
 MakeClient = Callable[..., Client]
 

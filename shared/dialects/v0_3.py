@@ -23,6 +23,13 @@ from shared.model import (
 from shared.ports import TaskPage
 
 
+def data(value: Any) -> dict[str, Any]:
+    """A DataPart's `data`: v0.1 and v0.3 define it as an object, so a handler's (or a 1.0
+    client's) list or scalar goes out as `{"value": ...}`, which their clients can parse;
+    1.0 carries any JSON value as it is."""
+    return value if isinstance(value, dict) else {"value": value}
+
+
 def part(p: Part, discriminator: str = "kind") -> dict[str, Any]:
     out: dict[str, Any]
     if p.text is not None:
@@ -35,7 +42,7 @@ def part(p: Part, discriminator: str = "kind") -> dict[str, Any]:
             file["mimeType"] = p.media_type
         out = {discriminator: "file", "file": file}
     else:
-        out = {discriminator: "data", "data": p.data}
+        out = {discriminator: "data", "data": data(p.data)}
     if p.metadata is not None:
         out["metadata"] = p.metadata
     return out

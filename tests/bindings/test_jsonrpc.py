@@ -12,6 +12,9 @@ from shared.bindings.operations import OPERATIONS, STREAMING
 from shared.dialects.registry import METHODS
 from tests.conftest import Client
 
+# Every answer these tests get is valid in its version's official schema.
+pytestmark = pytest.mark.usefixtures("schema_checked")
+
 SEND_V1 = {"message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}
 
 

@@ -15,6 +15,9 @@ from tests import sse
 from tests.conftest import Client, Server
 from tests.test_ids import text_id
 
+# Every answer these tests get is valid in its version's official schema.
+pytestmark = pytest.mark.usefixtures("schema_checked")
+
 V1 = {"A2A-Version": "1.0"}
 HOOK = "https://hooks.example.com/a2a"
 

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import base64
+import json
+import uuid
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from shared.dialects import decode
+from shared.dialects import decode, v0_1
 from shared.errors import InvalidParamsError
-from shared.model import Role, TaskState
+from shared.identity.api_key import hashed
+from shared.model import Message, Part, Role, TaskState
+from tests import sse
 from tests.conftest import Client
+
+# Every answer these tests get is valid in its version's official schema.
+pytestmark = pytest.mark.usefixtures("schema_checked")
 
 TEXT = "hello there"
 
@@ -128,6 +137,72 @@ def test_canceled_and_rejected_states(make_client: Any) -> None:
     canceled = tck.result("CancelTask", {"id": waiting["id"]}, version="1.0")
     assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
     assert tck.result("tasks/get", {"id": waiting["id"]})["status"]["state"] == "canceled"
+
+
+@pytest.mark.parametrize("value", [[1, "two", {"three": 3}], "text", 4.5, True, None])
+def test_data_that_is_not_an_object_is_wrapped_for_v0_clients(client: Client, value: Any) -> None:
+    # 1.0 carries any JSON value; v0.3 and v0.1 define DataPart.data as an object.
+    sent = client.result(
+        "SendMessage",
+        {"message": {"messageId": "m-data", "role": "ROLE_USER", "parts": [{"data": value}]}},
+        version="1.0",
+    )
+    task_id = sent["task"]["id"]
+    v1 = client.result("GetTask", {"id": task_id}, version="1.0")
+    assert v1["history"][0]["parts"] == [{"data": value}]
+    v03 = client.result("tasks/get", {"id": task_id})
+    assert v03["history"][0]["parts"] == [{"kind": "data", "data": {"value": value}}]
+    stored = Message(message_id="m", role=Role.USER, parts=(Part(data=value),))
+    assert v0_1.message(stored)["parts"] == [{"type": "data", "data": {"value": value}}]
+
+
+# Any character a JSON string can carry through the front door (no lone surrogates).
+TEXT_CHARS = st.characters(exclude_categories=["Cs"])
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53), max_value=2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(TEXT_CHARS, max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(TEXT_CHARS, max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(value=JSON_VALUES)
+def test_any_json_data_is_served_in_every_versions_schema(client: Client, value: Any) -> None:
+    # The schema_checked fixture validates both answers; the wrap is exact.
+    message = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"data": value}]}
+    task_id = client.result("SendMessage", {"message": message}, version="1.0")["task"]["id"]
+    v1 = client.result("GetTask", {"id": task_id}, version="1.0")
+    assert v1["history"][0]["parts"] == [{"data": value}]
+    v03 = client.result("tasks/get", {"id": task_id})
+    wrapped = value if isinstance(value, dict) else {"value": value}
+    assert v03["history"][0]["parts"] == [{"kind": "data", "data": wrapped}]
+
+
+def test_object_data_is_not_wrapped(client: Client) -> None:
+    value = {"value": [1], "other": None}
+    sent = client.result(
+        "message/send",
+        {
+            "message": {
+                "messageId": "m-obj",
+                "role": "user",
+                "parts": [{"kind": "data", "data": value}],
+            }
+        },
+    )
+    got = client.result("tasks/get", {"id": sent["id"]})
+    assert got["history"][0]["parts"] == [{"kind": "data", "data": value}]
+    v1 = client.result("GetTask", {"id": sent["id"]}, version="1.0")
+    assert v1["history"][0]["parts"] == [{"data": value}]
 
 
 def test_file_and_data_parts_in_each_version(make_client: Any) -> None:
@@ -266,3 +341,154 @@ def test_lenient_message_and_states() -> None:
     assert decode.state("input-required", "s") is TaskState.INPUT_REQUIRED
     with pytest.raises(InvalidParamsError):
         decode.state("sleeping", "s")
+
+
+HOOK = "https://hooks.example.com/a2a"
+
+
+def _stream(client: Client, method: str, params: dict[str, Any], version: str) -> list[Any]:
+    """A whole stream's frames (the handler finishes the task, so the stream ends)."""
+    body = {"jsonrpc": "2.0", "id": "s", "method": method, "params": params}
+    headers = {"Content-Type": "application/json", "A2A-Version": version}
+    response = client.http.post("/", data=json.dumps(body), headers=headers)
+    assert response.mimetype == "text/event-stream", response.get_data(as_text=True)
+    return [event.data for event in sse.parse(response.get_data(as_text=True))]
+
+
+@pytest.fixture
+def tck_push(make_client: Any) -> Client:
+    client: Client = make_client(
+        handler="tests.handlers.tck",
+        push_notifications=True,
+        push_allowed_hosts=("hooks.example.com",),
+    )
+    return client
+
+
+def test_every_v0_3_method_answers_in_the_v0_3_schema(tck_push: Client) -> None:
+    # Each answer and frame passes the schema_checked fixture; the asserts say it was served.
+    c = tck_push
+
+    def send(mid: str) -> Any:
+        message = {"messageId": mid, "role": "user", "parts": [{"kind": "text", "text": "x"}]}
+        return c.result("message/send", {"message": message})
+
+    for mid in (
+        "tck-artifact-file-url",
+        "tck-artifact-file",
+        "tck-artifact-data",
+        "tck-reject-task",
+    ):
+        assert send(mid)["kind"] == "task"
+    assert send("tck-message-response")["kind"] == "message"
+    waiting = send("tck-input-required")
+    config = {
+        "url": HOOK,
+        "token": "t",
+        "authentication": {"schemes": ["Bearer"], "credentials": "c"},
+    }
+    made = c.result(
+        "tasks/pushNotificationConfig/set",
+        {"taskId": waiting["id"], "pushNotificationConfig": config},
+    )
+    config_id = made["pushNotificationConfig"]["id"]
+    ids = {"id": waiting["id"], "pushNotificationConfigId": config_id}
+    assert c.result("tasks/pushNotificationConfig/get", ids) == made
+    assert c.result("tasks/pushNotificationConfig/list", {"id": waiting["id"]}) == [made]
+    assert c.result("tasks/pushNotificationConfig/delete", ids) is None
+    assert c.result("tasks/get", {"id": waiting["id"], "historyLength": 9})["history"]
+    assert c.result("tasks/cancel", {"id": waiting["id"]})["status"]["state"] == "canceled"
+    assert c.error("tasks/resubscribe", {"id": waiting["id"]})["code"] == -32004
+    assert c.error("tasks/get", {"id": "missing"})["code"] == -32001
+    assert c.error("agent/getAuthenticatedExtendedCard")["code"]
+    for mid in ("tck-stream-artifact-chunked-1", "tck-stream-artifact-file-1"):
+        message = {"messageId": mid, "role": "user", "parts": [{"kind": "text", "text": "x"}]}
+        frames = _stream(c, "message/stream", {"message": message}, "0.3")
+        assert frames[-1]["result"]["final"] is True
+
+
+def test_every_v1_method_answers_in_the_v1_types(tck_push: Client) -> None:
+    c = tck_push
+
+    def send(mid: str) -> Any:
+        message = {"messageId": mid, "role": "ROLE_USER", "parts": [{"text": "x"}]}
+        return c.result("SendMessage", {"message": message}, version="1.0")
+
+    for mid in (
+        "tck-artifact-file-url",
+        "tck-artifact-file",
+        "tck-artifact-data",
+        "tck-reject-task",
+    ):
+        assert "task" in send(mid)
+    assert "message" in send("tck-message-response")
+    waiting = send("tck-input-required")["task"]
+    config = {
+        "taskId": waiting["id"],
+        "url": HOOK,
+        "token": "t",
+        "authentication": {"scheme": "Bearer", "credentials": "c"},
+    }
+    made = c.result("CreateTaskPushNotificationConfig", config, version="1.0")
+    ids = {"taskId": waiting["id"], "id": made["id"]}
+    assert c.result("GetTaskPushNotificationConfig", ids, version="1.0") == made
+    listed = c.result("ListTaskPushNotificationConfigs", {"taskId": waiting["id"]}, version="1.0")
+    assert listed["configs"] == [made]
+    c.result("DeleteTaskPushNotificationConfig", ids, version="1.0")
+    assert c.result("ListTasks", {"pageSize": 2}, version="1.0")["tasks"]
+    assert c.result("GetTask", {"id": waiting["id"], "historyLength": 9}, version="1.0")["history"]
+    canceled = c.result("CancelTask", {"id": waiting["id"]}, version="1.0")
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+    assert c.error("SubscribeToTask", {"id": waiting["id"]}, version="1.0")["code"] == -32004
+    assert c.error("GetTask", {"id": "missing"}, version="1.0")["code"] == -32001
+    assert c.error("GetExtendedAgentCard", {}, version="1.0")["code"]
+    for mid in ("tck-stream-artifact-chunked-1", "tck-stream-artifact-file-1"):
+        message = {"messageId": mid, "role": "ROLE_USER", "parts": [{"text": "x"}]}
+        frames = _stream(c, "SendStreamingMessage", {"message": message}, "1.0")
+        assert "statusUpdate" in frames[-1]["result"]
+
+
+def test_every_v0_1_method_answers_objects_in_its_data_parts(tck_push: Client) -> None:
+    c = tck_push
+    message = {"role": "user", "parts": [{"type": "text", "text": "x"}]}
+    sent = c.result("tasks/send", {"id": "t01", "message": message, "historyLength": 5})
+    assert sent["id"] == "t01"
+    config = {"url": HOOK, "token": "t"}
+    made = c.result("tasks/pushNotification/set", {"id": "t01", "pushNotificationConfig": config})
+    assert c.result("tasks/pushNotification/get", {"id": "t01"}) == made
+    assert c.result("tasks/get", {"id": "t01", "historyLength": 5})["history"]
+    frames = _stream(c, "tasks/sendSubscribe", {"id": "t02", "message": message}, "0.1")
+    assert frames[-1]["result"]["final"] is True
+
+
+# The extended card is the card style's whatever the method's version: the hybrid card is
+# no valid 1.0 AgentCard (v0.3 members beside), the strict v1 card no valid v0.3 one (no
+# protocolVersion). shared/card.py's to fix (a card per version); strict, so a fix shows.
+CARD_IN_THE_OTHER_VERSION = pytest.mark.xfail(
+    raises=AssertionError, strict=True, reason="the extended card ignores the method's version"
+)
+
+
+@pytest.mark.parametrize(
+    ("style", "method", "version"),
+    [
+        ("hybrid", "agent/getAuthenticatedExtendedCard", None),
+        ("v1", "GetExtendedAgentCard", "1.0"),
+        pytest.param("hybrid", "GetExtendedAgentCard", "1.0", marks=CARD_IN_THE_OTHER_VERSION),
+        pytest.param(
+            "v1", "agent/getAuthenticatedExtendedCard", None, marks=CARD_IN_THE_OTHER_VERSION
+        ),
+    ],
+)
+def test_the_extended_card_answers_in_its_versions_schema(
+    make_client: Any, style: str, method: str, version: str | None
+) -> None:
+    c = make_client(
+        handler="tests.handlers.members",
+        auth="api-key",
+        api_keys={hashed("k"): "alice"},
+        card_style=style,
+    )
+    params: dict[str, Any] | None = {} if version else None
+    card = c.result(method, params, version=version, headers={"X-API-Key": "k"})
+    assert [s["id"] for s in card["skills"]] == ["hello", "vault"]

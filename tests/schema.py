@@ -1,0 +1,284 @@
+"""Every answer valid in its version's official schema, checked as the tests receive it.
+
+`check(response)` looks at one Flask test response and the request that made it: a 1.0
+answer (a 1.0 JSON-RPC method, or an HTTP+JSON route) is parsed into the official SDK's
+protobuf types with unknown fields rejected; a 0.3 answer is validated against the v0.3 JSON
+schema (`tests/schemas/`); a 0.1 answer (no schema is vendored for 0.1) has its data parts
+checked to be objects, as 0.1 clients parse them. An event stream is checked frame by frame
+as the test reads it. The `schema_checked` fixture (tests/conftest.py) applies it to every
+request a test makes through the Flask test client.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from a2a.types import a2a_pb2
+from google.protobuf import any_pb2, empty_pb2, json_format
+from google.protobuf.message import Message as ProtoMessage
+from google.rpc import code_pb2, error_details_pb2  # noqa: F401 - registers the details' types
+from werkzeug.test import TestResponse
+
+from shared.bindings import rest
+from shared.bindings.json_http import content_type_error
+from shared.dialects.registry import METHODS
+
+# The names a google.rpc.Status's `status` may take (OK, NOT_FOUND, ...).
+GRPC_CODES = frozenset(code_pb2.Code.DESCRIPTOR.values_by_name)
+
+SCHEMA_0_3 = Path(__file__).parent / "schemas" / "a2a-v0.3.0.json"
+
+# operation -> the 1.0 result's protobuf type (a JSON-RPC `result`, a REST body, a frame).
+V1_RESULTS: dict[str, type[ProtoMessage]] = {
+    "send": a2a_pb2.SendMessageResponse,
+    "stream": a2a_pb2.StreamResponse,
+    "subscribe": a2a_pb2.StreamResponse,
+    "get": a2a_pb2.Task,
+    "cancel": a2a_pb2.Task,
+    "list": a2a_pb2.ListTasksResponse,
+    "push_set": a2a_pb2.TaskPushNotificationConfig,
+    "push_get": a2a_pb2.TaskPushNotificationConfig,
+    "push_list": a2a_pb2.ListTaskPushNotificationConfigsResponse,
+    "push_delete": empty_pb2.Empty,
+    "extended_card": a2a_pb2.AgentCard,
+}
+
+# operation -> the v0.3 schema's definition of a successful JSON-RPC answer (or frame). The
+# seeds' informal methods have no definition of their own: their envelope is checked.
+V0_3_SUCCESS = {
+    "send": "SendMessageSuccessResponse",
+    "stream": "SendStreamingMessageSuccessResponse",
+    "subscribe": "SendStreamingMessageSuccessResponse",
+    "get": "GetTaskSuccessResponse",
+    "cancel": "CancelTaskSuccessResponse",
+    "push_set": "SetTaskPushNotificationConfigSuccessResponse",
+    "push_get": "GetTaskPushNotificationConfigSuccessResponse",
+    "push_list": "ListTaskPushNotificationConfigSuccessResponse",
+    "push_delete": "DeleteTaskPushNotificationConfigSuccessResponse",
+    "extended_card": "GetAuthenticatedExtendedCardSuccessResponse",
+}
+
+
+@cache
+def _v0_3_document() -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(SCHEMA_0_3.read_text())
+    return document
+
+
+@cache
+def _v0_3_validator(definition: str) -> jsonschema.Draft7Validator:
+    """One compiled validator per definition, for the whole session (they are costly)."""
+    document = _v0_3_document()
+    schema = {"$ref": f"#/definitions/{definition}", "definitions": document["definitions"]}
+    return jsonschema.Draft7Validator(schema)
+
+
+def check_v0_3(definition: str, value: Any) -> None:
+    """`value` is valid as the v0.3 schema's `definition`; AssertionError naming where not."""
+    error = jsonschema.exceptions.best_match(_v0_3_validator(definition).iter_errors(value))
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path)
+        raise AssertionError(f"not a valid v0.3 {definition} at /{where}: {error.message}")
+
+
+def check_v1(kind: type[ProtoMessage], value: Any) -> None:
+    """`value` parses as the 1.0 protobuf `kind`, unknown fields rejected."""
+    try:
+        json_format.ParseDict(value, kind(), ignore_unknown_fields=False)
+    except json_format.ParseError as error:
+        raise AssertionError(f"not a valid 1.0 {kind.__name__}: {error}\n{value}") from None
+
+
+def check_v0_1(value: Any) -> None:
+    """A 0.1 answer: every data part's `data` is an object, as 0.1 clients read it."""
+    if isinstance(value, dict):
+        if value.get("type") == "data" and "data" in value:
+            assert isinstance(value["data"], dict), (
+                f"a 0.1 data part's data is not an object: {value}"
+            )
+        for item in value.values():
+            check_v0_1(item)
+    elif isinstance(value, list):
+        for item in value:
+            check_v0_1(item)
+
+
+def _check_v1_error(error: Any) -> None:
+    """A 1.0 JSON-RPC error: code and message, and `data` a list of google.rpc details."""
+    assert isinstance(error, dict), error
+    assert isinstance(error.get("code"), int) and isinstance(error.get("message"), str), error
+    assert set(error) <= {"code", "message", "data"}, error
+    if "data" in error:
+        assert isinstance(error["data"], list), error
+        for detail in error["data"]:
+            check_v1(any_pb2.Any, detail)
+
+
+# The v0.3 methods that also serve v0.1 clients, answering a v0.1 task in v0.1's shapes.
+SHARED_WITH_V0_1 = ("tasks/get", "tasks/cancel", "tasks/resubscribe")
+
+
+def _is_v0_1_answer(method: str | None, result: Any) -> bool:
+    # Every v0.3 task, message and event has `kind` and `contextId`; v0.1 names neither.
+    return (
+        method in SHARED_WITH_V0_1
+        and isinstance(result, dict)
+        and "kind" not in result
+        and "contextId" not in result
+    )
+
+
+def check_rpc_answer(answer: Any, method: str | None, header_version: str | None) -> None:
+    """One JSON-RPC answer (or stream frame) to `method` (None: not known, the A2A-Version
+    header's dialect answers)."""
+    assert isinstance(answer, dict), answer
+    found = METHODS.get(method) if isinstance(method, str) else None
+    if found is not None:
+        operation, version = found[0], found[1].version
+    else:
+        operation, version = None, "1.0" if (header_version or "").startswith("1.") else "0.3"
+    if version == "0.1" or _is_v0_1_answer(method, answer.get("result")):
+        check_v0_1(answer)
+    elif version == "0.3":
+        if "error" in answer:
+            check_v0_3("JSONRPCErrorResponse", answer)
+        else:
+            check_v0_3(V0_3_SUCCESS.get(operation or "", "JSONRPCSuccessResponse"), answer)
+    else:
+        assert answer.get("jsonrpc") == "2.0" and "id" in answer, answer
+        assert ("result" in answer) != ("error" in answer), answer
+        assert set(answer) <= {"jsonrpc", "id", "result", "error"}, answer
+        if "error" in answer:
+            _check_v1_error(answer["error"])
+        elif operation == "push_delete" and answer["result"] is None:
+            pass  # Empty: the official SDK sends `"result": null` (a2a-wire.md)
+        elif operation is not None:
+            check_v1(V1_RESULTS[operation], answer["result"])
+
+
+def check_rest_answer(answer: Any, operation: str) -> None:
+    """One 1.0 HTTP+JSON body (or stream frame): the operation's result or a google.rpc
+    Status in `error`."""
+    assert isinstance(answer, dict), answer
+    if set(answer) == {"error"} and isinstance(answer["error"], dict):
+        status = answer["error"]
+        assert set(status) <= {"code", "status", "message", "details"}, status
+        assert isinstance(status.get("code"), int), status
+        assert isinstance(status.get("message"), str), status
+        assert status.get("status") in GRPC_CODES, status
+        for detail in status.get("details", []):
+            check_v1(any_pb2.Any, detail)
+    else:
+        check_v1(V1_RESULTS[operation], answer)
+
+
+def _frames(chunks: Iterable[bytes | str]) -> Iterator[tuple[bytes | str, list[Any]]]:
+    """Each chunk as it arrives, with the JSON of the events it completes."""
+    buffer = ""
+    for chunk in chunks:
+        buffer += chunk.decode() if isinstance(chunk, bytes) else chunk
+        *complete, buffer = buffer.split("\n\n")
+        events = []
+        for block in complete:
+            data = [
+                line[5:].removeprefix(" ") for line in block.split("\n") if line.startswith("data:")
+            ]
+            if data:
+                events.append(json.loads("\n".join(data)))
+        yield chunk, events
+
+
+class _CheckedStream(Iterable[bytes]):
+    """An app iterator that checks each frame as the test reads it; closing it closes the app's
+    (the server frees its stream slot there)."""
+
+    def __init__(self, inner: Any, check_one: Callable[[Any], None]) -> None:
+        self.inner = inner
+        self.frames = _frames(inner)
+        self.check_one = check_one
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk, events in self.frames:
+            for event in events:
+                self.check_one(event)
+            yield chunk.encode() if isinstance(chunk, str) else chunk
+
+    def close(self) -> None:
+        close = getattr(self.inner, "close", None)
+        if close is not None:
+            close()
+
+
+def _request_body(response: TestResponse) -> Any:
+    stream = response.request.environ.get("wsgi.input")
+    if stream is None or not hasattr(stream, "seek"):
+        return None
+    stream.seek(0)
+    try:
+        return json.loads(stream.read() or b"null")
+    except ValueError:
+        return None
+
+
+def _usable_id(value: Any) -> bool:
+    return value is None or (isinstance(value, str | int | float) and not isinstance(value, bool))
+
+
+def _method_of(request: Any, answer: Any) -> str | None:
+    """The method whose dialect answers: the request's (in a batch, the item with the answer's
+    id), when its envelope is valid; None when the A2A-Version header's dialect answers (as
+    shared/bindings/jsonrpc.py decides)."""
+    if isinstance(request, list) and isinstance(answer, dict):
+        items = [
+            i for i in request if isinstance(i, dict) and "id" in i and i["id"] == answer.get("id")
+        ]
+        request = items[0] if items else None
+    if not isinstance(request, dict):
+        return None
+    method = request.get("method")
+    valid = (
+        request.get("jsonrpc", "2.0") == "2.0"
+        and _usable_id(request.get("id"))
+        and isinstance(method, str)
+        and method != ""
+    )
+    return method if valid else None
+
+
+def check(response: TestResponse) -> None:
+    """Check `response` in the schema of the version that answered it (a card, the seeds'
+    `GET /sse` and non-A2A paths are not A2A answers: left alone)."""
+    request = response.request
+    header_version = request.headers.get("A2A-Version")
+    route = rest.match(request.method, request.path)
+    if route is not None:
+        operation = route[0].operation
+
+        def check_one(answer: Any) -> None:
+            check_rest_answer(answer, operation)
+
+    elif request.method == "POST" and response.mimetype in (
+        "application/json",
+        "text/event-stream",
+    ):
+        # The method's dialect answers only a body that was read: not one declared as other
+        # than JSON, nor one over the size limit (413); the header's dialect answers those.
+        readable = content_type_error(request.content_type) is None and response.status_code != 413
+        body = _request_body(response) if readable else None
+
+        def check_one(answer: Any) -> None:
+            check_rpc_answer(answer, _method_of(body, answer), header_version)
+
+    else:
+        return
+    if response.mimetype == "text/event-stream":
+        response.response = _CheckedStream(response.response, check_one)
+    elif response.mimetype == "application/json":
+        answer = response.get_json()
+        for one in answer if isinstance(answer, list) and route is None else [answer]:
+            check_one(one)
