@@ -126,6 +126,11 @@ def message_key(request: SendRequest) -> MessageKey:
     return MessageKey(message.message_id, hashlib.sha256(canonical.encode()).hexdigest())
 
 
+def _ended(stored: StoredTask) -> streaming.Stream:
+    """A finished task's stream: the task as it ended, and nothing after."""
+    yield streaming.Frame(stored.last_seq, stored.task, stored.task)
+
+
 class A2AService:
     def __init__(
         self,
@@ -225,16 +230,25 @@ class A2AService:
         return streaming.follow(self.store, owner, joined, None, policy)
 
     def subscribe(
-        self, owner: str, request: SubscribeRequest, policy: streaming.StreamPolicy
+        self,
+        owner: str,
+        request: SubscribeRequest,
+        policy: streaming.StreamPolicy,
+        *,
+        final_frame: bool = False,
     ) -> tuple[StoredTask, streaming.Stream]:
         """The task a subscriber follows and its frames (after `after_seq`, when it resumes
         a stream), holding one of the policy's slots while open.
 
-        A terminal task has nothing more to say, unless a resumed stream missed its end."""
+        A terminal task has nothing more to say, unless a resumed stream missed its end: A2A's
+        resubscribe is refused (the spec's error); with `final_frame` (the seeds' `GET /sse`,
+        whose clients send, then listen) its one frame is the task as it ended."""
         stored = self._stored(owner, request.task_id)
         state = stored.task.status.state
         after_seq = request.after_seq
         if state.terminal and (after_seq is None or after_seq >= stored.last_seq):
+            if final_frame:
+                return stored, policy.slots.open(owner, lambda: _ended(stored))
             raise UnsupportedOperationError(
                 f"task {request.task_id} is {state.value}: nothing more will happen to it; "
                 "read it with GetTask (tasks/get)",
