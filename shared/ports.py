@@ -99,6 +99,11 @@ class MessageKey:
 
     message_id: str
     digest: str  # hex; a function of the content alone, whatever the dialect it came in
+    # The task this key's record named when read, which the client has moved on from since
+    # (so this send is no retry): recording the key replaces the record instead of refusing
+    # it, without checking that it still names that task (Firestore has no transaction
+    # here): two concurrent sends of such a reused key both run.
+    replaces: str | None = field(default=None, compare=False)
 
 
 class DuplicateMessage(Exception):

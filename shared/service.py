@@ -13,7 +13,9 @@ enqueues the turn for the worker (shared.worker) and answers; a blocking send th
 the store until the turn ends or its budget does.
 
 A resent message (same owner, messageId and content: `message_key`) gets the task its first
-send went to, unchanged; the same messageId with other content is a new message.
+send went to, unchanged; the same messageId with other content is a new message, and so is
+the same message once the client has moved on in its task (spoke again there, or canceled
+it: it had the answer, so this is no retry).
 
 A push config sent with a message is checked (URL, the per-task limit) before anything is
 written, and stored only once its task is the owner's: created by this send, or read as the
@@ -47,6 +49,7 @@ from shared.model import (
     Event,
     Message,
     PushConfig,
+    Role,
     StatusUpdate,
     Task,
     TaskState,
@@ -105,13 +108,15 @@ def _addressed(message: Message, task: Task) -> Message:
 
 def message_key(request: SendRequest) -> MessageKey:
     """The sent message as de-duplication knows it: its messageId and a SHA-256 of its
-    content and address (role, parts, metadata, references, extensions, taskId, contextId).
+    content and address (role, parts, metadata, references, extensions, taskId, contextId)
+    and of the push config sent with it.
 
-    Read from the canonical message, so one message sent in any dialect has one digest; the
+    Read from the canonical request, so one message sent in any dialect has one digest; the
     cost is one pass over a message `limits.py` bounded already. A server-side id is no part
     of it: a resend names the same task and context as the first send did.
     """
     message = request.message
+    push = request.push_config
     content = {
         "role": message.role.value,
         "parts": [part.model_dump(mode="json", exclude_none=True) for part in message.parts],
@@ -121,9 +126,33 @@ def message_key(request: SendRequest) -> MessageKey:
         "extensions": list(message.extensions),
         "taskId": request.task_id,
         "contextId": request.context_id or request.session_id,
+        "push": None
+        if push is None
+        else {
+            "id": push.id,
+            "url": push.url,
+            "token": push.token,
+            "authentication": push.authentication and push.authentication.model_dump(mode="json"),
+        },
     }
     canonical = json.dumps(content, sort_keys=True, separators=(",", ":"))
     return MessageKey(message.message_id, hashlib.sha256(canonical.encode()).hexdigest())
+
+
+def _moved_on(task: Task, message_id: str) -> bool:
+    """Whether the client acted in the task after this message of its own: it spoke again
+    there, or canceled it. It had the first send's answer then, so a send of the same key
+    is no retry but a client reusing its messageId (the A2A TCK does): a new message."""
+    if task.status.state is TaskState.CANCELED:
+        return True
+    sent = False
+    for message in task.history:
+        if message.role is Role.USER:
+            if message.message_id == message_id:
+                sent = True
+            elif sent:
+                return True
+    return False
 
 
 def _ended(stored: StoredTask) -> streaming.Stream:
@@ -276,7 +305,10 @@ class A2AService:
         if key is not None:
             first = self.store.find_message(owner, key)
             if first is not None:
-                return self._first_result(owner, first, request)
+                earlier = self.store.get(owner, first)
+                if earlier is not None and not _moved_on(earlier.task, key.message_id):
+                    return self._resent(earlier, request)
+                key = replace(key, replaces=first)  # gone, or moved on from: a new message
 
         # Each lost race (the task was resumed, or can be resumed again, by another message)
         # decides again from the task as it is now.
@@ -485,10 +517,15 @@ class A2AService:
         return view(new.task, request.history_length)
 
     def _first_result(self, owner: str, task_id: str, request: SendRequest) -> Task:
-        """A resent message gets the task its first send went to, unchanged."""
+        """A resent message (found recorded by a concurrent send) gets the task its first
+        send went to, unchanged."""
         stored = self.store.get(owner, task_id)
         if stored is None:
             raise TaskNotFoundError(f"no task {task_id}")
+        return self._resent(stored, request)
+
+    def _resent(self, stored: StoredTask, request: SendRequest) -> Task:
+        """A resent message gets the task its first send went to, unchanged."""
         lease = stored.lease
         if (
             lease is not None

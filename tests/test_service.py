@@ -316,6 +316,39 @@ def test_the_same_message_to_another_task_is_a_new_message(client: Client) -> No
         assert (answered["id"], answered["status"]["state"]) == (task["id"], "TASK_STATE_COMPLETED")
 
 
+def test_a_resend_after_the_client_moved_on_is_a_new_message(client: Client) -> None:
+    """A client that spoke again in the task, or canceled it, had the first answer: the same
+    message again is no retry (the A2A TCK reuses its messages so), and is processed."""
+    first = send(client, "new phone", messageId="p")
+    assert send(client, "new phone", messageId="p")["id"] == first["id"]  # still a retry
+    send(client, "Android", messageId="q", taskId=first["id"])
+    second = send(client, "new phone", messageId="p")
+    assert second["id"] != first["id"]
+    assert second["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert send(client, "new phone", messageId="p")["id"] == second["id"]
+    client.result("CancelTask", {"id": second["id"]}, version="1.0")
+    third = send(client, "new phone", messageId="p")
+    assert third["id"] not in (first["id"], second["id"])
+    assert send(client, "new phone", messageId="p")["id"] == third["id"]
+    # A task that finished without the client acting is still the first send's answer.
+    done = send(client, "hello", messageId="h")
+    assert send(client, "hello", messageId="h")["id"] == done["id"]
+    assert client.result("ListTasks", {}, version="1.0")["totalSize"] == 4
+
+
+def test_the_push_config_sent_with_a_message_is_part_of_it(make_client: Any) -> None:
+    app = make_client(push_notifications=True, push_allowed_hosts=("hooks.example.com",))
+    bare = send(app, "new phone", messageId="p")
+    hook = {"taskPushNotificationConfig": {"url": "https://hooks.example.com/a", "id": "c"}}
+    with_hook = send(app, "new phone", messageId="p", configuration=hook)
+    assert with_hook["id"] != bare["id"]
+    assert send(app, "new phone", messageId="p", configuration=hook)["id"] == with_hook["id"]
+    listed = app.result(
+        "ListTaskPushNotificationConfigs", {"taskId": with_hook["id"]}, version="1.0"
+    )
+    assert [c["id"] for c in listed["configs"]] == ["c"]
+
+
 def test_a_resend_in_another_dialect_is_the_same_message(client: Client) -> None:
     """One message has one digest whichever version's shapes carry it."""
     parts_v1 = [

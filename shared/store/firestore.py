@@ -20,7 +20,8 @@ address another document, and each owner's task ids are a namespace of their own
 - `idempotency/{document_id(owner, messageId, digest)}`: which task an owner's message (its
   messageId and content digest, `ports.MessageKey`) went to, created in the batch that
   records the message, so a duplicate send fails the whole batch; the same messageId with
-  other content has a document of its own.
+  other content has a document of its own. A record whose task the client moved on from is
+  overwritten by the next send of that key (`MessageKey.replaces`).
 
 Models are stored as JSON strings, not Firestore maps: user data and metadata may hold keys
 Firestore reserves (`__x__`) or nest deeper than its 20 levels, and nothing queries inside them.
@@ -351,7 +352,10 @@ class FirestoreTaskStore:
         if key is None:
             return
         ids.require(key.message_id, "message id")
-        batch.create(
+        # A record that named a task the client moved on from is replaced, unconditionally
+        # (ports.MessageKey.replaces).
+        write = batch.create if key.replaces is None else batch.set
+        write(
             self._message_ref(owner, key),
             {
                 "owner": owner,

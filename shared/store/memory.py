@@ -119,7 +119,7 @@ class MemoryTaskStore:
             return
         ids.require(key.message_id, "message id")
         previous = self._messages.get((owner, key))
-        if previous is not None:
+        if previous is not None and key.replaces is None:
             raise DuplicateMessage(previous)
         self._messages[(owner, key)] = task_id
 

@@ -238,6 +238,23 @@ def test_a_message_id_with_other_content_is_another_message(store: TaskStore) ->
     assert store.find_message(MALLORY, sent("m-1", "aaa")) is None
 
 
+def test_a_key_that_replaces_its_record_names_the_new_task(store: TaskStore) -> None:
+    first, first_events = new_task()
+    store.create(ALICE, first, first_events, dialect="v1.0", message_key=sent("m-1"))
+    second, second_events = new_task()
+    moved_on = replace(sent("m-1"), replaces=first.id)
+    store.create(ALICE, second, second_events, dialect="v1.0", message_key=moved_on)
+    assert store.find_message(ALICE, sent("m-1")) == second.id
+    third = store.commit(
+        store.get(ALICE, second.id),  # type: ignore[arg-type]
+        second,
+        [],
+        message_key=replace(sent("m-1"), replaces=second.id),
+    )
+    assert store.find_message(ALICE, sent("m-1")) == third.task.id == second.id
+    assert store.find_message(MALLORY, sent("m-1")) is None
+
+
 def list_ids(store: TaskStore, query: TaskQuery, owner: str = ALICE) -> list[str]:
     return [s.task.id for s in store.list(owner, query).tasks]
 
