@@ -45,11 +45,13 @@ $(STAMP): pyproject.toml emulator/tasks-requirements.txt
 
 install: $(STAMP)  ## create the venv and install everything
 
+# PYTHONPATH: HANDLER may name any module of this checkout (tests.handlers.tck for the TCK).
 run: $(STAMP)  ## serve the sample agent on localhost:$(PORT) (BACKEND=memory|firestore)
 	@echo "serving $(HANDLER) on http://localhost:$(PORT) ($(BACKEND) backend);" \
 	  "card: http://localhost:$(PORT)/.well-known/agent-card.json; Ctrl-C stops it"
 	@echo "A2A_AUTH=$${A2A_AUTH:-none}$$([ "$${A2A_AUTH:-none}" = none ] && echo ': no credentials asked, every caller is the same owner (local development only)')"
-	$(RUN_ENV) A2A_BACKEND=$(BACKEND) A2A_HANDLER=$(HANDLER) $(VENV)/bin/functions-framework \
+	PYTHONPATH=$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH} \
+	  $(RUN_ENV) A2A_BACKEND=$(BACKEND) A2A_HANDLER=$(HANDLER) $(VENV)/bin/functions-framework \
 	  --target=a2a --source=functions/main.py --port=$(PORT)
 
 emulators: $(STAMP)  ## run the Firestore (8085) and Cloud Tasks (9022) emulators until Ctrl-C

@@ -91,8 +91,23 @@ class TaskExists(Exception):
     """The owner has a task with this id already (another owner's ids are no concern)."""
 
 
+@dataclass(frozen=True)
+class MessageKey:
+    """A client's message as de-duplication knows it: its messageId and a digest of its
+    content (shared.service.message_key). A resend is the same owner, messageId and digest;
+    the same messageId with other content is another message, recorded under its own key."""
+
+    message_id: str
+    digest: str  # hex; a function of the content alone, whatever the dialect it came in
+    # The task this key's record named when read, which the client has moved on from since
+    # (so this send is no retry): recording the key replaces the record instead of refusing
+    # it, without checking that it still names that task (Firestore has no transaction
+    # here): two concurrent sends of such a reused key both run.
+    replaces: str | None = field(default=None, compare=False)
+
+
 class DuplicateMessage(Exception):
-    """The owner sent this messageId before; `task_id` is the task it went to."""
+    """The owner sent this message (same key) before; `task_id` is the task it went to."""
 
     def __init__(self, task_id: str) -> None:
         super().__init__(task_id)
@@ -128,13 +143,14 @@ class TaskStore(Protocol):
         events: Sequence[Event],
         *,
         dialect: str,
-        message_id: str | None = None,
+        message_key: MessageKey | None = None,
         lease: Lease | None = None,
     ) -> StoredTask:
-        """Store a new task (version 1) with its first events (and its queued turn's lease).
+        """Store a new task (version 1) with its first events (and its queued turn's lease),
+        recording `message_key` as sent to it.
 
         Raises TaskExists when this owner has a task with this id, DuplicateMessage when
-        `message_id` was already recorded for this owner. Both leave the store unchanged.
+        `message_key` was already recorded for this owner. Both leave the store unchanged.
         """
         ...
 
@@ -144,18 +160,19 @@ class TaskStore(Protocol):
         task: Task,
         events: Sequence[Event],
         *,
-        message_id: str | None = None,
+        message_key: MessageKey | None = None,
     ) -> StoredTask:
-        """Replace `current` by `task` and append `events`, atomically; the stored lease
-        becomes `current.lease`.
+        """Replace `current` by `task` and append `events`, atomically (recording
+        `message_key` as sent to the task); the stored lease becomes `current.lease`.
 
         Raises VersionConflict when the stored version is no longer `current.version`, and
         DuplicateMessage as `create` does; both leave the store unchanged.
         """
         ...
 
-    def find_message(self, owner: str, message_id: str) -> str | None:
-        """The id of the task that this owner's message went to, if it was recorded."""
+    def find_message(self, owner: str, key: MessageKey) -> str | None:
+        """The id of the task that this owner's message went to, if it was recorded: the
+        same messageId with another digest is another message, and finds nothing."""
         ...
 
     def events(self, owner: str, task_id: str, after_seq: int = 0) -> list[LoggedEvent]:

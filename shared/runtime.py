@@ -43,7 +43,7 @@ from shared.model import (
     agent_message,
     new_id,
 )
-from shared.ports import Lease, LoggedEvent, StoredTask, TaskStore, VersionConflict
+from shared.ports import Lease, LoggedEvent, MessageKey, StoredTask, TaskStore, VersionConflict
 
 log = logging.getLogger("a2a.runtime")
 
@@ -67,7 +67,7 @@ class Turn:
         stored: StoredTask | None,
         message: Message,
         dialect: str,
-        message_id: str | None,
+        message_key: MessageKey | None,
         commit_interval: float,
         allow_message: bool,
         lease: Lease | None = None,
@@ -83,7 +83,7 @@ class Turn:
         self._owner = owner
         self._handler = handler
         self._dialect = dialect
-        self._message_id = message_id
+        self._message_key = message_key
         self._interval = commit_interval
         self._allow_message = allow_message
         self._lock = threading.RLock()
@@ -299,7 +299,7 @@ class Turn:
                 self._task,
                 self._pending,
                 dialect=self._dialect,
-                message_id=self._message_id,
+                message_key=self._message_key,
             )
         else:
             current = self._stored
@@ -308,9 +308,9 @@ class Turn:
                 held = None if self._ending else replace(self._lease, expires=expires)
                 current = replace(current, lease=held)
             self._stored = self._store.commit(
-                current, self._task, self._pending, message_id=self._message_id
+                current, self._task, self._pending, message_key=self._message_key
             )
-        self._message_id = None  # recorded with the first commit of the turn
+        self._message_key = None  # recorded with the first commit of the turn
         if self._listener is not None:
             logged = [LoggedEvent(first_seq + i, e) for i, e in enumerate(self._pending)]
             self._listener(self._stored, logged)

@@ -12,6 +12,11 @@ long-running handler, stores the message with the task `submitted` and a queued 
 enqueues the turn for the worker (shared.worker) and answers; a blocking send then waits on
 the store until the turn ends or its budget does.
 
+A resent message (same owner, messageId and content: `message_key`) gets the task its first
+send went to, unchanged; the same messageId with other content is a new message, and so is
+the same message once the client has moved on in its task (spoke again there, or canceled
+it: it had the answer, so this is no retry).
+
 A push config sent with a message is checked (URL, the per-task limit) before anything is
 written, and stored only once its task is the owner's: created by this send, or read as the
 owner's before it is continued.
@@ -20,6 +25,8 @@ owner's before it is continued.
 from __future__ import annotations
 
 import builtins
+import hashlib
+import json
 import threading
 from collections.abc import Callable
 from dataclasses import replace
@@ -42,6 +49,7 @@ from shared.model import (
     Event,
     Message,
     PushConfig,
+    Role,
     StatusUpdate,
     Task,
     TaskState,
@@ -52,6 +60,7 @@ from shared.ports import (
     DuplicateMessage,
     InvalidPageToken,
     Lease,
+    MessageKey,
     PushConfigStore,
     StoredPushConfig,
     StoredTask,
@@ -95,6 +104,60 @@ def view(task: Task, history_length: int | None, *, artifacts: bool = True) -> T
 def _addressed(message: Message, task: Task) -> Message:
     """The client's message as the task records it: with the task's id and context."""
     return message.model_copy(update={"task_id": task.id, "context_id": task.context_id})
+
+
+def message_key(request: SendRequest) -> MessageKey:
+    """The sent message as de-duplication knows it: its messageId and a SHA-256 of its
+    content and address (role, parts, metadata, references, extensions, taskId, contextId)
+    and of the push config sent with it.
+
+    Read from the canonical request, so one message sent in any dialect has one digest; the
+    cost is one pass over a message `limits.py` bounded already. A server-side id is no part
+    of it: a resend names the same task and context as the first send did.
+    """
+    message = request.message
+    push = request.push_config
+    content = {
+        "role": message.role.value,
+        "parts": [part.model_dump(mode="json", exclude_none=True) for part in message.parts],
+        # Absent and empty say the same: dialects differ in which one they decode to.
+        "metadata": message.metadata or {},
+        "referenceTaskIds": list(message.reference_task_ids),
+        "extensions": list(message.extensions),
+        "taskId": request.task_id,
+        "contextId": request.context_id or request.session_id,
+        "push": None
+        if push is None
+        else {
+            "id": push.id,
+            "url": push.url,
+            "token": push.token,
+            "authentication": push.authentication and push.authentication.model_dump(mode="json"),
+        },
+    }
+    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"))
+    return MessageKey(message.message_id, hashlib.sha256(canonical.encode()).hexdigest())
+
+
+def _moved_on(task: Task, message_id: str) -> bool:
+    """Whether the client acted in the task after this message of its own: it spoke again
+    there, or canceled it. It had the first send's answer then, so a send of the same key
+    is no retry but a client reusing its messageId (the A2A TCK does): a new message."""
+    if task.status.state is TaskState.CANCELED:
+        return True
+    sent = False
+    for message in task.history:
+        if message.role is Role.USER:
+            if message.message_id == message_id:
+                sent = True
+            elif sent:
+                return True
+    return False
+
+
+def _ended(stored: StoredTask) -> streaming.Stream:
+    """A finished task's stream: the task as it ended, and nothing after."""
+    yield streaming.Frame(stored.last_seq, stored.task, stored.task)
 
 
 class A2AService:
@@ -196,16 +259,25 @@ class A2AService:
         return streaming.follow(self.store, owner, joined, None, policy)
 
     def subscribe(
-        self, owner: str, request: SubscribeRequest, policy: streaming.StreamPolicy
+        self,
+        owner: str,
+        request: SubscribeRequest,
+        policy: streaming.StreamPolicy,
+        *,
+        final_frame: bool = False,
     ) -> tuple[StoredTask, streaming.Stream]:
         """The task a subscriber follows and its frames (after `after_seq`, when it resumes
         a stream), holding one of the policy's slots while open.
 
-        A terminal task has nothing more to say, unless a resumed stream missed its end."""
+        A terminal task has nothing more to say, unless a resumed stream missed its end: A2A's
+        resubscribe is refused (the spec's error); with `final_frame` (the seeds' `GET /sse`,
+        whose clients send, then listen) its one frame is the task as it ended."""
         stored = self._stored(owner, request.task_id)
         state = stored.task.status.state
         after_seq = request.after_seq
         if state.terminal and (after_seq is None or after_seq >= stored.last_seq):
+            if final_frame:
+                return stored, policy.slots.open(owner, lambda: _ended(stored))
             raise UnsupportedOperationError(
                 f"task {request.task_id} is {state.value}: nothing more will happen to it; "
                 "read it with GetTask (tasks/get)",
@@ -229,11 +301,14 @@ class A2AService:
         """The turn the message starts here (claimed if asked, or if it resumes a task), the
         stored task whose turn went to the worker, or the task the message merely joined.
         Raises DuplicateMessage and TaskExists for the caller."""
-        message_id = request.message.message_id if self._deduplicate else None
-        if message_id is not None:
-            first = self.store.find_message(owner, message_id)
+        key = message_key(request) if self._deduplicate else None
+        if key is not None:
+            first = self.store.find_message(owner, key)
             if first is not None:
-                return self._first_result(owner, first, request)
+                earlier = self.store.get(owner, first)
+                if earlier is not None and not _moved_on(earlier.task, key.message_id):
+                    return self._resent(earlier, request)
+                key = replace(key, replaces=first)  # gone, or moved on from: a new message
 
         # Each lost race (the task was resumed, or can be resumed again, by another message)
         # decides again from the task as it is now.
@@ -245,7 +320,7 @@ class A2AService:
                 # A turn is running (submitted or working): the message joins the
                 # task's history. The running handler does not see it; a second
                 # concurrent run of the same task would race the first.
-                return self._append_only(stored, request, message_id)
+                return self._append_only(stored, request, key)
             task = self._new_task(request) if stored is None else stored.task
             push = None
             if request.push_config is not None:
@@ -262,7 +337,7 @@ class A2AService:
                     task=task,
                     stored=stored,
                     dialect=dialect,
-                    message_id=message_id,
+                    message_key=key,
                     push=push,
                     seen=seen,
                 )
@@ -272,7 +347,7 @@ class A2AService:
                 task=task,
                 stored=stored,
                 dialect=dialect,
-                message_id=message_id,
+                message_key=key,
                 message_results=message_results,
             )
             if stored is not None or claim or push is not None:
@@ -300,7 +375,7 @@ class A2AService:
         task: Task,
         stored: StoredTask | None,
         dialect: str,
-        message_id: str | None,
+        message_key: MessageKey | None,
         message_results: bool,
     ) -> Turn:
         message = _addressed(request.message, task)
@@ -312,7 +387,7 @@ class A2AService:
             stored=stored,
             message=message,
             dialect=dialect,
-            message_id=message_id,
+            message_key=message_key,
             commit_interval=self._commit_interval,
             allow_message=message_results and stored is None,
             limits=self.limits,
@@ -326,7 +401,7 @@ class A2AService:
         task: Task,
         stored: StoredTask | None,
         dialect: str,
-        message_id: str | None,
+        message_key: MessageKey | None,
         push: PushConfig | None,
         seen: int,
     ) -> StoredTask:
@@ -347,7 +422,7 @@ class A2AService:
                 apply_all(task, events),
                 events,
                 dialect=dialect,
-                message_id=message_id,
+                message_key=message_key,
                 lease=Lease(turn=1),
             )
         else:
@@ -355,7 +430,7 @@ class A2AService:
             events = [submitted, message]
             claim = replace(stored, lease=Lease(turn=stored.version + 1))
             queued = self.store.commit(
-                claim, apply_all(task, events), events, message_id=message_id
+                claim, apply_all(task, events), events, message_key=message_key
             )
         if push is not None:
             # Before the worker can commit: its commits are what notify the config.
@@ -432,20 +507,25 @@ class A2AService:
         return stored
 
     def _append_only(
-        self, stored: StoredTask, request: SendRequest, message_id: str | None
+        self, stored: StoredTask, request: SendRequest, message_key: MessageKey | None
     ) -> Task:
         """The message joins the running task's history. Raises VersionConflict when the
         task moved on meanwhile: the caller decides again (it may be resumable now)."""
         task = stored.task
         message = _addressed(request.message, task)
-        new = self.store.commit(stored, apply(task, message), [message], message_id=message_id)
+        new = self.store.commit(stored, apply(task, message), [message], message_key=message_key)
         return view(new.task, request.history_length)
 
     def _first_result(self, owner: str, task_id: str, request: SendRequest) -> Task:
-        """A repeated messageId gets the task its first send went to, unchanged."""
+        """A resent message (found recorded by a concurrent send) gets the task its first
+        send went to, unchanged."""
         stored = self.store.get(owner, task_id)
         if stored is None:
             raise TaskNotFoundError(f"no task {task_id}")
+        return self._resent(stored, request)
+
+    def _resent(self, stored: StoredTask, request: SendRequest) -> Task:
+        """A resent message gets the task its first send went to, unchanged."""
         lease = stored.lease
         if (
             lease is not None

@@ -129,8 +129,8 @@ class Settings(BaseModel):
     # hybrid: v1.0 and v0.3 fields side by side (every client finds its own); v1: the strict
     # v1.0 card, for validators with a closed schema (the A2A TCK).
     card_style: Literal["hybrid", "v1"] = "hybrid"
-    # A resent messageId gets the first send's task. Off only for clients that reuse message
-    # ids for different messages (the A2A TCK does): ids are meant to be unique.
+    # A resent message (same messageId and content) gets the first send's task; the same
+    # messageId with other content, or after the client moved on, is a new message.
     deduplicate_messages: bool = True
     push_notifications: bool = True
     # With A2A_DELIVER_URL set, notifications go to that `deliver` function through the Cloud

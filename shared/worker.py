@@ -115,7 +115,7 @@ class Worker:
             stored=stored,
             message=message,
             dialect=stored.dialect,
-            message_id=None,
+            message_key=None,
             commit_interval=self._commit_interval,
             allow_message=False,
             lease=held,

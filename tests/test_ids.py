@@ -15,7 +15,7 @@ from emulator.firestore import FirestoreEmulator
 from shared import ids
 from shared.app import build
 from shared.model import PushConfig
-from shared.ports import TaskQuery, TaskStore
+from shared.ports import MessageKey, TaskQuery, TaskStore
 from shared.settings import Settings
 from shared.store.firestore import FirestoreTaskStore
 from shared.store.firestore_push import FirestorePushConfigStore
@@ -121,10 +121,10 @@ def test_any_string_passes_and_round_trips_or_is_refused(value: str) -> None:
 
 def round_trip(tasks: TaskStore, configs: Any, value: str) -> None:
     task, events = new_task(context_id=value, task_id=value)
-    tasks.create(ALICE, task, events, dialect="1.0", message_id=value)
+    tasks.create(ALICE, task, events, dialect="1.0", message_key=MessageKey(value, "digest"))
     stored = tasks.get(ALICE, value)
     assert stored is not None and stored.task == task
-    assert tasks.find_message(ALICE, value) == value
+    assert tasks.find_message(ALICE, MessageKey(value, "digest")) == value
     assert [s.task.id for s in tasks.list(ALICE, TaskQuery(context_id=value)).tasks] == [value]
     config = PushConfig(id=value, task_id=value, url="https://h.example.com/")
     configs.put(ALICE, config, dialect="1.0")

@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
+from shared.dialects import decode
 from shared.identity.api_key import hashed
+from shared.service import message_key
 from tests.conftest import Client
 from tests.test_ids import text_id
 
@@ -327,7 +329,8 @@ def test_an_inline_config_over_the_limit_leaves_the_task_as_it_was(two_per_task:
     error = push.error("SendMessage", follow, version="1.0")
     assert (error["code"], error["message"]) == (-32602, LIMIT_MESSAGE.format(task=task_id))
     assert store.get("anonymous", task_id) == before
-    assert store.find_message("anonymous", text_id("Android")) is None
+    refused, _ = decode.send(follow, None)
+    assert store.find_message("anonymous", message_key(refused)) is None
 
 
 def test_a_refused_inline_url_creates_no_task(push: Client) -> None:

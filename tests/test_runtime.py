@@ -113,7 +113,7 @@ def test_a_silent_slow_turn_becomes_visible_within_the_interval() -> None:
         stored=None,
         message=request("x", task_id="t").message.model_copy(update={"context_id": "c"}),
         dialect="1.0",
-        message_id=None,
+        message_key=None,
         commit_interval=0.05,
         allow_message=True,
         clock=clock,

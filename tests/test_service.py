@@ -3,6 +3,7 @@ the wire fields errors name, and the in-process worker queue's wiring."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Sequence
@@ -10,11 +11,15 @@ from datetime import datetime
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shared.app import build
+from shared.dialects import decode
 from shared.identity.api_key import hashed
 from shared.model import Event, Task, TaskState, utc_now
 from shared.ports import Lease, StoredTask
+from shared.service import message_key
 from shared.settings import Settings
 from shared.store.memory import MemoryTaskStore
 from tests.conftest import Client, wait_for_state, wait_until
@@ -267,6 +272,156 @@ def test_resent_follow_up_adds_no_history(client: Client) -> None:
     send(client, "Android", messageId="b", taskId=first["id"])
     again = send(client, "Android", messageId="b", taskId=first["id"])
     assert len(again["history"]) == 3
+
+
+def test_a_reused_message_id_with_other_content_is_a_new_message(client: Client) -> None:
+    """A client that reuses a messageId for other content (the A2A TCK does) gets its new
+    message processed, never the older message's task; each one's resend still gets its own
+    first result."""
+    hello = send(client, "hello", messageId="same")
+    phone = send(client, "new phone", messageId="same")
+    assert phone["id"] != hello["id"]
+    assert phone["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"  # the handler ran on it
+    assert send(client, "hello", messageId="same")["id"] == hello["id"]
+    assert send(client, "new phone", messageId="same")["id"] == phone["id"]
+    assert client.result("ListTasks", {}, version="1.0")["totalSize"] == 2
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"parts": [{"text": "hello "}]},
+        {"parts": [{"text": "hello"}, {"text": ""}]},
+        {"parts": [{"data": {"text": "hello"}}]},
+        {"contextId": "ctx-2"},
+        {"metadata": {"urgent": True}},
+        {"extensions": ["https://example.com/ext"]},
+        {"referenceTaskIds": ["other"]},
+    ],
+)
+def test_any_change_of_content_makes_a_new_message(client: Client, change: dict[str, Any]) -> None:
+    """The same messageId with the smallest change of content or address is processed."""
+    first = send(client, "hello", messageId="b")
+    assert send(client, "hello", messageId="b")["id"] == first["id"]
+    changed = send(client, "hello", messageId="b", **change)
+    assert changed["id"] != first["id"]
+    assert changed["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert send(client, "hello", messageId="b", **change)["id"] == changed["id"]
+
+
+def test_the_same_message_to_another_task_is_a_new_message(client: Client) -> None:
+    waiting = [send(client, "new phone", messageId=f"w{i}") for i in range(2)]
+    for task in waiting:
+        answered = send(client, "Android", messageId="b", taskId=task["id"])
+        assert (answered["id"], answered["status"]["state"]) == (task["id"], "TASK_STATE_COMPLETED")
+
+
+def test_a_resend_after_the_client_moved_on_is_a_new_message(client: Client) -> None:
+    """A client that spoke again in the task, or canceled it, had the first answer: the same
+    message again is no retry (the A2A TCK reuses its messages so), and is processed."""
+    first = send(client, "new phone", messageId="p")
+    assert send(client, "new phone", messageId="p")["id"] == first["id"]  # still a retry
+    send(client, "Android", messageId="q", taskId=first["id"])
+    second = send(client, "new phone", messageId="p")
+    assert second["id"] != first["id"]
+    assert second["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert send(client, "new phone", messageId="p")["id"] == second["id"]
+    client.result("CancelTask", {"id": second["id"]}, version="1.0")
+    third = send(client, "new phone", messageId="p")
+    assert third["id"] not in (first["id"], second["id"])
+    assert send(client, "new phone", messageId="p")["id"] == third["id"]
+    # A task that finished without the client acting is still the first send's answer.
+    done = send(client, "hello", messageId="h")
+    assert send(client, "hello", messageId="h")["id"] == done["id"]
+    assert client.result("ListTasks", {}, version="1.0")["totalSize"] == 4
+
+
+def test_the_push_config_sent_with_a_message_is_part_of_it(make_client: Any) -> None:
+    app = make_client(push_notifications=True, push_allowed_hosts=("hooks.example.com",))
+    bare = send(app, "new phone", messageId="p")
+    hook = {"taskPushNotificationConfig": {"url": "https://hooks.example.com/a", "id": "c"}}
+    with_hook = send(app, "new phone", messageId="p", configuration=hook)
+    assert with_hook["id"] != bare["id"]
+    assert send(app, "new phone", messageId="p", configuration=hook)["id"] == with_hook["id"]
+    listed = app.result(
+        "ListTaskPushNotificationConfigs", {"taskId": with_hook["id"]}, version="1.0"
+    )
+    assert [c["id"] for c in listed["configs"]] == ["c"]
+
+
+def test_a_resend_in_another_dialect_is_the_same_message(client: Client) -> None:
+    """One message has one digest whichever version's shapes carry it."""
+    parts_v1 = [
+        {"text": "hello"},
+        {"data": {"n": 1, "none": None}, "metadata": {"k": "v"}},
+        {"raw": "aGk=", "filename": "hi.txt", "mediaType": "text/plain"},
+        {"url": "https://example.com/a.png", "mediaType": "image/png"},
+    ]
+    parts_v03 = [
+        {"kind": "text", "text": "hello"},
+        {"kind": "data", "data": {"n": 1, "none": None}, "metadata": {"k": "v"}},
+        {"kind": "file", "file": {"bytes": "aGk=", "name": "hi.txt", "mimeType": "text/plain"}},
+        {"kind": "file", "file": {"uri": "https://example.com/a.png", "mimeType": "image/png"}},
+    ]
+    first = client.result(
+        "SendMessage",
+        {"message": {"role": "ROLE_USER", "messageId": "x", "parts": parts_v1}},
+        version="1.0",
+    )["task"]
+    again = client.result(
+        "message/send",
+        {"message": {"kind": "message", "role": "user", "messageId": "x", "parts": parts_v03}},
+    )
+    assert again["id"] == first["id"]
+    assert client.result("ListTasks", {}, version="1.0")["totalSize"] == 1
+
+
+_texts = st.text(alphabet=st.characters(codec="utf-8"), max_size=20)
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | _texts,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_texts, inner, max_size=3),
+    max_leaves=8,
+)
+_objects = st.dictionaries(_texts, _json, max_size=3)
+# (kind, value) pairs: a text part's text, a data part's object.
+_parts = st.lists(
+    st.tuples(st.just("text"), _texts) | st.tuples(st.just("data"), _objects),
+    min_size=1,
+    max_size=4,
+)
+
+
+def _wire(version: str, parts: list[tuple[str, Any]], metadata: dict[str, Any] | None) -> Any:
+    """One message as a client of `version` sends it."""
+    message: dict[str, Any]
+    if version == "1.0":
+        message = {"role": "ROLE_USER", "parts": [{kind: value} for kind, value in parts]}
+    else:
+        message = {
+            "kind": "message",
+            "role": "user",
+            "parts": [{"kind": kind, kind: value} for kind, value in parts],
+        }
+    message.update(messageId="m", contextId="ctx")
+    if metadata is not None:
+        message["metadata"] = metadata
+    return {"message": message}
+
+
+@settings(max_examples=200, deadline=None)
+@given(_parts, st.none() | _objects, _parts)
+def test_a_messages_key_is_one_in_every_dialect_and_its_own(
+    parts: list[tuple[str, Any]], metadata: dict[str, Any] | None, others: list[tuple[str, Any]]
+) -> None:
+    keys = {
+        version: message_key(decode.send(_wire(version, parts, metadata), None)[0])
+        for version in ("1.0", "0.3")
+    }
+    assert keys["1.0"] == keys["0.3"]
+    other = message_key(decode.send(_wire("1.0", others, metadata), None)[0])
+    # Equal JSON, equal key (True and 1 are equal in Python, not in JSON).
+    same = json.dumps(others, sort_keys=True) == json.dumps(parts, sort_keys=True)
+    assert (other == keys["1.0"]) == same
 
 
 def test_deduplication_can_be_turned_off(make_client: Any) -> None:

@@ -252,7 +252,8 @@ class HttpApp:
         return response
 
     def _seed_sse(self, request: flask.Request) -> flask.Response:
-        """The seeds' `GET /sse?taskId=...`: the task's updates as `task_update` events."""
+        """The seeds' `GET /sse?taskId=...`: the task's updates as `task_update` events; a
+        task that has finished sends one, its end, and the stream closes."""
         if request.method != "GET":
             # Not even HEAD: a stream's headers are only sent once it holds a slot.
             response = _status_error(405, "METHOD_NOT_ALLOWED", "open the event stream with GET")
@@ -267,7 +268,7 @@ class HttpApp:
             task_id = request.args.get("taskId") or request.args.get("id")
             if not task_id:
                 raise InvalidParamsError("the query needs taskId=<task id>", field="taskId")
-            streamed = operations.run("subscribe", call, {"id": task_id}, V03)
+            streamed = operations.run("watch", call, {"id": task_id}, V03)
         except A2AError as error:
             return _rpc_error(error, error.http_status)
         return sse.response(sse.task_updates(streamed.frames), streamed.frames)

@@ -136,6 +136,14 @@ def _subscribe(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Strea
     return Streamed(frames, _reader_dialect(dialect, stored.dialect))
 
 
+def _watch(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Streamed:
+    """The seeds' `GET /sse`: a subscription whose finished task sends its end and closes."""
+    request = decode.subscribe(params, call.last_event_id)
+    owner = call.principal.owner
+    stored, frames = call.service.subscribe(owner, request, call.streams, final_frame=True)
+    return Streamed(frames, _reader_dialect(dialect, stored.dialect))
+
+
 def _push_set(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
     call.service.require_push()  # before reading params: unsupported is the answer
     request = decode.set_push_config(params, dialect.version)
@@ -194,6 +202,7 @@ OPERATIONS: dict[str, Operation] = {
     "messages": _messages,
     "stream": _stream,
     "subscribe": _subscribe,
+    "watch": _watch,
     "push_set": _push_set,
     "push_get": _push_get,
     "push_list": _push_list,

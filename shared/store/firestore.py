@@ -17,8 +17,11 @@ address another document, and each owner's task ids are a namespace of their own
   split over several, still in the same batch.
 - `tasks/{docId}/pushConfigs/{document_id(configId)}`: the task's push configs
   (`firestore_push`).
-- `idempotency/{document_id(owner, messageId)}`: which task an owner's messageId went to,
-  created in the batch that records the message, so a duplicate send fails the whole batch.
+- `idempotency/{document_id(owner, messageId, digest)}`: which task an owner's message (its
+  messageId and content digest, `ports.MessageKey`) went to, created in the batch that
+  records the message, so a duplicate send fails the whole batch; the same messageId with
+  other content has a document of its own. A record whose task the client moved on from is
+  overwritten by the next send of that key (`MessageKey.replaces`).
 
 Models are stored as JSON strings, not Firestore maps: user data and metadata may hold keys
 Firestore reserves (`__x__`) or nest deeper than its 20 levels, and nothing queries inside them.
@@ -53,6 +56,7 @@ from shared.ports import (
     DuplicateMessage,
     Lease,
     LoggedEvent,
+    MessageKey,
     StoredTask,
     TaskExists,
     TaskPage,
@@ -152,7 +156,7 @@ class FirestoreTaskStore:
         events: Sequence[Event],
         *,
         dialect: str,
-        message_id: str | None = None,
+        message_key: MessageKey | None = None,
         lease: Lease | None = None,
     ) -> StoredTask:
         ids.require(task.id, "task id")
@@ -163,11 +167,11 @@ class FirestoreTaskStore:
         batch = self._client.batch()
         batch.create(self.task_ref(owner, task.id), self._task_fields(stored))
         self._append(batch, stored, 1, encoded)
-        self._claim(batch, owner, message_id, task.id, now)
+        self._claim(batch, owner, message_key, task.id, now)
         try:
             results = batch.commit()
         except google_errors.AlreadyExists:
-            self._raise_if_duplicate(owner, message_id)
+            self._raise_if_duplicate(owner, message_key)
             raise TaskExists(task.id) from None
         self.cost.add(writes=len(results))
         created = replace(stored, token=_Revision(owner, task.id, results[0].update_time))
@@ -179,7 +183,7 @@ class FirestoreTaskStore:
         task: Task,
         events: Sequence[Event],
         *,
-        message_id: str | None = None,
+        message_key: MessageKey | None = None,
     ) -> StoredTask:
         revision = current.token
         # A snapshot this store did not issue for this owner and task (another owner's, or
@@ -206,21 +210,21 @@ class FirestoreTaskStore:
             option=self._client.write_option(last_update_time=revision.update_time),
         )
         self._append(batch, new, current.last_seq + 1, encoded)
-        self._claim(batch, current.owner, message_id, task.id, now)
+        self._claim(batch, current.owner, message_key, task.id, now)
         try:
             results = batch.commit()
         except google_errors.FailedPrecondition:
             raise VersionConflict(task.id) from None
         except google_errors.AlreadyExists:
-            self._raise_if_duplicate(current.owner, message_id)
+            self._raise_if_duplicate(current.owner, message_key)
             # Not the message: a concurrent commit took these sequence numbers first.
             raise VersionConflict(task.id) from None
         self.cost.add(writes=len(results))
         committed = replace(new, token=_Revision(current.owner, task.id, results[0].update_time))
         return committed
 
-    def find_message(self, owner: str, message_id: str) -> str | None:
-        snapshot = self._message_ref(owner, message_id).get()
+    def find_message(self, owner: str, key: MessageKey) -> str | None:
+        snapshot = self._message_ref(owner, key).get()
         self.cost.add(reads=1)
         if not snapshot.exists or snapshot.get("owner") != owner:
             return None
@@ -343,31 +347,36 @@ class FirestoreTaskStore:
             )
 
     def _claim(
-        self, batch: Any, owner: str, message_id: str | None, task_id: str, now: datetime
+        self, batch: Any, owner: str, key: MessageKey | None, task_id: str, now: datetime
     ) -> None:
-        if message_id is None:
+        if key is None:
             return
-        ids.require(message_id, "message id")
-        batch.create(
-            self._message_ref(owner, message_id),
+        ids.require(key.message_id, "message id")
+        # A record that named a task the client moved on from is replaced, unconditionally
+        # (ports.MessageKey.replaces).
+        write = batch.create if key.replaces is None else batch.set
+        write(
+            self._message_ref(owner, key),
             {
                 "owner": owner,
-                "messageId": message_id,
+                "messageId": key.message_id,
+                "digest": key.digest,
                 "taskId": task_id,
                 "expireAt": now + self.retention,
             },
         )
 
-    def _raise_if_duplicate(self, owner: str, message_id: str | None) -> None:
+    def _raise_if_duplicate(self, owner: str, key: MessageKey | None) -> None:
         """After a batch failed on an existing document: was it this message's record?"""
-        if message_id is None:
+        if key is None:
             return
-        task_id = self.find_message(owner, message_id)
+        task_id = self.find_message(owner, key)
         if task_id is not None:
             raise DuplicateMessage(task_id)
 
-    def _message_ref(self, owner: str, message_id: str) -> Any:
-        return self._client.collection(IDEMPOTENCY).document(document_id(owner, message_id))
+    def _message_ref(self, owner: str, key: MessageKey) -> Any:
+        name = document_id(owner, key.message_id, key.digest)
+        return self._client.collection(IDEMPOTENCY).document(name)
 
     def _run(self, query: Any) -> list[Any]:
         snapshots = list(query.stream())

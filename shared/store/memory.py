@@ -19,6 +19,7 @@ from shared.ports import (
     DuplicateMessage,
     Lease,
     LoggedEvent,
+    MessageKey,
     StoredTask,
     TaskExists,
     TaskPage,
@@ -39,7 +40,7 @@ class MemoryTaskStore:
         self._lock = threading.Lock()
         self._tasks: dict[tuple[str, str], StoredTask] = {}
         self._events: dict[tuple[str, str], list[LoggedEvent]] = {}
-        self._messages: dict[tuple[str, str], str] = {}
+        self._messages: dict[tuple[str, MessageKey], str] = {}
         # Tails wait on this for commits: the embedded backend's own change notification.
         self._changed = threading.Condition(self._lock)
 
@@ -51,11 +52,13 @@ class MemoryTaskStore:
     def _owned(self, owner: str, task_id: str) -> StoredTask | None:
         return self._tasks.get((owner, task_id))
 
-    def _bill(self, key: tuple[str, str], events: Sequence[Event], message_id: str | None) -> None:
+    def _bill(
+        self, key: tuple[str, str], events: Sequence[Event], message_key: MessageKey | None
+    ) -> None:
         """The task document, one event document, the idempotency document."""
         if events:
             self._commit_ends.setdefault(key, []).append(self._tasks[key].last_seq)
-        self.cost.add(writes=1 + bool(events) + (message_id is not None))
+        self.cost.add(writes=1 + bool(events) + (message_key is not None))
 
     def create(
         self,
@@ -64,7 +67,7 @@ class MemoryTaskStore:
         events: Sequence[Event],
         *,
         dialect: str,
-        message_id: str | None = None,
+        message_key: MessageKey | None = None,
         lease: Lease | None = None,
     ) -> StoredTask:
         ids.require(task.id, "task id")
@@ -73,12 +76,12 @@ class MemoryTaskStore:
         with self._lock:
             if key in self._tasks:
                 raise TaskExists(task.id)
-            self._claim(owner, message_id, task.id)
+            self._claim(owner, message_key, task.id)
             now = utc_now()
             stored = StoredTask(task, owner, 1, len(events), dialect, now, now, lease)
             self._tasks[key] = stored
             self._events[key] = [LoggedEvent(i + 1, e) for i, e in enumerate(events)]
-            self._bill(key, events, message_id)
+            self._bill(key, events, message_key)
             self._changed.notify_all()
         return stored
 
@@ -88,14 +91,14 @@ class MemoryTaskStore:
         task: Task,
         events: Sequence[Event],
         *,
-        message_id: str | None = None,
+        message_key: MessageKey | None = None,
     ) -> StoredTask:
         key = (current.owner, task.id)
         with self._lock:
             stored = self._tasks.get(key)
             if stored is None or stored.version != current.version:
                 raise VersionConflict(task.id)
-            self._claim(current.owner, message_id, task.id)
+            self._claim(current.owner, message_key, task.id)
             log = self._events[key]
             log.extend(LoggedEvent(stored.last_seq + i + 1, e) for i, e in enumerate(events))
             new = replace(
@@ -107,23 +110,23 @@ class MemoryTaskStore:
                 lease=current.lease,
             )
             self._tasks[key] = new
-            self._bill(key, events, message_id)
+            self._bill(key, events, message_key)
             self._changed.notify_all()
         return new
 
-    def _claim(self, owner: str, message_id: str | None, task_id: str) -> None:
-        if message_id is None:
+    def _claim(self, owner: str, key: MessageKey | None, task_id: str) -> None:
+        if key is None:
             return
-        ids.require(message_id, "message id")
-        previous = self._messages.get((owner, message_id))
-        if previous is not None:
+        ids.require(key.message_id, "message id")
+        previous = self._messages.get((owner, key))
+        if previous is not None and key.replaces is None:
             raise DuplicateMessage(previous)
-        self._messages[(owner, message_id)] = task_id
+        self._messages[(owner, key)] = task_id
 
-    def find_message(self, owner: str, message_id: str) -> str | None:
+    def find_message(self, owner: str, key: MessageKey) -> str | None:
         self.cost.add(reads=1)
         with self._lock:
-            return self._messages.get((owner, message_id))
+            return self._messages.get((owner, key))
 
     def events(self, owner: str, task_id: str, after_seq: int = 0) -> list[LoggedEvent]:
         with self._lock:

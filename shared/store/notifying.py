@@ -13,7 +13,16 @@ import logging
 from collections.abc import Callable, Sequence
 
 from shared.model import Event, Task
-from shared.ports import EventTail, Lease, LoggedEvent, StoredTask, TaskPage, TaskQuery, TaskStore
+from shared.ports import (
+    EventTail,
+    Lease,
+    LoggedEvent,
+    MessageKey,
+    StoredTask,
+    TaskPage,
+    TaskQuery,
+    TaskStore,
+)
 
 log = logging.getLogger("a2a.store")
 
@@ -40,11 +49,11 @@ class NotifyingTaskStore:
         events: Sequence[Event],
         *,
         dialect: str,
-        message_id: str | None = None,
+        message_key: MessageKey | None = None,
         lease: Lease | None = None,
     ) -> StoredTask:
         stored = self.inner.create(
-            owner, task, events, dialect=dialect, message_id=message_id, lease=lease
+            owner, task, events, dialect=dialect, message_key=message_key, lease=lease
         )
         self._notify(stored, events)
         return stored
@@ -55,17 +64,17 @@ class NotifyingTaskStore:
         task: Task,
         events: Sequence[Event],
         *,
-        message_id: str | None = None,
+        message_key: MessageKey | None = None,
     ) -> StoredTask:
-        stored = self.inner.commit(current, task, events, message_id=message_id)
+        stored = self.inner.commit(current, task, events, message_key=message_key)
         self._notify(stored, events)
         return stored
 
     def get(self, owner: str, task_id: str) -> StoredTask | None:
         return self.inner.get(owner, task_id)
 
-    def find_message(self, owner: str, message_id: str) -> str | None:
-        return self.inner.find_message(owner, message_id)
+    def find_message(self, owner: str, key: MessageKey) -> str | None:
+        return self.inner.find_message(owner, key)
 
     def events(self, owner: str, task_id: str, after_seq: int = 0) -> list[LoggedEvent]:
         return self.inner.events(owner, task_id, after_seq)

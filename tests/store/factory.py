@@ -16,10 +16,16 @@ from shared.model import (
     TaskStatus,
     new_id,
 )
+from shared.ports import MessageKey
 
 ALICE = "alice"
 MALLORY = "mallory"
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def sent(message_id: str, digest: str = "content-1") -> MessageKey:
+    """A message's de-duplication key (the store treats the digest as opaque)."""
+    return MessageKey(message_id, digest)
 
 
 def message(text: str, task_id: str, context_id: str = "ctx") -> Message:

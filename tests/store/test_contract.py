@@ -21,7 +21,7 @@ from shared.ports import (
     VersionConflict,
 )
 from shared.store.firestore import FirestoreTaskStore
-from tests.store.factory import ALICE, MALLORY, T0, message, new_task, status
+from tests.store.factory import ALICE, MALLORY, T0, message, new_task, sent, status
 from tests.test_ids import HOSTILE_IDS
 
 
@@ -55,9 +55,9 @@ def test_a_taken_id_is_refused_for_its_owner(store: TaskStore) -> None:
     task, events = new_task()
     store.create(ALICE, task, events, dialect="v1.0")
     with pytest.raises(TaskExists):
-        store.create(ALICE, task, [], dialect="v0.3", message_id="m-1")
+        store.create(ALICE, task, [], dialect="v0.3", message_key=sent("m-1"))
     assert store.get(ALICE, task.id).version == 1  # type: ignore[union-attr]
-    assert store.find_message(ALICE, "m-1") is None
+    assert store.find_message(ALICE, sent("m-1")) is None
 
 
 def test_each_owner_has_its_own_task_ids(store: TaskStore) -> None:
@@ -65,15 +65,21 @@ def test_each_owner_has_its_own_task_ids(store: TaskStore) -> None:
     other's."""
     alice_task, alice_events = new_task(task_id="my-task-1")
     mallory_task, mallory_events = new_task(task_id="my-task-1", text="mine")
-    alice = store.create(ALICE, alice_task, alice_events, dialect="v1.0", message_id="m-1")
-    mallory = store.create(MALLORY, mallory_task, mallory_events, dialect="v0.1", message_id="m-1")
+    alice = store.create(ALICE, alice_task, alice_events, dialect="v1.0", message_key=sent("m-1"))
+    mallory = store.create(
+        MALLORY, mallory_task, mallory_events, dialect="v0.1", message_key=sent("m-1")
+    )
     step(store, mallory, [status(mallory_task, TaskState.CANCELED)])
     assert store.get(ALICE, "my-task-1") == alice
     assert [e.event for e in store.events(ALICE, "my-task-1")] == list(alice_events)
     assert store.get(MALLORY, "my-task-1").version == 2  # type: ignore[union-attr]
     assert len(store.events(MALLORY, "my-task-1")) == 3
     assert [s.task for s in store.list(ALICE, TaskQuery()).tasks] == [alice_task]
-    assert store.find_message(ALICE, "m-1") == store.find_message(MALLORY, "m-1") == "my-task-1"
+    assert (
+        store.find_message(ALICE, sent("m-1"))
+        == store.find_message(MALLORY, sent("m-1"))
+        == "my-task-1"
+    )
 
 
 @pytest.mark.parametrize("bad", HOSTILE_IDS)
@@ -89,17 +95,17 @@ def test_ids_off_the_rule_are_refused_and_nothing_is_stored(store: TaskStore, ba
         with pytest.raises(ValueError, match=r" id (must|has \d+ characters)"):
             store.create(ALICE, hostile, [], dialect="v1.0")
     with pytest.raises(ValueError, match=r" id (must|has \d+ characters)"):
-        store.create(ALICE, task, [], dialect="v1.0", message_id=bad)
+        store.create(ALICE, task, [], dialect="v1.0", message_key=sent(bad))
     assert store.list(ALICE, TaskQuery()).tasks == []
     assert store.get(ALICE, bad) is None
 
 
 def test_another_owners_task_does_not_exist(store: TaskStore) -> None:
     task, events = new_task()
-    created = store.create(ALICE, task, events, dialect="v1.0", message_id="m-1")
+    created = store.create(ALICE, task, events, dialect="v1.0", message_key=sent("m-1"))
     assert store.get(MALLORY, task.id) is None
     assert store.events(MALLORY, task.id) == []
-    assert store.find_message(MALLORY, "m-1") is None
+    assert store.find_message(MALLORY, sent("m-1")) is None
     assert store.list(MALLORY, TaskQuery()).tasks == []
     forged = replace(created, owner=MALLORY)
     with pytest.raises(VersionConflict):
@@ -184,32 +190,69 @@ def test_two_writers_at_the_same_moment(store: TaskStore) -> None:
 
 def test_idempotent_message_ids(store: TaskStore) -> None:
     task, events = new_task()
-    created = store.create(ALICE, task, events, dialect="v1.0", message_id="m-1")
-    assert store.find_message(ALICE, "m-1") == task.id
-    assert store.find_message(ALICE, "m-2") is None
+    created = store.create(ALICE, task, events, dialect="v1.0", message_key=sent("m-1"))
+    assert store.find_message(ALICE, sent("m-1")) == task.id
+    assert store.find_message(ALICE, sent("m-2")) is None
 
     again, again_events = new_task()
     with pytest.raises(DuplicateMessage) as duplicate:
-        store.create(ALICE, again, again_events, dialect="v1.0", message_id="m-1")
+        store.create(ALICE, again, again_events, dialect="v1.0", message_key=sent("m-1"))
     assert duplicate.value.task_id == task.id
     assert store.get(ALICE, again.id) is None
 
     with pytest.raises(DuplicateMessage) as duplicate:
         step_events: list[Event] = [message("retry", task.id)]
-        store.commit(created, lifecycle.apply_all(task, step_events), step_events, message_id="m-1")
+        store.commit(
+            created, lifecycle.apply_all(task, step_events), step_events, message_key=sent("m-1")
+        )
     assert duplicate.value.task_id == task.id
     assert store.get(ALICE, task.id) == created
     assert seqs(store, task.id) == [1, 2]
 
     # Message ids are the sender's: another owner may use the same one.
     other, other_events = new_task()
-    store.create(MALLORY, other, other_events, dialect="v1.0", message_id="m-1")
-    assert store.find_message(MALLORY, "m-1") == other.id
-    assert store.find_message(ALICE, "m-1") == task.id
+    store.create(MALLORY, other, other_events, dialect="v1.0", message_key=sent("m-1"))
+    assert store.find_message(MALLORY, sent("m-1")) == other.id
+    assert store.find_message(ALICE, sent("m-1")) == task.id
 
-    later = store.commit(created, task, [], message_id="m-2")
+    later = store.commit(created, task, [], message_key=sent("m-2"))
     assert later.version == 2
-    assert store.find_message(ALICE, "m-2") == task.id
+    assert store.find_message(ALICE, sent("m-2")) == task.id
+
+
+def test_a_message_id_with_other_content_is_another_message(store: TaskStore) -> None:
+    """The key is the messageId and the content's digest: a client that reuses an id for
+    other content sends a new message, recorded for the task it went to."""
+    first, first_events = new_task()
+    store.create(ALICE, first, first_events, dialect="v1.0", message_key=sent("m-1", "aaa"))
+    assert store.find_message(ALICE, sent("m-1", "bbb")) is None
+    second, second_events = new_task()
+    store.create(ALICE, second, second_events, dialect="v1.0", message_key=sent("m-1", "bbb"))
+    assert store.find_message(ALICE, sent("m-1", "aaa")) == first.id
+    assert store.find_message(ALICE, sent("m-1", "bbb")) == second.id
+    with pytest.raises(DuplicateMessage) as duplicate:
+        store.create(ALICE, *new_task(), dialect="v1.0", message_key=sent("m-1", "bbb"))
+    assert duplicate.value.task_id == second.id
+    # Keys are compared whole: neither part alone, nor their concatenation, finds a record.
+    assert store.find_message(ALICE, sent("m-1a", "aa")) is None
+    assert store.find_message(MALLORY, sent("m-1", "aaa")) is None
+
+
+def test_a_key_that_replaces_its_record_names_the_new_task(store: TaskStore) -> None:
+    first, first_events = new_task()
+    store.create(ALICE, first, first_events, dialect="v1.0", message_key=sent("m-1"))
+    second, second_events = new_task()
+    moved_on = replace(sent("m-1"), replaces=first.id)
+    store.create(ALICE, second, second_events, dialect="v1.0", message_key=moved_on)
+    assert store.find_message(ALICE, sent("m-1")) == second.id
+    third = store.commit(
+        store.get(ALICE, second.id),  # type: ignore[arg-type]
+        second,
+        [],
+        message_key=replace(sent("m-1"), replaces=second.id),
+    )
+    assert store.find_message(ALICE, sent("m-1")) == third.task.id == second.id
+    assert store.find_message(MALLORY, sent("m-1")) is None
 
 
 def list_ids(store: TaskStore, query: TaskQuery, owner: str = ALICE) -> list[str]:

@@ -17,7 +17,7 @@ from shared.errors import InvalidParamsError
 from shared.model import Artifact, ArtifactUpdate, Event, Message, Part, Role
 from shared.store.firestore import EVENT_DOCUMENT_BUDGET, document_id
 from tests.store.conftest import MakeStore
-from tests.store.factory import ALICE, message, new_task
+from tests.store.factory import ALICE, message, new_task, sent
 
 
 @pytest.fixture
@@ -148,7 +148,7 @@ def test_every_document_expires_after_the_retention(
     store = make_firestore_store(retention_days=7)
     task, events = new_task()
     before = datetime.now(UTC).replace(microsecond=0)  # stored times are to the millisecond
-    current = store.create(ALICE, task, events, dialect="v1.0", message_id="m-1")
+    current = store.create(ALICE, task, events, dialect="v1.0", message_key=sent("m-1"))
     expiries = [
         client.document("tasks", document_id(ALICE, task.id)).get().get("expireAt"),
         *[d["expireAt"] for d in raw_events(client, task.id).values()],

@@ -14,7 +14,7 @@ from shared.model import Artifact, ArtifactUpdate, Event, Part, Task, TaskState,
 from shared.ports import DuplicateMessage, TaskQuery, VersionConflict
 from shared.store.firestore import FirestoreTaskStore
 from tests.store.conftest import MakeStore
-from tests.store.factory import ALICE, MALLORY, message, new_task, status
+from tests.store.factory import ALICE, MALLORY, message, new_task, sent, status
 
 
 @pytest.fixture
@@ -41,7 +41,9 @@ def test_a_blocking_short_task_is_one_create(store: FirestoreTaskStore) -> None:
     start = Task(
         id=task.id, context_id=task.context_id, status=TaskStatus(state=TaskState.SUBMITTED)
     )
-    store.create(ALICE, lifecycle.apply_all(start, run), run, dialect="v1.0", message_id="m-1")
+    store.create(
+        ALICE, lifecycle.apply_all(start, run), run, dialect="v1.0", message_key=sent("m-1")
+    )
     assert spent(store) == (0, 3)
 
 
@@ -63,7 +65,7 @@ def test_create_and_commit_writes(store: FirestoreTaskStore) -> None:
     turn: list[Event] = [message("a", task.id), message("b", task.id)]
     current = store.commit(current, lifecycle.apply_all(current.task, turn), turn)
     assert spent(store) == (0, 2)
-    current = store.commit(current, current.task, turn, message_id="m-2")
+    current = store.commit(current, current.task, turn, message_key=sent("m-2"))
     assert spent(store) == (0, 3)
     store.commit(current, current.task, [])
     assert spent(store) == (0, 1)
@@ -71,16 +73,16 @@ def test_create_and_commit_writes(store: FirestoreTaskStore) -> None:
 
 def test_refusals_cost_no_writes(store: FirestoreTaskStore) -> None:
     task, events = new_task()
-    current = store.create(ALICE, task, events, dialect="v1.0", message_id="m-1")
+    current = store.create(ALICE, task, events, dialect="v1.0", message_key=sent("m-1"))
     store.commit(current, task, [])
     spent(store)
     with pytest.raises(VersionConflict):
         store.commit(current, task, events)
     assert spent(store) == (0, 0)
     with pytest.raises(DuplicateMessage):
-        store.create(ALICE, *new_task(), dialect="v1.0", message_id="m-1")
+        store.create(ALICE, *new_task(), dialect="v1.0", message_key=sent("m-1"))
     assert spent(store) == (1, 0)  # the read that names the first task
-    store.find_message(ALICE, "m-1")
+    store.find_message(ALICE, sent("m-1"))
     assert spent(store) == (1, 0)
 
 

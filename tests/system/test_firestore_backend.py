@@ -122,6 +122,15 @@ def test_cost_budgets_per_operation(
     assert (store.cost.reads, store.cost.writes) == (2, 3)
 
     store.cost.reset()
+    again = client.result("SendMessage", message("hello", "m1"), version="1.0")["task"]
+    assert again["id"] == task["id"]
+    assert (store.cost.reads, store.cost.writes) == (2, 0)  # a resend: the record, its task
+    store.cost.reset()
+    other = client.result("SendMessage", message("other", "m1"), version="1.0")["task"]
+    assert other["id"] != task["id"]
+    assert (store.cost.reads, store.cost.writes) == (2, 3)  # other content: a new message
+
+    store.cost.reset()
     client.result("GetTask", {"id": task["id"]}, version="1.0")
     assert (store.cost.reads, store.cost.writes) == (1, 0)
 

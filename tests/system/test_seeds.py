@@ -341,6 +341,40 @@ def test_seed004_sse_route_streams_task_updates(start_server: Start) -> None:
     assert int(first.id or 0) < int(rest[0].id or 0)
 
 
+def test_seed004_sse_after_the_task_finished_sends_its_end(server: Server) -> None:
+    """The seed's flow: send, then listen on `GET /sse?taskId=` to a task that is over by
+    then: one `task_update` with its final state, and the stream closes."""
+    done = server.rpc(S004["send"])["result"]
+    assert done["status"]["state"] == "completed"
+    waiting = server.rpc(
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "message/send",
+            "params": {"message": {"role": "user", "parts": [{"text": "new phone"}]}},
+        }
+    )["result"]
+    canceled = server.rpc(
+        {"jsonrpc": "2.0", "id": 1, "method": "tasks/cancel", "params": {"id": waiting["id"]}}
+    )["result"]
+    for task, state in ((done, "completed"), (canceled, "canceled")):
+        frames = list(sse.read(sse.stream(f"{server.url}/sse?taskId={task['id']}")))
+        assert [(f.event, f.data["state"]) for f in frames] == [("task_update", state)]
+        status_message = task["status"].get("message")
+        if status_message is not None:
+            assert (
+                frames[0].data["message"]["parts"][0]["text"]
+                == (status_message["parts"][0]["text"])
+            )
+        # A2A's resubscribe keeps the spec's error: nothing more will happen to the task.
+        for method, headers in (
+            ("SubscribeToTask", {"A2A-Version": "1.0"}),
+            ("tasks/resubscribe", {}),
+        ):
+            body = {"jsonrpc": "2.0", "id": 2, "method": method, "params": {"id": task["id"]}}
+            assert server.rpc(body, headers=headers)["error"]["code"] == -32004
+
+
 def test_seed004_sse_route_errors_are_json(server: Server) -> None:
     response = requests.get(f"{server.url}/sse?taskId=no-such-task", timeout=5)
     assert response.status_code == 404
