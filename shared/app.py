@@ -222,7 +222,7 @@ def build(settings: Settings | None = None, store: TaskStore | None = None) -> H
         limits=settings.limits,
     )
     card = AgentCard(
-        card_template(module, settings),
+        {hybrid: card_template(module, settings, hybrid=hybrid) for hybrid in (True, False)},
         _card_time(module),
         hybrid=settings.card_style == "hybrid",
         extended_skills=extended_skills(module, settings),

@@ -91,8 +91,9 @@ def _skill(skill: Skill) -> dict[str, Any]:
     return out
 
 
-def card_template(module: HandlerModule, settings: Settings) -> dict[str, Any]:
-    """Everything in the card but its URLs."""
+def card_template(module: HandlerModule, settings: Settings, *, hybrid: bool) -> dict[str, Any]:
+    """Everything in the card but its URLs: the hybrid card's (v1.0 and v0.3 members side by
+    side), or the strict v1.0 card's."""
     info = module.info
     card: dict[str, Any] = {
         "name": settings.agent_name or info.name,
@@ -112,7 +113,6 @@ def card_template(module: HandlerModule, settings: Settings) -> dict[str, Any]:
         card["documentationUrl"] = settings.documentation_url
     scheme = security(settings)
     if scheme is not None:
-        hybrid = settings.card_style == "hybrid"
         # Hybrid, as the official SDK: each scheme carries both versions' members (a reader
         # takes its own and ignores the other), beside v1.0's and v0.3's requirement lists.
         card["securitySchemes"] = {
@@ -165,13 +165,15 @@ class AgentCard:
 
     def __init__(
         self,
-        template: dict[str, Any],
+        templates: dict[bool, dict[str, Any]],
         last_modified: datetime,
         *,
         hybrid: bool = True,
         extended_skills: list[dict[str, Any]] | None = None,
     ) -> None:
-        self._template = template
+        """`templates`: card_template's hybrid (True) and strict v1.0 (False) cards; the public
+        card is the `hybrid` one, the extended card follows the version that asks for it."""
+        self._templates = templates
         self._hybrid = hybrid
         self._extended_skills = extended_skills
         # HTTP dates have whole seconds; compare like with like.
@@ -180,26 +182,28 @@ class AgentCard:
 
     @property
     def capabilities(self) -> dict[str, Any]:
-        caps: dict[str, Any] = self._template["capabilities"]
+        caps: dict[str, Any] = self._templates[self._hybrid]["capabilities"]
         return caps
 
     @property
     def has_extended(self) -> bool:
         return self._extended_skills is not None
 
-    def extended(self, url: str) -> dict[str, Any]:
-        """The authenticated extended card: the public one with the signed-in callers' skills."""
-        card = self._card(url)
+    def extended(self, url: str, version: str) -> dict[str, Any]:
+        """The authenticated extended card, in the card form of the protocol `version` that
+        asks for it (1.0: the strict v1.0 card; 0.x: the hybrid one, which v0.3 reads): the
+        public card with the signed-in callers' skills."""
+        card = self._card(url, hybrid=version != "1.0")
         card["skills"] = [*card["skills"], *(self._extended_skills or ())]
         return card
 
-    def _card(self, url: str) -> dict[str, Any]:
-        card = dict(self._template)
+    def _card(self, url: str, *, hybrid: bool) -> dict[str, Any]:
+        card = dict(self._templates[hybrid])
         card["supportedInterfaces"] = [
             {"url": url, "protocolBinding": binding, "protocolVersion": version}
             for binding, version in INTERFACES
         ]
-        if self._hybrid:
+        if hybrid:
             # v0.3 readers: the interfaces that speak 0.3. HTTP+JSON is served in its 1.0
             # form only (no /v1 paths), so a v0.3 reader is not pointed at it.
             card["protocolVersion"] = "0.3.0"
@@ -211,7 +215,7 @@ class AgentCard:
     def document(self, url: str) -> CardDocument:
         found = self._rendered.get(url)
         if found is None:
-            card = self._card(url)
+            card = self._card(url, hybrid=self._hybrid)
             body = json.dumps(card, separators=(",", ":")).encode()
             etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
             found = CardDocument(body, etag, self._last_modified)

@@ -185,13 +185,19 @@ def test_the_public_card_announces_the_extended_card(make_client: Any, style: st
 
 def test_the_extended_card_adds_the_members_skills_in_every_binding(make_client: Any) -> None:
     client = make_client(handler=MEMBERS, **MODES["api-key"])
-    public = client.http.get(PATHS[0]).get_json()
+    hybrid = client.http.get(PATHS[0]).get_json()  # the public card (hybrid by default)
+    strict = make_client(handler=MEMBERS, card_style="v1", **MODES["api-key"])
+    v1 = strict.http.get(PATHS[0]).get_json()
+    # Each version gets the card form it reads: 1.0 the strict v1.0 card, 0.3 the hybrid one.
     answers = [
-        client.result("GetExtendedAgentCard", {}, version="1.0", headers=KEY),
-        client.result("agent/getAuthenticatedExtendedCard", headers=KEY),
-        client.http.get("/extendedAgentCard", headers={**KEY, "A2A-Version": "1.0"}).get_json(),
+        (client.result("GetExtendedAgentCard", {}, version="1.0", headers=KEY), v1),
+        (client.result("agent/getAuthenticatedExtendedCard", headers=KEY), hybrid),
+        (
+            client.http.get("/extendedAgentCard", headers={**KEY, "A2A-Version": "1.0"}).get_json(),
+            v1,
+        ),
     ]
-    for card in answers:
+    for card, public in answers:
         assert [s["id"] for s in card["skills"]] == ["hello", "vault"]
         assert {k: v for k, v in card.items() if k != "skills"} == {
             k: v for k, v in public.items() if k != "skills"

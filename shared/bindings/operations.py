@@ -34,7 +34,7 @@ class Call:
     streams: streaming.StreamPolicy
     last_event_id: str | None = None  # the Last-Event-ID header (or its query equivalent)
     # The authenticated extended card for this request's URL (None: the agent has none).
-    extended_card: Callable[[], dict[str, Any]] | None = None
+    extended_card: Callable[[str], dict[str, Any]] | None = None  # takes the version
 
 
 @dataclass(frozen=True)
@@ -183,15 +183,16 @@ def _push_verbless(call: Call, params: Mapping[str, Any], dialect: Dialect) -> A
 
 
 def _extended_card(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
-    """The card with the skills only signed-in callers see; the same card in every dialect
-    (the hybrid card is read by v1.0 and v0.3 clients alike)."""
+    """The card with the skills only signed-in callers see, in the card form of the asking
+    method's version (1.0 readers reject the hybrid card's v0.3 members, 0.3 readers the
+    strict v1.0 card)."""
     if call.extended_card is None:
         raise UnsupportedOperationError(
             "this agent has no extended agent card (its card does not announce one)"
         )
     if not call.principal.authenticated:
         raise UnauthenticatedError("the extended agent card is for authenticated callers")
-    return call.extended_card()
+    return call.extended_card(dialect.version)
 
 
 OPERATIONS: dict[str, Operation] = {

@@ -461,23 +461,14 @@ def test_every_v0_1_method_answers_objects_in_its_data_parts(tck_push: Client) -
     assert frames[-1]["result"]["final"] is True
 
 
-# The extended card is the card style's whatever the method's version: the hybrid card is
-# no valid 1.0 AgentCard (v0.3 members beside), the strict v1 card no valid v0.3 one (no
-# protocolVersion). shared/card.py's to fix (a card per version); strict, so a fix shows.
-CARD_IN_THE_OTHER_VERSION = pytest.mark.xfail(
-    raises=AssertionError, strict=True, reason="the extended card ignores the method's version"
-)
-
-
 @pytest.mark.parametrize(
     ("style", "method", "version"),
     [
         ("hybrid", "agent/getAuthenticatedExtendedCard", None),
         ("v1", "GetExtendedAgentCard", "1.0"),
-        pytest.param("hybrid", "GetExtendedAgentCard", "1.0", marks=CARD_IN_THE_OTHER_VERSION),
-        pytest.param(
-            "v1", "agent/getAuthenticatedExtendedCard", None, marks=CARD_IN_THE_OTHER_VERSION
-        ),
+        # The extended card follows the asking method's version, not the public card's style.
+        ("hybrid", "GetExtendedAgentCard", "1.0"),
+        ("v1", "agent/getAuthenticatedExtendedCard", None),
     ],
 )
 def test_the_extended_card_answers_in_its_versions_schema(
