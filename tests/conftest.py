@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import flask
+import hypothesis
 import pytest
 import requests
 
@@ -35,6 +36,13 @@ if TYPE_CHECKING:
 
 # The emulator fixtures: firestore_emulator, clean_firestore, tasks_emulator, tasks_client.
 pytest_plugins = ["emulator.pytest_plugin"]
+
+# Property tests draw the same examples on every run of the suite, so CI cannot fail on an
+# example no earlier run met; HYPOTHESIS_PROFILE=explore draws new ones (and `make fuzz`
+# explores the hostile requests at length).
+hypothesis.settings.register_profile("suite", derandomize=True, deadline=None)
+hypothesis.settings.register_profile("explore", deadline=None)
+hypothesis.settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
 ROOT = Path(__file__).resolve().parent.parent
 FUNCTIONS_FRAMEWORK = Path(sys.executable).with_name("functions-framework")
