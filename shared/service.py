@@ -190,7 +190,7 @@ class A2AService:
         self._check_push_url = check_push_url or (lambda url: None)
         self._blocking_wait = blocking_wait
         self._max_push_configs = max_push_configs
-        self._queue = queue
+        self.queue = queue  # where background turns go (the worker; in process when embedded)
         self._clock = clock
         self.limits = limits  # what one message and a task's history may hold
 
@@ -441,7 +441,7 @@ class A2AService:
     def _enqueue(self, queued: StoredTask, message_id: str) -> None:
         assert queued.lease is not None
         job = TurnJob(queued.task.id, queued.owner, queued.lease.turn, message_id)
-        self._queue.enqueue(job.name, job.payload())
+        self.queue.enqueue(job.name, job.payload())
 
     def _wait(self, queued: StoredTask) -> StoredTask:
         """The task once its background turn ended (or paused for input), or as it stands

@@ -11,16 +11,29 @@ import json
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import requests
 
 from emulator.firestore import FirestoreEmulator
 from shared.app import build
+from shared.queue.inline import InlineQueue
 from shared.settings import Settings
 from shared.store.memory import MemoryTaskStore
-from tests.conftest import LOCATION, SA, WORK_MAX_ATTEMPTS, Client, Server, wait_until
+
+if TYPE_CHECKING:
+    from google.cloud.tasks_v2 import CloudTasksClient
+
+from tests.conftest import (
+    LOCATION,
+    SA,
+    WORK_MAX_ATTEMPTS,
+    Client,
+    Server,
+    wait_queue_empty,
+    wait_until,
+)
 
 BUDGET = 1.5  # seconds a blocking send waits for the worker
 LEASE = 1.5  # seconds; the worker heartbeats every LEASE / 3
@@ -79,6 +92,11 @@ class Stack:
     def wait_state(self, task_id: str, state: str, timeout: float = 20) -> dict[str, Any]:
         return self.wait_for(task_id, lambda t: t["status"]["state"] == state, timeout)
 
+    def settle(self, timeout: float = 20) -> None:
+        """Wait until the work queue holds nothing: every queued turn ran (or ended), so
+        nothing more will be written unless someone sends again."""
+        raise NotImplementedError
+
     def seen(self, task_id: str) -> list[tuple[float, str]]:
         """What the handler logged for this task: (time, start|canceled|end)."""
         if not self.log.exists():
@@ -100,6 +118,11 @@ class Embedded(Stack):
         )
         self.client = Client(build(settings, store=MemoryTaskStore()))
 
+    def settle(self, timeout: float = 20) -> None:
+        queue = self.client.app.service.queue
+        assert isinstance(queue, InlineQueue)
+        assert queue.join(timeout), f"the in-process work queue did not drain in {timeout} s"
+
     def post(self, body: dict[str, Any], instance: int = 0) -> dict[str, Any]:
         response = self.client.post(body, {"A2A-Version": "1.0"})
         assert response.status_code == 200, response.data
@@ -110,9 +133,10 @@ class Embedded(Stack):
 class Emulated(Stack):
     name = "emulators"
 
-    def __init__(self, log: Path, project: str, queue: str) -> None:
+    def __init__(self, log: Path, project: str, queue: str, tasks: CloudTasksClient) -> None:
         self.log = log
         self.queue = queue
+        self.tasks = tasks
         common = {
             "A2A_BACKEND": "firestore",
             "GOOGLE_CLOUD_PROJECT": project,
@@ -147,6 +171,9 @@ class Emulated(Stack):
         answer: dict[str, Any] = response.json()
         return answer
 
+    def settle(self, timeout: float = 20) -> None:
+        wait_queue_empty(self.tasks, self.queue, timeout)
+
     def crash_worker(self) -> None:
         self.worker.kill()
         self.worker.log.close()
@@ -167,9 +194,12 @@ def handler_log(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def emulated(
-    handler_log: Path, firestore_emulator: FirestoreEmulator, work_queue: str
+    handler_log: Path,
+    firestore_emulator: FirestoreEmulator,
+    work_queue: str,
+    tasks_client: CloudTasksClient,
 ) -> Iterator[Emulated]:
-    stack = Emulated(handler_log, firestore_emulator.project, work_queue)
+    stack = Emulated(handler_log, firestore_emulator.project, work_queue, tasks_client)
     try:
         yield stack
     finally:
