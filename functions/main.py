@@ -27,19 +27,19 @@ from shared.settings import Settings
 App = TypeVar("App")
 
 _SETTINGS = Settings.from_env()
-load_handler_module(_SETTINGS.handler)  # checked now; the build re-reads it from sys.modules
+_MODULE = load_handler_module(_SETTINGS.handler)
 
 
-def _once(make: Callable[[Settings], App]) -> Callable[[], App]:
-    """`make(settings)`, called at the first use only, even when requests race to it: two
-    apps would mean two embedded stores."""
+def _once(make: Callable[..., App]) -> Callable[[], App]:
+    """`make` with the settings and the handler module read at import, called at the first
+    use only, even when requests race to it: two apps would mean two embedded stores."""
     lock = threading.Lock()
     made: list[App] = []
 
     def get() -> App:
         with lock:
             if not made:
-                made.append(make(_SETTINGS))
+                made.append(make(_SETTINGS, module=_MODULE))
             return made[0]
 
     return get

@@ -190,10 +190,14 @@ def _card_time(module: HandlerModule) -> datetime:
     return datetime.now(UTC)
 
 
-def build(settings: Settings | None = None, store: TaskStore | None = None) -> HttpApp:
+def build(
+    settings: Settings | None = None,
+    store: TaskStore | None = None,
+    module: HandlerModule | None = None,
+) -> HttpApp:
     """The `a2a` function: the agent card, JSON-RPC, HTTP+JSON and the legacy routes."""
     settings = settings or Settings.from_env()
-    module = load_handler_module(settings.handler)
+    module = module or load_handler_module(settings.handler)
     tasks = _tasks(settings, module, store)
     hosts, ports = settings.push_allowed_hosts, settings.push_allowed_ports
     work_queue = _cloud_queue(settings, settings.work_queue, settings.worker_url)
@@ -235,11 +239,13 @@ def build(settings: Settings | None = None, store: TaskStore | None = None) -> H
 
 
 def build_worker(
-    settings: Settings | None = None, store: TaskStore | None = None
+    settings: Settings | None = None,
+    store: TaskStore | None = None,
+    module: HandlerModule | None = None,
 ) -> QueueTargetApp:
     """The `worker` function: Cloud Tasks hands it background turns."""
     settings = settings or Settings.from_env()
-    module = load_handler_module(settings.handler)
+    module = module or load_handler_module(settings.handler)
     worker = Worker(
         _tasks(settings, module, store).store,
         module,
@@ -257,7 +263,9 @@ def build_worker(
 
 
 def build_deliver(
-    settings: Settings | None = None, store: TaskStore | None = None
+    settings: Settings | None = None,
+    store: TaskStore | None = None,
+    module: HandlerModule | None = None,
 ) -> QueueTargetApp:
     """The `deliver` function: Cloud Tasks hands it push deliveries. It only reads tasks, so
     its store needs no notifier."""
@@ -266,7 +274,8 @@ def build_deliver(
     configs = _push_configs(settings, store)
     if configs is None:
         raise SettingsError("the deliver function needs A2A_PUSH_NOTIFICATIONS=true")
-    deliverer = _deliverer(settings, store, configs, load_handler_module(settings.handler))
+    module = module or load_handler_module(settings.handler)
+    deliverer = _deliverer(settings, store, configs, module)
     return QueueTargetApp(
         "deliver",
         deliverer.deliver,
