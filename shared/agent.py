@@ -22,6 +22,11 @@ load_handler_module) is the library's side. The module-level names the library r
 - `EXTENDED_SKILLS`, a list of Skill only signed-in callers see (the authenticated extended
   card; needs an A2A_AUTH mode other than none);
 - `AGENT`, an AgentInfo (the card's identity; deploy settings may override its fields);
+- `EXTENSIONS`, a list of Extension: the A2A extensions the agent implements, listed in the
+  card's `capabilities.extensions`. A client activates one for its request with the
+  `A2A-Extensions` header (`X-A2A-Extensions` from 0.3 clients); the handler reads the active
+  ones in `ctx.extensions`. A `required=True` one refuses every message whose request does not
+  activate it (ExtensionSupportRequiredError, -32008);
 - `LONG_RUNNING = True`: every turn runs on the worker, never inside the client's request.
 
 Every other public UPPER_CASE name that the module assigns at its top level is refused when it
@@ -37,6 +42,7 @@ import base64
 import difflib
 import importlib
 import inspect
+import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -59,6 +65,7 @@ __all__ = [
     "AgentInfo",
     "Artifact",
     "Context",
+    "Extension",
     "Message",
     "Part",
     "Skill",
@@ -68,7 +75,11 @@ __all__ = [
 ]
 
 # The module-level names of a handler module that the library reads.
-DECLARATIONS = ("handle", "SKILLS", "AGENT", "LONG_RUNNING", "EXTENDED_SKILLS")
+DECLARATIONS = ("handle", "SKILLS", "AGENT", "LONG_RUNNING", "EXTENDED_SKILLS", "EXTENSIONS")
+
+# What an extension's URI may be: one header list element (no commas, no spaces), bounded.
+_EXTENSION_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[\x21-\x2b\x2d-\x7e]{1,2000}")
+MAX_EXTENSIONS = 32
 
 
 @dataclass(frozen=True)
@@ -82,6 +93,20 @@ class Skill:
     examples: tuple[str, ...] = ()
     input_modes: tuple[str, ...] = ()
     output_modes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Extension:
+    """An A2A extension the agent implements, as the card's `capabilities.extensions` lists it.
+
+    `uri` names it (an absolute URI, ideally with a version: `https://example.com/ext/geo/v1`);
+    `params` is its configuration for clients (a JSON object). A `required` extension refuses
+    the messages of clients that do not activate it."""
+
+    uri: str
+    description: str = ""
+    required: bool = False
+    params: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -131,6 +156,9 @@ class Context:
     artifacts: tuple[Artifact, ...]
     _sink: _Sink = field(repr=False)
     _ended: TaskState | None = field(default=None, repr=False)
+    # The URIs of the agent's EXTENSIONS active for this turn: activated by the request that
+    # carried its message (the A2A-Extensions header), or listed in the message's extensions.
+    extensions: frozenset[str] = frozenset()
 
     @property
     def parts(self) -> tuple[Part, ...]:
@@ -285,6 +313,12 @@ class HandlerModule:
     long_running: bool = False
     # Skills only authenticated callers see, in the extended card.
     extended_skills: tuple[Skill, ...] = ()
+    extensions: tuple[Extension, ...] = ()
+
+    def active_extensions(self, message: Message) -> frozenset[str]:
+        """The module's extensions in force for a message: those it was sent with (the ones
+        its request activated are recorded in its `extensions`)."""
+        return frozenset(message.extensions) & {e.uri for e in self.extensions}
 
 
 class HandlerModuleError(ValueError):
@@ -325,7 +359,52 @@ def load_handler_module(name: str) -> HandlerModule:
         skills=skills,
         long_running=long_running,
         extended_skills=extended,
+        extensions=_extensions(name, getattr(module, "EXTENSIONS", ())),
     )
+
+
+def _extensions(name: str, declared: object) -> tuple[Extension, ...]:
+    """The module's EXTENSIONS, checked: each an Extension with a URI a client can name in
+    the A2A-Extensions header, no URI twice, params a JSON object; at most MAX_EXTENSIONS."""
+    where = f"A2A_HANDLER={name!r}: EXTENSIONS"
+    if not isinstance(declared, list | tuple) or not all(
+        isinstance(e, Extension) for e in declared
+    ):
+        raise HandlerModuleError(f"{where} must be a list of Extension.")
+    if len(declared) > MAX_EXTENSIONS:
+        raise HandlerModuleError(f"{where} has {len(declared)}; the limit is {MAX_EXTENSIONS}.")
+    seen: set[str] = set()
+    for extension in declared:
+        if not isinstance(extension.uri, str) or not _EXTENSION_URI.fullmatch(extension.uri):
+            raise HandlerModuleError(
+                f"{where}: {extension.uri!r} is not an extension URI: an absolute URI "
+                "(https://example.com/ext/name/v1, urn:...) of at most 2000 characters, "
+                "without spaces or commas (clients list URIs in a comma-separated header)."
+            )
+        if extension.uri in seen:
+            raise HandlerModuleError(f"{where} lists {extension.uri} twice.")
+        seen.add(extension.uri)
+        if not isinstance(extension.required, bool) or not isinstance(extension.description, str):
+            raise HandlerModuleError(
+                f"{where}: {extension.uri}: description must be a str and required a bool."
+            )
+        if extension.params is not None and not _json_object(extension.params):
+            raise HandlerModuleError(
+                f"{where}: {extension.uri}: params must be a JSON object (a dict of JSON "
+                "values with str keys), or None."
+            )
+    return tuple(declared)
+
+
+def _json_object(value: object) -> bool:
+    """Whether the card can carry `value` as a JSON object, in every version's form."""
+    if not isinstance(value, dict):
+        return False
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return False
+    return all(isinstance(k, str) for k in value)
 
 
 _DECLARATION = re.compile(r"[A-Z][A-Z0-9_]*")

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from email.utils import format_datetime, parsedate_to_datetime
 from typing import Any
 
-from shared.agent import HandlerModule, Skill
+from shared.agent import Extension, HandlerModule, Skill
 from shared.identity import discovery_url
 from shared.settings import Settings
 
@@ -91,6 +91,16 @@ def _skill(skill: Skill) -> dict[str, Any]:
     return out
 
 
+def _extension(extension: Extension) -> dict[str, Any]:
+    out: dict[str, Any] = {"uri": extension.uri}
+    if extension.description:
+        out["description"] = extension.description
+    out["required"] = extension.required
+    if extension.params is not None:
+        out["params"] = extension.params
+    return out
+
+
 def card_template(module: HandlerModule, settings: Settings, *, hybrid: bool) -> dict[str, Any]:
     """Everything in the card but its URLs: the hybrid card's (v1.0 and v0.3 members side by
     side), or the strict v1.0 card's."""
@@ -99,11 +109,16 @@ def card_template(module: HandlerModule, settings: Settings, *, hybrid: bool) ->
         "name": settings.agent_name or info.name,
         "description": settings.agent_description or info.description,
         "version": settings.agent_version or info.version,
-        "capabilities": {"streaming": True, "pushNotifications": settings.push_notifications},
+        "capabilities": {
+            "streaming": settings.streaming,
+            "pushNotifications": settings.push_notifications,
+        },
         "defaultInputModes": list(info.input_modes),
         "defaultOutputModes": list(info.output_modes),
         "skills": [_skill(s) for s in module.skills],
     }
+    if module.extensions:  # the same AgentExtension in v1.0 and v0.3
+        card["capabilities"]["extensions"] = [_extension(e) for e in module.extensions]
     if settings.provider_organization:
         card["provider"] = {
             "organization": settings.provider_organization,

@@ -150,6 +150,7 @@ class Turn:
             history=self._task.history,
             artifacts=self._task.artifacts,
             _sink=self,
+            extensions=self._handler.active_extensions(self._message),
         )
         try:
             self._call_handler(ctx)

@@ -47,6 +47,7 @@ ENVIRONMENT = {
     "card_style": "A2A_CARD_STYLE",
     "deduplicate_messages": "A2A_DEDUPLICATE_MESSAGES",
     "push_notifications": "A2A_PUSH_NOTIFICATIONS",
+    "streaming": "A2A_STREAMING",
     "push_allowed_hosts": "A2A_PUSH_ALLOWED_HOSTS",
     "push_allowed_ports": "A2A_PUSH_ALLOWED_PORTS",
     "push_signing_key": "A2A_PUSH_SIGNING_KEY",
@@ -133,6 +134,9 @@ class Settings(BaseModel):
     # messageId with other content, or after the client moved on, is a new message.
     deduplicate_messages: bool = True
     push_notifications: bool = True
+    # Streamed sends and subscriptions (SSE); off, they are refused (UnsupportedOperationError)
+    # and the card says so: an open stream holds a function instance for its whole duration.
+    streaming: bool = True
     # With A2A_DELIVER_URL set, notifications go to that `deliver` function through the Cloud
     # Tasks queue `push`; without it, to a thread pool in this process.
     deliver_url: str | None = None

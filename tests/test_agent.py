@@ -35,6 +35,7 @@ def test_the_public_surface_is_what_handlers_use() -> None:
         "AgentInfo",
         "Artifact",
         "Context",
+        "Extension",
         "Message",
         "Part",
         "Skill",
@@ -69,6 +70,7 @@ def test_an_unknown_declaration_is_refused_by_name(
     if close is not None:
         assert f"Did you mean {close}?" in message
     assert "handle, SKILLS, AGENT, LONG_RUNNING" in message  # the known ones
+    assert "EXTENSIONS" in message
 
 
 def test_imported_private_and_lower_case_names_are_the_modules_own(
@@ -114,3 +116,48 @@ def test_every_shipped_handler_module_loads() -> None:
     assert len(modules) >= 10
     for name in modules:
         assert load_handler_module(name).name == name
+
+
+def test_extensions_are_declared_with_their_card_fields(write_module: WriteModule) -> None:
+    name = write_module(
+        """
+        from shared.agent import Extension
+        EXTENSIONS = [
+            Extension(uri="urn:example:a:v1", required=True),
+            Extension(uri="https://example.com/ext/b/v2", description="B", params={"n": [1]}),
+        ]
+        """
+    )
+    declared = load_handler_module(name).extensions
+    assert [(e.uri, e.required, e.params) for e in declared] == [
+        ("urn:example:a:v1", True, None),
+        ("https://example.com/ext/b/v2", False, {"n": [1]}),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("declaration", "problem"),
+    [
+        ("EXTENSIONS = ['urn:example:a']", "must be a list of Extension"),
+        ("EXTENSIONS = Extension(uri='urn:example:a')", "must be a list of Extension"),
+        ("EXTENSIONS = [Extension(uri='')]", "is not an extension URI"),
+        ("EXTENSIONS = [Extension(uri='geo')]", "is not an extension URI"),  # not absolute
+        ("EXTENSIONS = [Extension(uri='urn:a,urn:b')]", "without spaces or commas"),
+        ("EXTENSIONS = [Extension(uri='urn:a b')]", "without spaces or commas"),
+        ("EXTENSIONS = [Extension(uri='urn:' + 'x' * 2001)]", "at most 2000 characters"),
+        ("EXTENSIONS = [Extension(uri='urn:a'), Extension(uri='urn:a')]", "lists urn:a twice"),
+        ("EXTENSIONS = [Extension(uri='urn:a', required='yes')]", "required a bool"),
+        ("EXTENSIONS = [Extension(uri='urn:a', params=[1])]", "params must be a JSON object"),
+        ("EXTENSIONS = [Extension(uri='urn:a', params={'x': float('nan')})]", "JSON object"),
+        ("EXTENSIONS = [Extension(uri='urn:a', params={1: 2})]", "JSON object"),
+        ("EXTENSIONS = [Extension(uri=f'urn:{i}') for i in range(33)]", "the limit is 32"),
+    ],
+)
+def test_a_bad_extension_declaration_stops_the_start_up(
+    write_module: WriteModule, declaration: str, problem: str
+) -> None:
+    name = write_module(f"from shared.agent import Extension\n{declaration}")
+    with pytest.raises(HandlerModuleError) as refused:
+        load_handler_module(name)
+    assert f"A2A_HANDLER={name!r}: EXTENSIONS" in str(refused.value)
+    assert problem in str(refused.value)

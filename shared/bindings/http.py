@@ -16,7 +16,7 @@ from typing import Any
 
 import flask
 
-from shared import streaming
+from shared import extensions, streaming
 from shared.bindings import body as front_door
 from shared.bindings import jsonrpc, operations, rest, sse
 from shared.bindings.json_http import JSON, json_response
@@ -27,6 +27,7 @@ from shared.dialects.v0_3 import V03
 from shared.errors import (
     A2AError,
     InvalidParamsError,
+    InvalidRequestError,
     MethodNotFoundError,
     PayloadTooLargeError,
     UnauthenticatedError,
@@ -173,10 +174,10 @@ class HttpApp:
             return _rpc_error(error, error.http_status)
         try:
             principal = self._authenticate(request)
-        except UnauthenticatedError as error:
+            call = self._call(request, principal)
+        except InvalidRequestError as error:  # no credentials, or an unusable header
             dialect, request_id = _caller(body)
             return self._refused(_rpc_error(error, error.http_status, dialect, request_id), error)
-        call = self._call(request, principal)
         answer = jsonrpc.dispatch(
             body,
             call=call,
@@ -185,10 +186,12 @@ class HttpApp:
             max_batch=self.settings.max_batch,
         )
         if answer is None:
-            return flask.Response(status=204)
-        if isinstance(answer, jsonrpc.StreamAnswer):
-            return sse.response(answer.events(), answer.streamed.frames)
-        return json_response(answer)
+            response = flask.Response(status=204)
+        elif isinstance(answer, jsonrpc.StreamAnswer):
+            response = sse.response(answer.events(), answer.streamed.frames)
+        else:
+            response = json_response(answer)
+        return _echo(response, call)
 
     def _rest(
         self, request: flask.Request, route: rest.Route, ids: dict[str, str]
@@ -196,9 +199,9 @@ class HttpApp:
         try:
             body = self._body(request)
             principal = self._authenticate(request)
-        except (PayloadTooLargeError, UnauthenticatedError) as error:
+            call = self._call(request, principal)
+        except InvalidRequestError as error:  # too large, no credentials, an unusable header
             return self._refused(_rest_error(error), error)
-        call = self._call(request, principal)
         try:
             answer = rest.dispatch(
                 route,
@@ -210,21 +213,27 @@ class HttpApp:
                 version=_version(request),
             )
         except A2AError as error:
-            return _rest_error(error)
+            return _echo(_rest_error(error), call)
         if isinstance(answer, operations.Streamed):
-            return sse.response(rest.stream_events(answer), answer.frames)
-        return json_response(
-            {} if answer is None else answer
-        )  # a delete answers google.protobuf.Empty
+            return _echo(sse.response(rest.stream_events(answer), answer.frames), call)
+        # A delete answers google.protobuf.Empty.
+        return _echo(json_response({} if answer is None else answer), call)
 
     def _call(self, request: flask.Request, principal: Principal) -> operations.Call:
-        """What an operation gets: the caller and, when the agent has one, its extended card
-        at the URL this caller reaches us by."""
+        """What an operation gets: the caller, the extensions its request activates and, when
+        the agent has one, its extended card at the URL this caller reaches us by. Raises
+        InvalidRequestError for an A2A-Extensions header over its limits."""
         extended = None
         if self.card.has_extended:
             extended = functools.partial(self.card.extended, self.public_url(request))
         return operations.Call(
-            self.service, principal, self.streams, _last_event_id(request), extended
+            self.service,
+            principal,
+            self.streams,
+            _last_event_id(request),
+            extended,
+            extensions.activate(self.service.handler.extensions, request.headers.getlist),
+            self.settings.streaming,
         )
 
     def _body(self, request: flask.Request) -> bytes:
@@ -261,9 +270,9 @@ class HttpApp:
             return response
         try:
             principal = self._authenticate(request)
-        except UnauthenticatedError as error:
+            call = self._call(request, principal)
+        except InvalidRequestError as error:
             return self._refused(_rpc_error(error, error.http_status), error)
-        call = self._call(request, principal)
         try:
             task_id = request.args.get("taskId") or request.args.get("id")
             if not task_id:
@@ -272,6 +281,12 @@ class HttpApp:
         except A2AError as error:
             return _rpc_error(error, error.http_status)
         return sse.response(sse.task_updates(streamed.frames), streamed.frames)
+
+
+def _echo(response: flask.Response, call: operations.Call) -> flask.Response:
+    """The answer, with the extensions its request activated in the header(s) it used."""
+    response.headers.update(call.extensions.echo())
+    return response
 
 
 def _version(request: flask.Request) -> str | None:

@@ -11,10 +11,10 @@ attribute at fault in its errors; `run` puts the wire field the caller used ther
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from shared import streaming
+from shared import extensions, streaming
 from shared.dialects import decode
 from shared.dialects.base import Dialect
 from shared.dialects.decode import WireFields
@@ -22,6 +22,7 @@ from shared.dialects.registry import BY_NAME
 from shared.dialects.v0_3 import V03, V03_LEGACY
 from shared.errors import A2AError, UnauthenticatedError, UnsupportedOperationError
 from shared.identity import Principal
+from shared.requests import SendRequest
 from shared.service import A2AService, view
 
 
@@ -35,6 +36,9 @@ class Call:
     last_event_id: str | None = None  # the Last-Event-ID header (or its query equivalent)
     # The authenticated extended card for this request's URL (None: the agent has none).
     extended_card: Callable[[str], dict[str, Any]] | None = None  # takes the version
+    # The agent's extensions this request activates (its A2A-Extensions header).
+    extensions: extensions.Activation = extensions.NONE
+    streaming: bool = True  # A2A_STREAMING: whether stream and subscribe are served
 
 
 @dataclass(frozen=True)
@@ -75,9 +79,28 @@ def _reader_dialect(dialect: Dialect, origin: str) -> Dialect:
     return own if dialect.version != "1.0" and own.version != "1.0" else dialect
 
 
+def _require_streaming(call: Call) -> None:
+    if not call.streaming:
+        raise UnsupportedOperationError(
+            "this agent does not stream (A2A_STREAMING=false; its card says streaming: false): "
+            "send without streaming and read the task, or register a push notification config"
+        )
+
+
+def _message_request(
+    call: Call, params: Mapping[str, Any], dialect: Dialect
+) -> tuple[SendRequest, WireFields]:
+    """A send's request, refused when it leaves out a required extension, its message
+    recording the extensions its request activated."""
+    call.extensions.require(dialect.version)
+    request, fields = decode.send(params, dialect.default_history, call.service.limits)
+    message = call.extensions.record(request.message)
+    return replace(request, message=message), fields
+
+
 def _send(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
     dialect = _send_dialect(params, dialect)
-    request, fields = decode.send(params, dialect.default_history, call.service.limits)
+    request, fields = _message_request(call, params, dialect)
     try:
         result = call.service.send(
             call.principal.owner,
@@ -92,8 +115,9 @@ def _send(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
 
 
 def _stream(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Streamed:
+    _require_streaming(call)
     dialect = _send_dialect(params, dialect)
-    request, fields = decode.send(params, dialect.default_history, call.service.limits)
+    request, fields = _message_request(call, params, dialect)
     try:
         frames = call.service.stream(
             call.principal.owner, request, dialect=dialect.name, policy=call.streams
@@ -131,6 +155,7 @@ def _messages(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
 
 
 def _subscribe(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Streamed:
+    _require_streaming(call)
     request = decode.subscribe(params, call.last_event_id)
     stored, frames = call.service.subscribe(call.principal.owner, request, call.streams)
     return Streamed(frames, _reader_dialect(dialect, stored.dialect))
@@ -138,6 +163,7 @@ def _subscribe(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Strea
 
 def _watch(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Streamed:
     """The seeds' `GET /sse`: a subscription whose finished task sends its end and closes."""
+    _require_streaming(call)
     request = decode.subscribe(params, call.last_event_id)
     owner = call.principal.owner
     stored, frames = call.service.subscribe(owner, request, call.streams, final_frame=True)
