@@ -101,9 +101,6 @@ class Activation:
         return message.model_copy(update={"extensions": (*message.extensions, *added)})
 
 
-NONE = Activation()
-
-
 def activate(declared: Sequence[Extension], header: Callable[[str], list[str]]) -> Activation:
     """What a request activates of the `declared` extensions; `header(name)` gives all values
     of one request header. Raises InvalidRequestError when the header breaks its limits."""

@@ -11,16 +11,17 @@ attribute at fault in its errors; `run` puts the wire field the caller used ther
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from shared import extensions, streaming
+from shared import streaming
 from shared.dialects import decode
 from shared.dialects.base import Dialect
 from shared.dialects.decode import WireFields
 from shared.dialects.registry import BY_NAME
 from shared.dialects.v0_3 import V03, V03_LEGACY
 from shared.errors import A2AError, UnauthenticatedError, UnsupportedOperationError
+from shared.extensions import Activation
 from shared.identity import Principal
 from shared.requests import SendRequest
 from shared.service import A2AService, view
@@ -37,7 +38,7 @@ class Call:
     # The authenticated extended card for this request's URL (None: the agent has none).
     extended_card: Callable[[str], dict[str, Any]] | None = None  # takes the version
     # The agent's extensions this request activates (its A2A-Extensions header).
-    extensions: extensions.Activation = extensions.NONE
+    extensions: Activation = field(default_factory=Activation)
     streaming: bool = True  # A2A_STREAMING: whether stream and subscribe are served
 
 
