@@ -114,6 +114,7 @@ def test_card_is_understood(server: Server) -> None:
         ("JSONRPC", "1.0"),
         ("JSONRPC", "0.3"),
         ("HTTP+JSON", "1.0"),
+        ("HTTP+JSON", "0.3"),
     ]
     assert card.supported_interfaces[0].url == f"{server.url}/"
     assert {s.id for s in card.skills} >= {"echo", "phone-order"}
