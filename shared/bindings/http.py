@@ -174,9 +174,11 @@ class HttpApp:
             return self._rest(request, binding, *found)
         methods = binding.allowed(path)
         if methods:
-            response = _status_error(
-                405, "METHOD_NOT_ALLOWED", f"{path} takes {' or '.join(methods)}"
-            )
+            takes = f"{path} takes {' or '.join(methods)}"
+            if binding is rest:
+                response = _status_error(405, "METHOD_NOT_ALLOWED", takes)
+            else:  # v0.3's error body, its code the nearest JSON-RPC has
+                response = json_response(binding.error_body(MethodNotFoundError(takes)), 405)
             response.headers["Allow"] = ", ".join(methods)
             return response
         if binding is rest_v0_3:  # no JSON-RPC under /v1/: an unknown path is not found
