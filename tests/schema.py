@@ -198,7 +198,11 @@ def check_rest_v0_3_answer(answer: Any, operation: str) -> None:
     """One v0.3 HTTP+JSON body (or stream frame): the operation's result in v0.3's ProtoJSON,
     or the binding's error (`code`, `message`, `data`)."""
     assert isinstance(answer, dict), answer
-    if "code" in answer and "message" in answer:
+    if set(answer) == {"error"}:
+        # Refused before any route (a `..` segment, a path under a prefix no route has): the
+        # HTTP face's google.rpc Status, as 1.0's binding answers.
+        check_rest_answer(answer, "none")
+    elif "code" in answer and "message" in answer:
         assert set(answer) <= {"code", "message", "data"}, answer
         assert isinstance(answer["code"], int) and isinstance(answer["message"], str), answer
         assert isinstance(answer.get("data", {}), dict), answer

@@ -106,6 +106,11 @@ def _rest_error(error: A2AError, binding: RestBinding = rest) -> flask.Response:
     return json_response(binding.error_body(error), error.http_status)
 
 
+def _shown(path: str, limit: int = 200) -> str:
+    """A path as an error names it: a long one is cut (an answer must not echo 1 MB back)."""
+    return path if len(path) <= limit else path[:limit] + "..."
+
+
 def _path_problem(request: flask.Request) -> str | None:
     """Why a path is no A2A path at all: a `.` or `..` segment, or an encoded slash (ids never
     hold one). The raw path is the server's (gunicorn's RAW_URI, werkzeug's REQUEST_URI)."""
@@ -174,7 +179,7 @@ class HttpApp:
             return self._rest(request, binding, *found)
         methods = binding.allowed(path)
         if methods:
-            takes = f"{path} takes {' or '.join(methods)}"
+            takes = f"{_shown(path)} takes {' or '.join(methods)}"
             if binding is rest:
                 response = _status_error(405, "METHOD_NOT_ALLOWED", takes)
             else:  # v0.3's error body, its code the nearest JSON-RPC has
@@ -183,7 +188,7 @@ class HttpApp:
             return response
         if binding is rest_v0_3:  # no JSON-RPC under /v1/: an unknown path is not found
             return _rest_error(
-                MethodNotFoundError(f"no route for {request.method} {path}"), binding
+                MethodNotFoundError(f"no route for {request.method} {_shown(path)}"), binding
             )
         if request.method == "POST":
             # JSON-RPC at the root, and at any other path a deployment puts in front of it
@@ -195,7 +200,9 @@ class HttpApp:
                 "METHOD_NOT_ALLOWED",
                 "POST JSON-RPC requests here; the agent card is at /.well-known/agent-card.json",
             )
-        return _rest_error(MethodNotFoundError(f"no route for {request.method} {request.path}"))
+        return _rest_error(
+            MethodNotFoundError(f"no route for {request.method} {_shown(request.path)}")
+        )
 
     def route_path(self, path: str) -> str:
         """The path the routes know: without the prefix (when it carries it) and a final `/`."""
