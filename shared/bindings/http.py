@@ -162,7 +162,7 @@ class HttpApp:
         problem = _path_problem(request)
         if problem is not None:
             return _status_error(400, "INVALID_ARGUMENT", problem)
-        path = self.route_path(request.path)
+        path = self._route_path(request.path)
         if path in CARD_PATHS:
             if request.method not in ("GET", "HEAD"):
                 return _status_error(405, "METHOD_NOT_ALLOWED", "the agent card is read with GET")
@@ -204,7 +204,7 @@ class HttpApp:
             MethodNotFoundError(f"no route for {request.method} {_shown(request.path)}")
         )
 
-    def route_path(self, path: str) -> str:
+    def _route_path(self, path: str) -> str:
         """The path the routes know: without the prefix (when it carries it) and a final `/`."""
         if self.prefix and (path == self.prefix or path.startswith(self.prefix + "/")):
             path = path[len(self.prefix) :]
