@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from shared.identity.api_key import hashed
 from tests.conftest import ROOT, Server
 from tests.webhook import Webhook
 
@@ -181,3 +182,29 @@ def test_a2a_js_sdk_0_3(agent: Server, js_sdk: Path, webhook: Webhook, transport
         "listed": ["cfg", "other"],
         "left": ["cfg"],
     }
+
+
+KEY = "alice-key-" + "k" * 32
+
+
+@pytest.fixture(scope="module")
+def members() -> Iterator[Server]:
+    """A server with skills for signed-in callers only: it has an extended card."""
+    started = Server(
+        {
+            "A2A_HANDLER": "tests.handlers.members",
+            "A2A_AUTH": "api-key",
+            "A2A_API_KEYS": f"alice:{hashed(KEY)}",
+        }
+    )
+    yield started
+    started.stop()
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a2a_sdk_0_3_reads_the_extended_card(
+    members: Server, python_sdk: Path, transport: str
+) -> None:
+    argv = [str(python_sdk), str(PYTHON_SCRIPT), "extended", members.url, transport, KEY]
+    got = steps(subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False))
+    assert got["extended"] == {"public": ["hello"], "full": ["hello", "vault"]}

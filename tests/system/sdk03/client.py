@@ -1,7 +1,9 @@
 """An a2a-sdk 0.3.x client, as a user of that release writes one, driving a running server.
 
 Runs in its own venv (tests/system/test_interop_sdk03.py makes it): `python client.py <card
-url> <JSONRPC|HTTP+JSON> <webhook url>`. Prints one JSON line per step; the test reads them.
+url> <JSONRPC|HTTP+JSON> <webhook url>`, or `python client.py extended <card url>
+<JSONRPC|HTTP+JSON> <API key>` to read the authenticated extended card. Prints one JSON line
+per step; the test reads them.
 Not collected by pytest, not checked by mypy (it imports the 0.3 SDK, not the project's).
 """
 
@@ -16,6 +18,7 @@ from typing import Any
 import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.client.errors import A2AClientHTTPError, A2AClientJSONRPCError
+from a2a.client.middleware import ClientCallContext
 from a2a.types import (
     GetTaskPushNotificationConfigParams,
     Message,
@@ -142,5 +145,25 @@ async def main(url: str, transport: str, hook: str) -> None:
     say("sent", requests=sent)
 
 
+async def extended(url: str, transport: str, key: str) -> None:
+    """The public card, then the extended one through the client (REST: GET /v1/card;
+    JSON-RPC: agent/getAuthenticatedExtendedCard), with the API key on that call."""
+    async with httpx.AsyncClient(timeout=30) as http:
+        card = await A2ACardResolver(http, url).get_agent_card()
+        config = ClientConfig(
+            streaming=False,
+            httpx_client=http,
+            supported_transports=[transport],
+            use_client_preference=True,
+        )
+        client = ClientFactory(config).create(card)
+        signed_in = ClientCallContext(state={"http_kwargs": {"headers": {"X-API-Key": key}}})
+        full = await client.get_card(context=signed_in)
+        say("extended", public=[s.id for s in card.skills], full=[s.id for s in full.skills])
+
+
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:4]))
+    if sys.argv[1] == "extended":
+        asyncio.run(extended(*sys.argv[2:5]))
+    else:
+        asyncio.run(main(*sys.argv[1:4]))
