@@ -5,7 +5,8 @@ Each client runs a script of ours in its own environment, set up here on first u
 (both under .emulators/, gitignored): a2a-sdk 0.3.x in a venv (`tests/system/sdk03/client.py`),
 @a2a-js/sdk 0.3.x in an npm prefix (`tests/system/js/client03.mjs`). Each does what a user of
 that release does: read the card, send, stream, get, cancel, resubscribe, and push config CRUD
-(a2a-sdk 0.3's client offers set and get only); the webhook then receives the task.
+(a2a-sdk 0.3's client offers set and get only); the webhook then receives the task; and
+a2a-sdk 0.3 reads the authenticated extended card with its API key.
 A missing tool or a failed install fails with the command that fixes it: never skipped.
 """
 
