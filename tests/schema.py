@@ -227,6 +227,14 @@ def rest_route(method: str, path: str) -> tuple[rest.Route, bool] | None:
     return None
 
 
+def _odd_path(request: Any) -> bool:
+    """A path with a `.` or `..` segment or an encoded slash, which no route takes (the
+    server refuses it rather than serve JSON-RPC there)."""
+    raw = request.environ.get("RAW_URI") or request.environ.get("REQUEST_URI") or ""
+    dots = any(segment in (".", "..") for segment in request.path.split("/"))
+    return dots or "%2f" in raw.split("?", 1)[0].lower()
+
+
 def _frames(chunks: Iterable[bytes | str]) -> Iterator[tuple[bytes | str, list[Any]]]:
     """Each chunk as it arrives, with the JSON of the events it completes."""
     buffer = ""
@@ -316,6 +324,11 @@ def check(response: TestResponse) -> None:
                 check_rest_v0_3_answer(answer, operation)
             else:
                 check_rest_answer(answer, operation)
+
+    elif _odd_path(request):  # refused before any route: the HTTP face's google.rpc Status
+
+        def check_one(answer: Any) -> None:
+            check_rest_answer(answer, "none")
 
     elif "/v1/" in request.path:  # no JSON-RPC there: the 0.3 binding's not-found error
 

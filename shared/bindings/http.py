@@ -3,8 +3,8 @@
 It owns what is HTTP about A2A: the well-known card paths with caching headers, which paths
 are the HTTP+JSON bindings' (1.0's, and 0.3's under `/v1/`: they win; any other POST is
 JSON-RPC), the path prefix (A2A_PUBLIC_URL's path, taken off the paths that carry it, so
-a deployment behind a path still routes; `.` and `..` segments and encoded slashes are
-refused, as no A2A path has them), the body size limit,
+a deployment behind a path still routes; a path no route takes with a `.` or `..` segment or
+an encoded slash is refused, not served as JSON-RPC), the body size limit,
 authentication before any work, the status codes of REST answers, streamed answers as
 server-sent events, the seeds' `GET /sse?taskId=` (the subscribe operation, framed as
 `task_update` events), and turning every failure into the protocol's error body (never an
@@ -159,9 +159,6 @@ class HttpApp:
             close()
 
     def __call__(self, request: flask.Request) -> flask.Response:
-        problem = _path_problem(request)
-        if problem is not None:
-            return _status_error(400, "INVALID_ARGUMENT", problem)
         path = self._route_path(request.path)
         if path in CARD_PATHS:
             if request.method not in ("GET", "HEAD"):
@@ -176,7 +173,10 @@ class HttpApp:
         binding: RestBinding = rest_v0_3 if path.startswith(rest_v0_3.PREFIX + "/") else rest
         found = binding.match(request.method, path)
         if found is not None:
-            return self._rest(request, binding, *found)
+            return self._rest(request, binding, *found)  # an odd id there: the id rule's 400
+        problem = _path_problem(request)
+        if problem is not None:
+            return _status_error(400, "INVALID_ARGUMENT", problem)
         methods = binding.allowed(path)
         if methods:
             takes = f"{_shown(path)} takes {' or '.join(methods)}"

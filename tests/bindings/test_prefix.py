@@ -106,15 +106,23 @@ def test_a_path_that_only_starts_like_the_prefix_keeps_it(served: Client) -> Non
         "/agents/x/%2e%2e/v1/card",
         "/agents/x/v1/tasks/a%2Fb",
         "/agents/x/v1/tasks/a%2fb:cancel",
-        "/v1/tasks/..",
+        "/agents/x/tasks/%2E%2E/x:cancel",
     ],
 )
 @pytest.mark.parametrize("method", ["GET", "POST"])
 def test_dot_segments_and_encoded_slashes_are_400(served: Client, path: str, method: str) -> None:
+    # No route takes them, and a POST is not taken for JSON-RPC either.
     response = served.http.open(path, method=method, data=b"{}")
     assert response.status_code == 400, response.data
     error = response.get_json()["error"]
     assert error["status"] == "INVALID_ARGUMENT" and "path" in error["message"]
+
+
+def test_a_dot_segment_as_an_id_gets_the_id_rule(served: Client) -> None:
+    for path in ("/agents/x/v1/tasks/..", "/v1/tasks/.", "/agents/x/tasks/.."):
+        response = served.http.get(path)
+        assert response.status_code == 400, response.data
+        assert "'params.id'" in response.get_data(as_text=True)
 
 
 @pytest.mark.parametrize("method", ["GET", "POST", "DELETE"])
