@@ -25,7 +25,8 @@ from shared.settings import Settings
 
 # The interfaces this deployment serves, most preferred first (the v1.0 card's order). All
 # share the base URL: the HTTP+JSON binding's paths (/message:send, /tasks/...) hang off it.
-INTERFACES = (("JSONRPC", "1.0"), ("JSONRPC", "0.3"), ("HTTP+JSON", "1.0"))
+# v0.3's HTTP+JSON paths start with /v1 (shared.bindings.rest_v0_3): its clients add it.
+INTERFACES = (("JSONRPC", "1.0"), ("JSONRPC", "0.3"), ("HTTP+JSON", "1.0"), ("HTTP+JSON", "0.3"))
 GOOGLE_DISCOVERY = "https://accounts.google.com/.well-known/openid-configuration"
 
 
@@ -219,12 +220,15 @@ class AgentCard:
             for binding, version in INTERFACES
         ]
         if hybrid:
-            # v0.3 readers: the interfaces that speak 0.3. HTTP+JSON is served in its 1.0
-            # form only (no /v1 paths), so a v0.3 reader is not pointed at it.
+            # v0.3 readers: the interfaces that speak 0.3.
             card["protocolVersion"] = "0.3.0"
             card["url"] = url
             card["preferredTransport"] = INTERFACES[0][0]
-            card["additionalInterfaces"] = [{"url": url, "transport": "JSONRPC"}]
+            card["additionalInterfaces"] = [
+                {"url": url, "transport": binding}
+                for binding, version in INTERFACES
+                if version == "0.3"
+            ]
         return card
 
     def document(self, url: str) -> CardDocument:

@@ -3,7 +3,9 @@
 `check(response)` looks at one Flask test response and the request that made it: a 1.0
 answer (a 1.0 JSON-RPC method, or an HTTP+JSON route) is parsed into the official SDK's
 protobuf types with unknown fields rejected; a 0.3 answer is validated against the v0.3 JSON
-schema (`tests/schemas/`); a 0.1 answer (no schema is vendored for 0.1) has its data parts
+schema (`tests/schemas/`), or, from 0.3's HTTP+JSON routes (`/v1/...`), parsed into the
+SDK's v0.3 protobuf types (`a2a.compat.v0_3`) with unknown fields rejected; a 0.1 answer
+(no schema is vendored for 0.1) has its data parts
 checked to be objects, as 0.1 clients parse them. An event stream is checked frame by frame
 as the test reads it. The `schema_checked` fixture (tests/conftest.py) applies it to every
 request a test makes through the Flask test client.
@@ -18,13 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+from a2a.compat.v0_3 import a2a_v0_3_pb2
 from a2a.types import a2a_pb2
 from google.protobuf import any_pb2, empty_pb2, json_format
 from google.protobuf.message import Message as ProtoMessage
 from google.rpc import code_pb2, error_details_pb2  # noqa: F401 - registers the details' types
 from werkzeug.test import TestResponse
 
-from shared.bindings import rest
+from shared.bindings import rest, rest_v0_3
 from shared.bindings.json_http import content_type_error
 from shared.dialects.registry import METHODS
 
@@ -46,6 +49,19 @@ V1_RESULTS: dict[str, type[ProtoMessage]] = {
     "push_list": a2a_pb2.ListTaskPushNotificationConfigsResponse,
     "push_delete": empty_pb2.Empty,
     "extended_card": a2a_pb2.AgentCard,
+}
+
+# operation -> the v0.3 HTTP+JSON answer's protobuf type (the extended card is the JSON card).
+V0_3_REST_RESULTS: dict[str, type[ProtoMessage]] = {
+    "send": a2a_v0_3_pb2.SendMessageResponse,
+    "stream": a2a_v0_3_pb2.StreamResponse,
+    "subscribe": a2a_v0_3_pb2.StreamResponse,
+    "get": a2a_v0_3_pb2.Task,
+    "cancel": a2a_v0_3_pb2.Task,
+    "push_set": a2a_v0_3_pb2.TaskPushNotificationConfig,
+    "push_get": a2a_v0_3_pb2.TaskPushNotificationConfig,
+    "push_list": a2a_v0_3_pb2.ListTaskPushNotificationConfigResponse,
+    "push_delete": empty_pb2.Empty,
 }
 
 # operation -> the v0.3 schema's definition of a successful JSON-RPC answer (or frame). The
@@ -87,11 +103,12 @@ def check_v0_3(definition: str, value: Any) -> None:
 
 
 def check_v1(kind: type[ProtoMessage], value: Any) -> None:
-    """`value` parses as the 1.0 protobuf `kind`, unknown fields rejected."""
+    """`value` parses as the protobuf `kind` (1.0's, or v0.3's), unknown fields rejected."""
     try:
         json_format.ParseDict(value, kind(), ignore_unknown_fields=False)
     except json_format.ParseError as error:
-        raise AssertionError(f"not a valid 1.0 {kind.__name__}: {error}\n{value}") from None
+        package = kind.DESCRIPTOR.full_name
+        raise AssertionError(f"not a valid {package}: {error}\n{value}") from None
 
 
 def check_v0_1(value: Any) -> None:
@@ -177,6 +194,47 @@ def check_rest_answer(answer: Any, operation: str) -> None:
         check_v1(V1_RESULTS[operation], answer)
 
 
+def check_rest_v0_3_answer(answer: Any, operation: str) -> None:
+    """One v0.3 HTTP+JSON body (or stream frame): the operation's result in v0.3's ProtoJSON,
+    or the binding's error (`code`, `message`, `data`)."""
+    assert isinstance(answer, dict), answer
+    if set(answer) == {"error"}:
+        # Refused before any route (a `..` segment, a path under a prefix no route has): the
+        # HTTP face's google.rpc Status, as 1.0's binding answers.
+        check_rest_answer(answer, "none")
+    elif "code" in answer and "message" in answer:
+        assert set(answer) <= {"code", "message", "data"}, answer
+        assert isinstance(answer["code"], int) and isinstance(answer["message"], str), answer
+        assert isinstance(answer.get("data", {}), dict), answer
+    elif operation == "extended_card":
+        check_v0_3("AgentCard", answer)
+    else:
+        check_v1(V0_3_REST_RESULTS[operation], answer)
+
+
+def rest_route(method: str, path: str) -> tuple[rest.Route, bool] | None:
+    """The REST route a request reached, and whether it is v0.3's; a path prefix before the
+    route (a deployment's, A2A_PUBLIC_URL's path) is skipped."""
+    segments = path.rstrip("/").split("/")
+    for start in range(1, len(segments)):
+        tail = "/" + "/".join(segments[start:])
+        v0_3 = tail.startswith(rest_v0_3.PREFIX + "/")  # as the server decides
+        found = (rest_v0_3 if v0_3 else rest).match(method, tail)
+        if found is not None:
+            return found[0], v0_3
+        if v0_3:
+            return None  # a path under /v1 no route has: no shorter tail is the route
+    return None
+
+
+def _odd_path(request: Any) -> bool:
+    """A path with a `.` or `..` segment or an encoded slash, which no route takes (the
+    server refuses it rather than serve JSON-RPC there)."""
+    raw = request.environ.get("RAW_URI") or request.environ.get("REQUEST_URI") or ""
+    dots = any(segment in (".", "..") for segment in request.path.split("/"))
+    return dots or "%2f" in raw.split("?", 1)[0].lower()
+
+
 def _frames(chunks: Iterable[bytes | str]) -> Iterator[tuple[bytes | str, list[Any]]]:
     """Each chunk as it arrives, with the JSON of the events it completes."""
     buffer = ""
@@ -254,13 +312,28 @@ def check(response: TestResponse) -> None:
     """Check `response` in the schema of the version that answered it (a card, the seeds'
     `GET /sse` and non-A2A paths are not A2A answers: left alone)."""
     request = response.request
+    if request.method == "HEAD":
+        return  # no body to check
     header_version = request.headers.get("A2A-Version")
-    route = rest.match(request.method, request.path)
+    route = rest_route(request.method, request.path)
     if route is not None:
-        operation = route[0].operation
+        operation, v0_3 = route[0].operation, route[1]
 
         def check_one(answer: Any) -> None:
-            check_rest_answer(answer, operation)
+            if v0_3:
+                check_rest_v0_3_answer(answer, operation)
+            else:
+                check_rest_answer(answer, operation)
+
+    elif _odd_path(request):  # refused before any route: the HTTP face's google.rpc Status
+
+        def check_one(answer: Any) -> None:
+            check_rest_answer(answer, "none")
+
+    elif "/v1/" in request.path:  # no JSON-RPC there: the 0.3 binding's not-found error
+
+        def check_one(answer: Any) -> None:
+            check_rest_v0_3_answer(answer, "none")
 
     elif request.method == "POST" and response.mimetype in (
         "application/json",

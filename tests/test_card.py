@@ -27,9 +27,13 @@ def test_hybrid_card_has_v1_and_v03_fields(client: Client) -> None:
         {"url": "http://localhost/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
         {"url": "http://localhost/", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
         {"url": "http://localhost/", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+        {"url": "http://localhost/", "protocolBinding": "HTTP+JSON", "protocolVersion": "0.3"},
     ]
-    # HTTP+JSON is served in its 1.0 form only: v0.3 readers are not pointed at it.
-    assert card["additionalInterfaces"] == [{"url": "http://localhost/", "transport": "JSONRPC"}]
+    # v0.3 readers: both interfaces that speak 0.3 (their HTTP+JSON clients add /v1).
+    assert card["additionalInterfaces"] == [
+        {"url": "http://localhost/", "transport": "JSONRPC"},
+        {"url": "http://localhost/", "transport": "HTTP+JSON"},
+    ]
     assert card["url"] == "http://localhost/"
     assert card["preferredTransport"] == "JSONRPC"
     assert card["protocolVersion"] == "0.3.0"

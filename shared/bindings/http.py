@@ -1,7 +1,10 @@
 """The HTTP face of the `a2a` function: routes a Flask request to the card, REST or JSON-RPC.
 
 It owns what is HTTP about A2A: the well-known card paths with caching headers, which paths
-are the HTTP+JSON binding's (they win; any other POST is JSON-RPC), the body size limit,
+are the HTTP+JSON bindings' (1.0's, and 0.3's under `/v1/`: they win; any other POST is
+JSON-RPC), the path prefix (A2A_PUBLIC_URL's path, taken off the paths that carry it, so
+a deployment behind a path still routes; a path no route takes with a `.` or `..` segment or
+an encoded slash is refused, not served as JSON-RPC), the body size limit,
 authentication before any work, the status codes of REST answers, streamed answers as
 server-sent events, the seeds' `GET /sse?taskId=` (the subscribe operation, framed as
 `task_update` events), and turning every failure into the protocol's error body (never an
@@ -11,14 +14,15 @@ HTML page or a traceback).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import flask
 
 from shared import extensions, streaming
 from shared.bindings import body as front_door
-from shared.bindings import jsonrpc, operations, rest, sse
+from shared.bindings import jsonrpc, operations, rest, rest_v0_3, sse
 from shared.bindings.json_http import JSON, json_response
 from shared.card import AgentCard
 from shared.dialects.base import Dialect
@@ -75,8 +79,48 @@ class _Unauthenticated(UnauthenticatedError):
         self.challenge = challenge
 
 
-def _rest_error(error: A2AError) -> flask.Response:
-    return json_response(rest.error_body(error), error.http_status)
+class RestBinding(Protocol):
+    """What a version's HTTP+JSON binding module provides (shared.bindings.rest, rest_v0_3)."""
+
+    def match(self, method: str, path: str) -> tuple[rest.Route, dict[str, str]] | None: ...
+
+    def allowed(self, path: str) -> list[str]: ...
+
+    def dispatch(
+        self,
+        route: rest.Route,
+        ids: Mapping[str, str],
+        *,
+        call: operations.Call,
+        query: Mapping[str, str],
+        body: bytes,
+        content_type: str | None,
+        version: str | None,
+    ) -> Any: ...
+
+    def error_body(self, error: A2AError) -> dict[str, Any]: ...
+
+    def stream_events(self, streamed: operations.Streamed) -> Iterator[str]: ...
+
+
+def _rest_error(error: A2AError, binding: RestBinding = rest) -> flask.Response:
+    return json_response(binding.error_body(error), error.http_status)
+
+
+def _shown(path: str, limit: int = 200) -> str:
+    """A path as an error names it: a long one is cut (an answer must not echo 1 MB back)."""
+    return path if len(path) <= limit else path[:limit] + "..."
+
+
+def _path_problem(request: flask.Request) -> str | None:
+    """Why a path is no A2A path at all: a `.` or `..` segment, or an encoded slash (ids never
+    hold one). The raw path is the server's (gunicorn's RAW_URI, werkzeug's REQUEST_URI)."""
+    if any(segment in (".", "..") for segment in request.path.split("/")):
+        return "the path has a '.' or '..' segment: send the path as the agent card names it"
+    raw = request.environ.get("RAW_URI") or request.environ.get("REQUEST_URI") or ""
+    if "%2f" in raw.split("?", 1)[0].lower():
+        return "the path has an encoded slash (%2F): no A2A path or id holds one"
+    return None
 
 
 def _status_error(status: int, code: str, message: str) -> flask.Response:
@@ -95,6 +139,9 @@ class HttpApp:
     ) -> None:
         self.service = service
         self.card = card
+        # Served under a path (https://host/agents/x): requests may carry it, or a proxy may
+        # have taken it off; either way the routes below are matched without it.
+        self.prefix = urlsplit(settings.public_url).path.rstrip("/") if settings.public_url else ""
         self.authenticator = authenticator
         self.settings = settings
         self.signer = signer
@@ -113,7 +160,7 @@ class HttpApp:
             close()
 
     def __call__(self, request: flask.Request) -> flask.Response:
-        path = request.path.rstrip("/") or "/"
+        path = self._route_path(request.path)
         if path in CARD_PATHS:
             if request.method not in ("GET", "HEAD"):
                 return _status_error(405, "METHOD_NOT_ALLOWED", "the agent card is read with GET")
@@ -124,16 +171,26 @@ class HttpApp:
             return json_response(keys, headers={"Cache-Control": "public, max-age=300"})
         if path == "/sse":
             return self._seed_sse(request)
-        found = rest.match(request.method, path)
+        binding: RestBinding = rest_v0_3 if path.startswith(rest_v0_3.PREFIX + "/") else rest
+        found = binding.match(request.method, path)
         if found is not None:
-            return self._rest(request, *found)
-        methods = rest.allowed(path)
+            return self._rest(request, binding, *found)  # an odd id there: the id rule's 400
+        problem = _path_problem(request)
+        if problem is not None:
+            return _status_error(400, "INVALID_ARGUMENT", problem)
+        methods = binding.allowed(path)
         if methods:
-            response = _status_error(
-                405, "METHOD_NOT_ALLOWED", f"{path} takes {' or '.join(methods)}"
-            )
+            takes = f"{_shown(path)} takes {' or '.join(methods)}"
+            if binding is rest:
+                response = _status_error(405, "METHOD_NOT_ALLOWED", takes)
+            else:  # v0.3's error body, its code the nearest JSON-RPC has
+                response = json_response(binding.error_body(MethodNotFoundError(takes)), 405)
             response.headers["Allow"] = ", ".join(methods)
             return response
+        if binding is rest_v0_3:  # no JSON-RPC under /v1/: an unknown path is not found
+            return _rest_error(
+                MethodNotFoundError(f"no route for {request.method} {_shown(path)}"), binding
+            )
         if request.method == "POST":
             # JSON-RPC at the root, and at any other path a deployment puts in front of it
             # (seed 002 posts to /api/a2a).
@@ -144,7 +201,15 @@ class HttpApp:
                 "METHOD_NOT_ALLOWED",
                 "POST JSON-RPC requests here; the agent card is at /.well-known/agent-card.json",
             )
-        return _rest_error(MethodNotFoundError(f"no route for {request.method} {request.path}"))
+        return _rest_error(
+            MethodNotFoundError(f"no route for {request.method} {_shown(request.path)}")
+        )
+
+    def _route_path(self, path: str) -> str:
+        """The path the routes know: without the prefix (when it carries it) and a final `/`."""
+        if self.prefix and (path == self.prefix or path.startswith(self.prefix + "/")):
+            path = path[len(self.prefix) :]
+        return path.rstrip("/") or "/"
 
     def public_url(self, request: flask.Request) -> str:
         """The URL clients reach us by, also behind a proxy that sets X-Forwarded-*."""
@@ -194,16 +259,20 @@ class HttpApp:
         return _echo(response, call)
 
     def _rest(
-        self, request: flask.Request, route: rest.Route, ids: dict[str, str]
+        self,
+        request: flask.Request,
+        binding: RestBinding,
+        route: rest.Route,
+        ids: dict[str, str],
     ) -> flask.Response:
         try:
             body = self._body(request)
             principal = self._authenticate(request)
             call = self._call(request, principal)
         except InvalidRequestError as error:  # too large, no credentials, an unusable header
-            return self._refused(_rest_error(error), error)
+            return self._refused(_rest_error(error, binding), error)
         try:
-            answer = rest.dispatch(
+            answer = binding.dispatch(
                 route,
                 ids,
                 call=call,
@@ -213,9 +282,9 @@ class HttpApp:
                 version=_version(request),
             )
         except A2AError as error:
-            return _echo(_rest_error(error), call)
+            return _echo(_rest_error(error, binding), call)
         if isinstance(answer, operations.Streamed):
-            return _echo(sse.response(rest.stream_events(answer), answer.frames), call)
+            return _echo(sse.response(binding.stream_events(answer), answer.frames), call)
         # A delete answers google.protobuf.Empty.
         return _echo(json_response({} if answer is None else answer), call)
 

@@ -21,6 +21,7 @@ from shared.bindings import body as json_body
 from shared.bindings import sse
 from shared.bindings.json_http import content_type_error
 from shared.bindings.operations import Call, Streamed, run
+from shared.dialects.base import Dialect
 from shared.dialects.registry import require_version
 from shared.dialects.v1_0 import V1, bad_request, error_info
 from shared.errors import A2AError, InternalError, InvalidParamsError
@@ -37,7 +38,8 @@ class Route:
     pattern: re.Pattern[str]
 
 
-def _route(method: str, template: str, operation: str) -> Route:
+def route(method: str, template: str, operation: str) -> Route:
+    """A route of a binding's table (this one's, or v0.3's in shared.bindings.rest_v0_3)."""
     # An id is one segment without the `:verb` suffix (ids are server-generated: no `:` or `/`).
     pieces = re.split(r"\{(\w+)\}", template)
     regex = "".join(
@@ -49,34 +51,36 @@ def _route(method: str, template: str, operation: str) -> Route:
 # The placeholders are named after the 1.0 params they fill (GetTask's `id`, a push config's
 # `taskId` and `id`), so the path ids drop into the params as they are.
 ROUTES = (
-    _route("POST", "/message:send", "send"),
-    _route("POST", "/message:stream", "stream"),
-    _route("GET", "/tasks", "list"),
-    _route("GET", "/tasks/{id}", "get"),
-    _route("POST", "/tasks/{id}:cancel", "cancel"),
+    route("POST", "/message:send", "send"),
+    route("POST", "/message:stream", "stream"),
+    route("GET", "/tasks", "list"),
+    route("GET", "/tasks/{id}", "get"),
+    route("POST", "/tasks/{id}:cancel", "cancel"),
     # S1 says POST, the proto's HTTP annotation GET: the SDK accepts both, and so do we.
-    _route("POST", "/tasks/{id}:subscribe", "subscribe"),
-    _route("GET", "/tasks/{id}:subscribe", "subscribe"),
-    _route("POST", "/tasks/{taskId}/pushNotificationConfigs", "push_set"),
-    _route("GET", "/tasks/{taskId}/pushNotificationConfigs", "push_list"),
-    _route("GET", "/tasks/{taskId}/pushNotificationConfigs/{id}", "push_get"),
-    _route("DELETE", "/tasks/{taskId}/pushNotificationConfigs/{id}", "push_delete"),
-    _route("GET", "/extendedAgentCard", "extended_card"),
+    route("POST", "/tasks/{id}:subscribe", "subscribe"),
+    route("GET", "/tasks/{id}:subscribe", "subscribe"),
+    route("POST", "/tasks/{taskId}/pushNotificationConfigs", "push_set"),
+    route("GET", "/tasks/{taskId}/pushNotificationConfigs", "push_list"),
+    route("GET", "/tasks/{taskId}/pushNotificationConfigs/{id}", "push_get"),
+    route("DELETE", "/tasks/{taskId}/pushNotificationConfigs/{id}", "push_delete"),
+    route("GET", "/extendedAgentCard", "extended_card"),
 )
 
 
-def match(method: str, path: str) -> tuple[Route, dict[str, str]] | None:
+def match(
+    method: str, path: str, routes: tuple[Route, ...] = ROUTES
+) -> tuple[Route, dict[str, str]] | None:
     """The route for a request, with the ids its path carries (None: not a REST request)."""
-    for route in ROUTES:
-        found = route.pattern.match(path)
-        if found and route.method == method:
-            return route, found.groupdict()
+    for one in routes:
+        found = one.pattern.match(path)
+        if found and one.method == method:
+            return one, found.groupdict()
     return None
 
 
-def allowed(path: str) -> list[str]:
+def allowed(path: str, routes: tuple[Route, ...] = ROUTES) -> list[str]:
     """The methods a REST path takes (empty: not a REST path)."""
-    return [route.method for route in ROUTES if route.pattern.match(path)]
+    return [one.method for one in routes if one.pattern.match(path)]
 
 
 def dispatch(
@@ -93,9 +97,14 @@ def dispatch(
 
     Raises A2AError for anything wrong, including an InternalError for a failure of ours."""
     require_version(version)
-    params = _params(ids, query, body, content_type)
+    return run_route(route, call, _params(ids, query, body, content_type), V1)
+
+
+def run_route(route: Route, call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    """The route's operation in the dialect; a failure of ours is an InternalError with a
+    reference to the logged traceback."""
     try:
-        return run(route.operation, call, params, V1)
+        return run(route.operation, call, params, dialect)
     except A2AError:
         raise
     except Exception:
@@ -111,16 +120,22 @@ def _params(
     read ProtoJSON's decimal strings and `true`/`false`), then the body, then the path ids,
     which name the resource and so win over anything the body says."""
     params: dict[str, Any] = dict(query)
-    if body.strip():
-        unsupported = content_type_error(content_type)
-        if unsupported is not None:  # before parsing: a text/plain body need not be JSON
-            raise unsupported
-        payload = json_body.parse(body)  # raises the parse or invalid-request error
-        if not isinstance(payload, dict):
-            raise InvalidParamsError("the body must be a JSON object", field="body")
-        params.update(payload)
+    params.update(body_object(body, content_type))
     params.update(ids)
     return params
+
+
+def body_object(body: bytes, content_type: str | None) -> dict[str, Any]:
+    """A REST request's JSON object body, through the front door (empty: no body)."""
+    if not body.strip():
+        return {}
+    unsupported = content_type_error(content_type)
+    if unsupported is not None:  # before parsing: a text/plain body need not be JSON
+        raise unsupported
+    payload = json_body.parse(body)  # raises the parse or invalid-request error
+    if not isinstance(payload, dict):
+        raise InvalidParamsError("the body must be a JSON object", field="body")
+    return payload
 
 
 def error_body(error: A2AError) -> dict[str, Any]:
