@@ -279,14 +279,16 @@ class Server:
                 raise RuntimeError(f"the server exited at start:\n{self.output()}")
             try:
                 # Any answer will do: the worker answers this GET with 405.
-                requests.get(f"{self.url}/.well-known/agent-card.json", timeout=1)
+                # A loaded machine may take longer than that to answer the first request
+                # (imports, the app's build): a read timeout means "not yet", like a refusal.
+                requests.get(f"{self.url}/.well-known/agent-card.json", timeout=5)
                 return True
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):
                 return False
 
         try:
             wait_until(answers, 30, lambda: "the server did not answer within 30 s")
-        except AssertionError:
+        except BaseException:  # never leave the process behind, whatever ended the wait
             self.stop()
             raise
 
