@@ -32,7 +32,13 @@ from shared.service import A2AService
 from shared.settings import Settings, SettingsError
 from shared.store.notifying import NotifyingTaskStore
 from shared.tasks_auth import EmulatorTokens, GoogleTokens, TokenVerifier
-from shared.worker import Worker
+from shared.worker import TurnQueue, Worker, retry_span
+
+# The work queue's backoff between attempts, in seconds: Cloud Tasks' as `make deploy`
+# creates the queue (infra/deploy.toml, [queues.work]), and the in-process queue's. A turn
+# whose worker went silent is recovered once the queue can have no attempt left.
+_CLOUD_TASKS_BACKOFF = (5.0, 300.0)
+_INLINE_BACKOFF = (0.1, 5.0)
 
 
 def _store(settings: Settings) -> TaskStore:
@@ -202,21 +208,29 @@ def build(
     hosts, ports = settings.push_allowed_hosts, settings.push_allowed_ports
     work_queue = _cloud_queue(settings, settings.work_queue, settings.worker_url)
     if work_queue is None:  # the embedded backend: the worker runs in this process
+        work_queue = InlineQueue(
+            # `worker` is made below, before anything is enqueued.
+            lambda payload, delivery: worker.deliver(payload, delivery).accepted,
+            max_attempts=settings.work_max_attempts,
+            min_backoff=_INLINE_BACKOFF[0],
+            max_backoff=_INLINE_BACKOFF[1],
+        )
+        turns = _turns(settings, tasks.store, work_queue, _INLINE_BACKOFF)
         worker = Worker(
             tasks.store,
             module,
             commit_interval=settings.commit_interval,
             lease_seconds=settings.lease_seconds,
+            turns=turns,
             limits=settings.limits,
         )
-        work_queue = InlineQueue(
-            lambda payload, delivery: worker.deliver(payload, delivery).accepted,
-            max_attempts=settings.work_max_attempts,
-        )
+    else:
+        turns = _turns(settings, tasks.store, work_queue, _CLOUD_TASKS_BACKOFF)
     service = A2AService(
         tasks.store,
         module,
-        queue=work_queue,
+        turns=turns,
+        lease_seconds=settings.lease_seconds,
         commit_interval=settings.commit_interval,
         deduplicate=settings.deduplicate_messages,
         push_configs=tasks.push_configs,
@@ -238,6 +252,18 @@ def build(
     return app
 
 
+def _turns(
+    settings: Settings, store: TaskStore, queue: TaskQueue | None, backoff: tuple[float, float]
+) -> TurnQueue:
+    """Queued turns onto `queue` (None: into the outbox), recovered after its retries."""
+    return TurnQueue(
+        store,
+        queue,
+        lease_seconds=settings.lease_seconds,
+        queue_span=retry_span(settings.work_max_attempts, *backoff),
+    )
+
+
 def build_worker(
     settings: Settings | None = None,
     store: TaskStore | None = None,
@@ -246,11 +272,15 @@ def build_worker(
     """The `worker` function: Cloud Tasks hands it background turns."""
     settings = settings or Settings.from_env()
     module = module or load_handler_module(settings.handler)
+    tasks = _tasks(settings, module, store)
+    # A turn that ends while messages wait on its task queues the next one, to this worker.
+    own_queue = _cloud_queue(settings, settings.work_queue, settings.worker_url)
     worker = Worker(
-        _tasks(settings, module, store).store,
+        tasks.store,
         module,
         commit_interval=settings.commit_interval,
         lease_seconds=settings.lease_seconds,
+        turns=_turns(settings, tasks.store, own_queue, _CLOUD_TASKS_BACKOFF),
         limits=settings.limits,
     )
     return QueueTargetApp(
