@@ -250,6 +250,11 @@ class A2AService:
             raise self._taken(request) from None
         if isinstance(result, Message):
             return result
+        if not result.status.state.final:
+            # The turn handed the task over to a message sent meanwhile: wait for that too.
+            handed = self.store.get(owner, result.id)
+            if handed is not None:
+                result = self._wait(handed).task
         return view(result, request.history_length)
 
     def stream(
