@@ -278,17 +278,9 @@ class TurnQueue:
         """Put the task's queued turn on the work queue (an entry of that name adds nothing).
         When the queue does not take it, the turn goes to the task's outbox: raises
         QueueUnavailable."""
-        lease = queued.lease
-        assert lease is not None and not lease.holder
-        job = TurnJob(queued.task.id, queued.owner, lease.turn, lease.message_id, lease.redrives)
-        try:
-            if self.queue is None:
-                raise QueueUnavailable(job.task_id)
-            self.queue.enqueue(job.name, job.payload())
-        except Exception:
-            log.exception("task %s: the work queue did not take turn %d", job.task_id, job.turn)
+        if not self._put(queued):
             self._to_outbox(queued)
-            raise QueueUnavailable(job.task_id) from None
+            raise QueueUnavailable(queued.task.id)
         return queued
 
     def hand_over(self, queued: StoredTask) -> None:
@@ -297,19 +289,36 @@ class TurnQueue:
         with contextlib.suppress(QueueUnavailable):
             self.enqueue(queued)
 
-    def _to_outbox(self, queued: StoredTask) -> None:
-        def decide() -> None:
+    def _put(self, queued: StoredTask) -> bool:
+        """Enqueue the job of the task's queued turn; False when the queue did not take it."""
+        lease = queued.lease
+        assert lease is not None and not lease.holder
+        job = TurnJob(queued.task.id, queued.owner, lease.turn, lease.message_id, lease.redrives)
+        if self.queue is None:
+            return False
+        try:
+            self.queue.enqueue(job.name, job.payload())
+        except Exception:
+            log.exception("task %s: the work queue did not take turn %d", job.task_id, job.turn)
+            return False
+        return True
+
+    def _to_outbox(self, queued: StoredTask) -> StoredTask:
+        """The task with its queued turn marked as having no queue entry (best effort)."""
+
+        def decide() -> StoredTask:
             current = self.store.get(queued.owner, queued.task.id)
             if current is None or current.lease is None or current.lease != queued.lease:
-                return  # taken by a worker (the enqueue did land), canceled, or moved on
+                return current or queued  # taken by a worker (the enqueue did land), or ended
             lease = replace(current.lease, outbox=True)
-            self.store.commit(replace(current, lease=lease), current.task, [])
+            return self.store.commit(replace(current, lease=lease), current.task, [])
 
         try:
-            retry_on_conflict(decide, subject=f"task {queued.task.id}")
+            return retry_on_conflict(decide, subject=f"task {queued.task.id}")
         except Exception:
             # The queued lease still expires: the sweep re-drives it then.
             log.exception("task %s: could not record its turn in the outbox", queued.task.id)
+            return queued
 
     def due(self, stored: StoredTask) -> bool:
         """Whether the task's turn has no owner left: recover it (`settle`)."""
@@ -338,7 +347,8 @@ class TurnQueue:
             current = next(attempts, None) or self.store.get(stored.owner, stored.task.id)
             if current is None or not self.due(current):
                 return current or stored, False
-            return self._recover(current), True
+            recovered = self._recover(current)
+            return recovered, recovered is not current
 
         try:
             return retry_on_conflict(decide, subject=f"task {stored.task.id}")
@@ -353,26 +363,25 @@ class TurnQueue:
         if abandoned(stored, self._clock):
             return end(self.store, stored, TaskState.FAILED, LOST_TEXT)
         if lease.outbox:
+            if not self._put(stored):
+                return stored  # still refused: the next reader or sweep tries again
             again = replace(lease, outbox=False, expires=self._clock.now() + self._lease)
-            queued = self.store.commit(replace(stored, lease=again), stored.task, [])
-        elif not lease.message_id or lease.redrives >= REDRIVE_LIMIT:
+            return self.store.commit(replace(stored, lease=again), stored.task, [])
+        if not lease.message_id or lease.redrives >= REDRIVE_LIMIT:
             text = REDRIVEN_TEXT.format(count=lease.redrives + 1)
             log.error("task %s: %s", stored.task.id, text)
             return end(self.store, stored, TaskState.FAILED, text)
-        else:
-            log.warning(
-                "task %s: turn %d has no live run (holder %r); re-queued",
-                stored.task.id,
-                lease.turn,
-                lease.holder,
-            )
-            again = replace(
-                self.queued_lease(lease.turn, lease.message_id), redrives=lease.redrives + 1
-            )
-            queued = self.store.commit(replace(stored, lease=again), stored.task, [])
-        with contextlib.suppress(QueueUnavailable):
-            self.enqueue(queued)
-        return queued
+        log.warning(
+            "task %s: turn %d has no live run (holder %r); re-queued",
+            stored.task.id,
+            lease.turn,
+            lease.holder,
+        )
+        again = replace(
+            self.queued_lease(lease.turn, lease.message_id), redrives=lease.redrives + 1
+        )
+        queued = self.store.commit(replace(stored, lease=again), stored.task, [])
+        return queued if self._put(queued) else self._to_outbox(queued)
 
     def sweep(self, now: datetime) -> int:
         """Recover every due turn (up to SWEEP_BATCH, the longest expired first); how many
