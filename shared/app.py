@@ -1,7 +1,8 @@
 """Wiring, all of it: from the settings to the three functions' apps.
 
 - `a2a` (`build`): task store, push notifier, queues, handler module, service, card.
-- `worker` (`build_worker`): task store, push notifier, handler module, worker, token check.
+- `worker` (`build_worker`): task store, push notifier, handler module, worker, token check,
+  and the sweep (`POST /sweep`, Cloud Scheduler's).
 - `deliver` (`build_deliver`): task store, push config store, deliverer, token check.
 
 With push notifications on, the task store of `a2a` and `worker` is wrapped by the notifier
@@ -31,6 +32,7 @@ from shared.queue.inline import InlineQueue
 from shared.service import A2AService
 from shared.settings import Settings, SettingsError
 from shared.store.notifying import NotifyingTaskStore
+from shared.sweep import Sweep, Sweeper, SweepTimer
 from shared.tasks_auth import EmulatorTokens, GoogleTokens, TokenVerifier
 from shared.worker import TurnQueue, Worker, retry_span
 
@@ -39,6 +41,9 @@ from shared.worker import TurnQueue, Worker, retry_span
 # whose worker went silent is recovered once the queue can have no attempt left.
 _CLOUD_TASKS_BACKOFF = (5.0, 300.0)
 _INLINE_BACKOFF = (0.1, 5.0)
+# How often a process that runs its work queue itself (make run) sweeps; deployed, Cloud
+# Scheduler calls the worker's /sweep (infra/deploy.toml, [sweep]).
+_SWEEP_SECONDS = 30.0
 
 
 def _store(settings: Settings) -> TaskStore:
@@ -246,10 +251,19 @@ def build(
         extended_skills=extended_skills(module, settings),
     )
     app = HttpApp(service, card, _authenticator(settings), settings, _signer(settings, module))
+    if isinstance(work_queue, InlineQueue):  # no worker function, so no Cloud Scheduler
+        timer = SweepTimer(Sweep(_sweepers(turns)), _SWEEP_SECONDS)
+        timer.start()
+        app.closers.append(timer.close)
     app.closers.append(work_queue.close)
     if tasks.push_queue is not None:
         app.closers.append(tasks.push_queue.close)
     return app
+
+
+def _sweepers(turns: TurnQueue) -> list[Sweeper]:
+    """What the sweep re-drives: every module's work that a failure can leave behind."""
+    return [turns.sweep]
 
 
 def _turns(
@@ -275,12 +289,13 @@ def build_worker(
     tasks = _tasks(settings, module, store)
     # A turn that ends while messages wait on its task queues the next one, to this worker.
     own_queue = _cloud_queue(settings, settings.work_queue, settings.worker_url)
+    turns = _turns(settings, tasks.store, own_queue, _CLOUD_TASKS_BACKOFF)
     worker = Worker(
         tasks.store,
         module,
         commit_interval=settings.commit_interval,
         lease_seconds=settings.lease_seconds,
-        turns=_turns(settings, tasks.store, own_queue, _CLOUD_TASKS_BACKOFF),
+        turns=turns,
         limits=settings.limits,
     )
     return QueueTargetApp(
@@ -289,6 +304,7 @@ def build_worker(
         _verifier(settings),
         url=_own_url(settings, "worker", settings.worker_url),
         max_attempts=settings.work_max_attempts,
+        sweep=Sweep(_sweepers(turns)),
     )
 
 

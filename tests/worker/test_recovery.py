@@ -78,20 +78,7 @@ class Rig:
     worker: Worker
 
     def left_by_a_dead_run(self, task_id: str, lease: Lease, owner: str = OWNER) -> StoredTask:
-        """A task `working` on message `m`, with the lease its vanished run left."""
-        message = Message(
-            message_id="m",
-            role=Role.USER,
-            parts=(Part(text="go"),),
-            task_id=task_id,
-            context_id="c",
-        )
-        working = StatusUpdate(
-            task_id=task_id, context_id="c", status=TaskStatus(state=TaskState.WORKING)
-        )
-        events: list[Event] = [message, working]
-        task = Task(id=task_id, context_id="c", status=TaskStatus(state=TaskState.SUBMITTED))
-        return self.store.create(owner, apply_all(task, events), events, dialect="1.0", lease=lease)
+        return left_by_a_dead_run(self.store, task_id, lease, owner)
 
     def read(self, task_id: str) -> StoredTask:
         return self.service.get(OWNER, TaskSelector(task_id))
@@ -99,6 +86,21 @@ class Rig:
     def deliver_all(self) -> list[Outcome]:
         jobs, self.queue.jobs = self.queue.jobs, []
         return [self.worker.deliver(payload, Delivery(0)) for _, payload in jobs]
+
+
+def left_by_a_dead_run(
+    store: MemoryTaskStore, task_id: str, lease: Lease, owner: str = OWNER
+) -> StoredTask:
+    """A task `working` on message `m`, with the lease its vanished run left."""
+    message = Message(
+        message_id="m", role=Role.USER, parts=(Part(text="go"),), task_id=task_id, context_id="c"
+    )
+    working = StatusUpdate(
+        task_id=task_id, context_id="c", status=TaskStatus(state=TaskState.WORKING)
+    )
+    events: list[Event] = [message, working]
+    task = Task(id=task_id, context_id="c", status=TaskStatus(state=TaskState.SUBMITTED))
+    return store.create(owner, apply_all(task, events), events, dialect="1.0", lease=lease)
 
 
 def rig() -> Rig:
