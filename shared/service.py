@@ -287,7 +287,8 @@ class A2AService:
                 return streaming.inline(begun, self.store, owner, policy)
             task_id = begun.task.id if isinstance(begun, StoredTask) else begun.id
         joined = self._stored(owner, task_id)
-        return streaming.follow(self.store, owner, joined, None, policy)
+        followed = streaming.follow(self.store, owner, joined, None, policy)
+        return self._recovering(owner, task_id, followed)
 
     def subscribe(
         self,
@@ -315,9 +316,28 @@ class A2AService:
                 field="task_id",
             )
         frames = policy.slots.open(
-            owner, lambda: streaming.follow(self.store, owner, stored, after_seq, policy)
+            owner,
+            lambda: self._recovering(
+                owner,
+                stored.task.id,
+                streaming.follow(self.store, owner, stored, after_seq, policy),
+            ),
         )
         return stored, frames
+
+    def _recovering(self, owner: str, task_id: str, frames: streaming.Stream) -> streaming.Stream:
+        """`frames` of a followed task; at each keep-alive tick (nothing happened for a
+        while) the task's turn is recovered if its owner vanished, so the stream goes on to
+        the re-run or the failure instead of only ticking."""
+        try:
+            for frame in frames:
+                if frame is None:
+                    stored = self.store.get(owner, task_id)
+                    if stored is not None:
+                        self._settle(stored)
+                yield frame
+        finally:
+            frames.close()
 
     def _begin(
         self,

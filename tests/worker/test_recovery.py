@@ -28,9 +28,10 @@ from shared.model import (
     TaskStatus,
 )
 from shared.ports import Delivery, Lease, StoredTask
-from shared.requests import TaskSelector
+from shared.requests import SubscribeRequest, TaskSelector
 from shared.service import A2AService, TurnNotQueuedError
 from shared.store.memory import MemoryTaskStore
+from shared.streaming import StreamPolicy, StreamSlots
 from shared.worker import LOST_TEXT, REDRIVE_LIMIT, REDRIVEN_TEXT, TurnQueue, Worker
 from tests.clock import ManualClock
 from tests.conftest import Client
@@ -228,3 +229,27 @@ def test_the_sweep_recovers_every_owners_due_turns_and_only_those() -> None:
     assert {p["owner"] for _, p in r.queue.jobs} == {"alice", "bob"}
     assert r.turns.sweep(r.clock.now()) == 0  # queued again, not due: nothing more to do
     assert r.store.get(OWNER, "t3").lease.holder == "gone"  # type: ignore[union-attr]
+
+
+def test_a_subscriber_of_a_task_whose_run_died_sees_the_rerun_to_its_end() -> None:
+    """A resumed stream looks again at each keep-alive tick: it does not only tick."""
+    r = rig()
+    dead = Lease(turn=1, holder="gone", expires=r.clock.now(), message_id="m", inline=True)
+    r.left_by_a_dead_run("t1", dead)
+    policy = StreamPolicy(keepalive=0.01, duration=30, idle=30, slots=StreamSlots(4))
+    _, frames = r.service.subscribe(OWNER, SubscribeRequest("t1"), policy)
+    try:
+        opening = next(frames)
+        assert opening is not None and opening.task.status.state is TaskState.WORKING
+        assert next(frames) is None and r.queue.jobs == []  # a tick: not due yet
+        r.clock.advance(LEASE + 0.1)
+        assert next(frames) is None  # the tick after which the turn was re-queued
+        assert len(r.queue.jobs) == 1
+        assert r.deliver_all() == [Outcome.RAN]
+        states = []
+        for frame in frames:
+            if frame is not None and isinstance(frame.item, StatusUpdate):
+                states.append(frame.item.status.state)
+        assert states[-1] is TaskState.COMPLETED
+    finally:
+        frames.close()
