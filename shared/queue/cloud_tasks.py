@@ -60,16 +60,31 @@ class CloudTasksQueue:
         self._url = url
         self._service_account = service_account
         self._clock = clock
-        if emulator_host:
-            # The emulator is local: gRPC must not route it through the machine's http_proxy.
-            channel = grpc.insecure_channel(emulator_host, options=[("grpc.enable_http_proxy", 0)])
-            transport = CloudTasksGrpcTransport(channel=channel)
-            self._client = tasks_v2.CloudTasksClient(transport=transport)
-        else:
-            self._client = tasks_v2.CloudTasksClient()
+        self._emulator_host = emulator_host
+        # Made at the first enqueue: a worker that never hands a turn over never needs one
+        # (nor the credentials it looks up).
+        self._made: tasks_v2.CloudTasksClient | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def _client(self) -> tasks_v2.CloudTasksClient:
+        with self._lock:
+            if self._made is None:
+                if self._emulator_host:
+                    # The emulator is local: gRPC must not route it through the http_proxy.
+                    channel = grpc.insecure_channel(
+                        self._emulator_host, options=[("grpc.enable_http_proxy", 0)]
+                    )
+                    transport = CloudTasksGrpcTransport(channel=channel)
+                    self._made = tasks_v2.CloudTasksClient(transport=transport)
+                else:
+                    self._made = tasks_v2.CloudTasksClient()
+            return self._made
 
     def close(self) -> None:
-        self._client.transport.close()  # type: ignore[no-untyped-call]
+        with self._lock:
+            if self._made is not None:
+                self._made.transport.close()  # type: ignore[no-untyped-call]
 
     def enqueue(self, name: str, payload: dict[str, Any]) -> bool:
         task = tasks_v2.Task(
