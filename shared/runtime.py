@@ -12,10 +12,10 @@ Every turn holds the task's lease, a background turn (run by the worker) and an 
 (run in a request) alike: every commit renews it, a heartbeat commits when nothing else did
 for a while (and so notices a cancel, which makes the commit lose), and the commit that ends
 the turn releases it. A run that dies leaves a lease nobody renews, which a reader or the
-sweep recovers (shared.worker.recover). A turn that finds its lease taken by another run
-stops as if canceled, without writing. Artifacts without an explicit id get ids derived
-from the task, the turn and their order, so a turn re-run after a crash replaces what the
-crashed run stored instead of adding it twice.
+sweep recovers (shared.worker.TurnQueue.settle). A turn that finds its lease taken by
+another run stops as if canceled, without writing. Artifacts without an explicit id get ids
+derived from the task, the turn and their order, so a turn re-run after a crash replaces
+what the crashed run stored instead of adding it twice.
 
 Messages sent while the turn runs wait on the task (`StoredTask.pending`). A turn that ends
 completed or waiting for input while one waits hands the task over to it instead: the

@@ -58,7 +58,7 @@ REDRIVE_LIMIT = 3
 REDRIVEN_TEXT = (
     "The agent stopped working on this task: the run answering its message vanished (its "
     "instance died, or the work queue gave up on it) {count} times; the worker's and the a2a "
-    "function's logs say why. Send the message again to start over."
+    "function's logs say why. Send it again as a new message (a new messageId) to start over."
 )
 # How many due tasks one sweep recovers at most; the next sweep takes the rest.
 SWEEP_BATCH = 200

@@ -28,6 +28,7 @@ from shared.settings import Settings
 from shared.store.memory import MemoryTaskStore
 from tests.conftest import Client, wait_for_state, wait_until
 from tests.test_runtime import CountingStore
+from tests.test_streaming import frames, open_stream, send_params
 
 
 def send(client: Client, text: str, **message: Any) -> dict[str, Any]:
@@ -792,3 +793,31 @@ def test_too_many_waiting_messages_are_refused_clearly(gated: Gated) -> None:
     after = gated.stored()
     assert after.version == before.version and len(after.pending) == limit
     gated.client.result("CancelTask", {"id": gated.task_id}, version="1.0")
+
+
+def test_a_streamed_turn_that_hands_over_streams_the_next_turn_to_its_end() -> None:
+    """The stream does not end at the first turn's end: the task is not done, so a 0.3 or
+    1.0 client keeps reading until the message that waited was answered too."""
+    gate = Gate()
+    module = HandlerModule(name="gate", handle=gate.handle, info=AgentInfo(), skills=())
+    client = Client(build(Settings(handler="functions.handlers.sample"), MemoryTaskStore(), module))
+    try:
+        response = open_stream(client, "SendStreamingMessage", send_params("first", "first"))
+        events = frames(response)
+        task_id = next(events).data["result"]["task"]["id"]
+        assert gate.next_started() == "first"
+        send(client, "second", messageId="second", taskId=task_id)
+        gate.open("first")
+        gate.open("second")
+        states = [
+            e.data["result"]["statusUpdate"]["status"]["state"]
+            for e in events
+            if "statusUpdate" in e.data["result"]
+        ]
+        assert states[-1] == "TASK_STATE_COMPLETED"
+        assert "TASK_STATE_COMPLETED" not in states[:-1]
+        assert "TASK_STATE_SUBMITTED" in states  # the hand-over, between the turns
+        assert gate.ran == ["first", "second"]
+    finally:
+        gate.open_all()
+        client.app.close()
