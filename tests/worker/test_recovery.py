@@ -8,6 +8,7 @@ expiry; a recording queue stands for Cloud Tasks, and the test delivers its jobs
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
@@ -27,7 +28,7 @@ from shared.model import (
     TaskState,
     TaskStatus,
 )
-from shared.ports import Delivery, Lease, StoredTask
+from shared.ports import Delivery, Lease, StoredTask, TaskQuery
 from shared.requests import SubscribeRequest, TaskSelector
 from shared.service import A2AService, TurnNotQueuedError
 from shared.store.memory import MemoryTaskStore
@@ -253,3 +254,52 @@ def test_a_subscriber_of_a_task_whose_run_died_sees_the_rerun_to_its_end() -> No
         assert states[-1] is TaskState.COMPLETED
     finally:
         frames.close()
+
+
+class Commits(MemoryTaskStore):
+    """The memory store, saying when a commit (a lease renewal among them) happened."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.committed = threading.Event()
+
+    def commit(self, current: StoredTask, task: Task, events: Any, **kwargs: Any) -> StoredTask:
+        stored = super().commit(current, task, events, **kwargs)
+        self.committed.set()
+        return stored
+
+
+def test_a_slow_inline_turn_that_is_alive_keeps_its_lease_and_is_never_rerun() -> None:
+    store, clock, queue = Commits(), ManualClock(), Recorder()
+    turns = TurnQueue(store, queue, lease_seconds=LEASE, queue_span=SPAN, clock=clock)
+    release = threading.Event()
+    created = threading.Event()
+
+    def silent(ctx: Context) -> None:
+        created.set()
+        if not release.wait(10):
+            raise RuntimeError("the test never released the handler")
+        ctx.artifact(text="late")
+
+    module = HandlerModule(name="silent", handle=silent, info=AgentInfo(), skills=())
+    service = A2AService(
+        store, module, turns=turns, commit_interval=0, lease_seconds=LEASE, clock=clock
+    )
+    answers: list[Any] = []
+    running = threading.Thread(
+        target=lambda: answers.append(
+            service.send(OWNER, request("go"), dialect="1.0", message_results=True)
+        )
+    )
+    running.start()
+    assert created.wait(10)
+    (task,) = store.list(OWNER, TaskQuery()).tasks  # made by the commit timer, with a lease
+    for _ in range(9):  # three leases long: each renewed by a heartbeat in time
+        store.committed.clear()
+        clock.advance(LEASE / 3 + 0.01)
+        assert store.committed.wait(10), "no heartbeat renewed the lease"
+        assert not turns.due(service.get(OWNER, TaskSelector(task.task.id)))
+    release.set()
+    running.join(10)
+    assert answers[0].status.state is TaskState.COMPLETED
+    assert queue.jobs == []  # never re-queued while its run was alive
