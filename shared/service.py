@@ -505,7 +505,6 @@ class A2AService:
                 f"task {queued.task.id} is stored, but the work queue did not take its turn; "
                 "it is enqueued again within a minute. Read the task (GetTask, tasks/get) or "
                 "send the same message again (it is recognised and gets this task)",
-                field="task_id",
                 metadata={"taskId": queued.task.id},
             ) from None
 
@@ -598,8 +597,10 @@ class A2AService:
             and stored.task.status.state is TaskState.SUBMITTED
         ):
             # Still queued: the first request may have died before it enqueued the turn.
-            # The entry's name is the turn's, so this adds nothing if it did enqueue.
-            self._enqueue(stored)
+            # The entry's name is the turn's, so this adds nothing if it did enqueue. (A
+            # lease stored before leases named their message is the resent message's.)
+            message_id = lease.message_id or request.message.message_id
+            self._enqueue(replace(stored, lease=replace(lease, message_id=message_id)))
         return view(stored.task, request.history_length)
 
     # -- get, list, cancel -----------------------------------------------------------------
