@@ -30,6 +30,7 @@ from infra.resources import (
     Notice,
     Queue,
     Removal,
+    SchedulerJob,
     ServiceAccount,
     Ttl,
     account_policy,
@@ -52,6 +53,7 @@ APIS = (
     "artifactregistry.googleapis.com",
     "firestore.googleapis.com",
     "cloudtasks.googleapis.com",
+    "cloudscheduler.googleapis.com",  # the sweep's schedule
 )
 SECRETS_API = "secretmanager.googleapis.com"
 # deliver first: worker needs its URL, a2a needs both.
@@ -184,6 +186,9 @@ def deploy_plan(settings: Settings, repo_root: Path, stage_root: Path) -> list[S
             steps.append(Binding(project, policy, INVOKER, invoker))
     # Each function's own URL, known once it exists (a no-op when a redeploy found it).
     steps += [Function(project, function.spec, own_url=True) for function in functions]
+    # The sweep, once the worker is there to take it: signed as the account that alone may
+    # call the worker (it has roles/run.invoker there), so it needs no grant of its own.
+    steps.append(SchedulerJob(project, settings.region, settings.sweep, settings.invoker_email))
     return steps
 
 
@@ -226,7 +231,29 @@ def destroy_plan(settings: Settings, *, delete_database: bool) -> list[Step]:
     """The deploy in reverse: functions first, so nothing runs while the rest goes away."""
     project, region = settings.project, settings.region
     runtime = f"serviceAccount:{settings.runtime_email}"
-    steps: list[Step] = []
+    # The schedule first: it would call a worker that is going away.
+    steps: list[Step] = [
+        Removal(
+            f"scheduler job {settings.sweep.name}",
+            gcloud(
+                project,
+                "scheduler",
+                "jobs",
+                "describe",
+                args=(settings.sweep.name,),
+                flags=(f"--location={region}",),
+                json=True,
+            ),
+            gcloud(
+                project,
+                "scheduler",
+                "jobs",
+                "delete",
+                args=(settings.sweep.name,),
+                flags=(f"--location={region}",),
+            ),
+        )
+    ]
     for role in reversed(DEPLOY_ORDER):
         name = getattr(settings.functions, role).name
         flags = (f"--region={region}",)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from infra.settings import FunctionSettings, QueueSettings
+from infra.settings import FunctionSettings, QueueSettings, SweepSettings
 from infra.steps import Change, Command, Outputs, PlanError, Skipped, Step, gcloud
 
 # gcloud adds this variable to every gen2 function it deploys; it is not ours to compare.
@@ -331,6 +331,66 @@ class Queue(Step):
         if not differences:
             return []
         return [Change("update", self._command("update"), ", ".join(differences))]
+
+
+@dataclass
+class SchedulerJob(Step):
+    """The Cloud Scheduler job that POSTs to the worker's /sweep with an OIDC token of the
+    Cloud Tasks invoker account, addressed to the worker's URL (the audience it checks)."""
+
+    project: str
+    region: str
+    sweep: SweepSettings
+    service_account: str
+
+    @property
+    def title(self) -> str:  # type: ignore[override]
+        return f"scheduler job {self.sweep.name}"
+
+    def check(self) -> Command:
+        return gcloud(
+            self.project,
+            "scheduler",
+            "jobs",
+            "describe",
+            args=(self.sweep.name,),
+            flags=(f"--location={self.region}",),
+            json=True,
+        )
+
+    def _wanted(self, outputs: Outputs) -> dict[str, str]:
+        worker = outputs.url("worker")
+        return {
+            "schedule": self.sweep.schedule,
+            "uri": f"{worker.rstrip('/')}/sweep",
+            "http-method": "POST",
+            "oidc-service-account-email": self.service_account,
+            "oidc-token-audience": worker,
+        }
+
+    def _command(self, verb: str, wanted: dict[str, str]) -> Command:
+        flags = (f"--location={self.region}", *(f"--{k}={v}" for k, v in wanted.items()))
+        return gcloud(
+            self.project, "scheduler", "jobs", verb, "http", args=(self.sweep.name,), flags=flags
+        )
+
+    def changes(self, found: Any, outputs: Outputs) -> list[Change]:
+        wanted = self._wanted(outputs)
+        if found is None:
+            return [Change("create", self._command("create", wanted))]
+        target = found.get("httpTarget", {})
+        token = target.get("oidcToken", {})
+        have = {
+            "schedule": found.get("schedule"),
+            "uri": target.get("uri"),
+            "http-method": target.get("httpMethod"),
+            "oidc-service-account-email": token.get("serviceAccountEmail"),
+            "oidc-token-audience": token.get("audience"),
+        }
+        differences = [f"{k} {have[k]} -> {v}" for k, v in wanted.items() if have[k] != v]
+        if not differences:
+            return []
+        return [Change("update", self._command("update", wanted), ", ".join(differences))]
 
 
 @dataclass

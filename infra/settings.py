@@ -75,6 +75,13 @@ class QueueSet(_Strict):
     push: QueueSettings
 
 
+class SweepSettings(_Strict):
+    """The Cloud Scheduler job that calls the worker's `POST /sweep` (shared.sweep)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,500}$")
+    schedule: str = Field(min_length=9)  # unix-cron, in UTC
+
+
 class Settings(_Strict):
     """Everything `make deploy` needs to know about the target project."""
 
@@ -99,6 +106,7 @@ class Settings(_Strict):
     ttl_field: str
     functions: FunctionSet
     queues: QueueSet
+    sweep: SweepSettings
     secrets: dict[str, str] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict)
 

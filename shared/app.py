@@ -1,7 +1,8 @@
 """Wiring, all of it: from the settings to the three functions' apps.
 
 - `a2a` (`build`): task store, push notifier, queues, handler module, service, card.
-- `worker` (`build_worker`): task store, push notifier, handler module, worker, token check.
+- `worker` (`build_worker`): task store, push notifier, handler module, worker, token check,
+  and the sweep (`POST /sweep`, Cloud Scheduler's).
 - `deliver` (`build_deliver`): task store, push config store, deliverer, token check.
 
 With push notifications on, the task store of `a2a` and `worker` is wrapped by the notifier
@@ -31,8 +32,18 @@ from shared.queue.inline import InlineQueue
 from shared.service import A2AService
 from shared.settings import Settings, SettingsError
 from shared.store.notifying import NotifyingTaskStore
+from shared.sweep import Sweep, Sweeper, SweepTimer
 from shared.tasks_auth import EmulatorTokens, GoogleTokens, TokenVerifier
-from shared.worker import Worker
+from shared.worker import TurnQueue, Worker, retry_span
+
+# The work queue's backoff between attempts, in seconds: Cloud Tasks' as `make deploy`
+# creates the queue (infra/deploy.toml, [queues.work]), and the in-process queue's. A turn
+# whose worker went silent is recovered once the queue can have no attempt left.
+_CLOUD_TASKS_BACKOFF = (5.0, 300.0)
+_INLINE_BACKOFF = (0.1, 5.0)
+# How often a process that runs its work queue itself (make run) sweeps; deployed, Cloud
+# Scheduler calls the worker's /sweep (infra/deploy.toml, [sweep]).
+_SWEEP_SECONDS = 30.0
 
 
 def _store(settings: Settings) -> TaskStore:
@@ -202,21 +213,29 @@ def build(
     hosts, ports = settings.push_allowed_hosts, settings.push_allowed_ports
     work_queue = _cloud_queue(settings, settings.work_queue, settings.worker_url)
     if work_queue is None:  # the embedded backend: the worker runs in this process
+        work_queue = InlineQueue(
+            # `worker` is made below, before anything is enqueued.
+            lambda payload, delivery: worker.deliver(payload, delivery).accepted,
+            max_attempts=settings.work_max_attempts,
+            min_backoff=_INLINE_BACKOFF[0],
+            max_backoff=_INLINE_BACKOFF[1],
+        )
+        turns = _turns(settings, tasks.store, work_queue, _INLINE_BACKOFF)
         worker = Worker(
             tasks.store,
             module,
             commit_interval=settings.commit_interval,
             lease_seconds=settings.lease_seconds,
+            turns=turns,
             limits=settings.limits,
         )
-        work_queue = InlineQueue(
-            lambda payload, delivery: worker.deliver(payload, delivery).accepted,
-            max_attempts=settings.work_max_attempts,
-        )
+    else:
+        turns = _turns(settings, tasks.store, work_queue, _CLOUD_TASKS_BACKOFF)
     service = A2AService(
         tasks.store,
         module,
-        queue=work_queue,
+        turns=turns,
+        lease_seconds=settings.lease_seconds,
         commit_interval=settings.commit_interval,
         deduplicate=settings.deduplicate_messages,
         push_configs=tasks.push_configs,
@@ -232,10 +251,31 @@ def build(
         extended_skills=extended_skills(module, settings),
     )
     app = HttpApp(service, card, _authenticator(settings), settings, _signer(settings, module))
+    if isinstance(work_queue, InlineQueue):  # no worker function, so no Cloud Scheduler
+        timer = SweepTimer(Sweep(_sweepers(turns)), _SWEEP_SECONDS)
+        timer.start()
+        app.closers.append(timer.close)
     app.closers.append(work_queue.close)
     if tasks.push_queue is not None:
         app.closers.append(tasks.push_queue.close)
     return app
+
+
+def _sweepers(turns: TurnQueue) -> list[Sweeper]:
+    """What the sweep re-drives: every module's work that a failure can leave behind."""
+    return [turns.sweep]
+
+
+def _turns(
+    settings: Settings, store: TaskStore, queue: TaskQueue | None, backoff: tuple[float, float]
+) -> TurnQueue:
+    """Queued turns onto `queue` (None: into the outbox), recovered after its retries."""
+    return TurnQueue(
+        store,
+        queue,
+        lease_seconds=settings.lease_seconds,
+        queue_span=retry_span(settings.work_max_attempts, *backoff),
+    )
 
 
 def build_worker(
@@ -246,11 +286,16 @@ def build_worker(
     """The `worker` function: Cloud Tasks hands it background turns."""
     settings = settings or Settings.from_env()
     module = module or load_handler_module(settings.handler)
+    tasks = _tasks(settings, module, store)
+    # A turn that ends while messages wait on its task queues the next one, to this worker.
+    own_queue = _cloud_queue(settings, settings.work_queue, settings.worker_url)
+    turns = _turns(settings, tasks.store, own_queue, _CLOUD_TASKS_BACKOFF)
     worker = Worker(
-        _tasks(settings, module, store).store,
+        tasks.store,
         module,
         commit_interval=settings.commit_interval,
         lease_seconds=settings.lease_seconds,
+        turns=turns,
         limits=settings.limits,
     )
     return QueueTargetApp(
@@ -259,6 +304,7 @@ def build_worker(
         _verifier(settings),
         url=_own_url(settings, "worker", settings.worker_url),
         max_attempts=settings.work_max_attempts,
+        sweep=Sweep(_sweepers(turns)),
     )
 
 

@@ -40,6 +40,10 @@ class TurnJob:
     owner: str
     turn: int  # the task version that queued the turn
     message_id: str  # the message that started the turn; it is in the task's history
+    # How often a reader re-queued the turn after its owner vanished (worker.TurnQueue): a
+    # new entry name each time, since the queue keeps a used name for a while. Not in the
+    # payload: the worker reads the turn from the task, whichever entry brought it.
+    redrive: int = 0
 
     _FIELDS: ClassVar[_Fields] = (
         ("task_id", "taskId", str),
@@ -52,9 +56,10 @@ class TurnJob:
     def name(self) -> str:
         """The queue entry's name: the same for every enqueue of this turn, so a repeated
         request adds nothing. Task ids a client chose may hold any character: those are hashed."""
+        again = f"-r{self.redrive}" if self.redrive else ""
         if _SAFE_NAME.fullmatch(self.task_id):
-            return f"t-{self.task_id}-{self.turn}"
-        return f"h-{hashlib.sha256(self.task_id.encode()).hexdigest()}-{self.turn}"
+            return f"t-{self.task_id}-{self.turn}{again}"
+        return f"h-{hashlib.sha256(self.task_id.encode()).hexdigest()}-{self.turn}{again}"
 
     def payload(self) -> dict[str, Any]:
         return _payload(self, self._FIELDS)

@@ -24,18 +24,29 @@ from shared.model import Event, PushConfig, Task, TaskState
 
 @dataclass(frozen=True)
 class Lease:
-    """A background turn of a task: queued for a worker, or held by one until `expires`.
+    """A turn of a task: queued for a worker, or held by a run (a worker's, or an inline turn
+    of a request) until `expires`.
 
     Stored with the task and written with its optimistic concurrency, so taking, renewing
-    and releasing a lease race like any other commit: a worker whose write loses re-reads and
-    finds out whether the task was canceled or the lease taken over.
+    and releasing a lease race like any other commit: a run whose write loses re-reads and
+    finds out whether the task was canceled or the lease taken over. A lease nobody renews
+    is recovered by whoever sees it first (shared.worker.recover: a read, a subscribe, the
+    sweep): re-queued under the same turn, or the task failed.
     """
 
-    turn: int  # the task version that queued the turn; it names the queue entry
-    holder: str = ""  # the worker run that holds it; "" while queued
-    expires: datetime | None = None  # the holder is presumed dead after this
+    turn: int  # the task version that queued (or began) the turn; it names the queue entry
+    holder: str = ""  # the run that holds it; "" while queued
+    # Held: the holder is presumed dead after this. Queued: a worker should have taken it by
+    # then (None in leases stored before queued leases had a deadline: never recovered).
+    expires: datetime | None = None
     attempt: int = 0  # the queue's retry count of the holder's delivery (0: the first)
     final: bool = False  # that delivery is the queue's last attempt: nobody retries after it
+    message_id: str = ""  # the message the turn answers ("": stored before it was recorded)
+    redrives: int = 0  # how often a reader re-queued this turn (after its owner vanished)
+    inline: bool = False  # held by a request's own run: no queue entry retries it
+    # The enqueue of this queued turn failed: no queue entry is known to exist, so the sweep
+    # and the next read re-drive it at once (the outbox).
+    outbox: bool = False
 
 
 @dataclass(frozen=True)
@@ -52,6 +63,10 @@ class StoredTask:
     # The background turn, if one is queued or running. `commit` stores the lease of the
     # snapshot it is given: pass `replace(current, lease=...)` to take, renew or release it.
     lease: Lease | None = None
+    # Messages sent while a turn ran (their ids, oldest first), each to be the task's next
+    # turn (shared.runtime hands over to the first when the running turn ends). Stored like
+    # the lease: `commit` stores `current.pending`.
+    pending: tuple[str, ...] = ()
     # What the store that issued this snapshot needs to detect a concurrent write without a
     # transaction (Firestore: the document's update time); opaque to callers, None in stores
     # that need nothing beyond `version`. Not part of equality: two reads of one version agree.
@@ -163,7 +178,8 @@ class TaskStore(Protocol):
         message_key: MessageKey | None = None,
     ) -> StoredTask:
         """Replace `current` by `task` and append `events`, atomically (recording
-        `message_key` as sent to the task); the stored lease becomes `current.lease`.
+        `message_key` as sent to the task); the stored lease and pending messages become
+        `current.lease` and `current.pending`.
 
         Raises VersionConflict when the stored version is no longer `current.version`, and
         DuplicateMessage as `create` does; both leave the store unchanged.
@@ -177,6 +193,12 @@ class TaskStore(Protocol):
 
     def events(self, owner: str, task_id: str, after_seq: int = 0) -> list[LoggedEvent]:
         """The task's events with a sequence number above `after_seq`, in order."""
+        ...
+
+    def expired_leases(self, before: datetime, limit: int) -> list[StoredTask]:
+        """Up to `limit` tasks, of every owner, whose lease `expires` before `before`, the
+        oldest expiry first: the sweep's work (shared.sweep). Not scoped by owner: only the
+        sweep calls it, and recovers each task as its owner's."""
         ...
 
     def list(self, owner: str, query: TaskQuery) -> TaskPage:

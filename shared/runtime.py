@@ -8,12 +8,20 @@ that interval. A commit that loses a race re-reads the task: if it was canceled,
 stops (the handler sees `ctx.canceled`, then TaskCanceled at its next action); otherwise the
 turn folds its pending events onto the fresh task and commits again.
 
-A background turn (run by the worker) holds the task's lease: every commit renews it, a
-heartbeat commits when nothing else did for a while (and so notices a cancel, which makes
-the commit lose), and the last commit releases it. A turn that finds its lease taken by
+Every turn holds the task's lease, a background turn (run by the worker) and an inline one
+(run in a request) alike: every commit renews it, a heartbeat commits when nothing else did
+for a while (and so notices a cancel, which makes the commit lose), and the commit that ends
+the turn releases it. A run that dies leaves a lease nobody renews, which a reader or the
+sweep recovers (shared.worker.TurnQueue.settle). A turn that finds its lease taken by
 another run stops as if canceled, without writing. Artifacts without an explicit id get ids
-derived from the task, the turn and their order, so a turn resumed after a crash replaces
+derived from the task, the turn and their order, so a turn re-run after a crash replaces
 what the crashed run stored instead of adding it twice.
+
+Messages sent while the turn runs wait on the task (`StoredTask.pending`). A turn that ends
+completed or waiting for input while one waits hands the task over to it instead: the
+agent's last message joins history, the task goes `submitted` with the next message's turn
+queued (its lease), and `hand_over` enqueues it. A turn that fails, is rejected or canceled
+ends the task: its waiting messages are never run (a terminal task never changes again).
 """
 
 from __future__ import annotations
@@ -50,7 +58,12 @@ log = logging.getLogger("a2a.runtime")
 # Called after each commit of a turn with the new snapshot and the events it logged.
 Listener = Callable[[StoredTask, list[LoggedEvent]], None]
 
+# Called after the commit that handed the task over to its next pending message: enqueue it.
+HandOver = Callable[[StoredTask], None]
+
 _CANCEL_POLL_SECONDS = 0.5
+# The end states after which a waiting message is the task's next turn.
+_HANDS_OVER = (TaskState.COMPLETED, TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED)
 _ARTIFACT_IDS = uuid.UUID("6f1c2a52-9a43-4f57-9a8e-3a0d2b7f4c11")  # uuid5 namespace
 
 
@@ -70,14 +83,17 @@ class Turn:
         message_key: MessageKey | None,
         commit_interval: float,
         allow_message: bool,
+        hand_over: HandOver,
         lease: Lease | None = None,
         lease_seconds: float = 30.0,
         limits: Limits = DEFAULT_LIMITS,
         clock: Clock = SYSTEM,
     ) -> None:
-        """`lease`: run a queued turn (its message is stored already) holding this lease,
-        renewed for `lease_seconds` at every commit; `stored` is then required. `clock`
-        times the commit interval, the cancel checks, the heartbeat and the lease's expiry."""
+        """`lease`: run a queued turn (its message is stored already) holding this lease;
+        `stored` is then required. Without it the turn takes a lease of its own at its first
+        commit. Either is renewed for `lease_seconds` at every commit. `hand_over` enqueues
+        the next turn this one handed the task over to. `clock` times the commit interval,
+        the cancel checks, the heartbeat and the lease's expiry."""
         self._store = store
         self._clock = clock
         self._owner = owner
@@ -96,15 +112,22 @@ class Turn:
         self._reply: Message | None = None
         self._message = message
         self._listener: Listener | None = None
-        self._lease = lease
+        queued = lease is not None
+        self._lease = lease or Lease(
+            turn=1 if stored is None else stored.version + 1,
+            holder=new_id(),
+            message_id=message.message_id,
+            inline=True,
+        )
         self._lease_seconds = lease_seconds
-        self._ending = False  # the last commit of a background turn releases its lease
+        self._hand_over = hand_over
+        self._ending = False  # the handler returned: the next commit ends the turn
         self._artifacts = 0
         self._artifact_sizes = ArtifactMeter(limits)
         working = StatusUpdate(
             task_id=task.id, context_id=task.context_id, status=TaskStatus(state=TaskState.WORKING)
         )
-        if lease is not None:
+        if queued:
             self._apply(working)
             return
         # Resuming moves the agent's question into history before the answer to it arrives.
@@ -139,10 +162,9 @@ class Turn:
         threading.Thread(
             target=self._flush_if_due, args=(handler_done,), name="commit timer", daemon=True
         ).start()
-        if self._lease is not None:
-            threading.Thread(
-                target=self._heartbeat, args=(handler_done,), name="heartbeat", daemon=True
-            ).start()
+        threading.Thread(
+            target=self._heartbeat, args=(handler_done,), name="heartbeat", daemon=True
+        ).start()
         ctx = Context(
             task_id=self._task.id,
             context_id=self._task.context_id,
@@ -175,7 +197,7 @@ class Turn:
                     return self._finish_reply(self._reply)
                 if ctx.ended is None:
                     self._apply(self._status(TaskState.COMPLETED, None))
-            self._flush(force=self._lease is not None and not self._canceled)
+            self._flush(force=self._holds_lease())
             return self._task
 
     def _call_handler(self, ctx: Context) -> None:
@@ -221,8 +243,6 @@ class Turn:
     def artifact_id(self) -> str:
         with self._lock:
             self._artifacts += 1
-            if self._lease is None:
-                return new_id()
             key = f"{self._task.id}/{self._lease.turn}/{self._artifacts}"
             return str(uuid.uuid5(_ARTIFACT_IDS, key))
 
@@ -262,16 +282,27 @@ class Turn:
         ended elsewhere (canceled), or another run took over this turn's lease."""
         if current is None or current.task.status.state.terminal:
             return True
-        if self._lease is None:
-            return False
         return current.lease is None or current.lease.holder != self._lease.holder
+
+    def _holds_lease(self) -> bool:
+        """Whether the stored task still names this run as its lease's holder (the commit
+        that ends the turn gives it back)."""
+        stored = self._stored
+        return (
+            not self._canceled
+            and stored is not None
+            and stored.lease is not None
+            and stored.lease.holder == self._lease.holder
+        )
 
     def _heartbeat(self, stop: threading.Event) -> None:
         """Renew the lease when no other commit did for a third of its life."""
         period = self._lease_seconds / 3
         while not self._clock.wait(stop, period / 2):
             with self._lock:
-                if self._canceled or self._clock.monotonic() - self._last_commit < period:
+                # Not before the first commit (the commit timer makes it), nor once the turn
+                # ended or handed its lease over.
+                if not self._holds_lease() or self._clock.monotonic() - self._last_commit < period:
                     continue
                 try:
                     self._flush(force=True)
@@ -294,6 +325,7 @@ class Turn:
     def _commit(self) -> None:
         """One attempt at committing what is pending."""
         first_seq = 1 if self._stored is None else self._stored.last_seq + 1
+        next_message = None
         if self._stored is None:
             self._stored = self._store.create(
                 self._owner,
@@ -301,13 +333,21 @@ class Turn:
                 self._pending,
                 dialect=self._dialect,
                 message_key=self._message_key,
+                lease=None if self._ends() else self._renewed(),
             )
         else:
             current = self._stored
-            if self._lease is not None:
+            next_message = self._hand_over_events()
+            if next_message is not None:
                 expires = self._clock.now() + timedelta(seconds=self._lease_seconds)
-                held = None if self._ending else replace(self._lease, expires=expires)
-                current = replace(current, lease=held)
+                queued = Lease(turn=current.version + 1, expires=expires, message_id=next_message)
+                current = replace(current, lease=queued, pending=current.pending[1:])
+            elif self._ends():
+                # A terminal task never runs what still waits on it.
+                ended = self._task.status.state.terminal
+                current = replace(current, lease=None, pending=() if ended else current.pending)
+            else:
+                current = replace(current, lease=self._renewed())
             self._stored = self._store.commit(
                 current, self._task, self._pending, message_key=self._message_key
             )
@@ -317,6 +357,37 @@ class Turn:
             self._listener(self._stored, logged)
         self._pending.clear()
         self._last_commit = self._clock.monotonic()
+        if next_message is not None:
+            self._hand_over(self._stored)
+
+    def _renewed(self) -> Lease:
+        return replace(
+            self._lease, expires=self._clock.now() + timedelta(seconds=self._lease_seconds)
+        )
+
+    def _ends(self) -> bool:
+        """Whether this commit ends the turn: the handler returned, or ended it (a status the
+        handler can act after no more: terminal, or waiting for input)."""
+        return self._ending or self._task.status.state.final
+
+    def _hand_over_events(self) -> str | None:
+        """The pending message this commit hands the task over to, if it ends the turn
+        completed or waiting for input while one waits: the ending status is then replaced
+        by its message (into history) and `submitted`. None: no hand-over."""
+        stored = self._stored
+        state = self._task.status.state
+        if stored is None or not stored.pending or state not in _HANDS_OVER:
+            return None
+        for index in range(len(self._pending) - 1, -1, -1):
+            event = self._pending[index]
+            if isinstance(event, StatusUpdate) and event.status.state is state:
+                reply = event.status.message
+                instead: list[Event] = [] if reply is None else [reply]
+                instead.append(self._status(TaskState.SUBMITTED, None))
+                self._pending[index : index + 1] = instead
+                self._task = apply_all(stored.task, self._pending)
+                return stored.pending[0]
+        return None  # the end was committed before the message came: it stands
 
     def _flush(self, *, force: bool = False) -> None:
         """Commit the pending events (with `force`, even none: a background turn's lease
@@ -343,7 +414,7 @@ class Turn:
                 return
             self._stored = current
             self._task = apply_all(current.task, self._pending)
-            if self._lease is not None:
+            if current.lease is not None:
                 # Still ours (_stopped_by checked): keep what others noted on it (`final`).
                 self._lease = current.lease
             raise

@@ -7,10 +7,17 @@ a wire format: the wire codecs (the operation table) decode calls into those req
 encode what comes back. An error names the request attribute at fault (`task_id`,
 `push_config.url`); the codec that decoded the request puts the caller's wire field there.
 
-A blocking send runs the handler in the request. A non-blocking one, and every send to a
+A blocking send runs the handler in the request, under a lease of its own (a reader or the
+sweep recovers the turn if the instance dies). A non-blocking one, and every send to a
 long-running handler, stores the message with the task `submitted` and a queued lease,
 enqueues the turn for the worker (shared.worker) and answers; a blocking send then waits on
-the store until the turn ends or its budget does.
+the store until the turn ends or its budget does. When the work queue does not take the
+turn, the turn waits in the task's outbox and the client gets `TurnNotQueuedError`, naming
+the task: the sweep or the task's next read enqueues it.
+
+A message to a task whose turn is running (`submitted` or `working`) joins its history and
+waits (`StoredTask.pending`, at most `max_pending`): it is the task's next turn when the
+running one ends, unless that turn ends the task (failed, rejected, canceled).
 
 A resent message (same owner, messageId and content: `message_key`) gets the task its first
 send went to, unchanged; the same messageId with other content is a new message, and so is
@@ -36,13 +43,13 @@ from shared.agent import HandlerModule
 from shared.clock import SYSTEM, Clock
 from shared.conflicts import retry_on_conflict
 from shared.errors import (
+    A2AError,
     InvalidParamsError,
     PushNotificationNotSupportedError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
 )
-from shared.jobs import TurnJob
 from shared.lifecycle import apply, apply_all
 from shared.limits import DEFAULT_LIMITS, Limits, check_history
 from shared.model import (
@@ -59,7 +66,6 @@ from shared.model import (
 from shared.ports import (
     DuplicateMessage,
     InvalidPageToken,
-    Lease,
     MessageKey,
     PushConfigStore,
     StoredPushConfig,
@@ -85,10 +91,23 @@ from shared.requests import (
 )
 from shared.runtime import Turn
 from shared.settings import ENVIRONMENT
-from shared.worker import LOST_TEXT, abandoned, end
+from shared.worker import QueueUnavailable, TurnQueue
 
 # A blocking send waiting for the worker reads the task after these many seconds, doubling.
 _FIRST_POLL, _MAX_POLL = 0.05, 1.0
+# Messages that may wait on one task for its running turn to end: each is a turn to run.
+MAX_PENDING_MESSAGES = 10
+
+
+class TurnNotQueuedError(A2AError):
+    """The task is stored but the work queue did not take its turn (an outage longer than
+    the enqueue's retries): retryable, and the task id says which task to read."""
+
+    code = -32000  # JSON-RPC's server-error range: not one of A2A's
+    default_message = "The task is stored, but its work is not queued yet"
+    reason = "UNAVAILABLE"
+    http_status = 503
+    grpc_status = "UNAVAILABLE"
 
 
 def view(task: Task, history_length: int | None, *, artifacts: bool = True) -> Task:
@@ -166,18 +185,22 @@ class A2AService:
         store: TaskStore,
         handler: HandlerModule,
         *,
-        queue: TaskQueue,
+        turns: TurnQueue,
         commit_interval: float = 0.25,
+        lease_seconds: float = 30.0,
         deduplicate: bool = True,
         push_configs: PushConfigStore | None = None,
         check_push_url: Callable[[str], None] | None = None,
         blocking_wait: float = 270.0,
         max_push_configs: int = 10,
+        max_pending: int = MAX_PENDING_MESSAGES,
         limits: Limits = DEFAULT_LIMITS,
         clock: Clock = SYSTEM,
     ) -> None:
-        """`queue` takes background turns to the worker (Cloud Tasks, or in process on the
-        embedded backend: shared.app wires it). `blocking_wait`: how long a blocking send
+        """`turns` takes background turns to the worker (Cloud Tasks, or in process on the
+        embedded backend: shared.app wires it) and recovers those whose owner vanished.
+        `lease_seconds`: how long an inline turn's silence takes to be noticed (it renews its
+        lease a few times within). `blocking_wait`: how long a blocking send
         waits for a background turn before it answers the task as it stands.
         `max_push_configs`: how many push configs one task may have (each event of the task
         is one POST per config)."""
@@ -190,7 +213,10 @@ class A2AService:
         self._check_push_url = check_push_url or (lambda url: None)
         self._blocking_wait = blocking_wait
         self._max_push_configs = max_push_configs
-        self.queue = queue  # where background turns go (the worker; in process when embedded)
+        self.turns = turns
+        self.queue: TaskQueue | None = turns.queue  # the worker's (in process when embedded)
+        self._lease_seconds = lease_seconds
+        self._max_pending = max_pending
         self._clock = clock
         self.limits = limits  # what one message and a task's history may hold
 
@@ -224,6 +250,11 @@ class A2AService:
             raise self._taken(request) from None
         if isinstance(result, Message):
             return result
+        if not result.status.state.final:
+            # The turn handed the task over to a message sent meanwhile: wait for that too.
+            handed = self.store.get(owner, result.id)
+            if handed is not None:
+                result = self._wait(handed).task
         return view(result, request.history_length)
 
     def stream(
@@ -256,7 +287,8 @@ class A2AService:
                 return streaming.inline(begun, self.store, owner, policy)
             task_id = begun.task.id if isinstance(begun, StoredTask) else begun.id
         joined = self._stored(owner, task_id)
-        return streaming.follow(self.store, owner, joined, None, policy)
+        followed = streaming.follow(self.store, owner, joined, None, policy)
+        return self._recovering(owner, task_id, followed)
 
     def subscribe(
         self,
@@ -284,9 +316,28 @@ class A2AService:
                 field="task_id",
             )
         frames = policy.slots.open(
-            owner, lambda: streaming.follow(self.store, owner, stored, after_seq, policy)
+            owner,
+            lambda: self._recovering(
+                owner,
+                stored.task.id,
+                streaming.follow(self.store, owner, stored, after_seq, policy),
+            ),
         )
         return stored, frames
+
+    def _recovering(self, owner: str, task_id: str, frames: streaming.Stream) -> streaming.Stream:
+        """`frames` of a followed task; at each keep-alive tick (nothing happened for a
+        while) the task's turn is recovered if its owner vanished, so the stream goes on to
+        the re-run or the failure instead of only ticking."""
+        try:
+            for frame in frames:
+                if frame is None:
+                    stored = self.store.get(owner, task_id)
+                    if stored is not None:
+                        self._settle(stored)
+                yield frame
+        finally:
+            frames.close()
 
     def _begin(
         self,
@@ -390,7 +441,10 @@ class A2AService:
             message_key=message_key,
             commit_interval=self._commit_interval,
             allow_message=message_results and stored is None,
+            hand_over=self.turns.hand_over,
+            lease_seconds=self._lease_seconds,
             limits=self.limits,
+            clock=self._clock,
         )
 
     def _queue_turn(
@@ -423,25 +477,36 @@ class A2AService:
                 events,
                 dialect=dialect,
                 message_key=message_key,
-                lease=Lease(turn=1),
+                lease=self.turns.queued_lease(1, message.message_id),
             )
         else:
             # As in a resumed Turn: the agent's question moves into history before the answer.
             events = [submitted, message]
-            claim = replace(stored, lease=Lease(turn=stored.version + 1))
+            lease = self.turns.queued_lease(stored.version + 1, message.message_id)
             queued = self.store.commit(
-                claim, apply_all(task, events), events, message_key=message_key
+                replace(stored, lease=lease),
+                apply_all(task, events),
+                events,
+                message_key=message_key,
             )
         if push is not None:
             # Before the worker can commit: its commits are what notify the config.
             self._put_push_config(owner, push, dialect, seen)
-        self._enqueue(queued, message.message_id)
+        self._enqueue(queued)
         return queued
 
-    def _enqueue(self, queued: StoredTask, message_id: str) -> None:
-        assert queued.lease is not None
-        job = TurnJob(queued.task.id, queued.owner, queued.lease.turn, message_id)
-        self.queue.enqueue(job.name, job.payload())
+    def _enqueue(self, queued: StoredTask) -> None:
+        """Hand the queued turn to the work queue; TurnNotQueuedError when it did not take
+        it (the turn waits in the outbox, and the client's retry finds the task)."""
+        try:
+            self.turns.enqueue(queued)
+        except QueueUnavailable:
+            raise TurnNotQueuedError(
+                f"task {queued.task.id} is stored, but the work queue did not take its turn; "
+                "it is enqueued again within a minute. Read the task (GetTask, tasks/get) or "
+                "send the same message again (it is recognised and gets this task)",
+                metadata={"taskId": queued.task.id},
+            ) from None
 
     def _wait(self, queued: StoredTask) -> StoredTask:
         """The task once its background turn ended (or paused for input), or as it stands
@@ -459,19 +524,8 @@ class A2AService:
             current = self._settle(self.store.get(current.owner, current.task.id) or current)
 
     def _settle(self, stored: StoredTask) -> StoredTask:
-        """The task, failed first when its worker died on the queue's last attempt."""
-        if not abandoned(stored, self._clock):
-            return stored
-        attempts = iter([stored])
-
-        def decide() -> StoredTask:
-            # The task as read by the caller first, then as it is after each lost race.
-            current = next(attempts, None) or self.store.get(stored.owner, stored.task.id)
-            if current is None or not abandoned(current, self._clock):
-                return current or stored
-            return end(self.store, current, TaskState.FAILED, LOST_TEXT)
-
-        return retry_on_conflict(decide, subject=f"task {stored.task.id}")
+        """The task, its turn recovered first when whatever ran or queued it vanished."""
+        return self.turns.settle(stored)
 
     @staticmethod
     def _new_task(request: SendRequest) -> Task:
@@ -509,11 +563,21 @@ class A2AService:
     def _append_only(
         self, stored: StoredTask, request: SendRequest, message_key: MessageKey | None
     ) -> Task:
-        """The message joins the running task's history. Raises VersionConflict when the
-        task moved on meanwhile: the caller decides again (it may be resumable now)."""
+        """The message joins the running task's history and waits to be its next turn.
+        Raises VersionConflict when the task moved on meanwhile: the caller decides again
+        (it may be resumable now)."""
         task = stored.task
+        if len(stored.pending) >= self._max_pending:
+            raise InvalidParamsError(
+                f"task {task.id} already has {len(stored.pending)} messages waiting for its "
+                f"running turn, the limit ({self._max_pending}); wait until it stops working "
+                "(subscribe to it, or read it with GetTask) and send again, or cancel it",
+                field="task_id",
+                metadata={"limit": str(self._max_pending)},
+            )
         message = _addressed(request.message, task)
-        new = self.store.commit(stored, apply(task, message), [message], message_key=message_key)
+        waiting = replace(stored, pending=(*stored.pending, message.message_id))
+        new = self.store.commit(waiting, apply(task, message), [message], message_key=message_key)
         return view(new.task, request.history_length)
 
     def _first_result(self, owner: str, task_id: str, request: SendRequest) -> Task:
@@ -533,8 +597,10 @@ class A2AService:
             and stored.task.status.state is TaskState.SUBMITTED
         ):
             # Still queued: the first request may have died before it enqueued the turn.
-            # The entry's name is the turn's, so this adds nothing if it did enqueue.
-            self._enqueue(stored, request.message.message_id)
+            # The entry's name is the turn's, so this adds nothing if it did enqueue. (A
+            # lease stored before leases named their message is the resent message's.)
+            message_id = lease.message_id or request.message.message_id
+            self._enqueue(replace(stored, lease=replace(lease, message_id=message_id)))
         return view(stored.task, request.history_length)
 
     # -- get, list, cancel -----------------------------------------------------------------
@@ -585,7 +651,10 @@ class A2AService:
                 context_id=stored.task.context_id,
                 status=TaskStatus(state=TaskState.CANCELED),
             )
-            return self.store.commit(stored, apply(stored.task, event), [event])
+            # The running turn's next commit loses and it stops; messages waiting on the task
+            # are never run.
+            ended = replace(stored, lease=None, pending=())
+            return self.store.commit(ended, apply(stored.task, event), [event])
 
         # A lost race means the running turn committed meanwhile: read again, decide again.
         return retry_on_conflict(decide, subject=f"task {task_id}")

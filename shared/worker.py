@@ -14,6 +14,14 @@ the stored task alone, so duplicate and late deliveries are harmless:
 On the queue's last attempt nothing may be left `working`: a run that fails fails the task,
 and a lease marked `final` whose holder stops heartbeating is failed by the next reader
 (`abandoned`).
+
+`TurnQueue` is the other side: it puts queued turns on the work queue and recovers turns
+whose owner vanished. An enqueue the queue refuses leaves the turn in the task's outbox
+(`Lease.outbox`) and raises `QueueUnavailable`. Whoever reads the task first (a get, a
+subscribe, a blocking send's poll, the sweep) recovers a turn that is `due`: an outbox entry
+is enqueued again under its name (idempotent); a turn whose lease nobody renewed (an inline
+turn's instance died, or a worker's, and the queue gave up) is re-queued under a new entry
+name, up to `REDRIVE_LIMIT` times, then failed with a status message saying so.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from dataclasses import replace
+from datetime import datetime, timedelta
 
 from shared.agent import HandlerModule
 from shared.clock import SYSTEM, Clock
@@ -37,12 +46,31 @@ from shared.model import (
     agent_message,
     new_id,
 )
-from shared.ports import Delivery, Lease, StoredTask, TaskStore, VersionConflict
+from shared.ports import Delivery, Lease, StoredTask, TaskQueue, TaskStore, VersionConflict
 from shared.runtime import Turn
 
 log = logging.getLogger("a2a.worker")
 
 LOST_TEXT = "The agent stopped working on this task and gave up after its last retry."
+# How often a turn whose owner vanished is re-queued before its task is failed: a turn that
+# kills whatever runs it must not run forever.
+REDRIVE_LIMIT = 3
+REDRIVEN_TEXT = (
+    "The agent stopped working on this task: the run answering its message vanished (its "
+    "instance died, or the work queue gave up on it) {count} times; the worker's and the a2a "
+    "function's logs say why. Send it again as a new message (a new messageId) to start over."
+)
+# How many due tasks one sweep recovers at most; the next sweep takes the rest.
+SWEEP_BATCH = 200
+
+
+class QueueUnavailable(Exception):
+    """The work queue did not take a turn; it waits in the task's outbox, which the sweep
+    and the task's next read re-drive."""
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__(task_id)
+        self.task_id = task_id
 
 
 class Worker:
@@ -53,10 +81,13 @@ class Worker:
         *,
         commit_interval: float,
         lease_seconds: float,
+        turns: TurnQueue,
         limits: Limits = DEFAULT_LIMITS,
         clock: Clock = SYSTEM,
     ) -> None:
+        """`turns` queues the next turn of a task whose turn ended while messages waited."""
         self.store = store
+        self._turns = turns
         self._limits = limits
         self.handler = handler
         self._commit_interval = commit_interval
@@ -106,7 +137,15 @@ class Worker:
             log.error("task %s: no message %s in its history", job.task_id, job.message_id)
             self.fail(job)
             return Outcome.NOTHING_TO_DO
-        held = Lease(job.turn, new_id(), None, delivery.attempt, delivery.final)
+        held = replace(
+            lease,
+            holder=new_id(),
+            expires=None,
+            attempt=delivery.attempt,
+            final=delivery.final,
+            outbox=False,
+            inline=False,
+        )
         turn = Turn(
             self.store,
             job.owner,
@@ -118,6 +157,7 @@ class Worker:
             message_key=None,
             commit_interval=self._commit_interval,
             allow_message=False,
+            hand_over=self._turns.hand_over,
             lease=held,
             lease_seconds=self._lease_seconds,
             limits=self._limits,
@@ -172,6 +212,12 @@ def _turn_message(stored: StoredTask, message_id: str) -> Message | None:
     return None
 
 
+def retry_span(attempts: int, min_backoff: float, max_backoff: float) -> float:
+    """Seconds a queue with this retry policy waits between a delivery's first and last
+    attempts, all told (each backoff doubles from the minimum up to the maximum)."""
+    return sum(min(max_backoff, min_backoff * 2.0**n) for n in range(max(attempts - 1, 0)))
+
+
 def abandoned(stored: StoredTask, clock: Clock = SYSTEM) -> bool:
     """True when the task's last attempt died: its final lease expired, nobody retries."""
     lease = stored.lease
@@ -197,3 +243,148 @@ def end(store: TaskStore, stored: StoredTask, state: TaskState, text: str) -> St
         status=TaskStatus(state=state, message=message),
     )
     return store.commit(replace(stored, lease=None), apply(task, event), [event])
+
+
+class TurnQueue:
+    """Queued turns onto the work queue, and turns whose owner vanished back onto it."""
+
+    def __init__(
+        self,
+        store: TaskStore,
+        queue: TaskQueue | None,
+        *,
+        lease_seconds: float,
+        queue_span: float,
+        clock: Clock = SYSTEM,
+    ) -> None:
+        """`queue`: the work queue; None where this process cannot reach it (the worker on
+        the local emulator, which has no URL of its own): its queued turns go to the outbox,
+        which the a2a function's reads and the sweep enqueue. `queue_span`: seconds the work
+        queue may go on retrying a turn it holds (its attempts' backoff, all told): a queued
+        or worker-held turn silent for longer than that past its lease has no delivery
+        left. An inline turn (no queue entry) is due `lease_seconds` after its lease expired.
+        """
+        self.store = store
+        self.queue = queue
+        self._lease = timedelta(seconds=lease_seconds)
+        self._span = timedelta(seconds=queue_span)
+        self._clock = clock
+
+    def queued_lease(self, turn: int, message_id: str) -> Lease:
+        """The lease of a turn about to be queued: a worker should take it by its expiry."""
+        return Lease(turn=turn, expires=self._clock.now() + self._lease, message_id=message_id)
+
+    def enqueue(self, queued: StoredTask) -> StoredTask:
+        """Put the task's queued turn on the work queue (an entry of that name adds nothing).
+        When the queue does not take it, the turn goes to the task's outbox: raises
+        QueueUnavailable."""
+        if not self._put(queued):
+            self._to_outbox(queued)
+            raise QueueUnavailable(queued.task.id)
+        return queued
+
+    def hand_over(self, queued: StoredTask) -> None:
+        """Enqueue the turn a finished turn handed the task over to (an outbox entry when the
+        queue refuses: the sweep runs it)."""
+        with contextlib.suppress(QueueUnavailable):
+            self.enqueue(queued)
+
+    def _put(self, queued: StoredTask) -> bool:
+        """Enqueue the job of the task's queued turn; False when the queue did not take it."""
+        lease = queued.lease
+        assert lease is not None and not lease.holder
+        job = TurnJob(queued.task.id, queued.owner, lease.turn, lease.message_id, lease.redrives)
+        if self.queue is None:
+            return False
+        try:
+            self.queue.enqueue(job.name, job.payload())
+        except Exception:
+            log.exception("task %s: the work queue did not take turn %d", job.task_id, job.turn)
+            return False
+        return True
+
+    def _to_outbox(self, queued: StoredTask) -> StoredTask:
+        """The task with its queued turn marked as having no queue entry (best effort)."""
+
+        def decide() -> StoredTask:
+            current = self.store.get(queued.owner, queued.task.id)
+            if current is None or current.lease is None or current.lease != queued.lease:
+                return current or queued  # taken by a worker (the enqueue did land), or ended
+            lease = replace(current.lease, outbox=True)
+            return self.store.commit(replace(current, lease=lease), current.task, [])
+
+        try:
+            return retry_on_conflict(decide, subject=f"task {queued.task.id}")
+        except Exception:
+            # The queued lease still expires: the sweep re-drives it then.
+            log.exception("task %s: could not record its turn in the outbox", queued.task.id)
+            return queued
+
+    def due(self, stored: StoredTask) -> bool:
+        """Whether the task's turn has no owner left: recover it (`settle`)."""
+        lease = stored.lease
+        state = stored.task.status.state
+        if lease is None or lease.expires is None or state.terminal or state.interrupted:
+            return False
+        if lease.outbox or abandoned(stored, self._clock):
+            return True
+        grace = self._lease if lease.holder and lease.inline else self._span
+        return lease.expires + grace < self._clock.now()
+
+    def settle(self, stored: StoredTask) -> StoredTask:
+        """The task as a reader should see it: its turn recovered first when it is due.
+        Best effort: a store or queue that fails leaves the task as it was, for the next."""
+        return self._settle(stored)[0]
+
+    def _settle(self, stored: StoredTask) -> tuple[StoredTask, bool]:
+        """The task, and whether its turn was recovered (re-driven or failed) here."""
+        if not self.due(stored):
+            return stored, False
+        attempts = iter([stored])
+
+        def decide() -> tuple[StoredTask, bool]:
+            # The task as read by the caller first, then as it is after each lost race.
+            current = next(attempts, None) or self.store.get(stored.owner, stored.task.id)
+            if current is None or not self.due(current):
+                return current or stored, False
+            recovered = self._recover(current)
+            return recovered, recovered is not current
+
+        try:
+            return retry_on_conflict(decide, subject=f"task {stored.task.id}")
+        except Exception:
+            log.exception("task %s: could not recover its turn", stored.task.id)
+            return stored, False
+
+    def _recover(self, stored: StoredTask) -> StoredTask:
+        """Re-drive the due turn of `stored`, or fail the task. Raises VersionConflict."""
+        lease = stored.lease
+        assert lease is not None
+        if abandoned(stored, self._clock):
+            return end(self.store, stored, TaskState.FAILED, LOST_TEXT)
+        if lease.outbox:
+            if not self._put(stored):
+                return stored  # still refused: the next reader or sweep tries again
+            again = replace(lease, outbox=False, expires=self._clock.now() + self._lease)
+            return self.store.commit(replace(stored, lease=again), stored.task, [])
+        if not lease.message_id or lease.redrives >= REDRIVE_LIMIT:
+            text = REDRIVEN_TEXT.format(count=lease.redrives + 1)
+            log.error("task %s: %s", stored.task.id, text)
+            return end(self.store, stored, TaskState.FAILED, text)
+        log.warning(
+            "task %s: turn %d has no live run (holder %r); re-queued",
+            stored.task.id,
+            lease.turn,
+            lease.holder,
+        )
+        again = replace(
+            self.queued_lease(lease.turn, lease.message_id), redrives=lease.redrives + 1
+        )
+        queued = self.store.commit(replace(stored, lease=again), stored.task, [])
+        return queued if self._put(queued) else self._to_outbox(queued)
+
+    def sweep(self, now: datetime) -> int:
+        """Recover every due turn (up to SWEEP_BATCH, the longest expired first); how many
+        were re-driven or failed. A shared.sweep Sweeper."""
+        found = self.store.expired_leases(now, SWEEP_BATCH)
+        return sum(self._settle(stored)[1] for stored in found)

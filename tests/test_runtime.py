@@ -15,6 +15,7 @@ from shared.requests import CancelRequest, SendRequest
 from shared.runtime import Turn
 from shared.service import A2AService
 from shared.store.memory import MemoryTaskStore
+from shared.worker import TurnQueue
 from tests.clock import ManualClock
 from tests.handlers import slow
 
@@ -76,9 +77,9 @@ class NoQueue:
 def service(
     handle: Any, store: MemoryTaskStore | None = None, interval: float = 0.25
 ) -> A2AService:
-    return A2AService(
-        store or MemoryTaskStore(), module(handle), queue=NoQueue(), commit_interval=interval
-    )
+    store = store or MemoryTaskStore()
+    turns = TurnQueue(store, NoQueue(), lease_seconds=30, queue_span=60)
+    return A2AService(store, module(handle), turns=turns, commit_interval=interval)
 
 
 def test_a_short_turn_is_one_commit() -> None:
@@ -116,6 +117,7 @@ def test_a_silent_slow_turn_becomes_visible_within_the_interval() -> None:
         message_key=None,
         commit_interval=0.05,
         allow_message=True,
+        hand_over=lambda queued: None,
         clock=clock,
     )
     result: list[Task | Message] = []

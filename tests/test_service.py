@@ -4,9 +4,11 @@ the wire fields errors name, and the in-process worker queue's wiring."""
 from __future__ import annotations
 
 import json
+import queue
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -14,15 +16,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from shared.agent import AgentInfo, Context, HandlerModule
 from shared.app import build
 from shared.dialects import decode
 from shared.identity.api_key import hashed
-from shared.model import Event, Task, TaskState, utc_now
-from shared.ports import Lease, StoredTask
-from shared.service import message_key
+from shared.model import Event, StatusUpdate, Task, TaskState, utc_now
+from shared.ports import Lease, StoredTask, TaskQuery
+from shared.queue.inline import InlineQueue
+from shared.service import MAX_PENDING_MESSAGES, message_key
 from shared.settings import Settings
 from shared.store.memory import MemoryTaskStore
 from tests.conftest import Client, wait_for_state, wait_until
+from tests.test_runtime import CountingStore
+from tests.test_streaming import frames, open_stream, send_params
 
 
 def send(client: Client, text: str, **message: Any) -> dict[str, Any]:
@@ -563,3 +569,255 @@ def test_the_in_process_worker_queue_makes_the_attempts_the_setting_says(
         assert store.lease is not None and store.lease.final is final
     finally:
         app.close()
+
+
+class Gate:
+    """A handler whose every turn waits until the test opens the gate named by its message's
+    text, then ends as the text's prefix says: `ask:` asks, `fail:` fails, else completes.
+    It records the messages it ran, in order."""
+
+    def __init__(self) -> None:
+        self.ran: list[str] = []
+        self.started: queue.Queue[str] = queue.Queue()
+        self._gates: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
+        self._closed = False  # the test is over: no turn waits any more
+
+    def _gate(self, text: str) -> threading.Event:
+        with self._lock:
+            return self._gates.setdefault(text, threading.Event())
+
+    def open(self, text: str) -> None:
+        self._gate(text).set()
+
+    def open_all(self) -> None:
+        self._closed = True
+        with self._lock:
+            gates = list(self._gates.values())
+        for gate in gates:
+            gate.set()
+
+    def next_started(self) -> str:
+        return self.started.get(timeout=10)
+
+    def handle(self, ctx: Context) -> None:
+        text = ctx.text
+        with self._lock:
+            self.ran.append(text)
+        self.started.put(text)
+        if not self._closed and not self._gate(text).wait(10):
+            raise RuntimeError(f"the test never opened {text}")
+        if text.startswith("ask:"):
+            ctx.ask(f"what about {text}?")
+        elif text.startswith("fail:"):
+            ctx.fail(f"failed {text}")
+        else:
+            ctx.complete(f"done {text}")
+
+
+@dataclass
+class Gated:
+    """An app whose handler is a Gate, and the first message's task, running."""
+
+    client: Client
+    gate: Gate
+    task_id: str
+    first: threading.Thread | None  # the blocking send running the first turn inline
+
+    def send(self, text: str, message_id: str | None = None) -> dict[str, Any]:
+        return send(self.client, text, messageId=message_id or text, taskId=self.task_id)
+
+    def stored(self) -> StoredTask:
+        stored = self.client.app.service.store.get("anonymous", self.task_id)
+        assert stored is not None
+        return stored
+
+    def wait_state(self, state: TaskState) -> None:
+        wait_for_state(self.client.app.service.store, "anonymous", self.task_id, state)
+
+    def close(self) -> None:
+        self.gate.open_all()  # nothing waits on after the test
+        self.client.app.close()
+
+    def settle(self) -> None:
+        """Every turn ran out: the inline send answered, the in-process queue drained."""
+        if self.first is not None:
+            self.first.join(10)
+            assert not self.first.is_alive()
+        queue = self.client.app.service.queue
+        assert isinstance(queue, InlineQueue) and queue.join(10)
+
+
+def start(mode: str, first: str = "first") -> Gated:
+    """An app on a Gate whose message `first` runs inline in a blocking send (`mode`
+    "inline") or on the worker ("background"), started and waiting at its gate."""
+    gate = Gate()
+    module = HandlerModule(name="gate", handle=gate.handle, info=AgentInfo(), skills=())
+    store = CountingStore()
+    app = Client(build(Settings(handler="functions.handlers.sample"), store, module))
+    running: threading.Thread | None = None
+    if mode == "inline":
+        running = threading.Thread(target=lambda: send(app, first, messageId=first))
+        running.start()
+    else:
+        send(app, first, messageId=first, configuration={"returnImmediately": True})
+    assert gate.next_started() == first
+    assert store.created.wait(10)  # an inline turn's task: by its commit timer
+    page = store.list("anonymous", TaskQuery())
+    assert len(page.tasks) == 1
+    return Gated(app, gate, page.tasks[0].task.id, running)
+
+
+@pytest.fixture(params=["inline", "background"])
+def gated(request: pytest.FixtureRequest) -> Iterator[Gated]:
+    made = start(request.param)
+    yield made
+    made.close()
+
+
+def texts(task: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(m["role"], m["parts"][0]["text"]) for m in task.get("history", [])]
+
+
+def test_a_message_to_a_working_task_is_its_next_turn(gated: Gated) -> None:
+    joined = gated.send("second")
+    assert joined["status"]["state"] == "TASK_STATE_WORKING"
+    assert gated.stored().pending == ("second",)
+    gated.gate.open("first")
+    assert gated.gate.next_started() == "second"  # handed over when the first turn ended
+    assert gated.stored().pending == ()
+    gated.gate.open("second")
+    gated.wait_state(TaskState.COMPLETED)
+    gated.settle()
+    assert gated.gate.ran == ["first", "second"]
+    task = gated.client.result("GetTask", {"id": gated.task_id}, version="1.0")
+    assert texts(task) == [
+        ("ROLE_USER", "first"),
+        ("ROLE_USER", "second"),
+        ("ROLE_AGENT", "done first"),
+    ]
+    assert task["status"]["message"]["parts"][0]["text"] == "done second"
+
+
+def test_messages_wait_in_order_each_its_own_turn(gated: Gated) -> None:
+    gated.send("second")
+    gated.send("third")
+    for text in ("first", "second", "third"):
+        gated.gate.open(text)
+    gated.wait_state(TaskState.COMPLETED)
+    gated.settle()
+    assert gated.gate.ran == ["first", "second", "third"]
+
+
+@pytest.mark.parametrize("mode", ["inline", "background"])
+def test_a_question_is_answered_by_the_waiting_message(mode: str) -> None:
+    gated = start(mode, "ask:first")
+    try:
+        gated.send("second")
+        gated.gate.open("ask:first")
+        assert gated.gate.next_started() == "second"  # no input-required in between
+        gated.gate.open("second")
+        gated.wait_state(TaskState.COMPLETED)
+        gated.settle()
+        task = gated.client.result("GetTask", {"id": gated.task_id}, version="1.0")
+        assert texts(task)[-1] == ("ROLE_AGENT", "what about ask:first?")
+        states = [
+            e.event.status.state
+            for e in gated.client.app.service.store.events("anonymous", gated.task_id)
+            if isinstance(e.event, StatusUpdate)
+        ]
+        assert TaskState.INPUT_REQUIRED not in states
+    finally:
+        gated.close()
+
+
+@pytest.mark.parametrize("mode", ["inline", "background"])
+def test_a_turn_that_fails_the_task_runs_no_waiting_message(mode: str) -> None:
+    gated = start(mode, "fail:first")
+    try:
+        gated.send("second")
+        gated.gate.open("fail:first")
+        gated.wait_state(TaskState.FAILED)
+        gated.settle()
+        assert gated.gate.ran == ["fail:first"]
+        stored = gated.stored()
+        assert stored.pending == () and stored.lease is None
+    finally:
+        gated.close()
+
+
+def test_a_cancel_drops_the_waiting_messages(gated: Gated) -> None:
+    gated.send("second")
+    canceled = gated.client.result("CancelTask", {"id": gated.task_id}, version="1.0")
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+    gated.gate.open("first")
+    gated.settle()
+    assert gated.gate.ran == ["first"]
+    stored = gated.stored()
+    assert stored.task.status.state is TaskState.CANCELED
+    assert stored.pending == () and stored.lease is None
+
+
+def test_a_resent_waiting_message_waits_once(gated: Gated) -> None:
+    first = gated.send("second", message_id="m2")
+    again = gated.send("second", message_id="m2")
+    assert again["id"] == first["id"] == gated.task_id
+    assert gated.stored().pending == ("m2",)
+    assert texts(again).count(("ROLE_USER", "second")) == 1
+    gated.gate.open("first")
+    gated.gate.open("second")
+    gated.wait_state(TaskState.COMPLETED)
+    gated.settle()
+    assert gated.gate.ran == ["first", "second"]
+
+
+def test_too_many_waiting_messages_are_refused_clearly(gated: Gated) -> None:
+    limit = MAX_PENDING_MESSAGES
+    for n in range(limit):
+        gated.send(f"more-{n}")
+    before = gated.stored()
+    error = gated.client.error(
+        "SendMessage",
+        {
+            "message": {
+                "role": "ROLE_USER",
+                "parts": [{"text": "one too many"}],
+                "messageId": "over",
+                "taskId": gated.task_id,
+            }
+        },
+        version="1.0",
+    )
+    assert error["code"] == -32602
+    assert f"the limit ({limit})" in error["message"] and "cancel it" in error["message"]
+    after = gated.stored()
+    assert after.version == before.version and len(after.pending) == limit
+    gated.client.result("CancelTask", {"id": gated.task_id}, version="1.0")
+
+
+def test_a_streamed_turn_that_hands_over_streams_the_next_turn_to_its_end() -> None:
+    """The stream does not end at the first turn's end: the task is not done, so a 0.3 or
+    1.0 client keeps reading until the message that waited was answered too."""
+    gate = Gate()
+    module = HandlerModule(name="gate", handle=gate.handle, info=AgentInfo(), skills=())
+    client = Client(build(Settings(handler="functions.handlers.sample"), MemoryTaskStore(), module))
+    try:
+        response = open_stream(client, "SendStreamingMessage", send_params("first", "first"))
+        events = frames(response)
+        task_id = next(events).data["result"]["task"]["id"]
+        assert gate.next_started() == "first"
+        send(client, "second", messageId="second", taskId=task_id)
+        gate.open("first")
+        gate.open("second")
+        states = [
+            e.data["result"]["statusUpdate"]["status"]["state"]
+            for e in events
+            if "statusUpdate" in e.data["result"]
+        ]
+        assert states[-1] == "TASK_STATE_COMPLETED"
+        assert "TASK_STATE_COMPLETED" not in states[:-1]
+        assert "TASK_STATE_SUBMITTED" in states  # the hand-over, between the turns
+        assert gate.ran == ["first", "second"]
+    finally:
+        gate.open_all()
+        client.app.close()

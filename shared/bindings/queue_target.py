@@ -4,6 +4,9 @@ fate out.
 Only Cloud Tasks may call: its token is checked before anything else (shared.tasks_auth).
 The status code is the whole protocol: 2xx lets Cloud Tasks forget the payload (done, or
 nothing to do), anything else makes it retry with backoff. Errors are JSON, never a traceback.
+
+The worker also takes `POST /sweep` (shared.sweep) from Cloud Scheduler, with a token of the
+same account: it re-drives what failures left behind and says how many items it did.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import flask
 from shared.bindings.json_http import json_response
 from shared.jobs import Outcome
 from shared.ports import BadPayload, Delivery
+from shared.sweep import Sweep
 from shared.tasks_auth import TokenRefused, TokenVerifier, bearer
 
 log = logging.getLogger("a2a.queue_target")
@@ -35,14 +39,17 @@ class QueueTargetApp:
         *,
         url: str | None,
         max_attempts: int,
+        sweep: Sweep | None = None,
     ) -> None:
-        """`url` is the target's own URL (the audience of its tokens); None only with the
-        local Cloud Tasks emulator (shared.app refuses it otherwise)."""
+        """`url` is the target's own URL (the audience of its tokens, `/sweep` included); None
+        only with the local Cloud Tasks emulator (shared.app refuses it otherwise). `sweep`:
+        what `POST /sweep` runs (None: the path is a payload's like any other)."""
         self.name = name
         self.target = target
         self._verifier = verifier
         self._url = url
         self._max_attempts = max_attempts
+        self.sweep = sweep
 
     def __call__(self, request: flask.Request) -> flask.Response:
         if request.method != "POST":
@@ -59,6 +66,8 @@ class QueueTargetApp:
                 401,
                 {"WWW-Authenticate": "Bearer"},
             )
+        if self.sweep is not None and request.path.rstrip("/").endswith("/sweep"):
+            return json_response({"outcome": "swept", "redriven": self.sweep.run()}, 200)
         try:
             payload = json.loads(request.get_data())
         except ValueError:

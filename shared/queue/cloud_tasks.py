@@ -4,20 +4,43 @@ Import this module only when a Cloud Tasks queue is configured: it loads the Goo
 which the embedded backend must not pay for at cold start. With CLOUD_TASKS_EMULATOR_HOST
 set it talks plain gRPC to the emulator (the client has no emulator variable of its own, and
 setting only its endpoint would open TLS); otherwise to the real service.
+
+An enqueue that meets an outage (unavailable, timed out, throttled) is tried again with
+backoff for up to `ENQUEUE_BUDGET` seconds, well within a request's own deadline; past it
+the error reaches the caller, who records the work as still to enqueue (the task's outbox,
+shared.worker.TurnQueue). An attempt that timed out may have created the entry: the next
+one then finds its name taken, which is success.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 from typing import Any
 
 import grpc  # type: ignore[import-untyped]
+from google.api_core import exceptions as google_errors
 from google.api_core.exceptions import AlreadyExists
 from google.cloud import tasks_v2
 from google.cloud.tasks_v2.services.cloud_tasks.transports import CloudTasksGrpcTransport
 
+from shared.clock import SYSTEM, Clock
 from shared.queue import encode
 
-_CREATE_TIMEOUT = 10.0  # seconds; a send must answer well within its own deadline
+log = logging.getLogger("a2a.queue")
+
+ENQUEUE_BUDGET = 20.0  # seconds an enqueue goes on trying through an outage
+_ATTEMPT_TIMEOUT = 5.0  # seconds one create may take before it counts as failed
+_FIRST_PAUSE, _MAX_PAUSE = 0.2, 2.0  # seconds between attempts, doubling
+# What an outage looks like; anything else (a bad request, no permission) is no use retrying.
+_TRANSIENT = (
+    google_errors.ServiceUnavailable,
+    google_errors.DeadlineExceeded,
+    google_errors.InternalServerError,
+    google_errors.TooManyRequests,
+    google_errors.ResourceExhausted,
+    google_errors.Aborted,
+)
 
 
 class CloudTasksQueue:
@@ -28,6 +51,7 @@ class CloudTasksQueue:
         service_account: str,
         *,
         emulator_host: str | None = None,
+        clock: Clock = SYSTEM,
     ) -> None:
         """Deliveries to `url` through `queue` (projects/P/locations/L/queues/Q), each with
         an OIDC token minted for `service_account` and addressed to `url` (Cloud Run accepts
@@ -35,16 +59,32 @@ class CloudTasksQueue:
         self._queue = queue
         self._url = url
         self._service_account = service_account
-        if emulator_host:
-            # The emulator is local: gRPC must not route it through the machine's http_proxy.
-            channel = grpc.insecure_channel(emulator_host, options=[("grpc.enable_http_proxy", 0)])
-            transport = CloudTasksGrpcTransport(channel=channel)
-            self._client = tasks_v2.CloudTasksClient(transport=transport)
-        else:
-            self._client = tasks_v2.CloudTasksClient()
+        self._clock = clock
+        self._emulator_host = emulator_host
+        # Made at the first enqueue: a worker that never hands a turn over never needs one
+        # (nor the credentials it looks up).
+        self._made: tasks_v2.CloudTasksClient | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def _client(self) -> tasks_v2.CloudTasksClient:
+        with self._lock:
+            if self._made is None:
+                if self._emulator_host:
+                    # The emulator is local: gRPC must not route it through the http_proxy.
+                    channel = grpc.insecure_channel(
+                        self._emulator_host, options=[("grpc.enable_http_proxy", 0)]
+                    )
+                    transport = CloudTasksGrpcTransport(channel=channel)
+                    self._made = tasks_v2.CloudTasksClient(transport=transport)
+                else:
+                    self._made = tasks_v2.CloudTasksClient()
+            return self._made
 
     def close(self) -> None:
-        self._client.transport.close()  # type: ignore[no-untyped-call]
+        with self._lock:
+            if self._made is not None:
+                self._made.transport.close()  # type: ignore[no-untyped-call]
 
     def enqueue(self, name: str, payload: dict[str, Any]) -> bool:
         task = tasks_v2.Task(
@@ -60,8 +100,21 @@ class CloudTasksQueue:
                 ),
             ),
         )
-        try:
-            self._client.create_task(parent=self._queue, task=task, timeout=_CREATE_TIMEOUT)
-        except AlreadyExists:
-            return False
-        return True
+        deadline = self._clock.monotonic() + ENQUEUE_BUDGET
+        pause, never = _FIRST_PAUSE, threading.Event()
+        while True:
+            left = deadline - self._clock.monotonic()
+            try:
+                self._client.create_task(
+                    parent=self._queue, task=task, timeout=max(min(_ATTEMPT_TIMEOUT, left), 0.5)
+                )
+            except AlreadyExists:
+                return False
+            except _TRANSIENT as exc:
+                if deadline - self._clock.monotonic() <= pause:
+                    raise
+                log.warning("enqueue of %s failed (%s); trying again", name, exc)
+                self._clock.wait(never, pause)
+                pause = min(pause * 2, _MAX_PAUSE)
+                continue
+            return True

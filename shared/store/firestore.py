@@ -7,8 +7,9 @@ Layout (collection ids are the constants below). No document id is a client's st
 is `document_id` of what names it (a SHA-256, hex), and the real ids are fields, so no id can
 address another document, and each owner's task ids are a namespace of their own.
 - `tasks/{document_id(owner, taskId)}`: owner, taskId, contextId, state, statusTimestamp,
-  version, lastSeq, dialect, createdAt, updatedAt, expireAt, `lease` (the background turn: a
-  map, or null), and `task`, the materialized task as JSON. A task whose JSON
+  version, lastSeq, dialect, createdAt, updatedAt, expireAt, `lease` (the turn: a map, or
+  null; the sweep queries `lease.expires`), `pending` (ids of messages waiting for a turn),
+  and `task`, the materialized task as JSON. A task whose JSON
   outgrows `task_budget` keeps only its status and metadata there (`inLog` is true) and is
   rebuilt on read by folding its event log.
 - `tasks/{docId}/events/{first}`: the events of one commit in one document (`first`, `last`,
@@ -241,6 +242,16 @@ class FirestoreTaskStore:
     def tail(self, owner: str, task_id: str, after_seq: int = 0) -> FirestoreTail:
         return FirestoreTail(self, owner, task_id, after_seq, listen=self._tail == "listener")
 
+    def expired_leases(self, before: datetime, limit: int) -> list[StoredTask]:
+        # One range on one field: Firestore's automatic single-field index serves it.
+        query = (
+            self._client.collection(TASKS)
+            .where(filter=FieldFilter("lease.expires", "<", before))
+            .order_by("lease.expires")
+            .limit(limit)
+        )
+        return [self._stored(snapshot) for snapshot in self._run(query)]
+
     def _log_query(self, owner: str, task_id: str, after_seq: int) -> Any:
         """The event documents holding events after `after_seq`, oldest first."""
         # The owner is on every event document, so reading the log needs no read of the task.
@@ -254,6 +265,7 @@ class FirestoreTaskStore:
 
     def _stored(self, snapshot: Any) -> StoredTask:
         owner: str = snapshot.get("owner")
+        fields = snapshot.to_dict()
         task = Task.model_validate_json(snapshot.get("task"))
         if snapshot.get("inLog"):
             task = self._rebuild(owner, task, snapshot.get("lastSeq"))
@@ -265,7 +277,8 @@ class FirestoreTaskStore:
             snapshot.get("dialect"),
             snapshot.get("createdAt"),
             snapshot.get("updatedAt"),
-            _decode_lease(snapshot.to_dict().get("lease")),
+            _decode_lease(fields.get("lease")),
+            tuple(fields.get("pending") or ()),  # absent in documents stored before it
             token=_Revision(owner, task.id, snapshot.update_time),
         )
 
@@ -305,6 +318,7 @@ class FirestoreTaskStore:
             "task": text,
             "inLog": in_log,
             "lease": _encode_lease(stored.lease),
+            "pending": list(stored.pending),
         }
 
     def _encode_events(self, events: Sequence[Event]) -> list[str]:
@@ -550,6 +564,10 @@ def _encode_lease(lease: Lease | None) -> dict[str, Any] | None:
         "expires": lease.expires,
         "attempt": lease.attempt,
         "final": lease.final,
+        "messageId": lease.message_id,
+        "redrives": lease.redrives,
+        "outbox": lease.outbox,
+        "inline": lease.inline,
     }
 
 
@@ -563,6 +581,11 @@ def _decode_lease(fields: dict[str, Any] | None) -> Lease | None:
         expires=fields["expires"],
         attempt=fields["attempt"],
         final=fields["final"],
+        # Leases stored before these fields existed have none.
+        message_id=fields.get("messageId", ""),
+        redrives=fields.get("redrives", 0),
+        outbox=fields.get("outbox", False),
+        inline=fields.get("inline", False),
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import datetime
 
 from shared import ids
 from shared.model import Event, Task, utc_now
@@ -108,6 +109,7 @@ class MemoryTaskStore:
                 last_seq=stored.last_seq + len(events),
                 updated_at=utc_now(),
                 lease=current.lease,
+                pending=current.pending,
             )
             self._tasks[key] = new
             self._bill(key, events, message_key)
@@ -140,6 +142,18 @@ class MemoryTaskStore:
 
     def tail(self, owner: str, task_id: str, after_seq: int = 0) -> MemoryTail:
         return MemoryTail(self, owner, task_id, after_seq)
+
+    def expired_leases(self, before: datetime, limit: int) -> list[StoredTask]:
+        with self._lock:
+            expired = [
+                s
+                for s in self._tasks.values()
+                if s.lease is not None and s.lease.expires is not None and s.lease.expires < before
+            ]
+        expired.sort(key=lambda s: s.lease.expires if s.lease and s.lease.expires else before)
+        found = expired[:limit]
+        self.cost.add(reads=max(1, len(found)))
+        return found
 
     def list(self, owner: str, query: TaskQuery) -> TaskPage:
         cursor = decode_token(query)

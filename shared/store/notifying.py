@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from datetime import datetime
 
 from shared.model import Event, Task
 from shared.ports import (
@@ -78,6 +79,9 @@ class NotifyingTaskStore:
 
     def events(self, owner: str, task_id: str, after_seq: int = 0) -> list[LoggedEvent]:
         return self.inner.events(owner, task_id, after_seq)
+
+    def expired_leases(self, before: datetime, limit: int) -> list[StoredTask]:
+        return self.inner.expired_leases(before, limit)
 
     def list(self, owner: str, query: TaskQuery) -> TaskPage:
         return self.inner.list(owner, query)

@@ -30,6 +30,10 @@ COMMANDS = (
     "tasks queues create",
     "tasks queues update",
     "tasks queues delete",
+    "scheduler jobs describe",
+    "scheduler jobs create http",
+    "scheduler jobs update http",
+    "scheduler jobs delete",
     "iam service-accounts describe",
     "iam service-accounts create",
     "iam service-accounts delete",
@@ -179,6 +183,8 @@ def handle(
         if key not in state:
             raise not_found(f"queue {args[0]}")
         return state.pop(key) if command.endswith("delete") else state[key]
+    if command.startswith("scheduler jobs"):
+        return scheduler_job(state, command, args[0], one)
     if command.startswith("iam service-accounts"):
         email = args[0] if "@" in args[0] else f"{args[0]}@{project}.iam.gserviceaccount.com"
         key = f"account/{email}"
@@ -191,6 +197,34 @@ def handle(
     if command.startswith("functions"):
         return function(state, command, args[0], one, flags)
     raise Exit(2, f"fake gcloud: no behaviour for {command}")
+
+
+def scheduler_job(state: dict[str, Any], command: str, name: str, one: dict[str, str]) -> Any:
+    project = one["project"]
+    key = f"job/{name}"
+    if command.endswith("http"):
+        if command.startswith("scheduler jobs create") and key in state:
+            raise Exit(1, "ERROR: ALREADY_EXISTS: job exists\n")
+        if command.startswith("scheduler jobs update") and key not in state:
+            raise not_found(f"job {name}")
+        state[key] = {
+            "name": f"projects/{project}/locations/{one['location']}/jobs/{name}",
+            "schedule": one["schedule"],
+            "timeZone": "Etc/UTC",
+            "httpTarget": {
+                "uri": one["uri"],
+                "httpMethod": one["http-method"].upper(),
+                "oidcToken": {
+                    "serviceAccountEmail": one["oidc-service-account-email"],
+                    "audience": one["oidc-token-audience"],
+                },
+            },
+            "state": "ENABLED",
+        }
+        return state[key]
+    if key not in state:
+        raise not_found(f"job {name}")
+    return state.pop(key) if command.endswith("delete") else state[key]
 
 
 def policy(state: dict[str, Any], command: str, resource: str, one: dict[str, str]) -> Any:

@@ -280,6 +280,38 @@ def test_missing_index_file_is_reported_not_fatal(
     assert "firestore.indexes.json does not exist yet" in out
 
 
+def test_the_sweep_is_scheduled_on_the_worker_as_the_account_that_may_call_it(
+    fake_gcloud: FakeGcloud,
+    fake_repo: Path,
+    project_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert run(fake_repo, "deploy") == 0
+    calls = fake_gcloud.changes()
+    job = position(calls, "scheduler", "jobs", "create", "http", "a2a-sweep")
+    # After the worker knows its own URL: the audience its token check compares.
+    assert job > max(
+        i for i, call in enumerate(calls) if call[:3] == ["functions", "deploy", "worker"]
+    )
+    worker = "https://worker-fakehash-uc.a.run.app"
+    assert flag(calls[job], "uri") == f"{worker}/sweep"
+    assert flag(calls[job], "http-method") == "POST"
+    assert flag(calls[job], "oidc-token-audience") == worker
+    assert flag(calls[job], "oidc-service-account-email") == (
+        "a2a-tasks@demo-project.iam.gserviceaccount.com"
+    )
+    assert flag(calls[job], "schedule") == "* * * * *"
+    assert "cloudscheduler.googleapis.com" in calls[0]
+
+    # (A second deploy leaves it be: test_second_run_changes_nothing_then_only_what_differs.)
+    fake_gcloud.clear_log()
+    monkeypatch.setenv("SWEEP_SCHEDULE", "*/5 * * * *")
+    assert run(fake_repo, "deploy") == 0
+    (update,) = fake_gcloud.changes()
+    assert update[:5] == ["scheduler", "jobs", "update", "http", "a2a-sweep"]
+    assert flag(update, "schedule") == "*/5 * * * *"
+
+
 def test_destroy_asks_then_removes_what_deploy_created(
     fake_gcloud: FakeGcloud,
     fake_repo: Path,
@@ -296,9 +328,12 @@ def test_destroy_asks_then_removes_what_deploy_created(
     monkeypatch.setattr("sys.stdin", io.StringIO("demo-project\n"))
     assert run(fake_repo, "destroy") == 0
     deleted = [call[:3] for call in fake_gcloud.changes() if "delete" in call[:3]]
-    assert [words[0] for words in deleted] == ["functions"] * 3 + ["tasks"] * 2 + ["iam"] * 3
+    assert [words[0] for words in deleted] == (
+        ["scheduler"] + ["functions"] * 3 + ["tasks"] * 2 + ["iam"] * 3
+    )
     state = json.loads(fake_gcloud.state.read_text())
-    assert not [key for key in state if key.startswith(("function/", "queue/", "account/"))]
+    gone = ("job/", "function/", "queue/", "account/")
+    assert not [key for key in state if key.startswith(gone)]
     assert "database/(default)" in state, "the data stays unless --delete-database"
 
     fake_gcloud.clear_log()

@@ -400,6 +400,51 @@ def test_a_lease_is_stored_kept_by_other_writers_and_released(store: TaskStore) 
     assert store.list(ALICE, TaskQuery()).tasks == [released]
 
 
+def test_every_field_of_a_lease_and_the_waiting_messages_are_stored(store: TaskStore) -> None:
+    task, events = new_task()
+    lease = Lease(
+        turn=3,
+        holder="",
+        expires=T0,
+        attempt=1,
+        message_id="m-1",
+        redrives=2,
+        inline=True,
+        outbox=True,
+    )
+    created = store.create(ALICE, task, events, dialect="v1.0", lease=lease)
+    assert created.pending == ()
+    waiting = store.commit(replace(created, pending=("m-2", "m-3")), task, [])
+    got = store.get(ALICE, task.id)
+    assert (
+        got is not None and got.lease == lease and got.pending == ("m-2", "m-3") == waiting.pending
+    )
+    # A writer that passes the snapshot on keeps them; one that drops them drops them.
+    kept = step(store, got, [message("more", task.id)])
+    assert store.get(ALICE, task.id).pending == ("m-2", "m-3") == kept.pending  # type: ignore[union-attr]
+    store.commit(replace(kept, pending=()), kept.task, [])
+    assert store.get(ALICE, task.id).pending == ()  # type: ignore[union-attr]
+
+
+def test_expired_leases_of_every_owner_oldest_first(store: TaskStore) -> None:
+    def leased(owner: str, task_id: str, lease: Lease | None) -> None:
+        task, events = new_task(task_id=task_id)
+        store.create(owner, task, events, dialect="v1.0", lease=lease)
+
+    leased(ALICE, "late", Lease(turn=1, holder="a", expires=T0 + timedelta(seconds=20)))
+    leased(MALLORY, "early", Lease(turn=1, expires=T0 + timedelta(seconds=10)))
+    leased(ALICE, "live", Lease(turn=1, holder="b", expires=T0 + timedelta(seconds=60)))
+    leased(ALICE, "no-expiry", Lease(turn=1))
+    leased(ALICE, "no-lease", None)
+    before = T0 + timedelta(seconds=30)
+    found = store.expired_leases(before, 10)
+    assert [(s.owner, s.task.id) for s in found] == [(MALLORY, "early"), (ALICE, "late")]
+    assert [s.task.id for s in store.expired_leases(before, 1)] == ["early"]
+    assert store.expired_leases(T0, 10) == []
+    # Each is the task as `get` reads it: the sweep commits on it.
+    assert found[1] == store.get(ALICE, "late")
+
+
 def test_readers_and_writers_at_once(store: TaskStore) -> None:
     """Several writers create and commit while readers list, get and read events: no call
     fails, and every reader sees a consistent store (counts only grow, logs stay dense)."""

@@ -23,7 +23,7 @@ from shared.ports import Delivery, StoredTask
 from shared.requests import TaskSelector
 from shared.service import A2AService
 from shared.store.memory import MemoryTaskStore
-from shared.worker import LOST_TEXT, Worker, abandoned
+from shared.worker import LOST_TEXT, TurnQueue, Worker, abandoned
 from tests.clock import ManualClock
 from tests.handlers.long import Crash
 from tests.test_runtime import request
@@ -110,11 +110,12 @@ def queued(script: Script, clock: ManualClock | None = None) -> Queued:
     store = MemoryTaskStore()
     module = HandlerModule(name="script", handle=script.handle, info=AgentInfo(), skills=())
     recorder = Recorder()
-    service = A2AService(store, module, queue=recorder)
+    turns = TurnQueue(store, recorder, lease_seconds=LEASE, queue_span=LEASE)
+    service = A2AService(store, module, turns=turns)
     task = service.send(OWNER, request("go", blocking=False), dialect="1.0", message_results=True)
     assert isinstance(task, Task) and task.status.state is TaskState.SUBMITTED
     clock = clock or ManualClock()
-    worker = Worker(store, module, commit_interval=0, lease_seconds=LEASE, clock=clock)
+    worker = Worker(store, module, commit_interval=0, lease_seconds=LEASE, turns=turns, clock=clock)
     return Queued(service, worker, clock, recorder.payloads[0], task.id)
 
 

@@ -1,0 +1,109 @@
+"""The sweep: every sweeper runs at one `now` and a failing one stops none of the others;
+the timer of `make run`; the worker's `POST /sweep` (token first, then the count); and the
+sweep the worker function is built with recovers a turn nobody reads again."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from emulator.oidc import make_token
+from shared.app import build_worker
+from shared.model import TaskState
+from shared.ports import Lease
+from shared.settings import Settings
+from shared.store.memory import MemoryTaskStore
+from shared.sweep import Sweep, SweepTimer
+from tests.clock import ManualClock
+from tests.conftest import SA, flask_app
+from tests.worker.test_recovery import left_by_a_dead_run
+
+SECRET = "sweep-test-secret"
+URL = "http://worker.test/"
+
+
+@dataclass
+class Counting:
+    """A sweeper that records the times it was called with and re-drives `found` items."""
+
+    found: int
+    calls: list[datetime] = field(default_factory=list)
+    called: threading.Event = field(default_factory=threading.Event)
+
+    def __call__(self, now: datetime) -> int:
+        self.calls.append(now)
+        self.called.set()
+        return self.found
+
+
+def broken(now: datetime) -> int:
+    raise ConnectionError("the store is down")
+
+
+def test_every_sweeper_runs_at_one_time_and_a_failing_one_stops_no_other() -> None:
+    clock = ManualClock()
+    first, last = Counting(2), Counting(3)
+    sweep = Sweep([first, broken, last], clock)
+    assert sweep.run() == 5
+    assert first.calls == last.calls == [clock.now()]
+
+
+def test_the_timer_sweeps_once_an_interval_until_closed() -> None:
+    clock, sweeper = ManualClock(), Counting(0)
+    timer = SweepTimer(Sweep([sweeper], clock), interval=30, clock=clock)
+    timer.start()
+    try:
+        clock.advance(29)
+        assert not sweeper.called.wait(0.1)  # an interval has not passed
+        clock.advance(1)
+        assert sweeper.called.wait(10)
+    finally:
+        timer.close()
+    timer._thread.join(10)
+    assert not timer._thread.is_alive()
+    clock.advance(60)
+    assert len(sweeper.calls) == 1
+
+
+def worker_app(store: MemoryTaskStore, **settings: Any) -> Any:
+    return build_worker(
+        Settings(
+            handler="tests.handlers.long",
+            backend="memory",
+            tasks_emulator_host="localhost:1",
+            tasks_emulator_secret=SECRET,
+            tasks_service_account=SA,
+            worker_url=URL,
+            **settings,
+        ),
+        store=store,
+    )
+
+
+def test_only_cloud_scheduler_may_sweep_and_it_learns_how_much_was_redriven() -> None:
+    store = MemoryTaskStore()
+    app = worker_app(store)
+    swept = Counting(4)
+    app.sweep.sweepers = [swept]
+    web = flask_app(app).test_client()
+    refused = web.post("/sweep", headers={"Authorization": f"Bearer {make_token(SA, URL, 'x')}"})
+    assert refused.status_code == 401 and swept.calls == []
+    token = make_token(SA, URL, SECRET)
+    answer = web.post("/sweep", headers={"Authorization": f"Bearer {token}"})
+    assert answer.status_code == 200
+    assert answer.get_json() == {"outcome": "swept", "redriven": 4}
+
+
+def test_the_worker_sweep_fails_a_turn_nobody_will_run_or_read() -> None:
+    """The worker of the emulator stack has no queue to itself: what it re-drives goes to
+    the outbox; a turn out of re-drives is failed, whoever reads it or not."""
+    store = MemoryTaskStore()
+    app = worker_app(store, lease_seconds=1)
+    long_gone = datetime(2020, 1, 1, tzinfo=UTC)
+    spent = Lease(turn=1, holder="gone", expires=long_gone, message_id="m", redrives=3)
+    left_by_a_dead_run(store, "t1", spent, owner="alice")
+    assert app.sweep.run() == 1
+    stored = store.get("alice", "t1")
+    assert stored is not None and stored.task.status.state is TaskState.FAILED
