@@ -15,6 +15,7 @@ from werkzeug.test import TestResponse
 
 from shared.bindings import rest_v0_3
 from shared.identity.api_key import hashed
+from shared.queue.inline import InlineQueue
 from tests import sse
 from tests.conftest import Client
 from tests.test_ids import text_id
@@ -92,7 +93,8 @@ def test_absent_blocking_is_false_as_in_the_proto(client: Client) -> None:
     # proto3: an absent bool is false, so the send answers before the turn has run.
     answered = ok(post(client, "/v1/message:send", {"message": message("hello")}))["task"]
     assert answered["status"]["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
-    assert client.app.service.queue.join(10)  # type: ignore[attr-defined]  # in process
+    queue = client.app.service.queue
+    assert isinstance(queue, InlineQueue) and queue.join(10)
     done = ok(client.http.get(f"/v1/tasks/{answered['id']}"))
     assert done["status"]["state"] == "TASK_STATE_COMPLETED"
 
