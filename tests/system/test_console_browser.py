@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
 from playwright.sync_api import Browser, ConsoleMessage, Page, Request, expect, sync_playwright
 
+from emulator._process import EmulatorError
+from emulator.browser import find_chromium
 from shared.bindings.console import CSP
 from shared.identity.api_key import hashed
 from tests.conftest import ROOT, Server
@@ -31,16 +31,10 @@ WAIT_MS = 10_000  # the longest any step may take before the test fails
 
 def chromium() -> str:
     """Debian's chromium, or a failure that says how to get it (never a skip)."""
-    found = shutil.which("chromium") or (
-        "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
-    )
-    if found is None:
-        pytest.fail(
-            "chromium is not installed: the console's browser tests drive Debian's headless "
-            "Chromium. Fix: `make install` (its `python -m emulator setup` installs it), or "
-            "`apt-get install -y chromium` as root"
-        )
-    return found
+    try:
+        return find_chromium()
+    except EmulatorError as missing:
+        pytest.fail(str(missing))
 
 
 @pytest.fixture(scope="module")
