@@ -443,8 +443,9 @@ function stopWatching() {
   viewed.watch = null;
 }
 
-// While the task is at work, its status changes and artifacts arrive as they happen.
-async function watchTask(id) {
+// While the task is at work, its status changes and artifacts arrive as they happen; a
+// stream the server ends at its time limit is opened again (MAX_RESUMES times).
+async function watchTask(id, resumes = 0) {
   stopWatching();
   const controller = new AbortController();
   viewed.watch = controller;
@@ -464,8 +465,13 @@ async function watchTask(id) {
     }
   } catch (error) {
     if (error.name !== "AbortError") showError(error);
+    return;
   } finally {
     if (viewed.watch === controller) viewed.watch = null;
+  }
+  const state = $("task-state").textContent;
+  if (viewed.id === id && !TERMINAL.has(state) && !INTERRUPTED.has(state)) {
+    if (resumes < MAX_RESUMES) watchTask(id, resumes + 1);
   }
 }
 

@@ -45,6 +45,9 @@ def agent() -> Iterator[Server]:
             "A2A_CONSOLE": "true",
             "A2A_AUTH": "api-key",
             "A2A_API_KEYS": f"tester:{hashed(KEY)}",
+            # Streams end after a second, as they do at a function's time limit: the console
+            # must follow a longer task by subscribing again.
+            "A2A_STREAM_SECONDS": "1",
         }
     )
     yield server
@@ -234,6 +237,26 @@ def test_a_running_task_is_canceled_from_its_timeline(console: Console) -> None:
     assert console.problems == []
 
 
+def test_chat_and_timeline_follow_a_task_past_the_end_of_a_stream(console: Console) -> None:
+    console.open()
+    console.send("slow steps=30 delay=0.05")  # 1.5 s of work: longer than one stream
+    expect(console.page.locator("#chat-state")).to_have_text("TASK_STATE_COMPLETED")
+    expect(console.page.locator("#transcript .artifact")).to_contain_text("done")
+    assert console.methods[:2] == ["SendStreamingMessage", "SubscribeToTask"]
+
+    first = chat_task_id(console)
+    console.send("slow steps=50 delay=0.05")  # 2.5 s: the timeline opens at most 2 streams
+    expect(console.page.locator("#chat-state")).to_have_text("TASK_STATE_WORKING")
+    task_id = chat_task_id(console)
+    assert task_id != first, "a new task in the same conversation"
+    del console.methods[:]
+    console.page.goto(f"{console.url}/console/#task/{task_id}")  # the chat's stream goes
+    expect(console.page.locator("#task-state")).to_have_text("TASK_STATE_COMPLETED")
+    expect(console.page.locator("#artifacts")).to_contain_text("done")
+    assert console.methods.count("SubscribeToTask") >= 2, console.methods
+    assert console.problems == []
+
+
 def test_agent_text_and_file_parts_are_never_markup(console: Console, agent: Server) -> None:
     hostile = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
     console.open()
@@ -261,6 +284,8 @@ def test_agent_text_and_file_parts_are_never_markup(console: Console, agent: Ser
     console.page.goto(f"{console.url}/console/#task/{task['id']}")
     expect(console.page.locator("#task-state")).to_have_text("TASK_STATE_COMPLETED")
     timeline = console.page.locator("#timeline")
+    # What the agent made of them: text, never markup.
+    expect(console.page.locator("#artifacts")).to_contain_text("by URL")
     expect(timeline).to_contain_text("javascript:window.__xss=3")
     assert timeline.locator("a[href^='javascript']").count() == 0
     assert console.page.locator("main img, main script").count() == 0
@@ -269,6 +294,23 @@ def test_agent_text_and_file_parts_are_never_markup(console: Console, agent: Ser
     expect(download).to_have_attribute("download", "x.html")
     assert console.page.evaluate("window.__xss") is None
     console.shot("hostile")
+    assert console.problems == []
+
+
+def test_data_parts_render_as_pretty_json(console: Console, agent: Server) -> None:
+    data = {"order": {"items": [1, 2]}, "note": "<b>not bold</b>"}
+    task = rpc(
+        agent,
+        "SendMessage",
+        {"message": {"messageId": "console-data", "role": "ROLE_USER", "parts": [{"data": data}]}},
+    )["task"]
+    console.open()
+    console.page.goto(f"{console.url}/console/#task/{task['id']}")
+    pretty = json.dumps(data, indent=2)
+    expect(console.page.locator("#timeline li.user pre.data")).to_have_text(pretty)
+    # The echo: the message's data parts, as a list.
+    expect(console.page.locator("#artifacts pre.data")).to_have_text(json.dumps([data], indent=2))
+    assert console.page.locator("main b").count() == 0
     assert console.problems == []
 
 
