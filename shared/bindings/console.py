@@ -50,19 +50,21 @@ class Console:
     def owns(path: str) -> bool:
         return path == PREFIX or path.startswith(PREFIX + "/")
 
-    def __call__(self, request: flask.Request) -> flask.Response:
-        path = request.path
+    def __call__(self, request: flask.Request, path: str) -> flask.Response:
+        """`path` is the router's (http.py): the request's path under the function, trailing
+        slashes stripped; `request.path` keeps them, which is how /console differs from
+        /console/."""
         if request.method not in ("GET", "HEAD"):
             response = _plain(405, "the console is read with GET")
             response.headers["Allow"] = "GET, HEAD"
             return response
-        if path == PREFIX:
+        if path == PREFIX and not request.path.endswith("/"):
             # Relative, so that the page's relative URLs (its files, the card, the API)
             # resolve under any prefix a proxy serves the function at.
             response = flask.Response(status=308, headers={"Location": "console/"})
             response.headers.update(HEADERS)
             return response
-        name = path.removeprefix(PREFIX + "/") or "index.html"
+        name = path.removeprefix(PREFIX).removeprefix("/") or "index.html"
         body = self.files.get(name)
         if body is None:
             return _plain(404, f"the console has no file {name!r}")

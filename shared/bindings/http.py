@@ -116,7 +116,7 @@ class HttpApp:
     def __call__(self, request: flask.Request) -> flask.Response:
         path = request.path.rstrip("/") or "/"
         if self.console is not None and self.console.owns(path):
-            return self.console(request)
+            return self.console(request, path)
         if path in CARD_PATHS:
             if request.method not in ("GET", "HEAD"):
                 return _status_error(405, "METHOD_NOT_ALLOWED", "the agent card is read with GET")

@@ -63,6 +63,12 @@ def test_the_page_is_at_console_slash_and_console_redirects_there(console: Clien
     assert_console_headers(bare)
 
 
+def test_a_trailing_slash_is_the_same_file(console: Client) -> None:
+    response = console.http.get("/console/console.css/")
+    assert response.status_code == 200
+    assert response.data == (FILES / "console.css").read_bytes()
+
+
 def test_head_answers_without_a_body(console: Client) -> None:
     response = console.http.head("/console/console.js")
     assert response.status_code == 200
@@ -88,7 +94,6 @@ def test_other_methods_are_refused_with_allow(console: Client, method: str) -> N
         "/console//etc/passwd",
         "/console/%2fetc%2fpasswd",
         "/console/./index.html",
-        "/console/console.js/",
         "/console/console.js%00.html",
         "/console/CONSOLE.JS",
         "/console/console.py",
@@ -110,10 +115,12 @@ def shared_console() -> Iterator[Client]:
     client.app.close()
 
 
-@given(st.text(st.characters(codec="utf-8"), min_size=1, max_size=40))
+# Without "\n": Flask's `<path:path>` route (functions-framework's too) never matches it, so
+# such a request gets Flask's own 404 before the function runs.
+@given(st.text(st.characters(codec="utf-8", exclude_characters="\n"), min_size=1, max_size=40))
 def test_no_other_name_reaches_a_file(shared_console: Client, name: str) -> None:
     response = shared_console.http.get("/console/" + quote(name, safe=""))
-    if name in TYPES:
+    if name.rstrip("/") in (*TYPES, ""):  # trailing slashes are the same path to the router
         assert response.status_code == 200
     else:
         assert response.status_code == 404, name
