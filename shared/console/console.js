@@ -517,6 +517,13 @@ async function listPush() {
     row.append(cell);
     rows.append(row);
   }
+  if (!rows.children.length) {
+    const row = el("tr", "empty");
+    const cell = el("td", "", "No push configs: add a webhook below.");
+    cell.colSpan = 4;
+    row.append(cell);
+    rows.append(row);
+  }
 }
 
 async function addPush() {
