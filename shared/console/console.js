@@ -250,8 +250,9 @@ const chat = {
   contextId: null,
   taskId: null,
   state: null,
-  artifacts: null,
-  progress: null,
+  artifacts: null, // the current task's Artifacts, in artifactItem (one transcript entry)
+  artifactItem: null,
+  progress: null, // the transcript entry its progress messages replace each other in
   busy: false,
 };
 
@@ -353,6 +354,7 @@ async function sendChat(text) {
 
 function newConversation() {
   Object.assign(chat, { contextId: null, taskId: null, state: null, progress: null });
+  Object.assign(chat, { artifacts: null, artifactItem: null });
   $("transcript").replaceChildren();
   chatIds();
   $("message").focus();

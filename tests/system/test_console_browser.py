@@ -120,11 +120,16 @@ def rpc(agent: Server, method: str, params: dict[str, Any]) -> Any:
     return answer["result"]
 
 
-def chat_task_id(console: Console) -> str:
+def chat_ids(console: Console) -> tuple[str, str]:
+    """The chat's context and task ids, as the page shows them."""
     ids = console.page.locator("#chat-ids").inner_text()
-    found = re.search(r"task (\S+)", ids)
+    found = re.fullmatch(r"context (\S+) · task (\S+)", ids)
     assert found, ids
-    return found.group(1)
+    return found.group(1), found.group(2)
+
+
+def chat_task_id(console: Console) -> str:
+    return chat_ids(console)[1]
 
 
 def test_chat_streams_the_answer(console: Console) -> None:
@@ -139,6 +144,18 @@ def test_chat_streams_the_answer(console: Console) -> None:
     expect(console.page.locator("#transcript .artifact")).to_contain_text("hello from the browser")
     assert console.methods == ["SendStreamingMessage"]
     console.shot("chat")
+
+    # The next message is a new task in the same conversation; a new one starts afresh.
+    first_context, first_task = chat_ids(console)
+    console.send("tell me a joke")
+    expect(console.page.locator("#transcript")).to_contain_text("chicken")
+    context, task = chat_ids(console)
+    assert (context, task != first_task) == (first_context, True)
+    console.page.click("#new-chat")
+    expect(console.page.locator("#transcript li")).to_have_count(0)
+    console.send("hello again")
+    expect(console.page.locator("#chat-state")).to_have_text("TASK_STATE_COMPLETED")
+    assert chat_ids(console)[0] not in (first_context, "")
     assert console.problems == []
 
 
