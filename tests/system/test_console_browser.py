@@ -23,6 +23,7 @@ from emulator.browser import find_chromium
 from shared.bindings.console import CSP
 from shared.identity.api_key import hashed
 from tests.conftest import ROOT, Server
+from tests.identity.issuer import serve as serve_issuer
 
 KEY = "console-browser-test-key-0123456789"
 SHOTS = ROOT / "build" / "console"
@@ -74,7 +75,8 @@ class Console:
         self.page = page
         self.url = url
         self.problems: list[str] = []
-        self.methods: list[str] = []
+        self.methods: list[str] = []  # of the JSON-RPC requests, in order
+        self.authorizations: list[str | None] = []  # their Authorization headers
         page.on("console", self._console)
         page.on("pageerror", lambda error: self.problems.append(f"page error: {error}"))
         page.on("request", self._request)
@@ -88,6 +90,7 @@ class Console:
     def _request(self, request: Request) -> None:
         if request.method == "POST" and request.post_data:
             self.methods.append(json.loads(request.post_data)["method"])
+            self.authorizations.append(request.headers.get("authorization"))
 
     def open(self, key: str | None = KEY) -> Any:
         response = self.page.goto(f"{self.url}/console/")
@@ -346,6 +349,42 @@ def test_without_the_key_the_console_says_what_to_send(console: Console) -> None
     expect(console.page.locator("#error")).to_be_hidden()
     console.send("hello again")
     expect(console.page.locator("#chat-state")).to_have_text("TASK_STATE_COMPLETED")
+
+
+def test_a_bearer_token_is_sent_as_the_card_says_and_scopes_what_is_seen(
+    browser: Browser,
+) -> None:
+    """A2A_AUTH=oidc: the console asks for a bearer token, sends it in Authorization, and
+    each token's owner sees only its own tasks."""
+    for issuer in serve_issuer():
+        server = Server(
+            {
+                "A2A_HANDLER": "tests.handlers.console",
+                "A2A_CONSOLE": "true",
+                "A2A_AUTH": "oidc",
+                "A2A_OIDC_ISSUER": issuer.url,
+                "A2A_OIDC_AUDIENCE": "agent",
+            }
+        )
+        context = browser.new_context()
+        try:
+            console = Console(context.new_page(), server.url)
+            alice = issuer.token(aud="agent", sub="alice")
+            console.open(key=alice)
+            expect(console.page.locator("#credential-label")).to_have_text("Bearer token")
+            console.send("hello from alice")
+            expect(console.page.locator("#chat-state")).to_have_text("TASK_STATE_COMPLETED")
+            assert set(console.authorizations) == {f"Bearer {alice}"}
+            console.page.click("#nav-tasks")
+            expect(console.page.locator("#task-rows a")).to_have_count(1)
+
+            console.open(key=issuer.token(aud="agent", sub="bob"))
+            console.page.click("#nav-tasks")
+            expect(console.page.locator("#task-rows")).to_have_text("No tasks match.")
+            assert console.problems == []
+        finally:
+            context.close()
+            server.stop()
 
 
 def test_every_console_answer_carries_the_policy_over_the_real_server(agent: Server) -> None:
