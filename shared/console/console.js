@@ -14,6 +14,8 @@ const TERMINAL = new Set([
   "TASK_STATE_REJECTED",
 ]);
 const INTERRUPTED = new Set(["TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"]);
+// File parts of these types are shown as images as well as offered for download.
+const PREVIEWED = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
 // A stream's unparsed text may not grow past this (a frame is one line of JSON).
 const MAX_FRAME_CHARS = 32 * 1024 * 1024;
 // Resubscriptions after a stream ends on a task still at work (the server bounds a stream's
@@ -191,6 +193,14 @@ function renderPart(part) {
       link.href = URL.createObjectURL(new Blob([bytes], { type: "application/octet-stream" }));
       link.download = name;
       box.append(link, el("span", "ids", ` ${type}, ${bytes.length} bytes`));
+      if (PREVIEWED.has(type)) {
+        // A raster image is shown too (CSP img-src allows data:); never SVG, which is a
+        // document of its own.
+        const image = el("img", "preview");
+        image.alt = name;
+        image.src = `data:${type};base64,${part.raw}`;
+        box.append(image);
+      }
     } catch {
       box.append(el("span", "text", `${name} (${type}): content is not valid base64`));
     }

@@ -9,6 +9,7 @@ Playwright never downloads a browser here: Chromium comes from Debian (`make ins
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Iterator
@@ -332,6 +333,38 @@ def test_data_parts_render_as_pretty_json(console: Console, agent: Server) -> No
     # The echo: the message's data parts, as a list.
     expect(console.page.locator("#artifacts pre.data")).to_have_text(json.dumps([data], indent=2))
     assert console.page.locator("main b").count() == 0
+    assert console.problems == []
+
+
+# A 1x1 PNG, and an SVG that would run a script if it were ever a document of the page.
+PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5E"
+    "rkJggg=="
+)
+SVG = base64.b64encode(
+    b'<svg xmlns="http://www.w3.org/2000/svg" onload="window.__xss=4"/>'
+).decode()
+
+
+def test_raster_images_are_shown_and_svg_is_only_a_download(
+    console: Console, agent: Server
+) -> None:
+    parts = [
+        {"raw": PNG, "filename": "dot.png", "mediaType": "image/png"},
+        {"raw": SVG, "filename": "x.svg", "mediaType": "image/svg+xml"},
+    ]
+    message = {"messageId": "console-images", "role": "ROLE_USER", "parts": parts}
+    task = rpc(agent, "SendMessage", {"message": message})["task"]
+    console.open()
+    console.page.goto(f"{console.url}/console/#task/{task['id']}")
+    preview = console.page.locator("#timeline img.preview")
+    expect(preview).to_have_count(1)
+    expect(preview).to_have_attribute("alt", "dot.png")
+    assert (
+        console.page.evaluate("document.querySelector('#timeline img.preview').naturalWidth") == 1
+    )
+    expect(console.page.locator("#timeline a.download")).to_have_count(2)
+    assert console.page.evaluate("window.__xss") is None
     assert console.problems == []
 
 
