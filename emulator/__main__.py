@@ -1,7 +1,7 @@
 """`python -m emulator`: run the Firestore and Cloud Tasks emulators by hand (`make emulators`).
 
     python -m emulator [start] [--firestore-port 8085] [--tasks-port 9022] [--queue NAME]...
-    python -m emulator setup     # install the Cloud Tasks venv and check java and the jar
+    python -m emulator setup     # install the Cloud Tasks venv and chromium; check java, the jar
 
 start prints the variables to export and runs until Ctrl-C (or SIGTERM), then stops both
 emulators by PID. setup is for CI images: it does the one-time work ahead of `make test`.
@@ -19,6 +19,7 @@ from types import FrameType
 
 from emulator import cloud_tasks, firestore
 from emulator._process import EmulatorError, log_tail
+from emulator.browser import ensure_chromium
 from emulator.cloud_tasks import TasksEmulator, ensure_tasks_venv, start_tasks_emulator
 from emulator.firestore import FirestoreEmulator, find_jar, find_java, start_firestore
 
@@ -44,9 +45,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def setup() -> int:
-    """Install the tasks venv and check java and the jar; 0 when all is there."""
+    """Install the tasks venv and chromium (the console's browser tests) and check java and
+    the jar; 0 when all is there."""
     ensure_tasks_venv(out=sys.stdout)
-    print(f"java: {find_java()}\nFirestore emulator jar: {find_jar()}\nready")
+    print(f"java: {find_java()}\nFirestore emulator jar: {find_jar()}")
+    print(f"chromium: {ensure_chromium(sys.stdout)}\nready")
     return 0
 
 

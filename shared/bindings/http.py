@@ -23,6 +23,7 @@ import flask
 from shared import extensions, streaming
 from shared.bindings import body as front_door
 from shared.bindings import jsonrpc, operations, rest, rest_v0_3, sse
+from shared.bindings.console import Console
 from shared.bindings.json_http import JSON, json_response
 from shared.card import AgentCard
 from shared.dialects.base import Dialect
@@ -153,6 +154,7 @@ class HttpApp:
             idle=settings.stream_idle,
             slots=streaming.StreamSlots(settings.stream_limit, settings.owner_stream_limit),
         )
+        self.console = Console() if settings.console else None  # A2A_CONSOLE
 
     def close(self) -> None:
         """Stop background queues (tests, and a process shutting down)."""
@@ -161,6 +163,8 @@ class HttpApp:
 
     def __call__(self, request: flask.Request) -> flask.Response:
         path = self._route_path(request.path)
+        if self.console is not None and self.console.owns(path):
+            return self.console(request, path)
         if path in CARD_PATHS:
             if request.method not in ("GET", "HEAD"):
                 return _status_error(405, "METHOD_NOT_ALLOWED", "the agent card is read with GET")

@@ -121,6 +121,18 @@ def test_first_run_creates_everything_in_order(
     assert "callers: IAM (roles/run.invoker), A2A_AUTH=google: Authorization: Bearer" in out
 
 
+def test_the_default_deploy_leaves_the_console_off(
+    fake_gcloud: FakeGcloud, fake_repo: Path, project_env: None
+) -> None:
+    """The browser console is for development: no deployed function serves it unless the
+    deploy's [env] says A2A_CONSOLE."""
+    assert run(fake_repo, "deploy") == 0
+    deploys = [call for call in fake_gcloud.changes() if call[:2] == ["functions", "deploy"]]
+    assert len(deploys) == 6  # three functions, then each learns its own URL
+    for call in deploys:
+        assert "A2A_CONSOLE" not in flag(call, "set-env-vars"), call[2]
+
+
 def test_second_run_changes_nothing_then_only_what_differs(
     fake_gcloud: FakeGcloud,
     fake_repo: Path,

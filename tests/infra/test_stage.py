@@ -37,10 +37,10 @@ def free_port() -> int:
 
 
 def serve_and_get_card(
-    staged: Path, env: dict[str, str] | None = None, target: str = "a2a"
+    staged: Path, env: dict[str, str] | None = None, target: str = "a2a", path: str = CARD
 ) -> requests.Response:
-    """Serve the staged folder in a fresh interpreter; GET its card (a2a) or POST an empty
-    job without a token (worker, deliver)."""
+    """Serve the staged folder in a fresh interpreter; GET its card, or `path` (a2a), or POST
+    an empty job without a token (worker, deliver)."""
     port = free_port()
     clean = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     command = [sys.executable, "-I", "-S", "-c", BOOT, sysconfig.get_paths()["purelib"]]
@@ -62,7 +62,7 @@ def serve_and_get_card(
                 pytest.fail(f"the staged function did not start:\n{output}")
             try:
                 if target == "a2a":
-                    answers.append(requests.get(f"http://127.0.0.1:{port}{CARD}", timeout=2))
+                    answers.append(requests.get(f"http://127.0.0.1:{port}{path}", timeout=2))
                 else:
                     answers.append(requests.post(f"http://127.0.0.1:{port}/", data="{}", timeout=5))
             except requests.ConnectionError:
@@ -95,6 +95,16 @@ def test_staged_real_repo_serves_its_card(tmp_path: Path) -> None:
     response = serve_and_get_card(staged.path, env)
     assert response.status_code == 200
     assert response.json()["name"]
+
+
+def test_staged_real_repo_serves_the_console_when_asked(tmp_path: Path) -> None:
+    """The console's static files travel with `shared` and load from the stage."""
+    staged = stage(REAL_ROOT, "a2a", tmp_path / "a2a", "functions.handlers.sample")
+    env = {"A2A_BACKEND": "memory", "A2A_CONSOLE": "true"}
+    response = serve_and_get_card(staged.path, env, path="/console/console.js")
+    assert response.status_code == 200
+    assert response.content == (REAL_ROOT / "shared" / "console" / "console.js").read_bytes()
+    assert "Content-Security-Policy" in response.headers
 
 
 @pytest.mark.parametrize("target", ["worker", "deliver"])
