@@ -74,6 +74,7 @@ ENVIRONMENT = {
     "push_queue": "A2A_PUSH_QUEUE",
     "push_max_attempts": "A2A_PUSH_MAX_ATTEMPTS",
     "max_push_configs_per_task": "A2A_MAX_PUSH_CONFIGS_PER_TASK",
+    "console": "A2A_CONSOLE",
 }
 
 
@@ -184,6 +185,9 @@ class Settings(BaseModel):
     # functions-framework's own THREADS variable (its default is 4 per CPU): the server's
     # threads, read here only to size the stream limit.
     threads: int = Field(default_factory=lambda: (os.cpu_count() or 1) * 4, ge=1)
+    # The browser console at /console (shared/bindings/console.py): static files over the
+    # agent's own API, for development (`make run` turns it on); deployed agents leave it off.
+    console: bool = False
 
     @property
     def blocking_wait(self) -> float:

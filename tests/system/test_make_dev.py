@@ -1,0 +1,198 @@
+"""`make dev` and `make run` from a fresh clone of the committed HEAD, as a user runs them.
+
+The clone reuses this checkout's `.venv` and `.emulators` (symlinks; `make -o` keeps the
+install stamp from being remade), so nothing is installed. `make dev` must carry a
+non-blocking message through the Cloud Tasks emulator to `worker` and a push notification
+through it to `deliver`, which posts it to a receiver on this machine; Ctrl-C (SIGINT to the
+process group, as a terminal sends it) must leave no process behind.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from emulator._process import port_in_use
+from emulator.http_target import HttpTarget
+from shared.client.cli import main as a2a
+from tests.conftest import ROOT, free_port, wait_until
+
+STAMP = ".venv/.installed"
+READY_SECONDS = 60  # the emulators and three functions start in about 5 s here
+STOP_SECONDS = 10  # Ctrl-C to the last process gone (it takes about 1 s)
+
+
+class Make:
+    """`make <target>` in the clone, in a session of its own; its output collected by line."""
+
+    def __init__(self, clone: Path, *args: str) -> None:
+        # The suite's own emulator and settings variables must not leak into the clone's run.
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("A2A_", "FIRESTORE_", "CLOUD_TASKS_")) and k != "PYTHONPATH"
+        }
+        self.clone = clone
+        self.lines: list[str] = []
+        self.ready = threading.Event()
+        self.process = subprocess.Popen(
+            ["make", "--no-print-directory", "-o", STAMP, *args],
+            cwd=clone,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for raw in self.process.stdout:
+            line = raw.decode(errors="replace").rstrip("\n")
+            self.lines.append(line)
+            if line.endswith("| ready"):  # make dev: the emulators and functions answer
+                self.ready.set()
+        self.ready.set()  # it ended: nothing more will come
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def wait_ready(self) -> None:
+        assert self.ready.wait(READY_SECONDS), f"not ready in {READY_SECONDS} s:\n{self.output}"
+        assert self.process.poll() is None, f"make exited:\n{self.output}"
+
+    def wait_answering(self, port: int) -> None:
+        """make run prints nothing when it is up: wait until its port answers."""
+
+        def answers() -> bool:
+            assert self.process.poll() is None, f"make exited:\n{self.output}"
+            return port_in_use("127.0.0.1", port)
+
+        wait_until(answers, READY_SECONDS, lambda: f"no answer on {port}:\n{self.output}")
+
+    def interrupt(self) -> None:
+        """Ctrl-C: SIGINT to make's whole process group; everything must be gone soon."""
+        os.killpg(self.process.pid, signal.SIGINT)
+        try:
+            self.process.wait(STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"make still runs {STOP_SECONDS} s after SIGINT:\n{self.output}")
+        self._reader.join(STOP_SECONDS)
+
+    def kill(self) -> None:
+        """After a failure: whatever is left of the run goes."""
+        for pid in left_in(self.clone):
+            os.kill(pid, signal.SIGKILL)
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+
+def left_in(folder: Path) -> list[int]:
+    """Processes whose working directory is under `folder` (every one a run started)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cwd = os.readlink(proc / "cwd")
+            except OSError:
+                continue  # gone, or not ours to look at
+            if cwd == str(folder) or cwd.startswith(f"{folder}/"):
+                found.append(int(proc.name))
+    return found
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("clone") / "a2a-functions"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(root)], check=True, timeout=60)
+    for shared in (".venv", ".emulators"):
+        (root / shared).symlink_to(ROOT / shared)
+    return root
+
+
+def cli(url: str, *args: str, capsys: pytest.CaptureFixture[str]) -> str:
+    capsys.readouterr()
+    code = a2a(["--url", url, *args])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return out
+
+
+@pytest.mark.emulator
+def test_make_dev_runs_the_deployed_shape_and_stops_on_ctrl_c(
+    clone: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ports = {name: free_port() for name in ("a2a", "worker", "deliver", "firestore", "tasks")}
+    options = " ".join(
+        f"--{n}-port {ports[n]}" for n in ("worker", "deliver", "firestore", "tasks")
+    )
+    make = Make(clone, "dev", f"PORT={ports['a2a']}", f"DEV_ARGS={options}")
+    try:
+        make.wait_ready()
+        url = f"http://localhost:{ports['a2a']}"
+        assert f"agent card   {url}/.well-known/agent-card.json" in make.output
+        assert f"console      {url}/console" in make.output
+        assert "webhooks allowed on: localhost,127.0.0.1" in make.output
+        with HttpTarget.start() as receiver:
+            hook = receiver.url("/hook")
+            sent = cli(url, "send", "--no-wait", "--push", hook, "tell me a joke", capsys=capsys)
+            assert sent.splitlines()[-1] == "[submitted]", sent
+            task = sent.split()[1]
+            # The deliverer posts each update; the last one is the worker's completion.
+            wait_until(
+                lambda: any(b'"TASK_STATE_COMPLETED"' in h.body for h in receiver.received("/")),
+                20,
+                lambda: f"no completion posted:\n{make.output}",
+            )
+        shown = cli(url, "get", task, capsys=capsys)
+        assert "[artifact joke] Why did the chicken cross the road?" in shown
+        # Through the Cloud Tasks emulator: the turn to the worker, the post to the deliverer.
+        log = (clone / ".emulators" / f"cloud-tasks-{ports['tasks']}.log").read_text()
+        assert f"POST http://127.0.0.1:{ports['worker']}/" in log
+        assert f"POST http://127.0.0.1:{ports['deliver']}/" in log
+        assert re.search(rf"queues/work/tasks/\S*{task}\S* after 1 attempt\(s\), HTTP 200", log)
+        make.interrupt()
+        assert make.lines[-1].endswith("| stopped"), make.output
+        assert not group_alive(make.process.pid)
+        assert left_in(clone) == []
+    finally:
+        make.kill()
+
+
+def test_make_run_allows_loopback_webhooks_and_says_so(
+    clone: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port = free_port()
+    make = Make(clone, "run", f"PORT={port}")
+    try:
+        make.wait_answering(port)
+        assert "webhooks allowed on: localhost,127.0.0.1" in make.output
+        url = f"http://localhost:{port}"
+        sent = cli(url, "send", "--no-wait", "request a new phone", capsys=capsys)
+        task = sent.split()[1]
+        added = cli(
+            url, "push", "add", task, "http://127.0.0.1:9/hook", "--id", "c1", capsys=capsys
+        )
+        assert added.startswith("c1  http://127.0.0.1:9/hook")
+        make.interrupt()
+        assert left_in(clone) == []
+    finally:
+        make.kill()
