@@ -249,8 +249,9 @@ class Dev:
 
     def _relay(self, role: str, process: subprocess.Popen[bytes]) -> None:
         assert process.stdout is not None
-        for raw in process.stdout:
-            self.say(raw.decode(errors="replace").rstrip("\n"), role)
+        with process.stdout:
+            for raw in process.stdout:
+                self.say(raw.decode(errors="replace").rstrip("\n"), role)
 
     def banner(self, queues: list[str]) -> None:
         assert self.store is not None and self.tasks is not None

@@ -60,6 +60,7 @@ class Make:
             self.lines.append(line)
             if line.endswith("| ready"):  # make dev: the emulators and functions answer
                 self.ready.set()
+        self.process.stdout.close()
         self.ready.set()  # it ended: nothing more will come
 
     @property
