@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -171,11 +172,24 @@ class Dev:
                     f"port {port} (for {role}) is in use: stop what serves it, or choose other "
                     "ports (make dev PORT=N DEV_ARGS='--worker-port N --deliver-port N')"
                 )
-        self.store = start_firestore(args.firestore_port, project=args.project)
+        secret = os.environ.get(cloud_tasks.SECRET_ENV) or secrets.token_urlsafe(24)
+        # Both at once: each takes seconds, mostly waiting.
+        with ThreadPoolExecutor(2) as pool:
+            store = pool.submit(start_firestore, args.firestore_port, project=args.project)
+            tasks = pool.submit(start_tasks_emulator, args.tasks_port, secret=secret, out=None)
+            failures = [e for f in (store, tasks) if (e := f.exception()) is not None]
+        # Whichever started is stopped at shutdown, also when the other failed.
+        self.store = None if store.exception() else store.result()
+        self.tasks = None if tasks.exception() else tasks.result()
+        if failures:
+            raise failures[0]
+        assert self.store is not None and self.tasks is not None
+        self.say(
+            f"emulators ready: Firestore in {self.store.startup_seconds:.1f} s, "
+            f"Cloud Tasks in {self.tasks.startup_seconds:.1f} s"
+        )
         if self.stop.is_set():
             return 0
-        secret = os.environ.get(cloud_tasks.SECRET_ENV) or secrets.token_urlsafe(24)
-        self.tasks = start_tasks_emulator(args.tasks_port, secret=secret, out=None)
         queues = create_queues(self.tasks, deploy)
         emulators = {
             **self.store.env(),
@@ -229,13 +243,15 @@ class Dev:
                 target=self._relay, args=(function.role, function.process), daemon=True
             )
             function.reader.start()
-        deadline = time.monotonic() + START_SECONDS
+        started = time.monotonic()
+        deadline = started + START_SECONDS
         for function in self.functions:
             if not self._wait_answering(function, deadline):
                 self.say(
                     f"{function.role} did not start (its output is above): fix it and save, "
                     "the functions restart on the change"
                 )
+        self.say(f"functions started in {time.monotonic() - started:.1f} s")
 
     def _wait_answering(self, function: Function, deadline: float) -> bool:
         assert function.process is not None
