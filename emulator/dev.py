@@ -31,12 +31,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
 
 from emulator import cloud_tasks, firestore
 from emulator._process import REPO_ROOT, EmulatorError, port_in_use, stop_pid
 from emulator.cloud_tasks import TasksEmulator, start_tasks_emulator
 from emulator.firestore import FirestoreEmulator, start_firestore
+
+if TYPE_CHECKING:
+    from infra.settings import Settings as Deploy
 
 ROLES = ("a2a", "worker", "deliver")
 LOOPBACK_HOSTS = "localhost,127.0.0.1"
@@ -66,7 +69,7 @@ def local_url(role: str, port: int) -> str:
 
 
 def function_envs(
-    deploy: Any,
+    deploy: Deploy,
     ports: Mapping[str, int],
     emulators: Mapping[str, str],
     environ: Mapping[str, str],
@@ -97,7 +100,7 @@ def function_envs(
     return envs
 
 
-def create_queues(tasks: TasksEmulator, deploy: Any) -> list[str]:
+def create_queues(tasks: TasksEmulator, deploy: Deploy) -> list[str]:
     """The deploy's two queues on the emulator, with its retry policies and rate limits."""
     from google.cloud import tasks_v2
     from google.protobuf import duration_pb2
