@@ -20,7 +20,7 @@ import pytest
 
 from emulator._process import port_in_use
 from emulator.http_target import HttpTarget
-from shared.client.cli import main as a2a
+from tests.client.conftest import Cli
 from tests.conftest import ROOT, free_port, wait_until
 
 STAMP = ".venv/.installed"
@@ -129,17 +129,9 @@ def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def cli(url: str, *args: str, capsys: pytest.CaptureFixture[str]) -> str:
-    capsys.readouterr()
-    code = a2a(["--url", url, *args])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    return out
-
-
 @pytest.mark.emulator
 def test_make_dev_runs_the_deployed_shape_and_stops_on_ctrl_c(
-    clone: Path, capsys: pytest.CaptureFixture[str]
+    clone: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ports = {name: free_port() for name in ("a2a", "worker", "deliver", "firestore", "tasks")}
     options = " ".join(
@@ -149,12 +141,13 @@ def test_make_dev_runs_the_deployed_shape_and_stops_on_ctrl_c(
     try:
         make.wait_ready()
         url = f"http://localhost:{ports['a2a']}"
+        a2a = Cli(url, tmp_path, capsys, monkeypatch)
         assert f"agent card   {url}/.well-known/agent-card.json" in make.output
         assert f"console      {url}/console" in make.output
         assert "webhooks allowed on: localhost,127.0.0.1" in make.output
         with HttpTarget.start() as receiver:
             hook = receiver.url("/hook")
-            sent = cli(url, "send", "--no-wait", "--push", hook, "tell me a joke", capsys=capsys)
+            sent = a2a.ok("send", "--no-wait", "--push", hook, "tell me a joke")
             assert sent.splitlines()[-1] == "[submitted]", sent
             task = sent.split()[1]
             # The deliverer posts each update; the last one is the worker's completion.
@@ -163,8 +156,14 @@ def test_make_dev_runs_the_deployed_shape_and_stops_on_ctrl_c(
                 20,
                 lambda: f"no completion posted:\n{make.output}",
             )
-        shown = cli(url, "get", task, capsys=capsys)
+        shown = a2a.ok("get", task)
         assert "[artifact joke] Why did the chicken cross the road?" in shown
+        assert a2a.ok("watch", task).splitlines()[-1] == "[completed]"
+        streamed = a2a.ok("send", "hello").splitlines()
+        assert streamed[-2:] == ["[artifact echo] hello", "[completed]"]
+        chat = a2a.ok("chat", stdin="a new phone please\nAndroid\n")
+        assert "[input-required] Select a phone type" in chat
+        assert "I have ordered a new Android device" in chat
         # Through the Cloud Tasks emulator: the turn to the worker, the post to the deliverer.
         log = (clone / ".emulators" / f"cloud-tasks-{ports['tasks']}.log").read_text()
         assert f"POST http://127.0.0.1:{ports['worker']}/" in log
@@ -179,20 +178,19 @@ def test_make_dev_runs_the_deployed_shape_and_stops_on_ctrl_c(
 
 
 def test_make_run_allows_loopback_webhooks_and_says_so(
-    clone: Path, capsys: pytest.CaptureFixture[str]
+    clone: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     port = free_port()
     make = Make(clone, "run", f"PORT={port}")
     try:
         make.wait_answering(port)
         assert "webhooks allowed on: localhost,127.0.0.1" in make.output
-        url = f"http://localhost:{port}"
-        sent = cli(url, "send", "--no-wait", "request a new phone", capsys=capsys)
+        a2a = Cli(f"http://localhost:{port}", tmp_path, capsys, monkeypatch)
+        sent = a2a.ok("send", "--no-wait", "request a new phone")
         task = sent.split()[1]
-        added = cli(
-            url, "push", "add", task, "http://127.0.0.1:9/hook", "--id", "c1", capsys=capsys
-        )
-        assert added.startswith("c1  http://127.0.0.1:9/hook")
+        hook = "http://127.0.0.1:9/hook"  # refused unless loopback hosts are allowed
+        added = a2a.ok("push", "add", task, hook, "--id", "c1")
+        assert added.startswith(f"c1  {hook}")
         make.interrupt()
         assert left_in(clone) == []
     finally:
