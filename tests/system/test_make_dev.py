@@ -150,14 +150,18 @@ def test_make_dev_runs_the_deployed_shape_and_stops_on_ctrl_c(
             sent = a2a.ok("send", "--no-wait", "--push", hook, "tell me a joke")
             assert sent.splitlines()[-1] == "[submitted]", sent
             task = sent.split()[1]
-            # The deliverer posts each update; the last one is the worker's completion.
-            wait_until(
-                lambda: any(b'"TASK_STATE_COMPLETED"' in h.body for h in receiver.received("/")),
-                20,
-                lambda: f"no completion posted:\n{make.output}",
-            )
-        shown = a2a.ok("get", task)
-        assert "[artifact joke] Why did the chicken cross the road?" in shown
+            # The deliverer posts the task's updates (the first of them is enough here: the
+            # deploy's push queue retries a delivery that finds another one sending after 5 s).
+            receiver.wait_for("/hook", 1, timeout=20)
+            assert task.encode() in receiver.received("/hook")[0].body
+        shown: list[str] = []
+
+        def completed() -> bool:
+            shown.append(a2a.ok("get", task))
+            return shown[-1].splitlines()[-1] == "[completed]"
+
+        wait_until(completed, 20, lambda: f"not completed: {shown[-1]}\n{make.output}")
+        assert "[artifact joke] Why did the chicken cross the road?" in shown[-1]
         assert a2a.ok("watch", task).splitlines()[-1] == "[completed]"
         streamed = a2a.ok("send", "hello").splitlines()
         assert streamed[-2:] == ["[artifact echo] hello", "[completed]"]
