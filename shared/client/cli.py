@@ -20,7 +20,9 @@ Exit status: 0 on success, 1 with one line `a2a: error: ...` on stderr when a ca
 from __future__ import annotations
 
 import argparse
+import base64
 import json
+import mimetypes
 import sys
 import time
 import uuid
@@ -31,13 +33,13 @@ from typing import Any
 from shared.client.credentials import google_id_token
 from shared.client.render import Renderer, short_state
 from shared.client.session import INTERRUPTED, TERMINAL, VERSIONS, Session
-from shared.client.transport import ClientError, Event, StreamInterrupted, Transport
+from shared.client.transport import ClientError, Event, Transport
 
 DEFAULT_URL = "http://localhost:8080"
 # Read at most this much of a --file: the agent's default request limit (A2A_MAX_BODY_BYTES)
 # is 10 MiB, and base64 makes a file a third larger.
 MAX_FILE_BYTES = 7 * 1024 * 1024
-MAX_RECONNECTS = 5  # consecutive failed resubscriptions before giving up on a stream
+MAX_RECONNECTS = 5  # resubscriptions in a row that bring nothing before giving up on a stream
 UNSUPPORTED_OPERATION = -32004
 
 Command = Callable[[Session, argparse.Namespace, Renderer], int]
@@ -194,29 +196,35 @@ def _follow(
     last_id: str | None = None
     failures = 0
     while True:
+        news = False
         try:
             for event in events:
-                failures = 0
+                news = True
                 last_id = event.id or last_id
                 out.response(event.result)
                 if "message" in event.result:  # a message ends a message stream
                     return None, event.result["message"].get("contextId"), None
                 task_id, context_id, state = _track(event.result, task_id, context_id, state)
-        except StreamInterrupted:
-            failures += 1
         except ClientError as exc:
-            if exc.code != UNSUPPORTED_OPERATION or task_id is None:
+            if task_id is None:
+                raise  # not even the task came: nothing to resume
+            if exc.code == UNSUPPORTED_OPERATION:
+                # The task ended while we were away: show how.
+                task = session.get(task_id)
+                out.task(task)
+                return (task.get("status") or {}).get("state"), task.get("contextId"), task_id
+            if not exc.retryable:
                 raise
-            # The task ended while we were away: show how.
-            task = session.get(task_id)
-            state = (task.get("status") or {}).get("state")
-            out.task(task)
-            return state, task.get("contextId"), task_id
-        if state in TERMINAL or state in INTERRUPTED or task_id is None:
+            # Cut, or the agent is away (restarting): counted below, unless it brought news.
+        if state in TERMINAL or state in INTERRUPTED:
             return state, context_id, task_id
+        if task_id is None:
+            raise ClientError("the stream ended before the agent said which task it was")
+        # A stream that brought nothing, cut or closed, counts against the agent.
+        failures = 0 if news else failures + 1
         if failures > MAX_RECONNECTS:
             raise ClientError(
-                f"lost the stream of task {task_id} {failures} times in a row; "
+                f"the stream of task {task_id} ended {failures} times in a row with nothing new; "
                 f"`a2a watch {task_id}` follows it again, `a2a get {task_id}` shows it"
             )
         if failures:
@@ -268,9 +276,6 @@ def _message(
 
 
 def _file_part(path: Path) -> dict[str, Any]:
-    import base64
-    import mimetypes
-
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:

@@ -41,15 +41,21 @@ READ_TIMEOUT = 330.0  # a blocking send may take the function's whole timeout (3
 
 
 class ClientError(Exception):
-    """A call failed; the message is one line fit for a terminal (what, and the fix)."""
+    """A call failed; the message is one line fit for a terminal (what, and the fix).
+    `code` is the JSON-RPC error code or the HTTP status; `retryable` says the agent may
+    answer a second try (it could not be reached, or failed on its side)."""
 
-    def __init__(self, message: str, *, code: int | None = None) -> None:
+    def __init__(self, message: str, *, code: int | None = None, retryable: bool = False) -> None:
         super().__init__(message)
         self.code = code
+        self.retryable = retryable
 
 
 class StreamInterrupted(ClientError):
     """A stream ended without its end (the connection dropped): resubscribe to go on."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retryable=True)
 
 
 @dataclass(frozen=True)
@@ -151,10 +157,11 @@ def _errors(url: str) -> Iterator[None]:
     except httpx.ConnectError as exc:
         raise ClientError(
             f"cannot connect to {url} ({_reason(exc)}): is the agent running there? "
-            "(`make run` or `make dev` serves one on http://localhost:8080)"
+            "(`make run` or `make dev` serves one on http://localhost:8080)",
+            retryable=True,
         ) from None
     except httpx.TimeoutException:
-        raise ClientError(f"{url} did not answer in time") from None
+        raise ClientError(f"{url} did not answer in time", retryable=True) from None
     except httpx.InvalidURL as exc:
         raise ClientError(f"{url} is not a URL this client can call: {exc}") from None
     except httpx.UnsupportedProtocol:
@@ -191,7 +198,11 @@ def _check_status(response: httpx.Response, url: str) -> None:
             "use the URL it names",
             code=status,
         )
-    raise ClientError(f"HTTP {status} from {url}: {detail or response.reason_phrase}", code=status)
+    raise ClientError(
+        f"HTTP {status} from {url}: {detail or response.reason_phrase}",
+        code=status,
+        retryable=status >= 500,
+    )
 
 
 def _error_detail(response: httpx.Response) -> str:

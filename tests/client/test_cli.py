@@ -3,9 +3,12 @@ as `make run` serves it): every command, both protocol versions, and its failure
 
 from __future__ import annotations
 
+import contextlib
 import re
+import socket
 import subprocess
 import sys
+import threading
 import uuid
 from pathlib import Path
 
@@ -194,3 +197,61 @@ def test_the_console_script_is_installed_and_exits_non_zero_on_failure() -> None
     assert done.stderr.startswith(f"a2a: error: cannot connect to {url}")
     usage = subprocess.run([str(script)], capture_output=True, text=True, timeout=60, check=False)
     assert usage.returncode == 2 and "COMMAND" in usage.stderr
+
+
+class CuttingProxy:
+    """A TCP proxy to the agent that drops a connection once, when the agent's bytes have
+    carried `marker` `count` times: a network cut in the middle of a stream."""
+
+    def __init__(self, target_port: int, marker: bytes, count: int) -> None:
+        self.marker = marker
+        self.count = count
+        self.seen = 0
+        self.cut = threading.Event()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.target_port = target_port
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                client, _ = self.listener.accept()
+                agent = socket.create_connection(("127.0.0.1", self.target_port))
+                threading.Thread(
+                    target=self._pipe, args=(client, agent, False), daemon=True
+                ).start()
+                threading.Thread(target=self._pipe, args=(agent, client, True), daemon=True).start()
+
+    def _pipe(self, source: socket.socket, sink: socket.socket, from_agent: bool) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                if from_agent and not self.cut.is_set():
+                    self.seen += data.count(self.marker)
+                    if self.seen >= self.count:
+                        self.cut.set()
+                        break  # drop this connection: neither side gets the rest
+                sink.sendall(data)
+        for end in (source, sink):
+            with contextlib.suppress(OSError):
+                end.shutdown(socket.SHUT_RDWR)
+            end.close()
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def test_watch_resumes_after_the_connection_is_cut(a2a: Cli, agent: Server) -> None:
+    proxy = CuttingProxy(agent.port, b'"statusUpdate"', 2)  # after the first update
+    try:
+        started = a2a.ok("send", "--no-wait", "steps=5", "delay=0.1")
+        run = a2a("watch", task_id(started), url=f"http://127.0.0.1:{proxy.port}")
+        assert proxy.cut.is_set()
+        assert run.code == 0, run
+        assert "resuming the stream" in run.err
+        steps = [int(s) for s in re.findall(r"^\[working\] step (\d)$", run.out, re.MULTILINE)]
+        # The update cut off comes after the resumption; nothing comes twice.
+        assert steps == list(range(steps[0], 5))
+        assert run.out.splitlines()[-1] == "[completed]"
+    finally:
+        proxy.close()

@@ -103,5 +103,7 @@ def test_an_error_before_the_stream_is_a_json_rpc_error() -> None:
 
 
 def test_a_url_without_scheme_is_named() -> None:
+    client = Transport()
     with pytest.raises(ClientError, match="must start with http"):
-        Transport().get_json("agent.test/card")
+        client.get_json("agent.test/card")
+    client.close()
