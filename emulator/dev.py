@@ -9,10 +9,10 @@ secret the worker and the deliverer check (emulator/oidc.py). Local differences,
 the banner: callers are not authenticated unless A2A_AUTH says so, webhooks on this machine
 are allowed, the console is on.
 
-The functions' output is one stream, each line prefixed with the function's name. When a
-Python file under functions/ or shared/ (or the handler module's) changes, the three
-functions restart; the emulators and their data stay. Ctrl-C (SIGINT) or SIGTERM stops
-everything this started, by process group.
+The functions' output and the Cloud Tasks emulator's dispatches are one stream, each line
+prefixed with its process's name. When a Python file under functions/ or shared/ (or the
+handler module's) changes, the three functions restart; the emulators and their data stay.
+Ctrl-C (SIGINT) or SIGTERM stops everything this started, by process group.
 """
 
 from __future__ import annotations
@@ -205,6 +205,9 @@ class Dev:
             return 0
         self.start_functions()
         self.banner(queues)
+        # What the queues dispatch, and how the functions answered, in the same stream.
+        tail = threading.Thread(target=self._tail, args=(self.tasks.log_path,), daemon=True)
+        tail.start()
         self.say("ready")
         seen = snapshot(self.watched())
         while not self.stop.wait(POLL_SECONDS):
@@ -265,6 +268,17 @@ class Dev:
                 return True
             time.sleep(0.05)
         return False
+
+    def _tail(self, log: Path) -> None:
+        """Relay the Cloud Tasks emulator's log lines (from now on) until the stop."""
+        with log.open(errors="replace") as lines:
+            lines.seek(0, os.SEEK_END)
+            while not self.stop.is_set():
+                line = lines.readline()
+                if line:
+                    self.say(line.rstrip("\n").split(" [TASKS] ", 1)[-1], "tasks")
+                else:
+                    self.stop.wait(POLL_SECONDS / 5)
 
     def _relay(self, role: str, process: subprocess.Popen[bytes]) -> None:
         assert process.stdout is not None

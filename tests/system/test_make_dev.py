@@ -168,11 +168,12 @@ def test_make_dev_runs_the_deployed_shape_and_stops_on_ctrl_c(
         chat = a2a.ok("chat", stdin="a new phone please\nAndroid\n")
         assert "[input-required] Select a phone type" in chat
         assert "I have ordered a new Android device" in chat
-        # Through the Cloud Tasks emulator: the turn to the worker, the post to the deliverer.
-        log = (clone / ".emulators" / f"cloud-tasks-{ports['tasks']}.log").read_text()
-        assert f"POST http://127.0.0.1:{ports['worker']}/" in log
-        assert f"POST http://127.0.0.1:{ports['deliver']}/" in log
-        assert re.search(rf"queues/work/tasks/\S*{task}\S* after 1 attempt\(s\), HTTP 200", log)
+        # Through the Cloud Tasks emulator (its dispatches are in the stream): the turn to the
+        # worker, the notifications to the deliverer.
+        assert f"  tasks | POST http://127.0.0.1:{ports['worker']}/ (attempt 1)" in make.output
+        assert f"  tasks | POST http://127.0.0.1:{ports['deliver']}/ (attempt 1)" in make.output
+        done = rf"  tasks \| Done \S*/queues/work/tasks/\S*{task}\S* after 1 attempt\(s\), HTTP 200"
+        assert re.search(done, make.output), make.output
         make.interrupt()
         assert make.lines[-1].endswith("| stopped"), make.output
         assert not group_alive(make.process.pid)
