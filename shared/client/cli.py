@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from shared.client.credentials import google_id_token
-from shared.client.render import Renderer, short_state
+from shared.client.render import Renderer, printable, short_state
 from shared.client.session import INTERRUPTED, TERMINAL, VERSIONS, Session
 from shared.client.transport import ClientError, Event, Transport
 
@@ -61,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         command: Command = args.command_fn
         return command(session, args, renderer)
     except ClientError as exc:
-        print(f"a2a: error: {exc}", file=sys.stderr)
+        # The message may quote the agent: nothing in it may steer the terminal.
+        print(f"a2a: error: {printable(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
@@ -229,7 +230,7 @@ def _follow(
             )
         if failures:
             time.sleep(min(0.5 * 2**failures, 8.0))  # the agent may be restarting
-        print(f"(resuming the stream of task {task_id})", file=sys.stderr, flush=True)
+        print(f"(resuming the stream of task {printable(task_id)})", file=sys.stderr, flush=True)
         events = session.subscribe(task_id, last_id)
 
 

@@ -31,7 +31,7 @@ def printable(text: str) -> str:
 def short_state(state: object) -> str:
     """`TASK_STATE_INPUT_REQUIRED` -> `input-required`."""
     name = str(state or "TASK_STATE_UNSPECIFIED").removeprefix("TASK_STATE_")
-    return printable(name.lower().replace("_", "-"))
+    return name.lower().replace("_", "-")
 
 
 def safe_file_name(name: object, fallback: str) -> str:
@@ -52,10 +52,13 @@ class Renderer:
         self.as_json = as_json
 
     def line(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
+        """Print one line (or more): every character the terminal would obey is escaped."""
+        print(printable(text), file=self.out, flush=True)
 
     def json(self, value: Any) -> None:
-        self.line(json.dumps(value, ensure_ascii=False))
+        """One line of JSON; ASCII only, so no character of the agent's reaches the terminal
+        raw (JSON escapes them)."""
+        self.line(json.dumps(value))
 
     # -- results ------------------------------------------------------------------------------
 
@@ -77,10 +80,7 @@ class Renderer:
         if self.as_json:
             self.json(task)
             return
-        self.line(
-            f"task {printable(str(task.get('id')))} (context "
-            f"{printable(str(task.get('contextId')))})"
-        )
+        self.line(f"task {task.get('id')} (context {task.get('contextId')})")
         if history:
             for message in task.get("history") or []:
                 self.message(message)
@@ -91,7 +91,7 @@ class Renderer:
     def status(self, status: dict[str, Any]) -> None:
         text = _text_of(status.get("message"))
         state = short_state(status.get("state"))
-        self.line(f"[{state}] {printable(text)}" if text else f"[{state}]")
+        self.line(f"[{state}] {text}" if text else f"[{state}]")
 
     def message(self, message: dict[str, Any]) -> None:
         who = "agent" if message.get("role") == "ROLE_AGENT" else "user"
@@ -100,21 +100,21 @@ class Renderer:
 
     def artifact(self, artifact: dict[str, Any], *, chunk: bool = False) -> None:
         name = artifact.get("name") or artifact.get("artifactId") or "artifact"
-        label = f"[artifact {printable(str(name))}{' +' if chunk else ''}]"
+        label = f"[artifact {name}{' +' if chunk else ''}]"
         for part in artifact.get("parts") or []:
             self.part(part, label, fallback=str(artifact.get("artifactId") or "file"))
 
     def part(self, part: dict[str, Any], label: str, *, fallback: str = "file") -> None:
         if "text" in part:
-            self.line(f"{label} {printable(str(part['text']))}")
+            self.line(f"{label} {part['text']}")
         elif "data" in part:
             pretty = json.dumps(part["data"], indent=2, ensure_ascii=False)
-            self.line(f"{label}\n{printable(pretty)}")
+            self.line(f"{label}\n{pretty}")
         elif "raw" in part:
             self.line(f"{label} {self.save(part, fallback)}")
         elif "url" in part:
-            kind = f" ({printable(str(part['mediaType']))})" if part.get("mediaType") else ""
-            self.line(f"{label} file at {printable(str(part['url']))}{kind}")
+            kind = f" ({part['mediaType']})" if part.get("mediaType") else ""
+            self.line(f"{label} file at {part['url']}{kind}")
 
     def save(self, part: dict[str, Any], fallback: str) -> str:
         """Write a file part's bytes under `files`; what to print about it."""

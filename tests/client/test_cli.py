@@ -78,6 +78,8 @@ def test_files_data_and_hostile_text_are_rendered_safely(a2a: Cli, tmp_path: Pat
     assert "\x1b" not in out and "\x07" not in out
     assert "[artifact hostile] bell\\x07 and \\x1b[2J clear" in out
     assert HOSTILE_TEXT not in out
+    as_json = a2a.ok("--json", "send", "--no-stream", "files")
+    assert "\x1b" not in as_json and "\\u001b[2J" in as_json
 
 
 def test_files_and_data_parts_reach_the_agent(a2a: Cli, tmp_path: Path) -> None:
