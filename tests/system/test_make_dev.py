@@ -168,6 +168,16 @@ def test_make_dev_runs_the_deployed_shape_and_stops_on_ctrl_c(
         chat = a2a.ok("chat", stdin="a new phone please\nAndroid\n")
         assert "[input-required] Select a phone type" in chat
         assert "I have ordered a new Android device" in chat
+        # A saved change to the handler restarts the functions, which then serve it.
+        sample = clone / "functions" / "handlers" / "sample.py"
+        sample.write_text(sample.read_text().replace("the other side!", "the reloaded side!"))
+        wait_until(
+            lambda: sum(line.endswith("| ready") for line in make.lines) == 2,
+            READY_SECONDS,
+            lambda: f"no restart after the change:\n{make.output}",
+        )
+        assert "functions/handlers/sample.py changed: restarting the functions" in make.output
+        assert "To get to the reloaded side!" in a2a.ok("send", "--no-stream", "tell me a joke")
         # Through the Cloud Tasks emulator (its dispatches are in the stream): the turn to the
         # worker, the notifications to the deliverer.
         assert f"  tasks | POST http://127.0.0.1:{ports['worker']}/ (attempt 1)" in make.output
