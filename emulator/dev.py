@@ -164,10 +164,13 @@ class Dev:
             self.shutdown()
 
     def _run(self) -> int:
-        from infra.settings import load
+        from infra.settings import SettingsError, load
 
         args = self.args
-        deploy = load(environ={**os.environ, "PROJECT": args.project, "HANDLER": args.handler})
+        try:
+            deploy = load(environ={**os.environ, "PROJECT": args.project, "HANDLER": args.handler})
+        except SettingsError as exc:
+            raise EmulatorError(f"the deploy settings (infra/deploy.toml): {exc}") from None
         ports = {"a2a": args.port, "worker": args.worker_port, "deliver": args.deliver_port}
         for role, port in ports.items():
             if port_in_use("127.0.0.1", port):
@@ -252,7 +255,7 @@ class Dev:
         started = time.monotonic()
         deadline = started + START_SECONDS
         for function in self.functions:
-            if not self._wait_answering(function, deadline):
+            if not self._wait_answering(function, deadline) and not self.stop.is_set():
                 self.say(
                     f"{function.role} did not start (its output is above): fix it and save, "
                     "the functions restart on the change"
