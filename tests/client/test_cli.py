@@ -219,11 +219,13 @@ class CuttingProxy:
         with contextlib.suppress(OSError):
             while True:
                 client, _ = self.listener.accept()
-                agent = socket.create_connection(("127.0.0.1", self.target_port))
-                threading.Thread(
-                    target=self._pipe, args=(client, agent, False), daemon=True
-                ).start()
-                threading.Thread(target=self._pipe, args=(agent, client, True), daemon=True).start()
+                try:
+                    agent = socket.create_connection(("127.0.0.1", self.target_port))
+                except OSError:
+                    client.close()
+                    continue
+                for pipe in ((client, agent, False), (agent, client, True)):
+                    threading.Thread(target=self._pipe, args=pipe, daemon=True).start()
 
     def _pipe(self, source: socket.socket, sink: socket.socket, from_agent: bool) -> None:
         with contextlib.suppress(OSError):
