@@ -29,7 +29,7 @@ RUN_ENV = FIRESTORE_EMULATOR_HOST=$${FIRESTORE_EMULATOR_HOST:-127.0.0.1:8085} GO
 endif
 endif
 
-.PHONY: help install run test lint bench fuzz emulators deploy destroy stage smoke clean
+.PHONY: help install run dev test lint bench fuzz emulators deploy destroy stage smoke clean
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -46,13 +46,22 @@ $(STAMP): pyproject.toml emulator/tasks-requirements.txt
 install: $(STAMP)  ## create the venv and install everything
 
 # PYTHONPATH: HANDLER may name any module of this checkout (tests.handlers.tck for the TCK).
-run: $(STAMP)  ## serve the sample agent on localhost:$(PORT) (BACKEND=memory|firestore)
+# A local agent's users run their webhook receivers on this machine: loopback webhooks are
+# allowed unless A2A_PUSH_ALLOWED_HOSTS is set (empty: none); deployed functions never allow them.
+LOCAL_ENV = A2A_PUSH_ALLOWED_HOSTS=$${A2A_PUSH_ALLOWED_HOSTS-localhost,127.0.0.1} A2A_CONSOLE=$${A2A_CONSOLE:-true}
+run: $(STAMP)  ## serve the sample agent on localhost:$(PORT) (BACKEND=memory|firestore), in one process
 	@echo "serving $(HANDLER) on http://localhost:$(PORT) ($(BACKEND) backend);" \
 	  "card: http://localhost:$(PORT)/.well-known/agent-card.json; Ctrl-C stops it"
 	@echo "A2A_AUTH=$${A2A_AUTH:-none}$$([ "$${A2A_AUTH:-none}" = none ] && echo ': no credentials asked, every caller is the same owner (local development only)')"
+	@echo "webhooks allowed on: $${A2A_PUSH_ALLOWED_HOSTS-localhost,127.0.0.1} (A2A_PUSH_ALLOWED_HOSTS; deployed functions allow no loopback host)"
+	@echo "console: http://localhost:$(PORT)/console (A2A_CONSOLE); client: .venv/bin/a2a --url http://localhost:$(PORT) send hello"
 	PYTHONPATH=$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH} \
-	  $(RUN_ENV) A2A_BACKEND=$(BACKEND) A2A_HANDLER=$(HANDLER) $(VENV)/bin/functions-framework \
+	  $(RUN_ENV) $(LOCAL_ENV) A2A_BACKEND=$(BACKEND) A2A_HANDLER=$(HANDLER) $(VENV)/bin/functions-framework \
 	  --target=a2a --source=functions/main.py --port=$(PORT)
+
+# The three functions on the emulators, wired as `make deploy` wires them (emulator/dev.py).
+dev: $(STAMP)  ## a2a, worker and deliver on the Firestore and Cloud Tasks emulators, reloading on changes
+	$(PY) -m emulator dev --port $(PORT) --handler $(HANDLER) $(DEV_ARGS)
 
 emulators: $(STAMP)  ## run the Firestore (8085) and Cloud Tasks (9022) emulators until Ctrl-C
 	$(PY) -m emulator $(EMULATOR_ARGS)

@@ -2,6 +2,7 @@
 
     python -m emulator [start] [--firestore-port 8085] [--tasks-port 9022] [--queue NAME]...
     python -m emulator setup     # install the Cloud Tasks venv and chromium; check java, the jar
+    python -m emulator dev ...   # the three functions on both emulators (emulator/dev.py)
 
 start prints the variables to export and runs until Ctrl-C (or SIGTERM), then stops both
 emulators by PID. setup is for CI images: it does the one-time work ahead of `make test`.
@@ -117,6 +118,11 @@ def start(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["dev"]:
+        from emulator import dev
+
+        return dev.main(argv[1:])
     args = _parser().parse_args(argv)
     if args.command == "setup":
         try:

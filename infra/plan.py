@@ -15,6 +15,7 @@ and write Firestore and enqueue Cloud Tasks as the invoker account; deliver only
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from pathlib import Path
 from typing import Any
@@ -122,6 +123,7 @@ def function_secrets(settings: Settings, role: str) -> dict[str, str]:
 def deploy_plan(settings: Settings, repo_root: Path, stage_root: Path) -> list[Step]:
     """Every step of a deploy, in an order where each finds what it needs already in place."""
     settings.check_access()
+    _refuse_loopback_webhooks(settings)
     project = settings.project
     runtime = f"serviceAccount:{settings.runtime_email}"
     deliverer = f"serviceAccount:{settings.deliver_email}"
@@ -190,6 +192,29 @@ def deploy_plan(settings: Settings, repo_root: Path, stage_root: Path) -> list[S
     # call the worker (it has roles/run.invoker there), so it needs no grant of its own.
     steps.append(SchedulerJob(project, settings.region, settings.sweep, settings.invoker_email))
     return steps
+
+
+def _refuse_loopback_webhooks(settings: Settings) -> None:
+    """`make run` and `make dev` allow webhooks on this machine; a deployed function must not:
+    there, a loopback URL reaches the function's own instance."""
+    hosts = settings.env.get("A2A_PUSH_ALLOWED_HOSTS", "").replace(" ", ",").split(",")
+    loopback = [host for host in hosts if host and _is_loopback(host)]
+    if loopback:
+        raise PlanError(
+            f"[env] A2A_PUSH_ALLOWED_HOSTS allows {', '.join(loopback)}: webhooks on a deployed "
+            "function's own machine are never allowed (local runs allow them); remove them "
+            "from infra/deploy.toml"
+        )
+
+
+def _is_loopback(host: str) -> bool:
+    name = host.strip().strip("[]").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def _secret_name(reference: str) -> str:

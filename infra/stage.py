@@ -11,6 +11,7 @@ import hashlib
 import shutil
 import tomllib
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -19,7 +20,9 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 PACKAGES = ("functions", "shared")
-_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".*")
+# The client CLI (shared/client, the `cli` extra) is for people, not for the functions.
+NOT_DEPLOYED = (Path("shared") / "client",)
+_CACHES = shutil.ignore_patterns("__pycache__", "*.pyc", ".*")
 
 
 class StageError(Exception):
@@ -53,10 +56,21 @@ def stage(repo_root: Path, entry_point: str, out_dir: Path, handler: str) -> Sta
         shutil.rmtree(out_dir)
     out_dir.mkdir(parents=True)
     for package in PACKAGES:
-        shutil.copytree(repo_root / package, out_dir / package, ignore=_IGNORED)
+        shutil.copytree(repo_root / package, out_dir / package, ignore=_ignored(repo_root))
     (out_dir / "main.py").write_text(_entry_module(entry_point))
     (out_dir / "requirements.txt").write_text(requirements)
     return Staged(out_dir, tree_hash(out_dir))
+
+
+def _ignored(repo_root: Path) -> Callable[[str, list[str]], set[str]]:
+    """copytree's filter: caches, and the folders that are not deployed."""
+    skipped = {repo_root / path for path in NOT_DEPLOYED}
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        here = Path(folder)
+        return set(_CACHES(folder, names)) | {n for n in names if here / n in skipped}
+
+    return ignore
 
 
 def _module_file(repo_root: Path, module: str) -> bool:

@@ -1,0 +1,261 @@
+"""The `a2a` CLI against a real server process (functions-framework on the embedded backend,
+as `make run` serves it): every command, both protocol versions, and its failures."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import socket
+import subprocess
+import sys
+import threading
+import uuid
+from pathlib import Path
+
+import pytest
+
+from emulator.http_target import HttpTarget
+from shared.identity.api_key import hashed
+from tests.client.agent import _HOSTILE_TEXT as HOSTILE_TEXT
+from tests.client.conftest import Cli
+from tests.conftest import Server, free_port
+
+TASK_LINE = re.compile(r"^task (\S+) \(context (\S+)\)$", re.MULTILINE)
+
+
+def task_id(output: str) -> str:
+    found = TASK_LINE.search(output)
+    assert found, output
+    return found.group(1)
+
+
+def test_card_says_which_version_and_endpoint_it_speaks(a2a: Cli) -> None:
+    assert a2a.ok("card").splitlines()[0].endswith(f"A2A 1.0 JSON-RPC at {a2a.url}/")
+    assert "A2A 0.3 JSON-RPC" in a2a.ok("--protocol", "0.3", "card").splitlines()[0]
+
+
+@pytest.mark.parametrize("protocol", ["1.0", "0.3"])
+@pytest.mark.parametrize("stream", [True, False])
+def test_send_shows_the_artifacts_then_the_end(a2a: Cli, protocol: str, stream: bool) -> None:
+    options = [] if stream else ["--no-stream"]
+    out = a2a.ok("--protocol", protocol, "send", *options, "hello", "there")
+    lines = out.splitlines()
+    assert TASK_LINE.match(lines[0])
+    assert lines[-2:] == ["[artifact echo] echo: hello there", "[completed]"]
+
+
+def test_a_streamed_send_outliving_the_stream_resumes_without_loss(a2a: Cli) -> None:
+    # The server ends each stream after a second: the send resumes from the last event seen.
+    run = a2a("send", "steps=6", "delay=0.3")
+    assert run.code == 0, run
+    assert "resuming the stream" in run.err
+    steps = re.findall(r"^\[working\] step (\d)$", run.out, re.MULTILINE)
+    assert steps == [str(n) for n in range(6)]
+    assert run.out.splitlines()[-2:] == ["[artifact result] all steps done", "[completed]"]
+
+
+def test_watch_follows_a_background_task_across_reconnections(a2a: Cli) -> None:
+    started = a2a.ok("send", "--no-wait", "steps=6", "delay=0.3")
+    run = a2a("watch", task_id(started))
+    assert run.code == 0, run
+    assert "resuming the stream" in run.err
+    steps = [int(s) for s in re.findall(r"^\[working\] step (\d)$", run.out, re.MULTILINE)]
+    # The snapshot shows the step the task had reached, then each later step once, in order.
+    assert steps == list(range(steps[0], 6))
+    assert run.out.splitlines()[-1] == "[completed]"
+    # Watching a task that has ended shows how it ended.
+    assert a2a.ok("watch", task_id(started)).splitlines()[-1] == "[completed]"
+
+
+def test_files_data_and_hostile_text_are_rendered_safely(a2a: Cli, tmp_path: Path) -> None:
+    out = a2a.ok("send", "files")
+    assert sorted(p.name for p in a2a.files.iterdir()) == ["escape-1.txt", "escape.txt"]
+    assert (a2a.files / "escape.txt").read_bytes() == b"first"
+    assert (a2a.files / "escape-1.txt").read_bytes() == b"second"
+    assert not (tmp_path.parent / "escape.txt").exists()
+    assert f"saved {a2a.files / 'escape.txt'} (5 bytes)" in out
+    assert '[artifact numbers]\n{\n  "answer": 42,\n  "list": [\n    1,\n    2\n  ]\n}' in out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "[artifact hostile] bell\\x07 and \\x1b[2J clear" in out
+    assert HOSTILE_TEXT not in out
+    as_json = a2a.ok("--json", "send", "--no-stream", "files")
+    assert "\x1b" not in as_json and "\\u001b[2J" in as_json
+
+
+def test_files_and_data_parts_reach_the_agent(a2a: Cli, tmp_path: Path) -> None:
+    attachment = tmp_path / "note.txt"
+    attachment.write_text("hi")
+    out = a2a.ok("send", "--no-stream", "--file", str(attachment), "--data", "[1, 2]", "look")
+    assert "[artifact echo] echo: look" in out
+    assert "[artifact parts] file note.txt (text/plain, 2 bytes); data [1, 2]" in out
+
+
+def test_get_shows_a_task_with_its_history(a2a: Cli) -> None:
+    sent = a2a.ok("send", "--no-stream", "remember", "me")
+    out = a2a.ok("get", task_id(sent), "--history", "5")
+    assert "user: remember me" in out
+    assert out.splitlines()[-1] == "[completed]"
+    assert f'"id": "{task_id(sent)}"' in a2a.ok("--json", "get", task_id(sent))
+
+
+def test_list_filters_by_context_and_pages(a2a: Cli) -> None:
+    context = str(uuid.uuid4())
+    sent = [task_id(a2a.ok("send", "--no-stream", "--context", context, f"n{n}")) for n in range(3)]
+    first = a2a.ok("list", "--context", context, "--page-size", "2").splitlines()
+    assert len(first) == 3 and first[-1].startswith("more: --page-token ")
+    token = first[-1].split()[-1]
+    second = a2a.ok("list", "--context", context, "--page-size", "2", "--page-token", token)
+    listed = [line.split()[0] for line in [*first[:2], *second.splitlines()]]
+    assert listed == sent[::-1]  # newest first, each once
+    everything = a2a.ok("list", "--context", context, "--page-size", "2", "--all").splitlines()
+    assert [line.split()[0] for line in everything] == sent[::-1]
+    assert a2a.ok("list", "--context", context, "--state", "working") == ""
+    assert len(a2a.ok("list", "--context", context, "--state", "completed").splitlines()) == 3
+
+
+def test_cancel_stops_a_running_task(a2a: Cli) -> None:
+    started = a2a.ok("send", "--no-wait", "wait")
+    assert a2a.ok("cancel", task_id(started)).splitlines()[-1] == "[canceled]"
+    assert a2a.ok("get", task_id(started)).splitlines()[-1] == "[canceled]"
+
+
+@pytest.mark.parametrize("protocol", ["1.0", "0.3"])
+def test_push_configs_are_added_listed_and_removed(a2a: Cli, protocol: str) -> None:
+    with HttpTarget.start() as receiver:
+        started = a2a.ok("--protocol", protocol, "send", "--no-wait", "wait")
+        task = task_id(started)
+        push = ("--protocol", protocol, "push")
+        added = a2a.ok(*push, "add", task, receiver.url("/hook"), "--token", "t", "--id", "c1")
+        assert added.split()[:2] == ["c1", receiver.url("/hook")]
+        a2a.ok(*push, "add", task, receiver.url("/other"), "--id", "c2")
+        assert [line.split()[0] for line in a2a.ok(*push, "list", task).splitlines()] == [
+            "c1",
+            "c2",
+        ]
+        assert "removed push config c2" in a2a.ok(*push, "rm", task, "c2")
+        assert [line.split()[0] for line in a2a.ok(*push, "list", task).splitlines()] == ["c1"]
+        a2a.ok("cancel", task)
+        hits = receiver.wait_for("/hook", 1)
+        assert hits[-1].headers["X-A2A-Notification-Token"] == "t"
+        assert receiver.received("/other") == []
+
+
+@pytest.mark.parametrize("protocol", ["1.0", "0.3"])
+def test_chat_answers_the_question_in_the_same_task(a2a: Cli, protocol: str) -> None:
+    run = a2a("--protocol", protocol, "chat", stdin="I need a new phone\nAndroid\nhello\n")
+    assert run.code == 0, run
+    tasks = TASK_LINE.findall(run.out)
+    assert "[input-required] Select a phone type (iPhone/Android)" in run.out
+    assert "I have ordered a new Android device" in run.out
+    # The answer went to the waiting task; the next line, after it completed, to a new one.
+    assert tasks[0] == tasks[1] and tasks[2][0] != tasks[0][0]
+    assert tasks[2][1] == tasks[0][1]  # the same context throughout
+    assert run.out.splitlines()[-2:] == ["[artifact echo] echo: hello", "[completed]"]
+
+
+def test_errors_exit_non_zero_with_one_clear_line(a2a: Cli, tmp_path: Path) -> None:
+    def error(*args: str, url: str | None = None) -> str:
+        run = a2a(*args, url=url)
+        assert run.code == 1 and run.out == "", run
+        assert run.err.count("\n") == 1 and run.err.startswith("a2a: error: "), run.err
+        return run.err
+
+    assert "GetTask: TaskNotFoundError (-32001): Task not found" in error("get", "no-such-task")
+    assert "CancelTask: TaskNotFoundError (-32001)" in error("cancel", "no-such-task")
+    down = f"http://127.0.0.1:{free_port()}"
+    assert "connection refused" in error("card", url=down)
+    assert "is the agent running" in error("send", "hi", url=down)
+    assert "nothing to send" in error("send")
+    assert "--data '{nope' is not JSON" in error("send", "--data", "{nope")
+    assert "no such file" in error("send", "--file", str(tmp_path / "missing")).lower()
+    assert "list needs A2A 1.0" in error("--protocol", "0.3", "list")
+    assert "HTTP 404" in error("card", url=f"{a2a.url}/nowhere")
+
+
+def test_a_wrong_api_key_is_refused_and_a_right_one_works(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    key = "k-" + uuid.uuid4().hex
+    env = {"A2A_AUTH": "api-key", "A2A_API_KEYS": f"ann:{hashed(key)}"}
+    server = Server({"A2A_HANDLER": "tests.client.agent", **env})
+    try:
+        cli = Cli(server.url, tmp_path, capsys, monkeypatch)
+        refused = cli("--api-key", "wrong", "send", "hi")
+        assert refused.code == 1
+        assert "HTTP 401" in refused.err and "--api-key" in refused.err
+        assert "HTTP 401" in cli("send", "hi").err
+        assert cli.ok("--api-key", key, "send", "hi").splitlines()[-1] == "[completed]"
+    finally:
+        server.stop()
+
+
+def test_the_console_script_is_installed_and_exits_non_zero_on_failure() -> None:
+    script = Path(sys.executable).with_name("a2a")
+    url = f"http://127.0.0.1:{free_port()}"
+    done = subprocess.run(
+        [str(script), "--url", url, "card"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"a2a: error: cannot connect to {url}")
+    usage = subprocess.run([str(script)], capture_output=True, text=True, timeout=60, check=False)
+    assert usage.returncode == 2 and "COMMAND" in usage.stderr
+
+
+class CuttingProxy:
+    """A TCP proxy to the agent that drops a connection once, when the agent's bytes have
+    carried `marker` `count` times: a network cut in the middle of a stream."""
+
+    def __init__(self, target_port: int, marker: bytes, count: int) -> None:
+        self.marker = marker
+        self.count = count
+        self.seen = 0
+        self.cut = threading.Event()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.target_port = target_port
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                client, _ = self.listener.accept()
+                try:
+                    agent = socket.create_connection(("127.0.0.1", self.target_port))
+                except OSError:
+                    client.close()
+                    continue
+                for pipe in ((client, agent, False), (agent, client, True)):
+                    threading.Thread(target=self._pipe, args=pipe, daemon=True).start()
+
+    def _pipe(self, source: socket.socket, sink: socket.socket, from_agent: bool) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                if from_agent and not self.cut.is_set():
+                    self.seen += data.count(self.marker)
+                    if self.seen >= self.count:
+                        self.cut.set()
+                        break  # drop this connection: neither side gets the rest
+                sink.sendall(data)
+        for end in (source, sink):
+            with contextlib.suppress(OSError):
+                end.shutdown(socket.SHUT_RDWR)
+            end.close()
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def test_watch_resumes_after_the_connection_is_cut(a2a: Cli, agent: Server) -> None:
+    proxy = CuttingProxy(agent.port, b'"statusUpdate"', 2)  # after the first update
+    try:
+        started = a2a.ok("send", "--no-wait", "steps=5", "delay=0.1")
+        run = a2a("watch", task_id(started), url=f"http://127.0.0.1:{proxy.port}")
+        assert proxy.cut.is_set()
+        assert run.code == 0, run
+        assert "resuming the stream" in run.err
+        steps = [int(s) for s in re.findall(r"^\[working\] step (\d)$", run.out, re.MULTILINE)]
+        # The update cut off comes after the resumption; nothing comes twice.
+        assert steps == list(range(steps[0], 5))
+        assert run.out.splitlines()[-1] == "[completed]"
+    finally:
+        proxy.close()

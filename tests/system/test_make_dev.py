@@ -1,0 +1,215 @@
+"""`make dev` and `make run` from a fresh clone of the committed HEAD, as a user runs them.
+
+The clone reuses this checkout's `.venv` and `.emulators` (symlinks; `make -o` keeps the
+install stamp from being remade), so nothing is installed. `make dev` must carry a
+non-blocking message through the Cloud Tasks emulator to `worker` and a push notification
+through it to `deliver`, which posts it to a receiver on this machine; Ctrl-C (SIGINT to the
+process group, as a terminal sends it) must leave no process behind.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from emulator._process import port_in_use
+from emulator.http_target import HttpTarget
+from tests.client.conftest import Cli
+from tests.conftest import ROOT, free_port, wait_until
+
+STAMP = ".venv/.installed"
+READY_SECONDS = 60  # the emulators and three functions start in about 5 s here
+STOP_SECONDS = 10  # Ctrl-C to the last process gone (it takes about 1 s)
+
+
+class Make:
+    """`make <target>` in the clone, in a session of its own; its output collected by line."""
+
+    def __init__(self, clone: Path, *args: str) -> None:
+        # The suite's own emulator and settings variables must not leak into the clone's run.
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("A2A_", "FIRESTORE_", "CLOUD_TASKS_")) and k != "PYTHONPATH"
+        }
+        self.clone = clone
+        self.lines: list[str] = []
+        self.ready = threading.Event()
+        self.process = subprocess.Popen(
+            ["make", "--no-print-directory", "-o", STAMP, *args],
+            cwd=clone,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for raw in self.process.stdout:
+            line = raw.decode(errors="replace").rstrip("\n")
+            self.lines.append(line)
+            if line.endswith("| ready"):  # make dev: the emulators and functions answer
+                self.ready.set()
+        self.process.stdout.close()
+        self.ready.set()  # it ended: nothing more will come
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def wait_ready(self) -> None:
+        assert self.ready.wait(READY_SECONDS), f"not ready in {READY_SECONDS} s:\n{self.output}"
+        assert self.process.poll() is None, f"make exited:\n{self.output}"
+
+    def wait_answering(self, port: int) -> None:
+        """make run prints nothing when it is up: wait until its port answers."""
+
+        def answers() -> bool:
+            assert self.process.poll() is None, f"make exited:\n{self.output}"
+            return port_in_use("127.0.0.1", port)
+
+        wait_until(answers, READY_SECONDS, lambda: f"no answer on {port}:\n{self.output}")
+
+    def interrupt(self) -> None:
+        """Ctrl-C: SIGINT to make's whole process group; everything must be gone soon."""
+        os.killpg(self.process.pid, signal.SIGINT)
+        try:
+            self.process.wait(STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"make still runs {STOP_SECONDS} s after SIGINT:\n{self.output}")
+        self._reader.join(STOP_SECONDS)
+
+    def kill(self) -> None:
+        """After a failure: whatever is left of the run goes."""
+        for pid in left_in(self.clone):
+            os.kill(pid, signal.SIGKILL)
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+
+def left_in(folder: Path) -> list[int]:
+    """Processes whose working directory is under `folder` (every one a run started)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cwd = os.readlink(proc / "cwd")
+            except OSError:
+                continue  # gone, or not ours to look at
+            if cwd == str(folder) or cwd.startswith(f"{folder}/"):
+                found.append(int(proc.name))
+    return found
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("clone") / "a2a-functions"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(root)], check=True, timeout=60)
+    for shared in (".venv", ".emulators"):
+        (root / shared).symlink_to(ROOT / shared)
+    return root
+
+
+@pytest.mark.emulator
+def test_make_dev_runs_the_deployed_shape_and_stops_on_ctrl_c(
+    clone: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ports = {name: free_port() for name in ("a2a", "worker", "deliver", "firestore", "tasks")}
+    options = " ".join(
+        f"--{n}-port {ports[n]}" for n in ("worker", "deliver", "firestore", "tasks")
+    )
+    make = Make(clone, "dev", f"PORT={ports['a2a']}", f"DEV_ARGS={options}")
+    try:
+        make.wait_ready()
+        url = f"http://localhost:{ports['a2a']}"
+        a2a = Cli(url, tmp_path, capsys, monkeypatch)
+        assert f"agent card   {url}/.well-known/agent-card.json" in make.output
+        assert f"console      {url}/console" in make.output
+        assert "webhooks allowed on: localhost,127.0.0.1" in make.output
+        with HttpTarget.start() as receiver:
+            hook = receiver.url("/hook")
+            sent = a2a.ok("send", "--no-wait", "--push", hook, "tell me a joke")
+            assert sent.splitlines()[-1] == "[submitted]", sent
+            task = sent.split()[1]
+            # The deliverer posts the task's updates (the first of them is enough here: the
+            # deploy's push queue retries a delivery that finds another one sending after 5 s).
+            receiver.wait_for("/hook", 1, timeout=20)
+            assert task.encode() in receiver.received("/hook")[0].body
+        shown: list[str] = []
+
+        def completed() -> bool:
+            shown.append(a2a.ok("get", task))
+            return shown[-1].splitlines()[-1] == "[completed]"
+
+        wait_until(completed, 20, lambda: f"not completed: {shown[-1]}\n{make.output}")
+        assert "[artifact joke] Why did the chicken cross the road?" in shown[-1]
+        assert a2a.ok("watch", task).splitlines()[-1] == "[completed]"
+        streamed = a2a.ok("send", "hello").splitlines()
+        assert streamed[-2:] == ["[artifact echo] hello", "[completed]"]
+        chat = a2a.ok("chat", stdin="a new phone please\nAndroid\n")
+        assert "[input-required] Select a phone type" in chat
+        assert "I have ordered a new Android device" in chat
+        # A saved change to the handler restarts the functions, which then serve it.
+        sample = clone / "functions" / "handlers" / "sample.py"
+        sample.write_text(sample.read_text().replace("the other side!", "the reloaded side!"))
+        wait_until(
+            lambda: sum(line.endswith("| ready") for line in make.lines) == 2,
+            READY_SECONDS,
+            lambda: f"no restart after the change:\n{make.output}",
+        )
+        assert "functions/handlers/sample.py changed: restarting the functions" in make.output
+        assert "To get to the reloaded side!" in a2a.ok("send", "--no-stream", "tell me a joke")
+        # Through the Cloud Tasks emulator (its dispatches are in the stream): the turn to the
+        # worker, the notifications to the deliverer.
+        assert f"  tasks | POST http://127.0.0.1:{ports['worker']}/ (attempt 1)" in make.output
+        assert f"  tasks | POST http://127.0.0.1:{ports['deliver']}/ (attempt 1)" in make.output
+        done = rf"  tasks \| Done \S*/queues/work/tasks/\S*{task}\S* after 1 attempt\(s\), HTTP 200"
+        assert re.search(done, make.output), make.output
+        make.interrupt()
+        assert make.lines[-1].endswith("| stopped"), make.output
+        assert not group_alive(make.process.pid)
+        assert left_in(clone) == []
+    finally:
+        make.kill()
+
+
+def test_make_run_allows_loopback_webhooks_and_says_so(
+    clone: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port = free_port()
+    make = Make(clone, "run", f"PORT={port}")
+    try:
+        make.wait_answering(port)
+        assert "webhooks allowed on: localhost,127.0.0.1" in make.output
+        a2a = Cli(f"http://localhost:{port}", tmp_path, capsys, monkeypatch)
+        sent = a2a.ok("send", "request a new phone")
+        task = sent.split()[1]
+        # A receiver that accepts: a failing webhook's retries would hold up the stop.
+        with HttpTarget.start() as receiver:
+            hook = receiver.url("/hook")  # refused unless loopback hosts are allowed
+            assert a2a.ok("push", "add", task, hook, "--id", "c1").startswith(f"c1  {hook}")
+            a2a.ok("send", "--task", task, "Android")
+            receiver.wait_for("/hook", 1, timeout=20)
+        make.interrupt()
+        assert left_in(clone) == []
+    finally:
+        make.kill()
