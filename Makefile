@@ -39,7 +39,7 @@ $(STAMP): pyproject.toml emulator/tasks-requirements.txt
 	@echo "installing the project and its test tools into $(VENV)"
 	@$(PY) -m pip install -q --upgrade pip
 	@$(PY) -m pip install -q -e '.[dev]'
-	@echo "preparing the emulators (Cloud Tasks emulator venv, Java and the Firestore jar)"
+	@echo "preparing the emulators and the browser (Cloud Tasks emulator venv, Java, the Firestore jar, Debian's chromium)"
 	@$(PY) -m emulator setup
 	@touch $(STAMP)
 
