@@ -6,7 +6,8 @@ Each client runs a script of ours in its own environment, set up here on first u
 @a2a-js/sdk 0.3.x in an npm prefix (`tests/system/js/client03.mjs`). Each does what a user of
 that release does: read the card, send, stream, get, cancel, resubscribe, and push config CRUD
 (a2a-sdk 0.3's client offers set and get only); the webhook then receives the task; and
-a2a-sdk 0.3 reads the authenticated extended card with its API key.
+a2a-sdk 0.3 reads the authenticated extended card with its API key; and the JS client does
+it all again against an agent reached under a path (A2A_PUBLIC_URL=.../agents/x).
 A missing tool or a failed install fails with the command that fixes it: never skipped.
 """
 
@@ -19,11 +20,12 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
 from shared.identity.api_key import hashed
-from tests.conftest import ROOT, Server
+from tests.conftest import ROOT, Server, free_port
 from tests.webhook import Webhook
 
 PYTHON_SDK = "a2a-sdk==0.3.26"  # the newest 0.3.x on PyPI
@@ -100,12 +102,12 @@ def steps(result: subprocess.CompletedProcess[str]) -> dict[str, dict[str, Any]]
     return {line.pop("step"): line for line in lines}
 
 
-def spoke(requests: list[str], transport: str) -> None:
+def spoke(requests: list[str], transport: str, prefix: str = "") -> None:
     """The client really used the binding under test: 0.3's methods, or the /v1 paths."""
     if transport == "JSONRPC":
         assert all(r.startswith(("message/", "tasks/")) for r in requests), requests
     else:
-        assert all(r.split(" ")[1].startswith("/v1/") for r in requests), requests
+        assert all(r.split(" ")[1].startswith(f"{prefix}/v1/") for r in requests), requests
 
 
 def delivered(webhook: Webhook, task_id: str) -> dict[str, Any]:
@@ -126,9 +128,10 @@ def delivered(webhook: Webhook, task_id: str) -> dict[str, Any]:
     return task
 
 
-def common(got: dict[str, dict[str, Any]], agent: Server, webhook: Webhook, transport: str) -> str:
-    """What both clients see alike over either binding; the streamed task's id."""
-    interfaces = [["JSONRPC", f"{agent.url}/"], ["HTTP+JSON", f"{agent.url}/"]]
+def common(got: dict[str, dict[str, Any]], url: str, webhook: Webhook, transport: str) -> str:
+    """What both clients see alike over either binding at the agent's `url`; the streamed
+    task's id."""
+    interfaces = [["JSONRPC", url], ["HTTP+JSON", url]]
     assert got["card"]["interfaces"] == interfaces
     assert got["get"] == {"state": "input-required", "history": 1}
     assert got["cancel"] == {"state": "canceled"}
@@ -144,7 +147,7 @@ def common(got: dict[str, dict[str, Any]], agent: Server, webhook: Webhook, tran
         ("status-update", "completed"),
     ]
     assert got["resubscribe"]["answered"] == "completed"
-    spoke(got["sent"]["requests"], transport)
+    spoke(got["sent"]["requests"], transport, urlsplit(url).path.rstrip("/"))
     task_id: str = got["stream"]["events"][0]["id"]
     assert delivered(webhook, task_id)["status"]["state"] == "completed"
     return task_id
@@ -154,7 +157,7 @@ def common(got: dict[str, dict[str, Any]], agent: Server, webhook: Webhook, tran
 def test_a2a_sdk_0_3(agent: Server, python_sdk: Path, webhook: Webhook, transport: str) -> None:
     argv = [str(python_sdk), str(PYTHON_SCRIPT), agent.url, transport, webhook.url()]
     got = steps(subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False))
-    task_id = common(got, agent, webhook, transport)
+    task_id = common(got, f"{agent.url}/", webhook, transport)
     assert got["send"] == {"state": "completed", "text": "héllo"}
     # A refusal: REST's HTTP status, or JSON-RPC's code.
     refused = {
@@ -171,7 +174,7 @@ def test_a2a_js_sdk_0_3(agent: Server, js_sdk: Path, webhook: Webhook, transport
     shutil.copyfile(JS_SCRIPT, script)
     argv = ["node", str(script), agent.url, transport, webhook.url()]
     got = steps(subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False))
-    task_id = common(got, agent, webhook, transport)
+    task_id = common(got, f"{agent.url}/", webhook, transport)
     assert got["send"] == {"kind": "task", "state": "completed", "text": "héllo"}
     # Both bindings' errors reach the client as its typed errors.
     suffix = "JSONRPCError" if transport == "JSONRPC" else "Error"
@@ -209,3 +212,31 @@ def test_a2a_sdk_0_3_reads_the_extended_card(
     argv = [str(python_sdk), str(PYTHON_SCRIPT), "extended", members.url, transport, KEY]
     got = steps(subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False))
     assert got["extended"] == {"public": ["hello"], "full": ["hello", "vault"]}
+
+
+@pytest.fixture(scope="module")
+def under_a_path(webhook: Webhook) -> Iterator[str]:
+    """A server reached under a path (A2A_PUBLIC_URL's): the URL its card names."""
+    port = free_port()
+    url = f"http://localhost:{port}/agents/x"
+    env = {
+        "A2A_HANDLER": "functions.handlers.sample",
+        "A2A_PUSH_ALLOWED_HOSTS": "localhost",
+        "A2A_PUBLIC_URL": url,
+    }
+    started = Server(env, port=port)
+    yield url
+    started.stop()
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a2a_js_sdk_0_3_under_a_path(
+    under_a_path: str, js_sdk: Path, webhook: Webhook, transport: str
+) -> None:
+    """The client finds the card under the path and follows the card's URLs (with the path)."""
+    script = js_sdk / JS_SCRIPT.name
+    shutil.copyfile(JS_SCRIPT, script)
+    # The card's resolver takes a base URL: with the final `/`, as a user gives it.
+    argv = ["node", str(script), f"{under_a_path}/", transport, webhook.url()]
+    got = steps(subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False))
+    common(got, under_a_path, webhook, transport)  # REST: every path is /agents/x/v1/...

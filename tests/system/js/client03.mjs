@@ -29,7 +29,7 @@ const sent = [];
 globalThis.fetch = ((real) => (input, init) => {
   const path = new URL(input).pathname;
   if (!path.endsWith('agent-card.json')) {
-    const rpc = init?.method === 'POST' && !path.startsWith('/v1/');
+    const rpc = init?.method === 'POST' && !path.includes('/v1/');
     sent.push(rpc ? JSON.parse(init.body).method : `${init?.method ?? 'GET'} ${path}`);
   }
   return real(input, init);

@@ -71,7 +71,7 @@ async def main(url: str, transport: str, hook: str) -> None:
     async def record(request: httpx.Request) -> None:
         if request.url.path.endswith("agent-card.json"):
             return
-        if request.method == "POST" and not request.url.path.startswith("/v1/"):
+        if request.method == "POST" and "/v1/" not in request.url.path:
             sent.append(json.loads(request.content)["method"])
         else:
             sent.append(f"{request.method} {request.url.path}")
