@@ -26,12 +26,12 @@ import pytest
 
 from shared.identity.api_key import hashed
 from tests.conftest import ROOT, Server, free_port
+from tests.system.npm import npm_package
 from tests.webhook import Webhook
 
 PYTHON_SDK = "a2a-sdk==0.3.26"  # the newest 0.3.x on PyPI
 JS_SDK = ("@a2a-js/sdk", "0.3.14")  # the newest 0.3.x on npm
 VENV = ROOT / ".emulators" / "a2a-sdk-0.3"
-NPM = ROOT / ".emulators" / "npm-0.3"
 PYTHON_SCRIPT = Path(__file__).parent / "sdk03" / "client.py"
 JS_SCRIPT = Path(__file__).parent / "js" / "client03.mjs"
 TRANSPORTS = ["JSONRPC", "HTTP+JSON"]
@@ -62,21 +62,7 @@ def python_sdk() -> Path:
 @pytest.fixture(scope="session")
 def js_sdk() -> Path:
     """The npm prefix where `node` finds @a2a-js/sdk 0.3 (installed on first use)."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.fail(
-            "node and npm are needed for the JS interop test: install Node.js 20 or newer "
-            "(apt-get install nodejs npm, or https://nodejs.org)",
-            pytrace=False,
-        )
-    name, version = JS_SDK
-    installed = NPM / "node_modules" / name / "package.json"
-    if not installed.exists() or json.loads(installed.read_text())["version"] != version:
-        NPM.mkdir(parents=True, exist_ok=True)
-        package = f"{name}@{version}"
-        argv = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(NPM), package]
-        _setup(argv, f"npm install --prefix {NPM} {package}")
-    return NPM
+    return npm_package(*JS_SDK, "npm-0.3")
 
 
 @pytest.fixture(scope="module")
