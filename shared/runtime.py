@@ -18,7 +18,6 @@ what the crashed run stored instead of adding it twice.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 import threading
@@ -180,6 +179,8 @@ class Turn:
     def _call_handler(self, ctx: Context) -> None:
         result = self._handler.handle(ctx)
         if inspect.isawaitable(result):
+            import asyncio  # ~20 ms at import: only for async handlers, off the cold start
+
             asyncio.run(_await(result))
 
     # -- the Context's sink ----------------------------------------------------------------
