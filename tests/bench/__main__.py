@@ -29,7 +29,7 @@ import requests
 
 from emulator.firestore import start_firestore
 from tests import sse
-from tests.bench.compare import compare
+from tests.bench.compare import compare, running
 from tests.bench.load import HEADERS, cpu_seconds, load, percentile, pss_mib, send_body
 from tests.conftest import Server
 
@@ -344,13 +344,11 @@ def firestore_at_scale(clients: int, tasks: int) -> None:
     tasks pile up in the store (it must stay flat: the state lives in Firestore)."""
     with start_firestore() as emulator:
         env = {
-            "A2A_HANDLER": "functions.handlers.echo",
             "A2A_BACKEND": "firestore",
             "GOOGLE_CLOUD_PROJECT": emulator.project,
             **emulator.env(),
         }
-        server = Server(env)
-        try:
+        with running("ours", env) as server:
             load(server, 2, 20, 30)  # warm-up: the Firestore client's channels and caches
             leader = server.process.pid
             print(
@@ -372,8 +370,6 @@ def firestore_at_scale(clients: int, tasks: int) -> None:
                     f"{figures['errors']:.0f} errors, memory {pss_mib(leader):.0f} MiB",
                     flush=True,
                 )
-        finally:
-            server.stop()
 
 
 def costs() -> None:

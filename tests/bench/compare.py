@@ -45,8 +45,9 @@ class Process:
             self.process.wait()
 
 
-def spawn(kind: str) -> Process:
-    """Start `ours`, `sdk` or `floor` (the bare functions-framework function); returns at once."""
+def spawn(kind: str, extra: dict[str, str] | None = None) -> Process:
+    """Start `ours` (its environment: the echo agent, embedded, and `extra`), `sdk` or `floor`
+    (the bare functions-framework function); returns at once."""
     port = free_port()
     if kind == "sdk":
         command = [sys.executable, "-m", "tests.bench.reference", f"--port={port}"]
@@ -56,7 +57,7 @@ def spawn(kind: str) -> Process:
         target = "hello" if kind == "floor" else "a2a"
         command = [str(FUNCTIONS_FRAMEWORK), f"--target={target}", f"--source={source}"]
         command.append(f"--port={port}")
-        env = {**os.environ, "PYTHONPATH": str(ROOT), **OURS_ENV}
+        env = {**os.environ, "PYTHONPATH": str(ROOT), **OURS_ENV, **(extra or {})}
     log = tempfile.TemporaryFile()  # noqa: SIM115 - closed with the process's descriptors
     process = subprocess.Popen(
         command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -73,7 +74,7 @@ def first_answer(server: Process, kind: str, timeout: float = 30) -> None:
                 requests.get(server.url, timeout=10).raise_for_status()
                 return
             answer = requests.post(
-                server.url, data=send_body("first"), headers=HEADERS, timeout=10
+                server.url, data=send_body("first"), headers=HEADERS, timeout=timeout
             ).json()
             assert answer["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", answer
             return
@@ -96,8 +97,10 @@ def cold_start(kind: str) -> float:
 
 
 @contextmanager
-def running(kind: str) -> Iterator[Process]:
-    server = spawn(kind)
+def running(kind: str, extra: dict[str, str] | None = None) -> Iterator[Process]:
+    """A server that has answered (waits for it as long as it takes to start, not a second
+    per try: a loaded machine makes a slow first answer, not a missing server)."""
+    server = spawn(kind, extra)
     try:
         first_answer(server, kind)
         yield server
