@@ -199,10 +199,10 @@ class MemoryTaskStore:
             del self._tasks[key]
             del self._events[key]
             self._commit_ends.pop(key, None)
-        # Two message records per task at most (their bytes are in _TASK_OVERHEAD), the
-        # oldest forgotten first: a resend of a forgotten message, like one whose task is
-        # gone, is a new message to the service.
-        while len(self._messages) > 2 * len(self._tasks):
+        # Message records: past _MESSAGES_KEPT, two per stored task (their bytes are in
+        # _TASK_OVERHEAD), the oldest forgotten first. A resend of a forgotten message, like
+        # one whose task is gone, is a new message to the service.
+        while len(self._messages) > max(2 * len(self._tasks), _MESSAGES_KEPT):
             del self._messages[next(iter(self._messages))]
 
 
@@ -238,6 +238,9 @@ class MemoryTail:
 _TASK_OVERHEAD = 1024
 # Tasks kept as objects too, most recently used first: a running turn's reads decode nothing.
 _HOT_TASKS = 64
+# Message records always kept (~0.4 KiB each): a long conversation in a small store keeps
+# recognising its resent messages.
+_MESSAGES_KEPT = 10_000
 _FIELDS = [f.name for f in fields(StoredTask)]
 _TASK_FIELD = _FIELDS.index("task")
 _EVENT_KINDS: dict[type, bytes] = {Message: b"m", StatusUpdate: b"s", ArtifactUpdate: b"a"}

@@ -20,6 +20,7 @@ from shared.app import build
 from shared.model import Artifact, ArtifactUpdate, Event, Part, TaskState
 from shared.ports import TaskQuery
 from shared.settings import Settings
+from shared.store import memory
 from shared.store.memory import MemoryTaskStore
 from tests.clock import ManualClock
 from tests.conftest import Client
@@ -110,15 +111,20 @@ def test_past_retention_tasks_are_forgotten() -> None:
     assert [s.task.id for s in store.list(ALICE, TaskQuery()).tasks] == [fresh]
 
 
-def test_message_records_stay_within_two_per_stored_task() -> None:
+def test_message_records_are_bounded_and_a_small_store_keeps_them_all() -> None:
     store = MemoryTaskStore(max_bytes=MIB)
-    for i in range(30):
-        task, events = new_task(text="x" * 100_000)
-        store.create(ALICE, task, events, dialect="v1.0", message_key=sent(f"m-{i}"))
-    kept = len(store.list(ALICE, TaskQuery(page_size=100)).tasks)
-    assert kept < 30
-    assert len(store._messages) <= 2 * kept
-    assert store.find_message(ALICE, sent("m-29")) is not None
+    task, events = new_task()
+    created = store.create(ALICE, task, events, dialect="v1.0", message_key=sent("m-0"))
+    for i in range(1, 30):  # a long conversation: every resend is still recognised
+        store.commit(created, created.task, [], message_key=sent(f"m-{i}"))
+        created = store.get(ALICE, task.id)  # type: ignore[assignment]
+    assert all(store.find_message(ALICE, sent(f"m-{i}")) == task.id for i in range(30))
+
+    for i in range(memory._MESSAGES_KEPT + 10):  # many messages: the oldest are forgotten
+        store._messages[(MALLORY, sent(f"n-{i}"))] = "elsewhere"
+    big_task(store)
+    assert len(store._messages) == memory._MESSAGES_KEPT
+    assert store.find_message(ALICE, sent("m-0")) is None
 
 
 @pytest.fixture
