@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from shared.agent import HandlerModule, load_handler_module
@@ -58,7 +58,9 @@ def _store(settings: Settings) -> TaskStore:
         )
     from shared.store.memory import MemoryTaskStore
 
-    return MemoryTaskStore()
+    return MemoryTaskStore(
+        max_bytes=settings.memory_max_bytes, retention=timedelta(days=settings.retention_days)
+    )
 
 
 def _push_configs(settings: Settings, store: TaskStore) -> PushConfigStore | None:

@@ -7,10 +7,10 @@ the stores speak nothing else. Field names are Python's; wire names belong to th
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,6 +31,24 @@ class _Model(BaseModel):
     # Frozen: a task is changed by folding events into a copy, never in place, so a snapshot
     # handed to a caller or a store can't change under it.
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """pydantic's shallow copy, without its four generic `copy.copy` calls: every event
+        folded into a task is one (a blocking send makes five). These models have no extra
+        fields (extra="forbid") and no private attributes, so there is nothing else to copy."""
+        if deep:
+            return super().model_copy(update=update, deep=True)
+        copied = self.__class__.__new__(self.__class__)
+        values = self.__dict__.copy()
+        fields_set = self.__pydantic_fields_set__.copy()
+        if update:
+            values.update(update)
+            fields_set.update(update)
+        object.__setattr__(copied, "__dict__", values)
+        object.__setattr__(copied, "__pydantic_fields_set__", fields_set)
+        object.__setattr__(copied, "__pydantic_extra__", None)
+        object.__setattr__(copied, "__pydantic_private__", None)
+        return copied
 
 
 class TaskState(StrEnum):

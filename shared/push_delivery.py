@@ -26,6 +26,7 @@ when a signing key is configured).
 
 from __future__ import annotations
 
+import functools
 import http.client
 import json
 import logging
@@ -137,7 +138,13 @@ class PinnedSender:
     `tls`: the certificates it trusts (the system's by default)."""
 
     def __init__(self, tls: ssl.SSLContext | None = None) -> None:
-        self._tls = tls or ssl.create_default_context()
+        self._given = tls
+
+    @functools.cached_property
+    def _tls(self) -> ssl.SSLContext:
+        # Loading the system's certificates takes ~60 ms: at the first https POST, not at
+        # every instance's cold start.
+        return self._given or ssl.create_default_context()
 
     def post(
         self, target: PushTarget, body: bytes, headers: Mapping[str, str], timeout: float

@@ -54,6 +54,7 @@ ENVIRONMENT = {
     "project": "GOOGLE_CLOUD_PROJECT",
     "firestore_database": "A2A_FIRESTORE_DATABASE",
     "retention_days": "A2A_RETENTION_DAYS",
+    "memory_max_bytes": "A2A_MEMORY_MAX_BYTES",
     "region": "A2A_REGION",
     "work_queue": "A2A_WORK_QUEUE",
     "work_max_attempts": "A2A_WORK_MAX_ATTEMPTS",
@@ -82,6 +83,11 @@ ENVIRONMENT = {
 # The largest message or artifact update a Firestore event document takes, with its envelope
 # (shared.store.firestore refuses larger parts and events).
 MAX_FIRESTORE_EVENT = 900_000
+
+# What the embedded store may hold (A2A_MEMORY_MAX_BYTES): its tasks and events serialized,
+# and a fixed allowance per task for its keys. 32 MiB fits a 256 MiB function with room for
+# requests, about 10,000 short tasks.
+MEMORY_MAX_BYTES = 32 * 1024 * 1024
 
 
 class SettingsError(ValueError):
@@ -154,6 +160,9 @@ class Settings(BaseModel):
     project: str | None = None
     firestore_database: str = "(default)"
     retention_days: int = Field(default=30, ge=1)
+    # The embedded store's bound: past it, the least recently written tasks are forgotten
+    # (as they are after A2A_RETENTION_DAYS): their readers get "task not found".
+    memory_max_bytes: int = Field(default=MEMORY_MAX_BYTES, ge=1024 * 1024)
     # Background work. With A2A_WORKER_URL set, turns go to that `worker` function through
     # the Cloud Tasks queue `work`; without it, to a thread pool in this process.
     region: str | None = None

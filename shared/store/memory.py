@@ -5,17 +5,24 @@ dense event sequences, idempotent message ids and cursor paging behave as in Fir
 Everything is keyed by (owner, id): each owner's task ids are a namespace of their own.
 Every read and write of its dicts holds its lock: requests, workers and push deliveries
 call it from many threads at once.
+
+Bounded and compact: a task and its events are kept serialized (a few KiB a short task, where
+the objects took ~10), the most recently used ones also as objects; past `max_bytes`, or
+`retention` after their last write, the least recently written tasks are forgotten, as
+Firestore's TTL forgets them: their readers find no task.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from dataclasses import replace
-from datetime import datetime
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import fields, replace
+from datetime import datetime, timedelta
+from typing import Any, overload
 
 from shared import ids
-from shared.model import Event, Task, utc_now
+from shared.clock import SYSTEM, Clock
+from shared.model import ArtifactUpdate, Event, Message, StatusUpdate, Task, TaskState, utc_now
 from shared.ports import (
     DuplicateMessage,
     Lease,
@@ -27,20 +34,30 @@ from shared.ports import (
     TaskQuery,
     VersionConflict,
 )
+from shared.settings import MEMORY_MAX_BYTES
 from shared.store.cost import Cost
 from shared.store.paging import Cursor, decode_token, encode_token
 
 
 class MemoryTaskStore:
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        max_bytes: int = MEMORY_MAX_BYTES,
+        retention: timedelta = timedelta(days=30),
+        clock: Clock = SYSTEM,
+    ) -> None:
         # What Firestore would bill for the same calls: the task document, one event document
         # per commit that logs events, the idempotency document.
         self.cost = Cost()
         # Per (owner, task id): the last seq of each commit, the task, its log.
         self._commit_ends: dict[tuple[str, str], list[int]] = {}
         self._lock = threading.Lock()
-        self._tasks: dict[tuple[str, str], StoredTask] = {}
-        self._events: dict[tuple[str, str], list[LoggedEvent]] = {}
+        self._size = _Size(max_bytes)
+        self._retention = retention
+        self._clock = clock
+        self._tasks = _CompactTasks(self._size)
+        self._events = _CompactLogs(self._size)
         self._messages: dict[tuple[str, MessageKey], str] = {}
         # Tails wait on this for commits: the embedded backend's own change notification.
         self._changed = threading.Condition(self._lock)
@@ -83,6 +100,7 @@ class MemoryTaskStore:
             self._tasks[key] = stored
             self._events[key] = [LoggedEvent(i + 1, e) for i, e in enumerate(events)]
             self._bill(key, events, message_key)
+            self._trim()
             self._changed.notify_all()
         return stored
 
@@ -113,6 +131,7 @@ class MemoryTaskStore:
             )
             self._tasks[key] = new
             self._bill(key, events, message_key)
+            self._trim()
             self._changed.notify_all()
         return new
 
@@ -145,35 +164,38 @@ class MemoryTaskStore:
 
     def expired_leases(self, before: datetime, limit: int) -> list[StoredTask]:
         with self._lock:
+            # The records, not the tasks: only the leases found are decoded.
             expired = [
-                s
-                for s in self._tasks.values()
-                if s.lease is not None and s.lease.expires is not None and s.lease.expires < before
+                (lease.expires, key)
+                for key, r in self._tasks.records()
+                if (lease := r.lease) is not None
+                and lease.expires is not None
+                and lease.expires < before
             ]
-        expired.sort(key=lambda s: s.lease.expires if s.lease and s.lease.expires else before)
-        found = expired[:limit]
+            expired.sort()
+            found = [self._tasks[key] for _, key in expired[:limit]]
         self.cost.add(reads=max(1, len(found)))
         return found
 
     def list(self, owner: str, query: TaskQuery) -> TaskPage:
         cursor = decode_token(query)
         with self._lock:
-            tasks = list(self._tasks.values())
+            # The index, not the tasks: only the page is decoded.
+            records = [(key[1], r) for key, r in self._tasks.records() if key[0] == owner]
         matching = [
-            s
-            for s in tasks
-            if s.owner == owner
-            and (query.context_id is None or s.task.context_id == query.context_id)
-            and (query.state is None or s.task.status.state == query.state)
-            and (query.status_after is None or s.task.status.timestamp > query.status_after)
+            (task_id, r)
+            for task_id, r in records
+            if (query.context_id is None or r.context_id == query.context_id)
+            and (query.state is None or r.state == query.state)
+            and (query.status_after is None or r.timestamp > query.status_after)
         ]
-        matching.sort(key=lambda s: (s.task.status.timestamp, s.task.id), reverse=True)
+        matching.sort(key=lambda m: (m[1].timestamp, m[0]), reverse=True)
         if cursor is not None:
             key = (cursor.timestamp, cursor.task_id)
-            matching_after = [s for s in matching if (s.task.status.timestamp, s.task.id) < key]
+            matching_after = [m for m in matching if (m[1].timestamp, m[0]) < key]
         else:
             matching_after = matching
-        page = matching_after[: query.page_size]
+        page = [r.unpack() for _, r in matching_after[: query.page_size]]
         token = ""
         if len(matching_after) > query.page_size:
             last = page[-1].task
@@ -181,6 +203,23 @@ class MemoryTaskStore:
             token = encode_token(query, Cursor(last.status.timestamp, last.id, returned))
         self.cost.add(reads=max(1, len(page)) + 1)  # the page, and the count for totalSize
         return TaskPage(page, token, len(matching))
+
+    def _trim(self) -> None:
+        """Forget the least recently written tasks while the store is over its bound or they
+        are past retention. Called with the lock held, after each write."""
+        expired = self._clock.now() - self._retention
+        while len(self._tasks) > 1 and (
+            self._size.over() or self._tasks.oldest().updated_at < expired
+        ):
+            key = self._tasks.oldest_key()
+            del self._tasks[key]
+            del self._events[key]
+            self._commit_ends.pop(key, None)
+        # Message records: past _MESSAGES_KEPT, two per stored task (their bytes are in
+        # _TASK_OVERHEAD), the oldest forgotten first. A resend of a forgotten message, like
+        # one whose task is gone, is a new message to the service.
+        while len(self._messages) > max(2 * len(self._tasks), _MESSAGES_KEPT):
+            del self._messages[next(iter(self._messages))]
 
 
 class MemoryTail:
@@ -207,3 +246,204 @@ class MemoryTail:
 
     def close(self) -> None:
         """Nothing to release: waiting happens only inside next()."""
+
+
+# -- the compact form --------------------------------------------------------------------------
+
+# Fixed allowance per task for what its serialized form does not hold: keys, index, records.
+_TASK_OVERHEAD = 1024
+# Tasks kept as objects too, most recently used first: a running turn's reads decode nothing.
+_HOT_TASKS = 64
+# Message records always kept (~0.4 KiB each): a long conversation in a small store keeps
+# recognising its resent messages.
+_MESSAGES_KEPT = 10_000
+_FIELDS = [f.name for f in fields(StoredTask)]
+_TASK_FIELD = _FIELDS.index("task")
+_LEASE_FIELD = _FIELDS.index("lease")
+_EVENT_KINDS: dict[type, bytes] = {Message: b"m", StatusUpdate: b"s", ArtifactUpdate: b"a"}
+_EVENT_MODELS: dict[int, Any] = {kind[0]: model for model, kind in _EVENT_KINDS.items()}
+
+
+def _pack_task(task: Task) -> bytes:
+    # Fields that are None are left out (a short task's JSON shrinks by a third); validation
+    # puts them back, so the task read back equals the one stored. (Not exclude_defaults: it
+    # would drop a status's timestamp, whose default is a factory.)
+    return task.__pydantic_serializer__.to_json(task, exclude_none=True)
+
+
+def _pack_event(event: Event) -> bytes:
+    return _EVENT_KINDS[type(event)] + event.__pydantic_serializer__.to_json(
+        event, exclude_none=True
+    )
+
+
+def _unpack_event(data: bytes) -> Event:
+    event: Event = _EVENT_MODELS[data[0]].model_validate_json(data[1:])
+    return event
+
+
+class _Size:
+    """The bytes the store holds, against its bound."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def over(self) -> bool:
+        return self.used > self.limit
+
+
+class _Record:
+    """One stored task: StoredTask's fields with the task serialized, and what ListTasks
+    filters and sorts on."""
+
+    __slots__ = ("context_id", "state", "timestamp", "updated_at", "values")
+
+    def __init__(self, stored: StoredTask) -> None:
+        values: list[Any] = [getattr(stored, name) for name in _FIELDS]
+        values[_TASK_FIELD] = _pack_task(stored.task)
+        self.values = tuple(values)
+        status = stored.task.status
+        self.context_id: str = stored.task.context_id
+        self.state: TaskState = status.state
+        self.timestamp: datetime = status.timestamp
+        self.updated_at: datetime = stored.updated_at
+
+    @property
+    def size(self) -> int:
+        return len(self.values[_TASK_FIELD]) + _TASK_OVERHEAD
+
+    @property
+    def lease(self) -> Lease | None:
+        lease: Lease | None = self.values[_LEASE_FIELD]
+        return lease
+
+    def unpack(self) -> StoredTask:
+        values = list(self.values)
+        values[_TASK_FIELD] = Task.model_validate_json(values[_TASK_FIELD])
+        return StoredTask(*values)
+
+
+class _CompactTasks:
+    """(owner, task id) -> StoredTask, kept as `_Record`s in the order of their last write
+    (the least recently written first), with the most recently used also as objects."""
+
+    def __init__(self, size: _Size) -> None:
+        self._size = size
+        self._records: dict[tuple[str, str], _Record] = {}
+        self._hot: dict[tuple[str, str], StoredTask] = {}
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._records
+
+    def __getitem__(self, key: tuple[str, str]) -> StoredTask:
+        found = self.get(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def get(self, key: tuple[str, str]) -> StoredTask | None:
+        stored = self._hot.get(key)
+        if stored is not None:
+            return stored
+        record = self._records.get(key)
+        if record is None:
+            return None
+        stored = record.unpack()
+        self._keep_hot(key, stored)
+        return stored
+
+    def __setitem__(self, key: tuple[str, str], stored: StoredTask) -> None:
+        self._drop(key)  # and back in at the end: the most recently written
+        record = _Record(stored)
+        self._records[key] = record
+        self._size.used += record.size
+        self._keep_hot(key, stored)
+
+    def __delitem__(self, key: tuple[str, str]) -> None:
+        if key not in self._records:
+            raise KeyError(key)
+        self._drop(key)
+
+    def _drop(self, key: tuple[str, str]) -> None:
+        record = self._records.pop(key, None)
+        if record is not None:
+            self._size.used -= record.size
+        self._hot.pop(key, None)
+
+    def _keep_hot(self, key: tuple[str, str], stored: StoredTask) -> None:
+        self._hot.pop(key, None)
+        self._hot[key] = stored
+        if len(self._hot) > _HOT_TASKS:
+            del self._hot[next(iter(self._hot))]
+
+    def records(self) -> Iterable[tuple[tuple[str, str], _Record]]:
+        return list(self._records.items())
+
+    def oldest_key(self) -> tuple[str, str]:
+        return next(iter(self._records))
+
+    def oldest(self) -> _Record:
+        return self._records[self.oldest_key()]
+
+
+class _PackedLog:
+    """One task's event log, each event serialized: a list of LoggedEvent to its callers."""
+
+    def __init__(self, size: _Size) -> None:
+        self._size = size
+        self._events: list[tuple[int, bytes]] = []
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def __iter__(self) -> Iterator[LoggedEvent]:
+        return (LoggedEvent(seq, _unpack_event(data)) for seq, data in self._events)
+
+    @overload
+    def __getitem__(self, index: int) -> LoggedEvent: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[LoggedEvent]: ...
+    def __getitem__(self, index: int | slice) -> LoggedEvent | list[LoggedEvent]:
+        if isinstance(index, slice):
+            return [LoggedEvent(seq, _unpack_event(data)) for seq, data in self._events[index]]
+        seq, data = self._events[index]
+        return LoggedEvent(seq, _unpack_event(data))
+
+    def extend(self, logged: Iterable[LoggedEvent]) -> None:
+        packed = [(e.seq, _pack_event(e.event)) for e in logged]
+        self._events.extend(packed)
+        self._size.used += sum(len(data) for _, data in packed)
+
+    def clear(self) -> None:
+        self._size.used -= sum(len(data) for _, data in self._events)
+        self._events.clear()
+
+
+class _CompactLogs:
+    """(owner, task id) -> its _PackedLog; setting a list of LoggedEvent packs it."""
+
+    def __init__(self, size: _Size) -> None:
+        self._size = size
+        self._logs: dict[tuple[str, str], _PackedLog] = {}
+
+    def __getitem__(self, key: tuple[str, str]) -> _PackedLog:
+        return self._logs[key]
+
+    def __setitem__(self, key: tuple[str, str], logged: Iterable[LoggedEvent]) -> None:
+        self._drop(key)
+        log = self._logs[key] = _PackedLog(self._size)
+        log.extend(logged)
+
+    def __delitem__(self, key: tuple[str, str]) -> None:
+        if key not in self._logs:
+            raise KeyError(key)
+        self._drop(key)
+
+    def _drop(self, key: tuple[str, str]) -> None:
+        log = self._logs.pop(key, None)
+        if log is not None:
+            log.clear()

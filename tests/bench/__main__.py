@@ -1,4 +1,6 @@
-"""`make bench`: throughput, latency, cold start, memory and Firestore costs of `a2a`;
+"""`make bench`: `a2a` side by side with the official SDK's server (throughput, CPU, latency,
+memory, cold start: tests/bench/compare.py); blocking sends and memory over many tasks on the
+Firestore emulator; Firestore reads and writes per operation;
 streaming: time to the first frame of an inline stream, and the latency from an event's
 commit in one process to its frame at a subscriber on another (Firestore emulator, listener
 and polling); background work: the time from a non-blocking send to the handler's start in
@@ -14,9 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -29,85 +29,9 @@ import requests
 
 from emulator.firestore import start_firestore
 from tests import sse
+from tests.bench.compare import compare, running
+from tests.bench.load import HEADERS, cpu_seconds, load, percentile, pss_mib, send_body
 from tests.conftest import Server
-
-
-def send_body(text: str, *, blocking: bool = True) -> str:
-    message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": text}]}
-    params = {"message": message, "configuration": {"returnImmediately": not blocking}}
-    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params})
-
-
-HEADERS = {"Content-Type": "application/json", "A2A-Version": "1.0"}
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def rss_mib(pid: int) -> tuple[float, float]:
-    """(current, peak) resident memory of a process, from /proc."""
-    fields = dict(
-        line.split(":", 1)
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-        if ":" in line
-    )
-    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
-
-
-def cold_start(env: dict[str, str]) -> tuple[float, float]:
-    """Seconds from process start to the first answered send, and to the first card."""
-    started = time.perf_counter()
-    server = Server(env)  # returns once the card answers
-    card_at = time.perf_counter() - started
-    response = requests.post(server.url, data=send_body("first"), headers=HEADERS, timeout=30)
-    first_send = time.perf_counter() - started
-    assert response.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
-    server.stop()
-    return first_send, card_at
-
-
-def load(
-    server: Server, clients: int, requests_per_client: int, max_seconds: float
-) -> dict[str, float]:
-    latencies: list[float] = []
-    errors = 0
-    lock = threading.Lock()
-    deadline = time.monotonic() + max_seconds
-
-    def client() -> None:
-        nonlocal errors
-        session = requests.Session()
-        mine: list[float] = []
-        bad = 0
-        for i in range(requests_per_client):
-            if time.monotonic() > deadline:
-                break
-            body = send_body(f"hello {i}")
-            t0 = time.perf_counter()
-            answer = session.post(server.url, data=body, headers=HEADERS, timeout=30).json()
-            mine.append(time.perf_counter() - t0)
-            bad += "result" not in answer
-        with lock:
-            latencies.extend(mine)
-            errors += bad
-
-    threads = [threading.Thread(target=client) for _ in range(clients)]
-    t0 = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    elapsed = time.perf_counter() - t0
-    return {
-        "requests": len(latencies),
-        "errors": errors,
-        "rps": len(latencies) / elapsed,
-        "p50_ms": percentile(latencies, 0.50) * 1000,
-        "p99_ms": percentile(latencies, 0.99) * 1000,
-        "mean_ms": statistics.fmean(latencies) * 1000,
-    }
 
 
 def store_costs(project: str | None) -> list[tuple[str, int, int]]:
@@ -374,23 +298,37 @@ def completed(server: Server) -> int:
     return total
 
 
+SECTIONS = ("compare", "firestore", "costs", "streaming", "background", "push")
+# What `--only requests` selected before the sections were split.
+ALIASES = {"requests": ("compare", "firestore", "costs")}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=7, help="paired rounds against the SDK")
     parser.add_argument("--clients", type=int, default=16)
-    parser.add_argument("--requests", type=int, default=150, help="per client")
-    parser.add_argument("--seconds", type=float, default=60, help="upper bound for the load phase")
+    parser.add_argument("--requests", type=int, default=150, help="per client and round")
+    parser.add_argument("--seconds", type=float, default=60, help="upper bound for a load phase")
+    parser.add_argument(
+        "--firestore-tasks", type=int, default=10_000, help="blocking sends on the emulator"
+    )
     parser.add_argument("--stream-tasks", type=int, default=5, help="tasks per tail mode")
     parser.add_argument("--sends", type=int, default=20, help="timed non-blocking sends")
     parser.add_argument("--tasks", type=int, default=100, help="tasks through the queue")
     parser.add_argument(
-        "--only", choices=["requests", "streaming", "background", "push"], help="one section"
+        "--only", nargs="+", choices=[*SECTIONS, *ALIASES], help="these sections only"
     )
     args = parser.parse_args()
-    for section in ("requests", "streaming", "background", "push"):
-        if args.only not in (None, section):
+    chosen = {s for name in args.only or SECTIONS for s in ALIASES.get(name, (name,))}
+    for section in SECTIONS:
+        if section not in chosen:
             continue
-        if section == "requests":
-            requests_section(args)
+        if section == "compare":
+            compare(args.rounds, args.clients, args.requests)
+        elif section == "firestore":
+            firestore_at_scale(args.clients, args.firestore_tasks)
+        elif section == "costs":
+            costs()
         elif section == "streaming":
             streaming(args)
         else:
@@ -401,61 +339,52 @@ def main() -> None:
                     push_figures(emulators, args.tasks, args.seconds)
 
 
-def requests_section(args: argparse.Namespace) -> None:
-    env = {"A2A_HANDLER": "functions.handlers.echo", "A2A_BACKEND": "memory"}
-
-    print("cold start (embedded backend, echo agent), 3 runs:")
-    for _ in range(3):
-        first_send, card = cold_start(env)
-        print(
-            f"  process start -> first card {card * 1000:.0f} ms, "
-            f"-> first send answered {first_send * 1000:.0f} ms"
-        )
-
-    throughput(env, "embedded backend", args.clients, args.requests, args.seconds)
-
-    from emulator.firestore import start_firestore
-
+def firestore_at_scale(clients: int, tasks: int) -> None:
+    """Blocking sends per second on the Firestore emulator, and the server's memory as the
+    tasks pile up in the store (it must stay flat: the state lives in Firestore)."""
     with start_firestore() as emulator:
-        fs_env = {
-            "A2A_HANDLER": "functions.handlers.echo",
+        env = {
             "A2A_BACKEND": "firestore",
             "GOOGLE_CLOUD_PROJECT": emulator.project,
             **emulator.env(),
         }
-        # The emulator is far slower than the embedded store: fewer requests, same clients.
-        throughput(fs_env, "Firestore emulator", args.clients, args.requests // 3, args.seconds)
+        with running("ours", env) as server:
+            load(server, 2, 20, 30)  # warm-up: the Firestore client's channels and caches
+            leader = server.process.pid
+            print(
+                f"\nFirestore emulator, blocking SendMessage from {clients} clients, echo "
+                f"agent, {tasks} tasks; server memory (PSS) after warm-up "
+                f"{pss_mib(leader):.0f} MiB",
+                flush=True,
+            )
+            batches = 5
+            for batch in range(batches):
+                per_client = tasks // batches // clients
+                cpu = cpu_seconds(leader)
+                figures = load(server, clients, per_client, 600)
+                used = cpu_seconds(leader) - cpu
+                print(
+                    f"  {(batch + 1) * per_client * clients:>6} tasks: {figures['rps']:.0f} "
+                    f"req/s, p50 {figures['p50_ms']:.0f} ms, p99 {figures['p99_ms']:.0f} ms, "
+                    f"CPU {used / figures['requests'] * 1000:.1f} ms/request, "
+                    f"{figures['errors']:.0f} errors, memory {pss_mib(leader):.0f} MiB",
+                    flush=True,
+                )
+
+
+def costs() -> None:
+    budgets = {
+        "SendMessage": "(2, 3)",
+        "GetTask": "(1, 0)",
+        "ListTasks": "(N + 1 for totalSize, 0)",
+    }
+    with start_firestore() as emulator:
         os.environ.update(emulator.env())
-        budgets = {
-            "SendMessage": "(2, 3)",
-            "GetTask": "(1, 0)",
-            "ListTasks": "(N + 1 for totalSize, 0)",
-        }
         for label, project in [("embedded", None), ("Firestore emulator", emulator.project)]:
             print(f"\ndocument reads and writes per operation, {label} (budget in brackets):")
             for name, reads, writes in store_costs(project):
                 budget = budgets[name.split(",")[0]]
                 print(f"  {name}: {reads} reads, {writes} writes {budget}")
-
-
-def throughput(
-    env: dict[str, str], label: str, clients: int, per_client: int, seconds: float
-) -> None:
-    server = Server(env)
-    try:
-        idle, _ = rss_mib(server.process.pid)
-        load(server, 2, 20, 10)  # warm-up
-        print(f"\nblocking SendMessage, {clients} concurrent clients, {label}, echo agent:")
-        figures = load(server, clients, per_client, seconds)
-        now, peak = rss_mib(server.process.pid)
-        print(
-            f"  {figures['requests']:.0f} requests, {figures['errors']:.0f} errors: "
-            f"{figures['rps']:.0f} req/s, p50 {figures['p50_ms']:.1f} ms, "
-            f"p99 {figures['p99_ms']:.1f} ms, mean {figures['mean_ms']:.1f} ms"
-        )
-        print(f"  server memory: {idle:.0f} MiB idle, {now:.0f} MiB after, {peak:.0f} MiB peak")
-    finally:
-        server.stop()
 
 
 if __name__ == "__main__":

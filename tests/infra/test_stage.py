@@ -152,6 +152,52 @@ def test_staging_is_reproducible_and_tracks_changes(fake_repo: Path, tmp_path: P
     assert third.source_hash != first.source_hash
 
 
+# Imports the staged `a2a` entry point in a fresh interpreter (-I -S: the stage and the installed
+# packages only) and prints how many of the stage's modules were compiled from source.
+IMPORT_COUNTING_COMPILES = """
+import json, sys
+from importlib import _bootstrap_external as external
+compiled = []
+to_code = external.SourceLoader.source_to_code
+def counting(self, data, path, *args, **kwargs):
+    compiled.append(path)
+    return to_code(self, data, path, *args, **kwargs)
+external.SourceLoader.source_to_code = counting
+sys.path[:0] = [sys.argv[1], sys.argv[2]]
+import main
+print(json.dumps([path for path in compiled if path.startswith(sys.argv[1])]))
+"""
+
+
+def test_staged_functions_ship_bytecode_that_survives_new_file_times(tmp_path: Path) -> None:
+    staged = stage(REAL_ROOT, "a2a", tmp_path / "a2a", "functions.handlers.echo")
+    ignored = (staged.path / ".gcloudignore").read_text().splitlines()
+    assert [line for line in ignored if not line.startswith("#")] == [".gcloudignore"]
+    for path in staged.path.rglob("*"):
+        os.utime(path, (1_000_000_000, 1_000_000_000))  # as an upload may leave them
+    packages = sysconfig.get_paths()["purelib"]
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            "-S",
+            "-B",
+            "-c",
+            IMPORT_COUNTING_COMPILES,
+            str(staged.path),
+            packages,
+        ],
+        cwd=staged.path,
+        env={"A2A_BACKEND": "memory", "A2A_HANDLER": "functions.handlers.echo", "PATH": ""},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "[]"
+    modules = list((staged.path / "shared").rglob("*.py"))
+    assert len(list((staged.path / "shared").rglob("__pycache__/*.pyc"))) == len(modules)
+
+
 def test_staging_names_what_is_missing(fake_repo: Path, tmp_path: Path) -> None:
     with pytest.raises(StageError, match=r"handler module functions\.handlers\.nope"):
         stage(fake_repo, "a2a", tmp_path / "a", "functions.handlers.nope")

@@ -1,0 +1,71 @@
+"""The reference peer of `make bench`: the official SDK's server (a2a-sdk 1.3) with an echo agent.
+
+Built as the SDK documents it: its default request handler, its in-memory task store, its
+JSON-RPC and agent card routes in a Starlette app, served by uvicorn. The agent does what
+`functions.handlers.echo` does: one artifact holding the message's text, then completed.
+
+Run: `python -m tests.bench.reference --port PORT`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import uvicorn
+from a2a.helpers.proto_helpers import get_message_text, new_task_from_user_message
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes.agent_card_routes import create_agent_card_routes
+from a2a.server.routes.jsonrpc_routes import create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Part
+from starlette.applications import Starlette
+
+
+class EchoExecutor(AgentExecutor):
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.message is not None
+        task = context.current_task
+        if task is None:
+            task = new_task_from_user_message(context.message)
+            await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        await updater.add_artifact([Part(text=get_message_text(context.message))], name="echo")
+        await updater.complete()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        raise NotImplementedError("the echo agent finishes before a cancel could arrive")
+
+
+def app(url: str) -> Starlette:
+    card = AgentCard(
+        name="Echo agent",
+        description="Answers with what it was sent.",
+        version="1.0.0",
+        supported_interfaces=[
+            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")
+        ],
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[
+            AgentSkill(id="echo", name="Echo", description="Repeats the message.", tags=["echo"])
+        ],
+    )
+    handler = DefaultRequestHandler(
+        agent_executor=EchoExecutor(), task_store=InMemoryTaskStore(), agent_card=card
+    )
+    routes = create_agent_card_routes(card) + create_jsonrpc_routes(handler, rpc_url="/")
+    return Starlette(routes=routes)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, required=True)
+    port = parser.parse_args().port
+    uvicorn.run(app(f"http://localhost:{port}/"), host="127.0.0.1", port=port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()

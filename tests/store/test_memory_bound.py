@@ -1,0 +1,179 @@
+"""The embedded store is bounded and compact: it keeps tasks serialized, forgets the least
+recently written ones past A2A_MEMORY_MAX_BYTES or A2A_RETENTION_DAYS (their readers find no
+task), and what it reads back equals what it stored, whatever the content."""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from shared import lifecycle
+from shared.app import build
+from shared.model import Artifact, ArtifactUpdate, Event, Part, TaskState
+from shared.ports import TaskQuery
+from shared.settings import Settings
+from shared.store import memory
+from shared.store.memory import MemoryTaskStore
+from tests.clock import ManualClock
+from tests.conftest import Client
+from tests.store.factory import ALICE, MALLORY, new_task, sent, status
+
+MIB = 1024 * 1024
+# JSON values: what a part's data and any metadata may hold (JSON has no NaN or infinity).
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
+)
+PARTS = st.builds(
+    Part,
+    text=st.none() | st.text(),
+    data=JSON,
+    filename=st.none() | st.text(),
+    metadata=st.none() | st.dictionaries(st.text(), JSON, max_size=3),
+)
+
+
+def big_task(store: MemoryTaskStore, owner: str = ALICE, size: int = 200_000) -> str:
+    task, events = new_task(text="x" * size)
+    store.create(owner, task, events, dialect="v1.0")
+    return task.id
+
+
+@given(parts=st.lists(PARTS, min_size=1, max_size=4), metadata=st.none() | JSON)
+def test_what_is_read_back_equals_what_was_stored(parts: list[Part], metadata: Any) -> None:
+    store = MemoryTaskStore()
+    task, events = new_task()
+    created = store.create(ALICE, task, events, dialect="v0.3")
+    chunk = ArtifactUpdate(
+        task_id=task.id,
+        context_id=task.context_id,
+        artifact=Artifact(artifact_id="a-1", parts=tuple(parts)),
+        metadata=metadata if isinstance(metadata, dict) else None,
+    )
+    more: list[Event] = [chunk, status(task, TaskState.COMPLETED)]
+    committed = store.commit(created, lifecycle.apply_all(created.task, more), more)
+    for _ in range(70):  # past the objects kept hot: this task is read back from its bytes
+        big_task(store, MALLORY, 10)
+    assert store.get(ALICE, task.id) == committed
+    assert [e.event for e in store.events(ALICE, task.id)] == [*events, *more]
+    assert store.list(ALICE, TaskQuery()).tasks == [committed]
+
+
+def test_past_its_bytes_the_least_recently_written_tasks_are_forgotten() -> None:
+    store = MemoryTaskStore(max_bytes=2 * MIB)
+    first = big_task(store)
+    second = big_task(store)
+    # Written again: now the most recent, so `second` goes before it.
+    current = store.get(ALICE, first)
+    assert current is not None
+    update: list[Event] = [status(current.task, TaskState.COMPLETED)]
+    store.commit(current, lifecycle.apply_all(current.task, update), update)
+    later = [big_task(store) for _ in range(4)]  # ~400 KB each: 6 do not fit, 5 do
+
+    assert store.get(ALICE, second) is None
+    assert store.events(ALICE, second) == []
+    assert store.get(ALICE, first) is not None
+    listed = {s.task.id for s in store.list(ALICE, TaskQuery(page_size=100)).tasks}
+    assert second not in listed and first in listed
+    assert listed == {first, *later}
+
+
+def test_the_bound_holds_the_bytes_whatever_the_tasks() -> None:
+    store = MemoryTaskStore(max_bytes=MIB)
+    for size in [10, 100_000, 50, 300_000, 5, 200_000] * 5:
+        big_task(store, size=size)
+        assert store._size.used <= MIB
+
+
+def test_past_retention_tasks_are_forgotten() -> None:
+    clock = ManualClock()
+    store = MemoryTaskStore(retention=timedelta(days=30), clock=clock)
+    old = big_task(store, size=10)
+    store.create(ALICE, *new_task(), dialect="v1.0", message_key=sent("m-1"))
+    clock.advance(timedelta(days=31).total_seconds())
+    fresh = big_task(store, size=10)
+
+    assert store.get(ALICE, old) is None
+    assert store.get(ALICE, fresh) is not None
+    assert [s.task.id for s in store.list(ALICE, TaskQuery()).tasks] == [fresh]
+
+
+def test_message_records_are_bounded_and_a_small_store_keeps_them_all() -> None:
+    store = MemoryTaskStore(max_bytes=MIB)
+    task, events = new_task()
+    created = store.create(ALICE, task, events, dialect="v1.0", message_key=sent("m-0"))
+    for i in range(1, 30):  # a long conversation: every resend is still recognised
+        store.commit(created, created.task, [], message_key=sent(f"m-{i}"))
+        created = store.get(ALICE, task.id)  # type: ignore[assignment]
+    assert all(store.find_message(ALICE, sent(f"m-{i}")) == task.id for i in range(30))
+
+    for i in range(memory._MESSAGES_KEPT + 10):  # many messages: the oldest are forgotten
+        store._messages[(MALLORY, sent(f"n-{i}"))] = "elsewhere"
+    big_task(store)
+    assert len(store._messages) == memory._MESSAGES_KEPT
+    assert store.find_message(ALICE, sent("m-0")) is None
+
+
+@pytest.fixture
+def bounded_client() -> Iterator[Client]:
+    """The app as deployed with A2A_MEMORY_MAX_BYTES=1 MiB: the store comes from the settings."""
+    client = Client(build(Settings(handler="functions.handlers.echo", memory_max_bytes=MIB)))
+    yield client
+    client.app.close()
+
+
+def send(client: Client, text: str) -> str:
+    message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": text}]}
+    task_id: str = client.result("SendMessage", {"message": message}, version="1.0")["task"]["id"]
+    return task_id
+
+
+def test_a_forgotten_task_is_not_found_on_the_wire(bounded_client: Client) -> None:
+    first = send(bounded_client, "x" * 100_000)
+    for _ in range(12):
+        send(bounded_client, "y" * 100_000)
+    error = bounded_client.error("GetTask", {"id": first}, version="1.0")
+    assert error["code"] == -32001
+    again = send(bounded_client, "z")
+    assert bounded_client.result("GetTask", {"id": again}, version="1.0")["id"] == again
+
+
+def echo_task(store: MemoryTaskStore, number: int) -> None:
+    """What an echo send stores: the message and `working`, then the artifact and `completed`."""
+    task, events = new_task()
+    created = store.create(ALICE, task, events, dialect="v1.0", message_key=sent(f"m-{number}"))
+    artifact = Artifact(artifact_id=f"a-{number}", parts=(Part(text="hello"),), name="echo")
+    update = ArtifactUpdate(task_id=task.id, context_id=task.context_id, artifact=artifact)
+    more: list[Event] = [update, status(task, TaskState.COMPLETED)]
+    store.commit(created, lifecycle.apply_all(created.task, more), more)
+
+
+def test_a_short_task_takes_under_4_kib() -> None:
+    """Bytes allocated per stored echo task: ~9.5 KiB as objects, ~3.3 KiB serialized."""
+    store = MemoryTaskStore()
+    for number in range(100):  # past the objects kept hot: from here on, only stored bytes
+        echo_task(store, number)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for number in range(100, 1100):
+            echo_task(store, number)
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown / 1000 < 4096
