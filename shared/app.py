@@ -24,10 +24,12 @@ from shared.bindings.queue_target import QueueTargetApp
 from shared.card import AgentCard, card_template, extended_skills
 from shared.identity import Anonymous, Authenticator
 from shared.ports import PushConfigStore, TaskQueue, TaskStore
-from shared.push_delivery import Deliverer, PushNotifier
+from shared.push_delivery import Deliverer
+from shared.push_notify import PushNotifier
 from shared.push_signing import NotificationSigner
 from shared.push_url import check_push_url, resolve_push_url
 from shared.queue.inline import InlineQueue
+from shared.queue.off_path import OffPathQueue
 from shared.service import A2AService
 from shared.settings import Settings, SettingsError
 from shared.store.notifying import NotifyingTaskStore
@@ -127,6 +129,9 @@ def _tasks(settings: Settings, module: HandlerModule, store: TaskStore | None) -
             lambda payload, delivery: deliverer.deliver(payload, delivery).accepted,
             max_attempts=settings.push_max_attempts,
         )
+        deliverer.queue = queue
+    else:  # a Cloud Tasks outage must not stall the commit that queues a notification
+        queue = OffPathQueue(queue)
     return _Tasks(NotifyingTaskStore(store, PushNotifier(configs, queue)), configs, queue)
 
 
@@ -276,6 +281,10 @@ def build_deliver(
         raise SettingsError("the deliver function needs A2A_PUSH_NOTIFICATIONS=true")
     module = module or load_handler_module(settings.handler)
     deliverer = _deliverer(settings, store, configs, module)
+    # Its own queue, to queue a delivery again that finds its config busy (None with the
+    # emulator and no A2A_DELIVER_URL: the queue's retry comes back instead).
+    if settings.region is not None:
+        deliverer.queue = _cloud_queue(settings, settings.push_queue, settings.deliver_url)
     return QueueTargetApp(
         "deliver",
         deliverer.deliver,

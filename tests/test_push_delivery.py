@@ -31,7 +31,8 @@ from shared.model import (
     TaskStatus,
 )
 from shared.ports import Delivery
-from shared.push_delivery import Deliverer, PinnedSender, PushNotifier
+from shared.push_delivery import Deliverer, PinnedSender
+from shared.push_notify import PushNotifier
 from shared.push_url import PushTarget, PushURLRefused, resolve_push_url
 from shared.queue.inline import InlineQueue
 from shared.store.memory import MemoryTaskStore

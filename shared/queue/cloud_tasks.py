@@ -8,6 +8,7 @@ setting only its endpoint would open TLS); otherwise to the real service.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import grpc  # type: ignore[import-untyped]
@@ -46,7 +47,7 @@ class CloudTasksQueue:
     def close(self) -> None:
         self._client.transport.close()  # type: ignore[no-untyped-call]
 
-    def enqueue(self, name: str, payload: dict[str, Any]) -> bool:
+    def enqueue(self, name: str, payload: dict[str, Any], *, delay: float = 0.0) -> bool:
         task = tasks_v2.Task(
             name=f"{self._queue}/tasks/{name}",
             http_request=tasks_v2.HttpRequest(
@@ -60,6 +61,8 @@ class CloudTasksQueue:
                 ),
             ),
         )
+        if delay > 0:
+            task.schedule_time = datetime.now(UTC) + timedelta(seconds=delay)
         try:
             self._client.create_task(parent=self._queue, task=task, timeout=_CREATE_TIMEOUT)
         except AlreadyExists:
