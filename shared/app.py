@@ -23,7 +23,7 @@ from shared.bindings.http import HttpApp
 from shared.bindings.queue_target import QueueTargetApp
 from shared.card import AgentCard, card_template, extended_skills
 from shared.identity import Anonymous, Authenticator
-from shared.ports import PushConfigStore, TaskQueue, TaskStore
+from shared.ports import DelayingTaskQueue, PushConfigStore, TaskQueue, TaskStore
 from shared.push_delivery import Deliverer
 from shared.push_notify import PushNotifier
 from shared.push_signing import NotificationSigner
@@ -69,7 +69,9 @@ def _push_configs(settings: Settings, store: TaskStore) -> PushConfigStore | Non
     return MemoryPushConfigStore(store.cost if isinstance(store, MemoryTaskStore) else None)
 
 
-def _cloud_queue(settings: Settings, queue: str, target_url: str | None) -> TaskQueue | None:
+def _cloud_queue(
+    settings: Settings, queue: str, target_url: str | None
+) -> DelayingTaskQueue | None:
     """The Cloud Tasks queue to a target function, or None: the work runs in process."""
     if target_url is None:
         return None

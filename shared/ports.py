@@ -294,9 +294,8 @@ class TaskQueue(Protocol):
     """A queue bound to one target: each payload is delivered to it at least once, as JSON,
     and retried with backoff until the target accepts it (or the queue gives up)."""
 
-    def enqueue(self, name: str, payload: dict[str, Any], *, delay: float = 0.0) -> bool:
-        """Add a delivery named `name`, due in `delay` seconds; False when that name was used
-        before (nothing added).
+    def enqueue(self, name: str, payload: dict[str, Any]) -> bool:
+        """Add a delivery named `name`; False when that name was used before (nothing added).
 
         Names are letters, digits, `-` and `_`. Raises TaskTooLarge over the size limit.
         """
@@ -304,4 +303,12 @@ class TaskQueue(Protocol):
 
     def close(self) -> None:
         """Let go of connections and threads (the process is going away)."""
+        ...
+
+
+class DelayingTaskQueue(TaskQueue, Protocol):
+    """A TaskQueue that can also hold a delivery back (both adapters can)."""
+
+    def enqueue(self, name: str, payload: dict[str, Any], *, delay: float = 0.0) -> bool:
+        """Add a delivery named `name`, due in `delay` seconds; as TaskQueue.enqueue."""
         ...

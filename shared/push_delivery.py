@@ -43,10 +43,10 @@ from shared.dialects.registry import BY_NAME
 from shared.jobs import Outcome, PushJob
 from shared.model import ArtifactUpdate, StatusUpdate, new_id
 from shared.ports import (
+    DelayingTaskQueue,
     Delivery,
     PushConfigStore,
     StoredPushConfig,
-    TaskQueue,
     TaskStore,
 )
 from shared.push_notify import RETRY_WINDOW
@@ -171,7 +171,7 @@ class Deliverer:
         """`queue` (set after construction, as the in-process queue targets this deliverer)
         is the push queue deliveries come from: where a busy or unfinished one goes again.
         Without one, such a delivery answers BUSY and the queue's retry comes back."""
-        self.queue: TaskQueue | None = None
+        self.queue: DelayingTaskQueue | None = None
         self._clock = clock
         self._store = store
         self._sender = sender or PinnedSender()

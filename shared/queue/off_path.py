@@ -16,7 +16,7 @@ from collections import deque
 from typing import Any
 
 from shared.clock import SYSTEM, Clock
-from shared.ports import TaskQueue, TaskTooLarge
+from shared.ports import DelayingTaskQueue, TaskTooLarge
 from shared.queue import encode
 
 log = logging.getLogger("a2a.queue")
@@ -27,7 +27,7 @@ _Entry = tuple[str, dict[str, Any], float]  # name, payload, delay
 class OffPathQueue:
     def __init__(
         self,
-        inner: TaskQueue,
+        inner: DelayingTaskQueue,
         *,
         threads: int = 4,
         max_waiting: int = 10_000,
