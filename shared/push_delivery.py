@@ -65,6 +65,8 @@ EVENTS_PER_DELIVERY = 20
 # A delivery that finds its config busy comes back this much later (a delivery under way takes
 # seconds; a hanging webhook holds the config for a POST's timeout).
 WAIT_SECONDS = 2.0
+# What a config records of its last failure (the error names a URL, which may be long).
+MAX_ERROR_CHARS = 500
 
 
 class DeliveryFailed(Exception):
@@ -241,7 +243,7 @@ class Deliverer:
             job.task_id,
             job.config_id,
             holder,
-            error,
+            error[:MAX_ERROR_CHARS],
             at=now,
             retry_at=None if delivery.final else now + RETRY_WINDOW,
         )

@@ -9,18 +9,17 @@ from __future__ import annotations
 from typing import Any
 
 from shared.dialects import base
-from shared.dialects.base import timestamp, v0_push_config
+from shared.dialects.base import delivery_failure, timestamp, v0_push_config
 from shared.model import (
     Artifact,
     ArtifactUpdate,
     Message,
     Part,
-    PushConfig,
     StatusUpdate,
     Task,
     TaskStatus,
 )
-from shared.ports import TaskPage
+from shared.ports import StoredPushConfig, TaskPage
 
 
 def data(value: Any) -> dict[str, Any]:
@@ -125,12 +124,16 @@ class V03Dialect(base.V0Common):
             out["metadata"] = event.metadata
         return out
 
-    def push_config(self, config: PushConfig) -> dict[str, Any]:
+    def push_config(self, stored: StoredPushConfig) -> dict[str, Any]:
         """A TaskPushNotificationConfig: the config wrapped with its task id."""
-        return {
-            "taskId": config.task_id,
-            "pushNotificationConfig": v0_push_config(config, with_id=True),
+        out: dict[str, Any] = {
+            "taskId": stored.config.task_id,
+            "pushNotificationConfig": v0_push_config(stored.config, with_id=True),
         }
+        failure = delivery_failure(stored)
+        if failure is not None:
+            out["metadata"] = failure
+        return out
 
 
 V03 = V03Dialect()
