@@ -1,9 +1,10 @@
 """Push notifications through faults on the emulator stack (`a2a` and `deliver` processes, the
 Cloud Tasks and Firestore emulators): a Cloud Tasks outage (the emulator paused with SIGSTOP,
 which keeps its data) neither stalls the sends nor loses a notification; a webhook that hangs
-for 40 s gets everything once it recovers, and one that never answers has its failure
-recorded on its config. The push queue retries as the deploy's does, only sooner: its retry
-settings and A2A_PUSH_MAX_ATTEMPTS are the ones a user sets."""
+for 40 s gets everything once it recovers (deliveries waiting for its config spend no
+attempt), and one that never answers has its failure recorded on its config. The push queue
+retries as the deploy's does, only sooner: its retry settings and A2A_PUSH_MAX_ATTEMPTS are
+the ones a user sets."""
 
 from __future__ import annotations
 
@@ -132,78 +133,72 @@ def task_of(payload: dict[str, Any]) -> str:
     return str(update["taskId"])
 
 
-def test_a_cloud_tasks_outage_stalls_no_send_and_loses_no_notification(
+def test_an_outage_a_hanging_webhook_and_a_dead_one_lose_no_notification(
     stack: dict[str, Server],
     tasks_emulator: TasksEmulator,
     firestore_emulator: FirestoreEmulator,
     tasks_client: CloudTasksClient,
     push_queue: str,
 ) -> None:
-    hook = Webhook()
-    # The first send builds the app (a cold start): before the outage.
-    task_ids = [send(stack["a2a"], "steps=1 delay=0", {"url": hook.url()})]
+    """The three faults at once, so that the suite waits out the longest (the 40 s hang)
+    only once: each is checked on its own webhook and tasks."""
+    steady, hanging = Webhook(), HangingWebhook()
+    hanging.hang()
+    dead = f"http://localhost:{free_port()}/hook"  # nothing listens: every POST is refused
+    a2a = stack["a2a"]
     try:
+        # The first send builds the app (a cold start): before the outage, as are the tasks
+        # of the hanging and the dead webhook.
+        steady_tasks = [send(a2a, "steps=1 delay=0", {"url": steady.url()})]
+        hung = send(a2a, "steps=4 delay=0.2", {"url": hanging.url(), "id": "hangs"})
+        hung_at = time.monotonic()
+        refused = send(a2a, "steps=1 delay=0", {"url": dead, "id": "dead"})
+
+        # 1. Cloud Tasks paused 12 s: no send waits for it, no notification is lost.
         os.kill(tasks_emulator.pid, signal.SIGSTOP)
         paused = time.monotonic()
         try:
             for n in range(5):
                 started = time.monotonic()
-                task_ids.append(send(stack["a2a"], f"steps=2 delay=0 n={n}", {"url": hook.url()}))
+                steady_tasks.append(send(a2a, f"steps=2 delay=0 n={n}", {"url": steady.url()}))
                 # Before: each commit waited out the enqueue's 10 s timeout.
                 assert time.monotonic() - started < 3
-            # The outage lasts its length whatever the sends took (this is the fault, not a
-            # wait for something to happen).
+            # The outage lasts its length whatever the sends took (the fault, not a wait for
+            # something to happen).
             time.sleep(max(0.0, OUTAGE - (time.monotonic() - paused)))
         finally:
             os.kill(tasks_emulator.pid, signal.SIGCONT)
         resumed = time.monotonic()
         store = FirestoreTaskStore(firestore_emulator.project)
-        wanted = {task_id: expected(store, task_id) for task_id in task_ids}
-        total = sum(len(updates) for updates in wanted.values())
-        hook.wait_accepted(total, timeout=60)
+        wanted = {task_id: expected(store, task_id) for task_id in steady_tasks}
+        steady.wait_accepted(sum(len(updates) for updates in wanted.values()), timeout=60)
         assert time.monotonic() - resumed < 60
-        wait_queue_empty(tasks_client, push_queue)  # nothing more will be posted
-        got = [r.json for r in hook.accepted()]
-        for task_id, updates in wanted.items():
-            assert [p for p in got if task_of(p) == task_id] == updates  # once, in order
-    finally:
-        hook.close()
 
-
-def test_a_hanging_webhook_gets_everything_when_it_recovers_and_a_dead_one_is_recorded(
-    stack: dict[str, Server],
-    firestore_emulator: FirestoreEmulator,
-    tasks_client: CloudTasksClient,
-    push_queue: str,
-) -> None:
-    hook = HangingWebhook()
-    hook.hang()
-    dead = f"http://localhost:{free_port()}/hook"  # nothing listens: every POST is refused
-    try:
-        hanging = send(stack["a2a"], "steps=4 delay=0.2", {"url": hook.url(), "id": "hangs"})
-        hung_at = time.monotonic()
-        refused = send(stack["a2a"], "steps=1 delay=0", {"url": dead, "id": "dead"})
-
+        # 2. The dead webhook: the queue's last attempt fails, and its config says so.
         def dead_config() -> dict[str, Any]:
             params = {"id": refused, "pushNotificationConfigId": "dead"}
             body = {"jsonrpc": "2.0", "id": 1, "method": "tasks/pushNotificationConfig/get"}
-            answer: dict[str, Any] = stack["a2a"].rpc({**body, "params": params})["result"]
+            answer: dict[str, Any] = a2a.rpc({**body, "params": params})["result"]
             return answer
 
-        # Four attempts, 1 + 2 + 4 s apart: the queue's last one fails, and the config says so.
         wait_until(lambda: "metadata" in dead_config(), 30, lambda: f"{dead_config()}")
         failure = dead_config()["metadata"]
         assert failure["lastError"].startswith("no answer from the webhook")
         assert failure["failedAt"].endswith("Z")
 
+        # 3. The hanging webhook recovers after 40 s and gets everything.
         time.sleep(max(0.0, HANG - (time.monotonic() - hung_at)))  # the fault's length
-        hook.up()
+        hanging.up()
         recovered = time.monotonic()
-        store = FirestoreTaskStore(firestore_emulator.project)
-        updates = expected(store, hanging)
-        hook.wait_accepted(len(updates), timeout=30)
+        updates = expected(store, hung)
+        hanging.wait_accepted(len(updates), timeout=30)
         assert time.monotonic() - recovered < 30
-        wait_queue_empty(tasks_client, push_queue)
-        assert [r.json for r in hook.accepted()] == updates
+
+        wait_queue_empty(tasks_client, push_queue)  # nothing more will be posted
+        assert [r.json for r in hanging.accepted()] == updates
+        got = [r.json for r in steady.accepted()]
+        for task_id, updates in wanted.items():
+            assert [p for p in got if task_of(p) == task_id] == updates  # once, in order
     finally:
-        hook.close()
+        steady.close()
+        hanging.close()
