@@ -161,8 +161,8 @@ def test_an_outage_a_hanging_webhook_and_a_dead_one_lose_no_notification(
             for n in range(5):
                 started = time.monotonic()
                 steady_tasks.append(send(a2a, f"steps=2 delay=0 n={n}", {"url": steady.url()}))
-                # Before: each commit waited out the enqueue's 10 s timeout.
-                assert time.monotonic() - started < 3
+                # Before, each commit waited out the enqueue's 10 s timeout (8: a loaded machine).
+                assert time.monotonic() - started < 8
             # The outage lasts its length whatever the sends took (the fault, not a wait for
             # something to happen).
             time.sleep(max(0.0, OUTAGE - (time.monotonic() - paused)))
