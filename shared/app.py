@@ -239,6 +239,7 @@ def build(
         extended_skills=extended_skills(module, settings),
     )
     app = HttpApp(service, card, _authenticator(settings), settings, _signer(settings, module))
+    app.closers.append(app.streams.slots.stop)
     app.closers.append(work_queue.close)
     if tasks.push_queue is not None:
         app.closers.append(tasks.push_queue.close)

@@ -464,6 +464,7 @@ class FirestoreTail:
         self._arrived = threading.Condition()
         self._received: dict[int, Event] = {}
         self._delay = POLL_FIRST_SECONDS
+        self._next_poll = 0.0  # monotonic time of the next read when polling
         self._watch: Any = None
         if listen:
             try:
@@ -502,17 +503,24 @@ class FirestoreTail:
         return self._poll(timeout)
 
     def _poll(self, timeout: float) -> list[LoggedEvent]:
+        # The backoff runs across calls: a caller that asks often (a stream looking whether
+        # its instance stops) reads no more often than one that waits long.
         deadline = time.monotonic() + timeout
         while True:
+            due = self._next_poll - time.monotonic()
+            if due > 0:
+                remaining = deadline - time.monotonic()
+                if due > remaining:
+                    time.sleep(max(remaining, 0))
+                    return []
+                time.sleep(due)
             found = self._store.events(self._owner, self._task_id, self._last)
             if found:
                 self._last = found[-1].seq
                 self._delay = POLL_FIRST_SECONDS
+                self._next_poll = time.monotonic()
                 return found
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return []
-            time.sleep(min(self._delay, remaining))
+            self._next_poll = time.monotonic() + self._delay
             self._delay = min(self._delay * 2, POLL_MAX_SECONDS)
 
     def close(self) -> None:
