@@ -28,7 +28,12 @@ Firestore reserves (`__x__`) or nest deeper than its 20 levels, and nothing quer
 
 Concurrency is optimistic and transaction-free: a commit's batch updates the task document
 with a precondition on the update time its snapshot was read at, so a lost race fails the
-whole batch and the writer re-reads. Every document carries `expireAt` for the TTL policy in
+whole batch and the writer re-reads. Each batch writes a random `commitId` on the task
+document: when the client library retries a batch that had succeeded (its answer was lost),
+the retry fails on our own write, and the store recognises its commit there instead of
+reporting a conflict. A commit is one request, and a request carries at most 10 MiB (the
+emulator's 4 MiB): a larger one is refused before anything is written (LimitExceeded, naming
+the sizes: a handler's turn fails with it). Every document carries `expireAt` for the TTL policy in
 `infra/firestore.indexes.json`; retention counts from a document's last write.
 """
 
@@ -51,7 +56,8 @@ from google.cloud.firestore_v1 import FieldFilter
 
 from shared import ids, lifecycle
 from shared.errors import InvalidParamsError
-from shared.model import ArtifactUpdate, Event, Message, Part, StatusUpdate, Task, utc_now
+from shared.limits import LimitExceeded
+from shared.model import ArtifactUpdate, Event, Message, Part, StatusUpdate, Task, new_id, utc_now
 from shared.ports import (
     DuplicateMessage,
     Lease,
@@ -76,6 +82,10 @@ IDEMPOTENCY = "idempotency"
 # included); the events of one document stay under this many bytes of JSON, which leaves room
 # for the other fields.
 EVENT_DOCUMENT_BUDGET = 1_000_000
+# Firestore takes at most 10 MiB in one request (a commit's batch), its emulator 4 MiB (its
+# gRPC message limit; above it the client library retries for a minute): the events and the
+# task of one commit stay under the smaller, so what works on the emulator works deployed.
+COMMIT_BUDGET = 4_000_000
 
 # Polling a log (the tail's fallback) waits this long after an empty read, doubling up to
 # the maximum; any event found starts it over.
@@ -164,13 +174,19 @@ class FirestoreTaskStore:
         encoded = self._encode_events(events)
         now = utc_now()
         stored = StoredTask(task, owner, 1, len(events), dialect, now, now, lease)
+        commit_id = new_id()
+        fields = self._task_fields(stored, commit_id)
+        self._check_size(task.id, fields, encoded)
         batch = self._client.batch()
-        batch.create(self.task_ref(owner, task.id), self._task_fields(stored))
+        batch.create(self.task_ref(owner, task.id), fields)
         self._append(batch, stored, 1, encoded)
         self._claim(batch, owner, message_key, task.id, now)
         try:
             results = batch.commit()
         except google_errors.AlreadyExists:
+            ours = self._ours(owner, task.id, commit_id)
+            if ours is not None:
+                return replace(stored, token=ours)
             self._raise_if_duplicate(owner, message_key)
             raise TaskExists(task.id) from None
         self.cost.add(writes=len(results))
@@ -203,25 +219,53 @@ class FirestoreTaskStore:
             last_seq=current.last_seq + len(events),
             updated_at=now,
         )
+        commit_id = new_id()
+        fields = self._task_fields(new, commit_id)
+        self._check_size(task.id, fields, encoded)
         batch = self._client.batch()
         batch.update(
             self.task_ref(current.owner, task.id),
-            self._task_fields(new),
+            fields,
             option=self._client.write_option(last_update_time=revision.update_time),
         )
         self._append(batch, new, current.last_seq + 1, encoded)
         self._claim(batch, current.owner, message_key, task.id, now)
         try:
             results = batch.commit()
-        except google_errors.FailedPrecondition:
-            raise VersionConflict(task.id) from None
-        except google_errors.AlreadyExists:
+        except (google_errors.FailedPrecondition, google_errors.AlreadyExists) as exc:
+            ours = self._ours(current.owner, task.id, commit_id)
+            if ours is not None:
+                return replace(new, token=ours)
+            if isinstance(exc, google_errors.FailedPrecondition):
+                raise VersionConflict(task.id) from None
             self._raise_if_duplicate(current.owner, message_key)
             # Not the message: a concurrent commit took these sequence numbers first.
             raise VersionConflict(task.id) from None
         self.cost.add(writes=len(results))
         committed = replace(new, token=_Revision(current.owner, task.id, results[0].update_time))
         return committed
+
+    def _ours(self, owner: str, task_id: str, commit_id: str) -> _Revision | None:
+        """After a batch failed on a document that exists, or a changed update time: whether
+        the task document holds this very commit (the client library retried a batch that had
+        succeeded): its revision, else None."""
+        snapshot = self.task_ref(owner, task_id).get()
+        self.cost.add(reads=1)
+        if not snapshot.exists or (snapshot.to_dict() or {}).get("commitId") != commit_id:
+            return None
+        log.info("task %s: a retried commit had succeeded already", task_id)
+        return _Revision(owner, task_id, snapshot.update_time)
+
+    def _check_size(self, task_id: str, fields: dict[str, Any], encoded: list[str]) -> None:
+        """Refuse a commit too big for one request, before anything is written."""
+        size = len(fields["task"].encode()) + sum(len(text.encode()) for text in encoded)
+        if size > COMMIT_BUDGET:
+            raise LimitExceeded(
+                f"task {task_id}: a commit of {size} bytes of events is more than one Firestore "
+                f"request carries ({COMMIT_BUDGET} bytes); commit the "
+                "events in smaller steps (A2A_COMMIT_INTERVAL_SECONDS shorter, artifacts in "
+                "chunks)"
+            )
 
     def find_message(self, owner: str, key: MessageKey) -> str | None:
         snapshot = self._message_ref(owner, key).get()
@@ -284,7 +328,7 @@ class FirestoreTaskStore:
         folded = lifecycle.apply_all(start, (e.event for e in logged if e.seq <= last_seq))
         return folded.model_copy(update={"status": outline.status})
 
-    def _task_fields(self, stored: StoredTask) -> dict[str, Any]:
+    def _task_fields(self, stored: StoredTask, commit_id: str) -> dict[str, Any]:
         task = stored.task
         text = task.model_dump_json()
         in_log = len(text.encode()) > self._task_budget
@@ -305,6 +349,7 @@ class FirestoreTaskStore:
             "task": text,
             "inLog": in_log,
             "lease": _encode_lease(stored.lease),
+            "commitId": commit_id,
         }
 
     def _encode_events(self, events: Sequence[Event]) -> list[str]:

@@ -10,12 +10,14 @@ from typing import Any
 
 import pytest
 from google.cloud import firestore
+from google.cloud.firestore_v1.batch import WriteBatch
 
 from emulator.firestore import FirestoreEmulator
 from shared import lifecycle
 from shared.errors import InvalidParamsError
+from shared.limits import LimitExceeded
 from shared.model import Artifact, ArtifactUpdate, Event, Message, Part, Role
-from shared.store.firestore import EVENT_DOCUMENT_BUDGET, document_id
+from shared.store.firestore import COMMIT_BUDGET, EVENT_DOCUMENT_BUDGET, document_id
 from tests.store.conftest import MakeStore
 from tests.store.factory import ALICE, message, new_task, sent
 
@@ -181,3 +183,53 @@ def test_the_store_modules_load_no_google_client() -> None:
     )
     root = Path(__file__).parents[2]
     assert subprocess.run([sys.executable, "-c", probe], cwd=root, check=False).returncode == 0
+
+
+@pytest.fixture
+def retried_after_success(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every batch commit is sent twice, as the client library retries a commit whose answer
+    was lost: the first succeeds, the retry meets the first's writes."""
+    original = WriteBatch.commit
+
+    def twice(self: WriteBatch, *args: Any, **kwargs: Any) -> Any:
+        writes = list(self._write_pbs)
+        original(self, *args, **kwargs)
+        self._write_pbs = writes
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(WriteBatch, "commit", twice)
+
+
+@pytest.mark.usefixtures("retried_after_success")
+def test_a_commit_retried_after_it_succeeded_is_recognised_as_ours(
+    make_firestore_store: MakeStore,
+) -> None:
+    store = make_firestore_store()
+    task, events = new_task()
+    created = store.create(ALICE, task, events, dialect="v1.0", message_key=sent("m-1"))
+    turn: list[Event] = [message("more", task.id)]
+    committed = store.commit(created, lifecycle.apply_all(created.task, turn), turn)
+    assert committed.version == 2
+    again = [message("again", task.id)]
+    # The revision returned is the stored one: the next commit goes through.
+    last = store.commit(committed, lifecycle.apply_all(committed.task, again), again)
+    assert store.get(ALICE, task.id) == last
+    assert [e.seq for e in store.events(ALICE, task.id)] == [1, 2, 3, 4]
+
+
+def test_a_commit_over_one_request_is_refused_before_anything_is_written(
+    make_firestore_store: MakeStore,
+) -> None:
+    store = make_firestore_store()
+    task, events = new_task()
+    current = store.create(ALICE, task, events, dialect="v1.0")
+    store.cost.reset()
+    piece = EVENT_DOCUMENT_BUDGET // 2
+    turn: list[Event] = [
+        chunk(task.id, "w" * piece, append=n > 0) for n in range(COMMIT_BUDGET // piece + 1)
+    ]
+    with pytest.raises(LimitExceeded, match=r"more than one Firestore request carries"):
+        store.commit(current, lifecycle.apply_all(current.task, turn), turn)
+    assert (store.cost.writes, store.get(ALICE, task.id)) == (0, current)
+    fits = turn[: COMMIT_BUDGET // piece - 1]
+    assert store.commit(current, lifecycle.apply_all(current.task, fits), fits).version == 2
