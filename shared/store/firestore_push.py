@@ -7,7 +7,8 @@ Each document holds the config as JSON, the dialect it was made in, the last eve
 delivered to it (`delivered`), the sending lease (`sendingHolder`, `sendingUntil`: one
 delivery at a time, taken with an update-time precondition; only its holder records progress
 and gives it back, checked the same way), `createdAt` (lists are oldest
-first) and `expireAt` for the TTL policy. It shares the task store's client and cost counter.
+first) and `expireAt` for the TTL policy (as the task's events: they live as long as the
+task, shared.store.firestore). It shares the task store's client and cost counter.
 
 Lagging is state too: `wanted` is the newest event a delivery was asked for (raised with a
 server-side maximum, so concurrent commits need no read), `sweepAt` (epoch seconds, lowered
@@ -33,15 +34,14 @@ from shared.conflicts import retry_on_conflict
 from shared.model import PushConfig, utc_now
 from shared.ports import StoredPushConfig, VersionConflict
 from shared.store.cost import Cost
-from shared.store.firestore import TASKS, document_id
-
-PUSH_CONFIGS = "pushConfigs"
+from shared.store.firestore import LOG_SLACK, PUSH_CONFIGS, TASKS, document_id
 
 
 class FirestorePushConfigStore:
     def __init__(self, client: firestore.Client, *, retention: timedelta, cost: Cost) -> None:
         self._client = client
-        self._retention = retention
+        # As the task's events: they live as long as the task (shared.store.firestore).
+        self._retention = retention * LOG_SLACK
         self.cost = cost
 
     def _configs(self, owner: str, task_id: str) -> Any:

@@ -20,8 +20,8 @@ from google.cloud.firestore_v1.types import StructuredQuery
 
 from shared.model import TaskState, utc_now
 from shared.ports import TaskQuery
-from shared.store.firestore import EVENTS, IDEMPOTENCY, TASKS, FirestoreTaskStore
-from shared.store.firestore_push import PUSH_CONFIGS, FirestorePushConfigStore
+from shared.store.firestore import EVENTS, IDEMPOTENCY, PUSH_CONFIGS, TASKS, FirestoreTaskStore
+from shared.store.firestore_push import FirestorePushConfigStore
 from tests.store.conftest import MakeStore
 from tests.store.factory import ALICE, new_task
 
