@@ -265,3 +265,23 @@ def test_the_off_path_queue_gives_up_loudly_and_bounds_what_waits(
     stuck.release.set()
     assert bounded.join(5)
     assert stuck.entries == [("a", 0)] and stuck.closed
+
+
+@pytest.mark.emulator
+def test_a_delayed_cloud_tasks_entry_is_scheduled_for_later(
+    tasks_emulator: TasksEmulator, tasks_client: CloudTasksClient, work_queue: str
+) -> None:
+    from shared.queue.cloud_tasks import CloudTasksQueue
+
+    with HttpTarget.start() as target:
+        url = target.url(f"/later/{uuid.uuid4().hex}")
+        queue = CloudTasksQueue(work_queue, url, SA, emulator_host=tasks_emulator.address)
+        name = f"t-{uuid.uuid4()}-1"
+        enqueued = datetime.now(UTC)
+        assert queue.enqueue(name, JOB, delay=1.5) is True
+        scheduled = tasks_client.get_task(name=f"{work_queue}/tasks/{name}").schedule_time
+        assert 1.4 <= (scheduled - enqueued).total_seconds() <= 2.5
+        [hit] = target.wait_for("/later/", 1, timeout=10)
+        assert json.loads(hit.body) == JOB
+        assert hit.started - enqueued.timestamp() >= 1.4  # not dispatched before its time
+        queue.close()
