@@ -269,8 +269,9 @@ class PushConfigStore(Protocol):
         ...
 
     def lagging(self, now: datetime, limit: int) -> builtins.list[StoredPushConfig]:
-        """Configs of any owner whose sweep time has come (they lag, and no delivery caught
-        them up in time), the longest waiting first, at most `limit`."""
+        """Configs of any owner whose sweep time has come and that lag (no delivery caught
+        them up in time), the longest waiting first, at most `limit` looked at; one whose
+        sweep time came but that does not lag (wanted after it was delivered) is forgotten."""
         ...
 
 

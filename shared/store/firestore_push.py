@@ -184,7 +184,23 @@ class FirestorePushConfigStore:
         )
         snapshots = list(query.stream())
         self.cost.add(reads=max(1, len(snapshots)))
-        return [_decode(s.to_dict() or {}) for s in snapshots]
+        found = []
+        for snapshot in snapshots:
+            stored = _decode(snapshot.to_dict() or {})
+            if stored.wanted_seq > stored.delivered_seq:
+                found.append(stored)
+                continue
+            # Wanted after it was delivered (a late commit callback): nothing lags. Unless
+            # written since, which a precondition on this read tells.
+            try:
+                snapshot.reference.update(
+                    {"sweepAt": firestore.DELETE_FIELD},
+                    option=self._client.write_option(last_update_time=snapshot.update_time),
+                )
+                self.cost.add(writes=1)
+            except google_errors.FailedPrecondition:
+                pass
+        return found
 
     def _as_holder(
         self,

@@ -147,8 +147,16 @@ class MemoryPushConfigStore:
             )
 
     def lagging(self, now: datetime, limit: int) -> builtins.list[StoredPushConfig]:
+        found: builtins.list[StoredPushConfig] = []
         with self._lock:
-            due = sorted((at, key) for key, at in self._sweep_at.items() if at <= now)
-            found = [self._find(*key) for _, key in due[:limit]]
-        self.cost.add(reads=max(1, len(found)))
-        return [stored for stored in found if stored is not None]
+            due = sorted((at, key) for key, at in self._sweep_at.items() if at <= now)[:limit]
+            for _, key in due:
+                stored = self._find(*key)
+                if stored is None or stored.wanted_seq <= stored.delivered_seq:
+                    # Wanted after it was delivered (a late commit callback): nothing lags.
+                    del self._sweep_at[key]
+                    self.cost.add(writes=1)
+                else:
+                    found.append(stored)
+        self.cost.add(reads=max(1, len(due)))
+        return found

@@ -7,6 +7,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from shared.model import PushAuthentication, PushConfig, utc_now
 from shared.ports import PushConfigStore
@@ -213,3 +215,53 @@ def test_a_delivery_that_catches_up_forgets_the_failure(push_store: PushConfigSt
     stored = push_store.get(A, "t1", "a")
     assert stored is not None and (stored.last_error, stored.failed_at) == (None, None)
     assert push_store.lagging(now + timedelta(days=1), 10) == []
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["want", "delivered", "failed"]), st.integers(0, 50)),
+        max_size=30,
+    )
+)
+def test_a_config_lags_exactly_while_it_has_not_got_what_was_wanted(
+    steps: list[tuple[str, int]],
+) -> None:
+    """Any interleaving of commits (want), deliveries and last failed attempts: a sweep finds
+    the config exactly when it lags and its last attempt did not fail since."""
+    store = MemoryPushConfigStore()
+    store.put(A, config("a"), dialect="1.0")
+    now = utc_now()
+    assert store.begin_delivery(A, "t1", "a", "h", now + timedelta(days=1))
+    wanted = delivered = 0
+    given_up = False
+    for kind, seq in steps:
+        if kind == "want":
+            store.want(A, "t1", "a", seq, now)  # a commit: it retries a failed config
+            wanted, given_up = max(wanted, seq), False
+        elif kind == "delivered":
+            store.delivered(A, "t1", "a", "h", seq)
+            delivered = seq
+            given_up = given_up and seq < wanted
+        else:
+            store.attempt_failed(A, "t1", "a", "h", "x", at=now, retry_at=None)
+            given_up = True
+    stored = store.get(A, "t1", "a")
+    assert stored is not None and (stored.wanted_seq, stored.delivered_seq) == (wanted, delivered)
+    lags = wanted > delivered and not given_up
+    assert bool(store.lagging(now + timedelta(days=2), 10)) == lags
+    assert bool(store.lagging(now + timedelta(days=2), 10)) == lags  # looking changes nothing
+
+
+def test_a_want_that_comes_after_its_delivery_is_forgotten_by_the_sweep(
+    push_store: PushConfigStore,
+) -> None:
+    push_store.put(A, config("a"), dialect="1.0")
+    push_store.put(A, config("b"), dialect="1.0")
+    now = utc_now()
+    assert push_store.begin_delivery(A, "t1", "a", "h", now + timedelta(minutes=5))
+    push_store.delivered(A, "t1", "a", "h", 5)  # an earlier delivery sent event 5 already
+    push_store.want(A, "t1", "a", 5, now)  # then the commit of event 5 says it is wanted
+    push_store.want(A, "t1", "b", 5, now + timedelta(seconds=1))  # b does lag
+    later = now + timedelta(minutes=1)
+    assert [c.config.id for c in push_store.lagging(later, 10)] == ["b"]
+    assert [c.config.id for c in push_store.lagging(later, 1)] == ["b"]  # a no longer comes first
