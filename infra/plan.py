@@ -10,7 +10,8 @@ deploy step, so a last step per function sets it (a redeploy finds it already se
 Who may call `a2a` is checked before anything runs (infra.settings.Settings.check_access): by
 default IAM-authenticated with A2A_AUTH=google; never public with A2A_AUTH=none unless asked.
 Each function runs as an account with only the roles it uses: a2a and worker (runtime) read
-and write Firestore and enqueue Cloud Tasks as the invoker account; deliver only uses Firestore.
+and write Firestore and enqueue Cloud Tasks as the invoker account; deliver uses Firestore and
+re-queues a delivery that finds its config busy (Cloud Tasks, as the invoker account too).
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ WIRING: dict[str, dict[str, str]] = {
     "deliver": {"A2A_DELIVER_URL": "deliver"},
 }
 PROJECT_ROLES = ("roles/datastore.user", "roles/cloudtasks.enqueuer")  # a2a and worker
-DELIVER_ROLES = ("roles/datastore.user",)  # reads tasks and configs, records deliveries
+# Reads tasks and configs, records deliveries; re-queues a delivery that finds its config busy.
+DELIVER_ROLES = ("roles/datastore.user", "roles/cloudtasks.enqueuer")
 # Secrets only `a2a` reads: the callers' key hashes stay away from worker and deliver.
 A2A_ONLY_SECRETS = frozenset({"A2A_API_KEYS"})
 INVOKER = "roles/run.invoker"
@@ -145,8 +147,14 @@ def deploy_plan(settings: Settings, repo_root: Path, stage_root: Path) -> list[S
         *(Binding(project, project_policy(project), role, runtime) for role in PROJECT_ROLES),
         *(Binding(project, project_policy(project), role, deliverer) for role in DELIVER_ROLES),
         # The functions create tasks whose OIDC token is minted for the invoker account.
-        Binding(
-            project, account_policy(settings.invoker_email), "roles/iam.serviceAccountUser", runtime
+        *(
+            Binding(
+                project,
+                account_policy(settings.invoker_email),
+                "roles/iam.serviceAccountUser",
+                member,
+            )
+            for member in (runtime, deliverer)
         ),
         *(
             Binding(

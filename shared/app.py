@@ -15,20 +15,25 @@ embedded backend never pays for the Google client libraries at cold start.
 from __future__ import annotations
 
 import sys
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from shared.agent import HandlerModule, load_handler_module
 from shared.bindings.http import HttpApp
 from shared.bindings.queue_target import QueueTargetApp
 from shared.card import AgentCard, card_template, extended_skills
 from shared.identity import Anonymous, Authenticator
-from shared.ports import PushConfigStore, TaskQueue, TaskStore
-from shared.push_delivery import Deliverer, PushNotifier
+from shared.ports import DelayingTaskQueue, PushConfigStore, TaskQueue, TaskStore
+from shared.push_delivery import Deliverer
+from shared.push_notify import PushNotifier, PushSweeper
 from shared.push_signing import NotificationSigner
 from shared.push_url import check_push_url, resolve_push_url
 from shared.queue.inline import InlineQueue
+from shared.queue.off_path import OffPathQueue
 from shared.service import A2AService
 from shared.settings import Settings, SettingsError
 from shared.store.notifying import NotifyingTaskStore
@@ -80,7 +85,9 @@ def _push_configs(settings: Settings, store: TaskStore) -> PushConfigStore | Non
     return MemoryPushConfigStore(store.cost if isinstance(store, MemoryTaskStore) else None)
 
 
-def _cloud_queue(settings: Settings, queue: str, target_url: str | None) -> TaskQueue | None:
+def _cloud_queue(
+    settings: Settings, queue: str, target_url: str | None
+) -> DelayingTaskQueue | None:
     """The Cloud Tasks queue to a target function, or None: the work runs in process."""
     if target_url is None:
         return None
@@ -116,6 +123,27 @@ def _deliverer(
     )
 
 
+class _FirstUse:
+    """A DelayingTaskQueue made by `make` at its first enqueue."""
+
+    def __init__(self, make: Callable[[], DelayingTaskQueue | None]) -> None:
+        self._make = make
+        self._lock = threading.Lock()
+        self._queue: DelayingTaskQueue | None = None
+
+    def enqueue(self, name: str, payload: dict[str, Any], *, delay: float = 0.0) -> bool:
+        with self._lock:
+            if self._queue is None:
+                self._queue = self._make()
+            queue = self._queue
+        assert queue is not None  # made only where a Cloud Tasks queue is configured
+        return queue.enqueue(name, payload, delay=delay)
+
+    def close(self) -> None:
+        if self._queue is not None:
+            self._queue.close()
+
+
 @dataclass(frozen=True)
 class _Tasks:
     """What a function that commits tasks (`a2a`, `worker`) writes through."""
@@ -140,6 +168,9 @@ def _tasks(settings: Settings, module: HandlerModule, store: TaskStore | None) -
             lambda payload, delivery: deliverer.deliver(payload, delivery).accepted,
             max_attempts=settings.push_max_attempts,
         )
+        deliverer.queue = queue
+    else:  # a Cloud Tasks outage must not stall the commit that queues a notification
+        queue = OffPathQueue(queue)
     return _Tasks(NotifyingTaskStore(store, PushNotifier(configs, queue)), configs, queue)
 
 
@@ -254,18 +285,23 @@ def build(
     )
     app = HttpApp(service, card, _authenticator(settings), settings, _signer(settings, module))
     if isinstance(work_queue, InlineQueue):  # no worker function, so no Cloud Scheduler
-        timer = SweepTimer(Sweep(_sweepers(turns)), _SWEEP_SECONDS)
+        timer = SweepTimer(Sweep(_sweepers(turns, tasks)), _SWEEP_SECONDS)
         timer.start()
         app.closers.append(timer.close)
+    app.closers.append(app.streams.slots.stop)
     app.closers.append(work_queue.close)
     if tasks.push_queue is not None:
         app.closers.append(tasks.push_queue.close)
     return app
 
 
-def _sweepers(turns: TurnQueue) -> list[Sweeper]:
-    """What the sweep re-drives: every module's work that a failure can leave behind."""
-    return [turns.sweep]
+def _sweepers(turns: TurnQueue, tasks: _Tasks) -> list[Sweeper]:
+    """What the sweep re-drives: every module's work that a failure can leave behind (turns
+    without a queue entry or a live owner; push configs behind their task's events)."""
+    sweepers: list[Sweeper] = [turns.sweep]
+    if tasks.push_configs is not None and tasks.push_queue is not None:
+        sweepers.append(PushSweeper(tasks.push_configs, tasks.push_queue))
+    return sweepers
 
 
 def _turns(
@@ -306,7 +342,7 @@ def build_worker(
         _verifier(settings),
         url=_own_url(settings, "worker", settings.worker_url),
         max_attempts=settings.work_max_attempts,
-        sweep=Sweep(_sweepers(turns)),
+        sweep=Sweep(_sweepers(turns, tasks)),
     )
 
 
@@ -324,6 +360,13 @@ def build_deliver(
         raise SettingsError("the deliver function needs A2A_PUSH_NOTIFICATIONS=true")
     module = module or load_handler_module(settings.handler)
     deliverer = _deliverer(settings, store, configs, module)
+    # Its own queue, to queue a delivery again that finds its config busy (none with the
+    # emulator and no A2A_DELIVER_URL: the queue's retry comes back instead), made when first
+    # needed: most deliveries never wait, and the Cloud Tasks client costs a cold start 0.4 s.
+    if settings.region is not None and settings.deliver_url is not None:
+        deliverer.queue = _FirstUse(
+            lambda: _cloud_queue(settings, settings.push_queue, settings.deliver_url)
+        )
     return QueueTargetApp(
         "deliver",
         deliverer.deliver,

@@ -123,6 +123,9 @@ class Outcome(Enum):
     DELIVERED = "delivered"  # the webhook took every pending notification
     NOTHING_TO_DO = "nothing to do"  # gone, ended, not this turn, or delivered already
     BUSY = "busy"  # another run holds the task's or the config's lease: retry later
+    # The config was busy, or had more than one delivery's worth: queued again under another
+    # name, so the queue spends no attempt on it (it counts every answer but a 2xx).
+    RESCHEDULED = "rescheduled"
     FAILED = "failed"  # the webhook did not take it: retry with backoff
 
     @property

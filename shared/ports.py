@@ -14,6 +14,7 @@ least once; the Cloud Tasks queue (`shared.queue.cloud_tasks`) and the inline on
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -219,6 +220,11 @@ class StoredPushConfig:
     owner: str  # the owner of the config's task: every read and write filters on it
     dialect: str  # notifications go out in the dialect the config was made in
     delivered_seq: int  # the last event delivered to it (0: none yet)
+    wanted_seq: int = 0  # the newest event a delivery was asked for: above delivered_seq, it lags
+    # The queue's last attempt failed (no delivery of it is left): why and when. Cleared when
+    # a delivery catches up and when the config is replaced.
+    last_error: str | None = None
+    failed_at: datetime | None = None
 
 
 class PushConfigStore(Protocol):
@@ -231,7 +237,8 @@ class PushConfigStore(Protocol):
     ) -> StoredPushConfig:
         """Create or replace the owner's config with this id on its task. A new config counts
         events up to `delivered_seq` as delivered (it hears only of later ones); a replaced
-        one keeps its progress."""
+        one keeps its progress, forgets its failure, and, if it lags, is due to a sweep now
+        (updating a config retries it)."""
         ...
 
     def get(self, owner: str, task_id: str, config_id: str) -> StoredPushConfig | None: ...
@@ -252,11 +259,41 @@ class PushConfigStore(Protocol):
         ...
 
     def delivered(self, owner: str, task_id: str, config_id: str, holder: str, seq: int) -> None:
-        """Record that events up to `seq` reached the webhook (the holder's lease)."""
+        """Record that events up to `seq` reached the webhook (the holder's lease); caught up
+        with what was wanted, the config is due to no sweep and forgets its failure."""
         ...
 
     def end_delivery(self, owner: str, task_id: str, config_id: str, holder: str) -> None:
         """Give the sending lease back."""
+        ...
+
+    def want(self, owner: str, task_id: str, config_id: str, seq: int, sweep_at: datetime) -> None:
+        """Record that events up to `seq` are to reach the config (before the delivery is
+        queued), and that a sweep re-drives it from `sweep_at` on if it still lags then (the
+        earliest such time stands). Nothing happens when there is no such config."""
+        ...
+
+    def attempt_failed(
+        self,
+        owner: str,
+        task_id: str,
+        config_id: str,
+        holder: str,
+        error: str,
+        *,
+        at: datetime,
+        retry_at: datetime | None,
+    ) -> None:
+        """Record the holder's failed delivery: `retry_at` None when it was the queue's last
+        attempt (the config records `error` and `at`, and no sweep retries it: the next event
+        or a replacement of the config does); else the queue retries, and a sweep steps in
+        only after `retry_at`."""
+        ...
+
+    def lagging(self, now: datetime, limit: int) -> builtins.list[StoredPushConfig]:
+        """Configs of any owner whose sweep time has come and that lag (no delivery caught
+        them up in time), the longest waiting first, at most `limit` looked at; one whose
+        sweep time came but that does not lag (wanted after it was delivered) is forgotten."""
         ...
 
 
@@ -289,4 +326,12 @@ class TaskQueue(Protocol):
 
     def close(self) -> None:
         """Let go of connections and threads (the process is going away)."""
+        ...
+
+
+class DelayingTaskQueue(TaskQueue, Protocol):
+    """A TaskQueue that can also hold a delivery back (both adapters can)."""
+
+    def enqueue(self, name: str, payload: dict[str, Any], *, delay: float = 0.0) -> bool:
+        """Add a delivery named `name`, due in `delay` seconds; as TaskQueue.enqueue."""
         ...

@@ -1,18 +1,20 @@
 """Push notifications: from a task's committed events to POSTs on the clients' webhooks.
 
-`PushNotifier` is told of the task store's commits (shared.store.notifying, wired in
-shared.app): after each commit that logged events, it enqueues one delivery per push config
-of the task on the `push` queue, named by task, config and the last sequence number (so a
-repeated enqueue adds nothing). The `deliver` function (or, on the embedded backend, an
-in-process queue) runs `Deliverer.deliver`, which sends everything the config has not
-received yet, in sequence order, through a PushSender (http.client unless one is given):
+Deliveries are queued by shared.push_notify. The `deliver` function (or, on the embedded
+backend, an in-process queue) runs `Deliverer.deliver`, which sends everything the config has
+not received yet, in sequence order, through a PushSender (http.client unless one is given):
 
 - one delivery per config at a time (a sending lease on the config), so a later event
-  never overtakes an earlier one; a delivery that finds the lease taken is retried later;
+  never overtakes an earlier one; a delivery that finds the lease taken queues itself again
+  for `WAIT_SECONDS` later and answers done, spending none of the queue's attempts (Cloud
+  Tasks counts every answer but a 2xx as one); one that has more to send than one delivery
+  takes queues the rest the same way;
 - the config records the last sequence delivered, so a retried delivery never posts again
   what a webhook already accepted (at least once, and once after success);
 - any non-2xx answer, a timeout (10 s) or a refused connection fails the delivery, and the
-  queue retries it with backoff; the URL is checked against SSRF again before each POST and
+  queue retries it with backoff; after the queue's last attempt the config records the
+  error and its time (`lastError`, `failedAt`: its owner sees them) and the log says so at
+  ERROR; the URL is checked against SSRF again before each POST and
   at every redirect, its host resolved once, and the POST connects to the checked addresses
   (shared.push_url); a redirect to another origin goes without the config's credentials
   (`Authorization`, the token).
@@ -32,23 +34,23 @@ import json
 import logging
 import socket
 import ssl
-import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Protocol
 from urllib.parse import urljoin, urlsplit
 
+from shared.clock import SYSTEM, Clock
 from shared.dialects.registry import BY_NAME
 from shared.jobs import Outcome, PushJob
-from shared.model import ArtifactUpdate, Event, StatusUpdate, new_id, utc_now
+from shared.model import ArtifactUpdate, StatusUpdate, new_id
 from shared.ports import (
+    DelayingTaskQueue,
     Delivery,
     PushConfigStore,
     StoredPushConfig,
-    StoredTask,
-    TaskQueue,
     TaskStore,
 )
+from shared.push_notify import RETRY_WINDOW
 from shared.push_signing import SIGNATURE_HEADER, NotificationSigner
 from shared.push_url import DEFAULT_PORTS, PushTarget, PushURLRefused
 
@@ -61,24 +63,11 @@ MAX_REDIRECTS = 3
 # A delivery posts at most this many events (the queue's retry goes on from there), and
 # stops early when the next POST might outlast its function's timeout.
 EVENTS_PER_DELIVERY = 20
-
-
-class PushNotifier:
-    """The commit callback that enqueues deliveries (a NotifyingTaskStore's `on_commit`)."""
-
-    def __init__(self, configs: PushConfigStore, queue: TaskQueue) -> None:
-        self._configs = configs
-        self.queue = queue
-
-    def __call__(self, stored: StoredTask, events: Sequence[Event]) -> None:
-        if not any(isinstance(e, StatusUpdate | ArtifactUpdate) for e in events):
-            return  # a message joining the history is not news for a webhook
-        for config in self._configs.list(stored.owner, stored.task.id):
-            self.enqueue(stored, config.config.id)
-
-    def enqueue(self, stored: StoredTask, config_id: str) -> None:
-        job = PushJob(stored.owner, stored.task.id, config_id, stored.last_seq)
-        self.queue.enqueue(job.name, job.payload())
+# A delivery that finds its config busy comes back this much later (a delivery under way takes
+# seconds; a hanging webhook holds the config for a POST's timeout).
+WAIT_SECONDS = 2.0
+# What a config records of its last failure (the error names a URL, which may be long).
+MAX_ERROR_CHARS = 500
 
 
 class DeliveryFailed(Exception):
@@ -186,7 +175,13 @@ class Deliverer:
         signer: NotificationSigner | None = None,
         function_timeout: float = 60,
         sender: PushSender | None = None,
+        clock: Clock = SYSTEM,
     ) -> None:
+        """`queue` (set after construction, as the in-process queue targets this deliverer)
+        is the push queue deliveries come from: where a busy or unfinished one goes again.
+        Without one, such a delivery answers BUSY and the queue's retry comes back."""
+        self.queue: DelayingTaskQueue | None = None
+        self._clock = clock
         self._store = store
         self._sender = sender or PinnedSender()
         self._configs = configs
@@ -204,41 +199,93 @@ class Deliverer:
         job = PushJob.from_payload(payload)
         holder = new_id()
         config = self._configs.begin_delivery(
-            job.owner, job.task_id, job.config_id, holder, utc_now() + self._lease
+            job.owner, job.task_id, job.config_id, holder, self._clock.now() + self._lease
         )
         if config is None:
-            # Gone (nothing to do), or another delivery sends to it now (retry later).
-            gone = self._configs.get(job.owner, job.task_id, job.config_id) is None
-            return Outcome.NOTHING_TO_DO if gone else Outcome.BUSY
+            # Gone or caught up (nothing to do), or another delivery sends to it now.
+            current = self._configs.get(job.owner, job.task_id, job.config_id)
+            if current is None or current.delivered_seq >= job.seq:
+                return Outcome.NOTHING_TO_DO
+            return self._again(job, "w", WAIT_SECONDS)
         try:
             if config.delivered_seq >= job.seq:
                 return Outcome.NOTHING_TO_DO
-            if not self._send_pending(job, config, holder):
-                return Outcome.BUSY  # more than one delivery's worth: the retry goes on
+            marked = self._send_pending(job, config, holder)
         except DeliveryFailed as exc:
-            log.warning(
-                "push to %s for task %s failed (attempt %d): %s",
-                config.config.url,
-                job.task_id,
-                delivery.attempt + 1,
-                exc,
-            )
+            self._failed(job, config, holder, delivery, str(exc))
             return Outcome.FAILED
         finally:
             self._configs.end_delivery(job.owner, job.task_id, job.config_id, holder)
-        return Outcome.DELIVERED
+        if marked is None:
+            return Outcome.DELIVERED
+        # More than one delivery's worth: the rest goes as a delivery of its own.
+        return self._again(job, f"m{marked}-", 0.0)
 
-    def _send_pending(self, job: PushJob, config: StoredPushConfig, holder: str) -> bool:
+    def _again(self, job: PushJob, why: str, delay: float) -> Outcome:
+        """Queue the job again, under a name of its own, and let this delivery go: no
+        attempt of the queue is spent on waiting."""
+        if self.queue is None:
+            return Outcome.BUSY
+        now = int(self._clock.now().timestamp())
+        try:
+            self.queue.enqueue(f"{job.name}-{why}{now}", job.payload(), delay=delay)
+        except Exception:
+            # Not queued again (the queue is down, or this function may not enqueue): the
+            # queue's own retry comes back instead, spending an attempt.
+            log.exception("could not queue the delivery %s again; the queue retries it", job.name)
+            return Outcome.BUSY
+        return Outcome.RESCHEDULED
+
+    def _failed(
+        self,
+        job: PushJob,
+        config: StoredPushConfig,
+        holder: str,
+        delivery: Delivery,
+        error: str,
+    ) -> None:
+        now = self._clock.now()
+        self._configs.attempt_failed(
+            job.owner,
+            job.task_id,
+            job.config_id,
+            holder,
+            error[:MAX_ERROR_CHARS],
+            at=now,
+            retry_at=None if delivery.final else now + RETRY_WINDOW,
+        )
+        if delivery.final:
+            log.error(
+                "push to %s for task %s, config %s failed at the queue's last attempt (%d): "
+                "%s; the config records it, and the next event or an update of the config "
+                "retries",
+                config.config.url,
+                job.task_id,
+                job.config_id,
+                delivery.attempt + 1,
+                error,
+            )
+            return
+        log.warning(
+            "push to %s for task %s, config %s failed (attempt %d): %s",
+            config.config.url,
+            job.task_id,
+            job.config_id,
+            delivery.attempt + 1,
+            error,
+        )
+
+    def _send_pending(self, job: PushJob, config: StoredPushConfig, holder: str) -> int | None:
         """Post what the config has not received, up to EVENTS_PER_DELIVERY events and the
-        time budget; True when it is now up to date."""
-        deadline = time.monotonic() + self._budget
+        time budget: None when it is now up to date, else the last event it got."""
+        deadline = self._clock.monotonic() + self._budget
         stored = self._store.get(job.owner, job.task_id)
         if stored is None:
-            return True
+            return None
         logged = self._store.events(job.owner, job.task_id, config.delivered_seq)
         batch = logged[:EVENTS_PER_DELIVERY]
         if not batch:
-            return True
+            return None
         news = [
             (entry.seq, entry.event)
             for entry in batch
@@ -249,8 +296,8 @@ class Deliverer:
         marked = config.delivered_seq
         if dialect.version == "1.0":
             for seq, event in news:
-                if time.monotonic() > deadline:
-                    return False  # out of time: the retry carries on from `marked`
+                if self._clock.monotonic() > deadline:
+                    return marked  # out of time: the next delivery carries on from `marked`
                 self._post(url, dialect.stream_update(event, stored.task), config, A2A_JSON)
                 self._configs.delivered(job.owner, job.task_id, config_id, holder, seq)
                 marked = seq
@@ -259,8 +306,9 @@ class Deliverer:
             self._post(url, dialect.task(stored.task), config, "application/json")
         if marked < batch[-1].seq:
             # Messages joining the history are no news for a webhook, but they are passed too.
-            self._configs.delivered(job.owner, job.task_id, config_id, holder, batch[-1].seq)
-        return len(logged) <= EVENTS_PER_DELIVERY
+            marked = batch[-1].seq
+            self._configs.delivered(job.owner, job.task_id, config_id, holder, marked)
+        return None if len(logged) <= EVENTS_PER_DELIVERY else marked
 
     def _post(
         self, url: str, payload: dict[str, Any], config: StoredPushConfig, content_type: str

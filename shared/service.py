@@ -713,7 +713,7 @@ class A2AService:
         self._admit_push_config(owner, request.config, new_task=False)
         return self._put_push_config(owner, request.config, dialect, stored.last_seq)
 
-    def get_push_config(self, owner: str, request: GetPushConfigRequest) -> PushConfig:
+    def get_push_config(self, owner: str, request: GetPushConfigRequest) -> StoredPushConfig:
         """The config, or with no id the task's first one (v0.x get without a config id)."""
         store = self.require_push()
         task_id, config_id = request.task_id, request.config_id
@@ -728,14 +728,14 @@ class A2AService:
                 f"task {task_id} has no push notification config {config_id or ''}".rstrip(),
                 field="config_id",
             )
-        return found.config
+        return found
 
     def list_push_configs(
         self, owner: str, request: ListPushConfigsRequest
-    ) -> builtins.list[PushConfig]:
+    ) -> builtins.list[StoredPushConfig]:
         store = self.require_push()
         self._stored(owner, request.task_id)
-        return [c.config for c in store.list(owner, request.task_id)]
+        return store.list(owner, request.task_id)
 
     def delete_push_config(self, owner: str, request: DeletePushConfigRequest) -> None:
         """Idempotent: deleting a config that is not there succeeds."""

@@ -4,7 +4,8 @@ A stream is an iterator of Frames and keep-alive ticks (None). It opens with the
 snapshot) unless it resumes after a sequence number, then carries every status and artifact
 event in log order with its sequence number, and ends after a status change to a terminal or
 interrupted state, at its deadline, or after a while without news on a task that waits for
-input (the client resubscribes, with Last-Event-ID, and loses nothing). A streamed send
+input, or when the instance stops (`StreamSlots.stop`: SIGTERM; within STOP_CHECK seconds)
+(the client resubscribes, with Last-Event-ID, and loses nothing). A streamed send
 listens to its own turn, which commits each event before its frame goes out; anything else
 follows the log through the store's tail. The wire format is the bindings' business.
 """
@@ -36,6 +37,9 @@ class Frame:
     task: Task  # the task as of this frame (v0.1 numbers artifacts by their place in it)
 
 
+# A stream looks at least this often (seconds) whether its instance is stopping.
+STOP_CHECK = 0.5
+
 # None is a keep-alive tick: nothing happened for `StreamPolicy.keepalive` seconds.
 Stream = Generator[Frame | None, None, None]
 
@@ -49,6 +53,13 @@ class StreamSlots:
         self.per_owner = min(per_owner or limit, limit)
         self._lock = threading.Lock()
         self._open: dict[str, int] = {}
+        self.stopping = threading.Event()
+
+    def stop(self) -> None:
+        """The instance is going away: every stream ends within STOP_CHECK seconds, as at its
+        deadline (the client resumes elsewhere with Last-Event-ID), and so does any opened
+        after this."""
+        self.stopping.set()
 
     @property
     def held(self) -> int:
@@ -135,6 +146,7 @@ class _Clock:
     """When a stream must send a keep-alive tick, and when it must end."""
 
     def __init__(self, policy: StreamPolicy) -> None:
+        self._stopping = policy.slots.stopping
         self._keepalive = policy.keepalive
         self._idle = policy.idle
         now = time.monotonic()
@@ -144,18 +156,19 @@ class _Clock:
 
     @property
     def expired(self) -> bool:
-        return time.monotonic() >= self._end
+        return time.monotonic() >= self._end or self._stopping.is_set()
 
     @property
     def remaining(self) -> float:
         return max(self._end - time.monotonic(), 0)
 
     def wait(self, waiting_for_input: bool = False) -> float:
-        """Seconds until the next tick or the end, whichever comes first."""
+        """Seconds until the next tick or the end, whichever comes first (at most STOP_CHECK:
+        a waiting stream wakes to see whether the instance is stopping)."""
         until = min(self._quiet_since + self._keepalive, self._end)
         if waiting_for_input:
             until = min(until, self._news_at + self._idle)
-        return max(until - time.monotonic(), 0)
+        return min(max(until - time.monotonic(), 0), STOP_CHECK)
 
     def tick_due(self) -> bool:
         return time.monotonic() >= self._quiet_since + self._keepalive
@@ -272,7 +285,8 @@ def inline(turn: Turn, store: TaskStore, owner: str, policy: StreamPolicy) -> St
             # A client that goes away does not stop the turn. Holding the request until the
             # turn ends keeps the instance's CPU allocated (Cloud Functions throttles it
             # between requests), within the stream's own deadline.
-            thread.join(timeout=clock.remaining)
+            # A stopping instance holds nothing up: the turn dies with it (its lease says so).
+            thread.join(timeout=0 if policy.slots.stopping.is_set() else clock.remaining)
 
     return frames()
 

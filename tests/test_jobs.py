@@ -64,4 +64,5 @@ def test_only_busy_and_failed_make_the_queue_retry() -> None:
         "nothing to do": True,
         "busy": False,
         "failed": False,
+        "rescheduled": True,
     }

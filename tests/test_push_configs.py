@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from shared.dialects import decode
 from shared.identity.api_key import hashed
+from shared.model import utc_now
 from shared.service import message_key
 from tests.conftest import Client
 from tests.test_ids import text_id
@@ -363,3 +365,53 @@ def test_an_inline_config_on_a_new_task_hears_every_event(make_client: Any) -> N
         assert expected[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
     finally:
         hook.close()
+
+
+def fail_for_good(client: Client, task_id: str, config_id: str, error: str) -> datetime:
+    """The config's deliveries failed at the queue's last attempt, as the deliverer records."""
+    configs = client.app.service.push_configs
+    assert configs is not None
+    at = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
+    until = utc_now() + timedelta(minutes=1)
+    assert configs.begin_delivery("anonymous", task_id, config_id, "h", until)
+    configs.attempt_failed("anonymous", task_id, config_id, "h", error, at=at, retry_at=None)
+    configs.end_delivery("anonymous", task_id, config_id, "h")
+    return at
+
+
+@pytest.mark.usefixtures("schema_checked")
+def test_a_permanent_delivery_failure_is_shown_to_the_owner_until_the_config_is_updated(
+    push: Client,
+) -> None:
+    task_id = new_task(push)
+    config = {"id": "c1", "url": HOOK}
+    wrapped = {"taskId": task_id, "pushNotificationConfig": config}
+    push.result("tasks/pushNotificationConfig/set", wrapped)
+    hostile = "the webhook answered HTTP 500 <script>\u2028" + "x" * 3000
+    fail_for_good(push, task_id, "c1", hostile)
+    failure = {"lastError": hostile, "failedAt": "2026-01-02T03:04:05.678Z"}
+    got = push.result(
+        "tasks/pushNotificationConfig/get", {"id": task_id, "pushNotificationConfigId": "c1"}
+    )
+    assert got == {**wrapped, "metadata": failure}
+    assert push.result("tasks/pushNotificationConfig/list", {"id": task_id}) == [got]
+    # v1.0's TaskPushNotificationConfig has no field for it: the answer stays in its schema.
+    v1 = push.result(
+        "GetTaskPushNotificationConfig", {"taskId": task_id, "id": "c1"}, version="1.0"
+    )
+    assert v1 == {"id": "c1", "taskId": task_id, "url": HOOK}
+    listed = push.result("ListTaskPushNotificationConfigs", {"taskId": task_id}, version="1.0")
+    assert listed["configs"] == [v1]
+    # The owner updates the config: the failure is forgotten (and the next sweep retries).
+    assert push.result("tasks/pushNotificationConfig/set", wrapped) == wrapped
+    assert push.result("tasks/pushNotificationConfig/get", {"id": task_id}) == wrapped
+
+
+def test_a_v01_config_shows_its_failure_too(push: Client) -> None:
+    task_id = new_task(push)
+    set_params = {"id": task_id, "pushNotificationConfig": {"url": HOOK}}
+    push.result("tasks/pushNotification/set", set_params)
+    [stored] = push.app.service.push_configs.list("anonymous", task_id)  # type: ignore[union-attr]
+    fail_for_good(push, task_id, stored.config.id, "refused")
+    got = push.result("tasks/pushNotification/get", {"id": task_id})
+    assert got["metadata"] == {"lastError": "refused", "failedAt": "2026-01-02T03:04:05.678Z"}

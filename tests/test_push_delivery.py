@@ -4,6 +4,7 @@ retried until taken, and never posted twice once taken (embedded backend)."""
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import ssl
 import threading
@@ -20,23 +21,29 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from shared.jobs import Outcome
+from shared.jobs import Outcome, PushJob
 from shared.model import (
     ArtifactUpdate,
+    Message,
+    Part,
     PushAuthentication,
     PushConfig,
+    Role,
     StatusUpdate,
     Task,
     TaskState,
     TaskStatus,
+    utc_now,
 )
 from shared.ports import Delivery
-from shared.push_delivery import Deliverer, PinnedSender, PushNotifier
+from shared.push_delivery import EVENTS_PER_DELIVERY, WAIT_SECONDS, Deliverer, PinnedSender
+from shared.push_notify import SWEEP_AFTER, PushNotifier, PushSweeper
 from shared.push_url import PushTarget, PushURLRefused, resolve_push_url
 from shared.queue.inline import InlineQueue
 from shared.store.memory import MemoryTaskStore
 from shared.store.memory_push import MemoryPushConfigStore
 from shared.store.notifying import NotifyingTaskStore
+from tests.clock import ManualClock
 from tests.conftest import Client
 from tests.test_ids import text_id
 from tests.test_push_signing import EC_KEY
@@ -431,3 +438,142 @@ def test_https_goes_to_the_checked_address_and_verifies_the_host_name(tmp_path: 
     finally:
         server.shutdown()
         server.server_close()
+
+
+def public(url: str) -> PushTarget:
+    """Every host is a public address (nothing is posted: the tests' senders are scripted)."""
+    return resolve_push_url(url, resolve=lambda host, port: [PUBLIC])
+
+
+class Recorded:
+    """A DelayingTaskQueue that only records what is queued (name, payload, delay)."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[str, dict[str, Any], float]] = []
+
+    def enqueue(self, name: str, payload: dict[str, Any], *, delay: float = 0.0) -> bool:
+        if any(entry[0] == name for entry in self.entries):
+            return False
+        self.entries.append((name, payload, delay))
+        return True
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_delivery_finding_its_config_busy_comes_back_later_without_spending_an_attempt() -> None:
+    store, configs = lone_task("https://a.example.com/hook")
+    configs.want("anonymous", "t", "p", 1, utc_now())
+    until = utc_now() + timedelta(minutes=1)
+    assert configs.begin_delivery("anonymous", "t", "p", "another delivery", until)
+    sender = Scripted({"https://a.example.com/hook": (204, None)})
+    deliverer = Deliverer(store, configs, resolve_url=public, sender=sender)
+    # Without a queue to come back through, the queue's own retry does (an attempt spent).
+    assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.BUSY
+    queue = Recorded()
+    deliverer.queue = queue
+    outcome = deliverer.deliver(LONE_JOB, Delivery(attempt=3))
+    assert outcome is Outcome.RESCHEDULED and outcome.accepted
+    [(name, payload, delay)] = queue.entries
+    assert payload == LONE_JOB and delay == WAIT_SECONDS
+    assert name.startswith(PushJob.from_payload(LONE_JOB).name + "-w")
+    assert sender.posted == []
+    configs.end_delivery("anonymous", "t", "p", "another delivery")
+    assert deliverer.deliver(payload, Delivery()) is Outcome.DELIVERED
+    assert sender.posted == ["https://a.example.com/hook"]
+    # Caught up: a delivery that finds the config busy now has nothing to wait for.
+    assert configs.begin_delivery("anonymous", "t", "p", "a third", until)
+    assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.NOTHING_TO_DO
+    assert len(queue.entries) == 1
+
+
+def test_the_last_failed_attempt_is_recorded_on_the_config_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store, configs = lone_task("https://a.example.com/hook")
+    configs.want("anonymous", "t", "p", 1, utc_now())
+    sender = Scripted({"https://a.example.com/hook": (500, None)})
+    clock = ManualClock()
+    deliverer = Deliverer(store, configs, resolve_url=public, sender=sender, clock=clock)
+    assert deliverer.deliver(LONE_JOB, Delivery(attempt=0)) is Outcome.FAILED
+    stored = configs.get("anonymous", "t", "p")
+    assert stored is not None and stored.failed_at is None  # the queue retries
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert deliverer.deliver(LONE_JOB, Delivery(attempt=3, final=True)) is Outcome.FAILED
+    stored = configs.get("anonymous", "t", "p")
+    assert stored is not None
+    assert (stored.last_error, stored.failed_at) == ("the webhook answered HTTP 500", clock.now())
+    [error] = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert "task t, config p failed at the queue's last attempt (4)" in error.getMessage()
+    # The next event retries: a delivery that gets through forgets the failure.
+    sender.answers["https://a.example.com/hook"] = (200, None)
+    assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.DELIVERED
+    stored = configs.get("anonymous", "t", "p")
+    assert stored is not None and (stored.last_error, stored.failed_at) == (None, None)
+
+
+def test_a_delivery_with_more_than_its_share_queues_the_rest() -> None:
+    store, configs = lone_task("https://a.example.com/hook")
+    stored = store.get("anonymous", "t")
+    assert stored is not None
+    more = [
+        StatusUpdate(task_id="t", context_id="c", status=TaskStatus(state=TaskState.WORKING))
+        for _ in range(EVENTS_PER_DELIVERY + 5)
+    ]
+    stored = store.commit(stored, stored.task, more)
+    configs.want("anonymous", "t", "p", stored.last_seq, utc_now())
+    sender = Scripted({"https://a.example.com/hook": (204, None)})
+    deliverer = Deliverer(store, configs, resolve_url=public, sender=sender)
+    deliverer.queue = queue = Recorded()
+    job = {**LONE_JOB, "seq": stored.last_seq}
+    assert deliverer.deliver(job, Delivery()) is Outcome.RESCHEDULED
+    assert len(sender.posted) == EVENTS_PER_DELIVERY
+    [(_, payload, delay)] = queue.entries
+    assert (payload, delay) == (job, 0.0)
+    assert deliverer.deliver(payload, Delivery()) is Outcome.DELIVERED
+    assert len(sender.posted) == stored.last_seq
+
+
+def test_the_notifier_records_the_lag_before_it_queues_and_the_sweeper_redrives_it() -> None:
+    store, configs = lone_task("https://a.example.com/hook")
+    configs.put(
+        "anonymous", PushConfig(id="q", task_id="t", url="https://b.example.com/"), dialect="0.3"
+    )
+    clock = ManualClock()
+    lost = Recorded()  # the enqueue "succeeds", and the entry is then lost with the queue
+    notify = NotifyingTaskStore(store, PushNotifier(configs, lost, clock=clock))
+    stored = notify.get("anonymous", "t")
+    assert stored is not None
+    done = StatusUpdate(task_id="t", context_id="c", status=TaskStatus(state=TaskState.COMPLETED))
+    stored = notify.commit(stored, stored.task, [done])
+    assert [payload["configId"] for _, payload, _ in lost.entries] == ["p", "q"]
+    queue = Recorded()
+    sweep = PushSweeper(configs, queue)
+    assert sweep(clock.now()) == 0  # a delivery gets its time first
+    clock.advance(SWEEP_AFTER.total_seconds())
+    assert sweep(clock.now()) == 2
+    assert sorted((p["configId"], p["seq"]) for _, p, _ in queue.entries) == [("p", 2), ("q", 2)]
+    assert sweep(clock.now()) == 0  # swept again in the same window: nothing more
+    # Delivered: nothing lags, nothing to sweep, however late.
+    sender = Scripted(
+        {"https://a.example.com/hook": (204, None), "https://b.example.com/": (204, None)}
+    )
+    deliverer = Deliverer(store, configs, resolve_url=public, sender=sender)
+    for _, payload, _ in queue.entries:
+        assert deliverer.deliver(payload, Delivery()) is Outcome.DELIVERED
+    clock.advance(3600 * 24)
+    assert sweep(clock.now()) == 0
+
+
+def test_a_message_only_commit_queues_nothing() -> None:
+    store, configs = lone_task("https://a.example.com/hook")
+    queue = Recorded()
+    notify = NotifyingTaskStore(store, PushNotifier(configs, queue))
+    stored = notify.get("anonymous", "t")
+    assert stored is not None
+    message = Message(
+        message_id="m", role=Role.USER, parts=(Part(text="more"),), task_id="t", context_id="c"
+    )
+    notify.commit(stored, stored.task, [message])
+    assert queue.entries == []
+    assert configs.lagging(utc_now() + timedelta(days=1), 10) == []

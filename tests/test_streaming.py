@@ -336,3 +336,14 @@ def test_a_slot_goes_back_on_every_exit() -> None:
 
 def _raise() -> Any:
     raise ValueError("make failed")
+
+
+def test_a_stopping_instance_ends_its_streams_at_once_and_resumably(client: Client) -> None:
+    task = client.result("SendMessage", send_params("new phone", "m1"), version="1.0")["task"]
+    stream = frames(open_stream(client, "SubscribeToTask", {"id": task["id"]}))
+    assert kinds([next(stream)]) == ["task"]  # then it waits for news (input-required)
+    started = time.monotonic()
+    client.app.close()  # what SIGTERM does (functions/main.py)
+    assert list(stream) == []  # ended without an error event: the client resubscribes
+    assert time.monotonic() - started < 1
+    assert client.app.streams.slots.held == 0

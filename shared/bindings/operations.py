@@ -178,7 +178,7 @@ def _push_set(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
     call.service.require_push()  # before reading params: unsupported is the answer
     request = decode.set_push_config(params, dialect.version)
     stored = call.service.set_push_config(call.principal.owner, request, dialect.name)
-    return dialect.push_config(stored.config)
+    return dialect.push_config(stored)
 
 
 def _push_get(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from shared.errors import A2AError
 from shared.model import Artifact, ArtifactUpdate, Message, Part, PushConfig, StatusUpdate, Task
-from shared.ports import TaskPage
+from shared.ports import StoredPushConfig, TaskPage
 
 
 class Dialect(Protocol):
@@ -31,9 +31,12 @@ class Dialect(Protocol):
 
     def error_data(self, error: A2AError) -> Any: ...
 
-    def push_config(self, config: PushConfig) -> dict[str, Any]: ...
+    def push_config(self, stored: StoredPushConfig) -> dict[str, Any]:
+        """A config as its owner reads it back (with its delivery failure, where the version
+        has room for it)."""
+        ...
 
-    def push_configs(self, configs: list[PushConfig], next_page_token: str) -> Any: ...
+    def push_configs(self, configs: list[StoredPushConfig], next_page_token: str) -> Any: ...
 
     def stream_opening(self, result: Task | Message) -> dict[str, Any] | None:
         """The `result` of a stream's first frame (None: this version sends none)."""
@@ -68,6 +71,15 @@ def v0_push_config(config: PushConfig, *, with_id: bool) -> dict[str, Any]:
             auth["credentials"] = config.authentication.credentials
         out["authentication"] = auth
     return out
+
+
+def delivery_failure(stored: StoredPushConfig) -> dict[str, Any] | None:
+    """The v0.x `metadata` of a config whose deliveries failed at the queue's last attempt:
+    `lastError` and `failedAt` (v0.x objects take fields beyond their schema's; the v1.0
+    TaskPushNotificationConfig has no field for it, so the 1.0 answer leaves it out)."""
+    if stored.failed_at is None:
+        return None
+    return {"lastError": stored.last_error or "", "failedAt": timestamp(stored.failed_at)}
 
 
 def artifact(a: Artifact, part: Callable[[Part], dict[str, Any]]) -> dict[str, Any]:
@@ -116,11 +128,11 @@ class V0Common:
     """What the v0.x dialects answer alike: free-form error data, push config lists as
     arrays of the version's TaskPushNotificationConfig."""
 
-    def push_config(self, config: PushConfig) -> dict[str, Any]:
+    def push_config(self, stored: StoredPushConfig) -> dict[str, Any]:
         raise NotImplementedError
 
     def error_data(self, error: A2AError) -> Any:
         return v0_error_data(error)
 
-    def push_configs(self, configs: list[PushConfig], next_page_token: str) -> Any:
+    def push_configs(self, configs: list[StoredPushConfig], next_page_token: str) -> Any:
         return [self.push_config(c) for c in configs]

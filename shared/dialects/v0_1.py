@@ -6,19 +6,18 @@ from __future__ import annotations
 from typing import Any
 
 from shared.dialects import base
-from shared.dialects.base import timestamp, v0_push_config
+from shared.dialects.base import delivery_failure, timestamp, v0_push_config
 from shared.dialects.v0_3 import part as v0_3_part
 from shared.model import (
     Artifact,
     ArtifactUpdate,
     Message,
-    PushConfig,
     StatusUpdate,
     Task,
     TaskState,
     TaskStatus,
 )
-from shared.ports import TaskPage
+from shared.ports import StoredPushConfig, TaskPage
 
 # v0.1 has no rejected or auth-required: send the nearest state a v0.1 client understands.
 _STATE = {TaskState.REJECTED: "failed", TaskState.AUTH_REQUIRED: "input-required"}
@@ -107,12 +106,16 @@ class V01Dialect(base.V0Common):
             out["metadata"] = event.metadata
         return out
 
-    def push_config(self, config: PushConfig) -> dict[str, Any]:
+    def push_config(self, stored: StoredPushConfig) -> dict[str, Any]:
         """TaskPushNotificationConfig of v0.1: `id` is the task's."""
-        return {
-            "id": config.task_id,
-            "pushNotificationConfig": v0_push_config(config, with_id=False),
+        out: dict[str, Any] = {
+            "id": stored.config.task_id,
+            "pushNotificationConfig": v0_push_config(stored.config, with_id=False),
         }
+        failure = delivery_failure(stored)
+        if failure is not None:
+            out["metadata"] = failure
+        return out
 
 
 V01 = V01Dialect()

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from shared.dialects import base
-from shared.dialects.base import timestamp, v0_push_config
+from shared.dialects.base import delivery_failure, timestamp, v0_push_config
 from shared.model import (
     Artifact,
     ArtifactUpdate,
@@ -28,7 +28,7 @@ from shared.model import (
     TaskState,
     TaskStatus,
 )
-from shared.ports import TaskPage
+from shared.ports import StoredPushConfig, TaskPage
 
 
 def data(value: Any) -> dict[str, Any]:
@@ -133,12 +133,16 @@ class V03Dialect(base.V0Common):
             out["metadata"] = event.metadata
         return out
 
-    def push_config(self, config: PushConfig) -> dict[str, Any]:
+    def push_config(self, stored: StoredPushConfig) -> dict[str, Any]:
         """A TaskPushNotificationConfig: the config wrapped with its task id."""
-        return {
-            "taskId": config.task_id,
-            "pushNotificationConfig": v0_push_config(config, with_id=True),
+        out: dict[str, Any] = {
+            "taskId": stored.config.task_id,
+            "pushNotificationConfig": v0_push_config(stored.config, with_id=True),
         }
+        failure = delivery_failure(stored)
+        if failure is not None:
+            out["metadata"] = failure
+        return out
 
 
 V03 = V03Dialect()
@@ -247,13 +251,15 @@ class V03ProtoDialect(base.V0Common):
         key = "statusUpdate" if isinstance(event, StatusUpdate) else "artifactUpdate"
         return {key: out}
 
-    def push_config(self, config: PushConfig) -> dict[str, Any]:
+    def push_config(self, stored: StoredPushConfig) -> dict[str, Any]:
+        # The v0.3 proto's TaskPushNotificationConfig has no metadata: a delivery failure
+        # shows in the v0.3 JSON-RPC answers only.
         return {
-            "name": push_config_name(config),
-            "pushNotificationConfig": v0_push_config(config, with_id=True),
+            "name": push_config_name(stored.config),
+            "pushNotificationConfig": v0_push_config(stored.config, with_id=True),
         }
 
-    def push_configs(self, configs: list[PushConfig], next_page_token: str) -> Any:
+    def push_configs(self, configs: list[StoredPushConfig], next_page_token: str) -> Any:
         """A ListTaskPushNotificationConfigResponse."""
         return {"configs": [self.push_config(c) for c in configs]}
 

@@ -19,7 +19,7 @@ from shared.model import (
     TaskState,
     TaskStatus,
 )
-from shared.ports import TaskPage
+from shared.ports import StoredPushConfig, TaskPage
 
 _STATE = {s: "TASK_STATE_" + s.value.upper().replace("-", "_") for s in TaskState}
 _STATE[TaskState.UNKNOWN] = "TASK_STATE_UNSPECIFIED"
@@ -98,11 +98,14 @@ class V1Dialect:
     def task_list(self, page: TaskPage, tasks: list[Task], page_size: int) -> dict[str, Any]:
         return base.task_list(task, page, tasks, page_size)
 
-    def push_config(self, config: PushConfig) -> dict[str, Any]:
-        return push_config(config)
+    def push_config(self, stored: StoredPushConfig) -> dict[str, Any]:
+        return push_config(stored.config)
 
-    def push_configs(self, configs: list[PushConfig], next_page_token: str) -> Any:
-        return {"configs": [push_config(c) for c in configs], "nextPageToken": next_page_token}
+    def push_configs(self, configs: list[StoredPushConfig], next_page_token: str) -> Any:
+        return {
+            "configs": [push_config(c.config) for c in configs],
+            "nextPageToken": next_page_token,
+        }
 
     def stream_opening(self, result: Task | Message) -> dict[str, Any]:
         return self.send_result(result)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from datetime import timedelta
 from typing import Any
 
 import grpc  # type: ignore[import-untyped]
@@ -86,7 +87,7 @@ class CloudTasksQueue:
             if self._made is not None:
                 self._made.transport.close()  # type: ignore[no-untyped-call]
 
-    def enqueue(self, name: str, payload: dict[str, Any]) -> bool:
+    def enqueue(self, name: str, payload: dict[str, Any], *, delay: float = 0.0) -> bool:
         task = tasks_v2.Task(
             name=f"{self._queue}/tasks/{name}",
             http_request=tasks_v2.HttpRequest(
@@ -100,6 +101,8 @@ class CloudTasksQueue:
                 ),
             ),
         )
+        if delay > 0:
+            task.schedule_time = self._clock.now() + timedelta(seconds=delay)
         deadline = self._clock.monotonic() + ENQUEUE_BUDGET
         pause, never = _FIRST_PAUSE, threading.Event()
         while True:

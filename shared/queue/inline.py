@@ -1,9 +1,9 @@
 """The embedded backend's TaskQueue: deliveries run on threads of this process.
 
 It keeps the queue's promises the way Cloud Tasks does, so the same scenarios pass on both:
-a name is taken once (for the life of the process), a delivery that is not accepted or that
-raises is retried with exponential backoff (timed by a Clock), and the last attempt says it
-is the last.
+a name is taken once (for the life of the process), a delivery may be due later (`delay`), a
+delivery that is not accepted or that raises is retried with exponential backoff (timed by a
+Clock), and the last attempt says it is the last.
 
 It never holds a process up: its threads are daemons, so a process that exits (Ctrl-C,
 SIGTERM) drops what is queued, as `close()` does; after `close()` no attempt starts and no
@@ -68,7 +68,7 @@ class InlineQueue:
         with self._changed:
             return self._changed.wait_for(lambda: self._unfinished == 0, timeout)
 
-    def enqueue(self, name: str, payload: dict[str, Any]) -> bool:
+    def enqueue(self, name: str, payload: dict[str, Any], *, delay: float = 0.0) -> bool:
         encode(name, payload)  # the same size limit as Cloud Tasks
         with self._changed:
             if name in self._names:
@@ -76,13 +76,32 @@ class InlineQueue:
             self._names.add(name)
             if self._closed.is_set():
                 return True  # dropped, as close() drops what is queued
-            self._waiting.append((name, payload))
             self._unfinished += 1
-            if len(self._waiting) > self._idle and self._threads < self._max_threads:
-                self._threads += 1
-                threading.Thread(target=self._serve, name="inline-queue", daemon=True).start()
-            self._changed.notify()
+            if delay <= 0:
+                self._schedule(name, payload)
+                return True
+        # A thread that waits out the delay (cut short by close()), then queues it.
+        threading.Thread(
+            target=self._after, args=(delay, name, payload), name="inline-queue-delay", daemon=True
+        ).start()
         return True
+
+    def _after(self, delay: float, name: str, payload: dict[str, Any]) -> None:
+        self._clock.wait(self._closed, delay)
+        with self._changed:
+            if self._closed.is_set():
+                self._unfinished -= 1  # dropped, as close() drops what is queued
+                self._changed.notify_all()
+            else:
+                self._schedule(name, payload)
+
+    def _schedule(self, name: str, payload: dict[str, Any]) -> None:
+        """Queue a delivery now (holding the condition's lock), with a thread to run it."""
+        self._waiting.append((name, payload))
+        if len(self._waiting) > self._idle and self._threads < self._max_threads:
+            self._threads += 1
+            threading.Thread(target=self._serve, name="inline-queue", daemon=True).start()
+        self._changed.notify()
 
     def _serve(self) -> None:
         while True:

@@ -29,8 +29,17 @@ Firestore reserves (`__x__`) or nest deeper than its 20 levels, and nothing quer
 
 Concurrency is optimistic and transaction-free: a commit's batch updates the task document
 with a precondition on the update time its snapshot was read at, so a lost race fails the
-whole batch and the writer re-reads. Every document carries `expireAt` for the TTL policy in
-`infra/firestore.indexes.json`; retention counts from a document's last write.
+whole batch and the writer re-reads. Each batch writes a random `commitId` on the task
+document: when the client library retries a batch that had succeeded (its answer was lost),
+the retry fails on our own write, and the store recognises its commit there instead of
+reporting a conflict. A commit is one request, and a request carries at most 10 MiB (the
+emulator's 4 MiB): a larger one is refused before anything is written (LimitExceeded, naming
+the sizes: a handler's turn fails with it). Every document carries `expireAt` for the TTL policy in
+`infra/firestore.indexes.json`. A task expires a retention after its last commit; its events
+and push configs live as long as it does: they are written to expire LOG_SLACK retentions
+after their write, the task document records the earliest such time (`logExpireAt`), and a
+commit that finds it less than a retention ahead first writes every event and config of the
+task again with a new expiry (once per half retention of a task's life).
 """
 
 from __future__ import annotations
@@ -52,7 +61,8 @@ from google.cloud.firestore_v1 import FieldFilter
 
 from shared import ids, lifecycle
 from shared.errors import InvalidParamsError
-from shared.model import ArtifactUpdate, Event, Message, Part, StatusUpdate, Task, utc_now
+from shared.limits import LimitExceeded
+from shared.model import ArtifactUpdate, Event, Message, Part, StatusUpdate, Task, new_id, utc_now
 from shared.ports import (
     DuplicateMessage,
     Lease,
@@ -72,11 +82,21 @@ log = logging.getLogger("a2a.store.firestore")
 TASKS = "tasks"
 EVENTS = "events"
 IDEMPOTENCY = "idempotency"
+PUSH_CONFIGS = "pushConfigs"  # the push config store's (shared.store.firestore_push)
 
 # Firestore refuses a document above 1 MiB (1,048,576 bytes, field names and document name
 # included); the events of one document stay under this many bytes of JSON, which leaves room
 # for the other fields.
 EVENT_DOCUMENT_BUDGET = 1_000_000
+# Firestore takes at most 10 MiB in one request (a commit's batch), its emulator 4 MiB (its
+# gRPC message limit; above it the client library retries for a minute): the events and the
+# task of one commit stay under the smaller, so what works on the emulator works deployed.
+COMMIT_BUDGET = 4_000_000
+
+# Events and push configs expire this many retentions after their last write (see above).
+LOG_SLACK = 1.5
+# Writes in one batch at most (Firestore's limit), when a log's expiry is refreshed.
+_BATCH_WRITES = 500
 
 # Polling a log (the tail's fallback) waits this long after an empty read, doubling up to
 # the maximum; any event found starts it over.
@@ -107,6 +127,7 @@ class _Revision:
     owner: str
     task_id: str
     update_time: datetime
+    log_expires: datetime | None = None  # the earliest expiry of the task's events and configs
 
 
 class FirestoreTaskStore:
@@ -129,6 +150,7 @@ class FirestoreTaskStore:
         """
         self._client = firestore.Client(project=project, database=database)
         self.retention = timedelta(days=retention_days)
+        self.log_retention = self.retention * LOG_SLACK
         self._task_budget = task_budget
         self._part_limit = part_limit
         self._tail = tail
@@ -165,18 +187,25 @@ class FirestoreTaskStore:
         encoded = self._encode_events(events)
         now = utc_now()
         stored = StoredTask(task, owner, 1, len(events), dialect, now, now, lease)
+        commit_id = new_id()
+        log_expires = now + self.log_retention
+        fields = self._task_fields(stored, commit_id, log_expires)
+        self._check_size(task.id, fields, encoded)
         batch = self._client.batch()
-        batch.create(self.task_ref(owner, task.id), self._task_fields(stored))
+        batch.create(self.task_ref(owner, task.id), fields)
         self._append(batch, stored, 1, encoded)
         self._claim(batch, owner, message_key, task.id, now)
         try:
             results = batch.commit()
         except google_errors.AlreadyExists:
+            ours = self._ours(owner, task.id, commit_id, log_expires)
+            if ours is not None:
+                return replace(stored, token=ours)
             self._raise_if_duplicate(owner, message_key)
             raise TaskExists(task.id) from None
         self.cost.add(writes=len(results))
-        created = replace(stored, token=_Revision(owner, task.id, results[0].update_time))
-        return created
+        revision = _Revision(owner, task.id, results[0].update_time, log_expires)
+        return replace(stored, token=revision)
 
     def commit(
         self,
@@ -204,25 +233,73 @@ class FirestoreTaskStore:
             last_seq=current.last_seq + len(events),
             updated_at=now,
         )
+        commit_id = new_id()
+        log_expires = revision.log_expires
+        if log_expires is None or log_expires < now + self.retention:
+            # The task will outlive its oldest events and configs: write them again first (a
+            # commit that then loses its race has only made them live longer).
+            log_expires = now + self.log_retention
+            self._refresh_log(current.owner, task.id, log_expires)
+        fields = self._task_fields(new, commit_id, log_expires)
+        self._check_size(task.id, fields, encoded)
         batch = self._client.batch()
         batch.update(
             self.task_ref(current.owner, task.id),
-            self._task_fields(new),
+            fields,
             option=self._client.write_option(last_update_time=revision.update_time),
         )
         self._append(batch, new, current.last_seq + 1, encoded)
         self._claim(batch, current.owner, message_key, task.id, now)
         try:
             results = batch.commit()
-        except google_errors.FailedPrecondition:
-            raise VersionConflict(task.id) from None
-        except google_errors.AlreadyExists:
+        except (google_errors.FailedPrecondition, google_errors.AlreadyExists) as exc:
+            ours = self._ours(current.owner, task.id, commit_id, log_expires)
+            if ours is not None:
+                return replace(new, token=ours)
+            if isinstance(exc, google_errors.FailedPrecondition):
+                raise VersionConflict(task.id) from None
             self._raise_if_duplicate(current.owner, message_key)
             # Not the message: a concurrent commit took these sequence numbers first.
             raise VersionConflict(task.id) from None
         self.cost.add(writes=len(results))
-        committed = replace(new, token=_Revision(current.owner, task.id, results[0].update_time))
-        return committed
+        update_time = results[0].update_time
+        return replace(new, token=_Revision(current.owner, task.id, update_time, log_expires))
+
+    def _ours(
+        self, owner: str, task_id: str, commit_id: str, log_expires: datetime
+    ) -> _Revision | None:
+        """After a batch failed on a document that exists, or a changed update time: whether
+        the task document holds this very commit (the client library retried a batch that had
+        succeeded): its revision, else None."""
+        snapshot = self.task_ref(owner, task_id).get()
+        self.cost.add(reads=1)
+        if not snapshot.exists or (snapshot.to_dict() or {}).get("commitId") != commit_id:
+            return None
+        log.info("task %s: a retried commit had succeeded already", task_id)
+        return _Revision(owner, task_id, snapshot.update_time, log_expires)
+
+    def _refresh_log(self, owner: str, task_id: str, until: datetime) -> None:
+        """Make the task's events and push configs expire at `until`."""
+        task = self.task_ref(owner, task_id)
+        events = task.collection(EVENTS).where(filter=FieldFilter("owner", "==", owner))
+        refs = [s.reference for s in self._run(events.select(["owner"]))]
+        refs += [s.reference for s in self._run(task.collection(PUSH_CONFIGS).select(["owner"]))]
+        for start in range(0, len(refs), _BATCH_WRITES):
+            batch = self._client.batch()
+            for ref in refs[start : start + _BATCH_WRITES]:
+                batch.update(ref, {"expireAt": until})
+            self.cost.add(writes=len(batch.commit()))
+
+    def _check_size(self, task_id: str, fields: dict[str, Any], encoded: list[str]) -> None:
+        """Refuse a commit too big for one request, before anything is written."""
+        size = len(fields["task"].encode()) + sum(len(text.encode()) for text in encoded)
+        if size > COMMIT_BUDGET:
+            raise LimitExceeded(
+                f"task {task_id}: a commit of {size} bytes of events is more than one Firestore "
+                f"request carries ({COMMIT_BUDGET} bytes); commit the "
+                "events in smaller steps (A2A_COMMIT_INTERVAL_SECONDS shorter, artifacts in "
+                "chunks)"
+            )
 
     def find_message(self, owner: str, key: MessageKey) -> str | None:
         snapshot = self._message_ref(owner, key).get()
@@ -279,7 +356,7 @@ class FirestoreTaskStore:
             snapshot.get("updatedAt"),
             _decode_lease(fields.get("lease")),
             tuple(fields.get("pending") or ()),  # absent in documents stored before it
-            token=_Revision(owner, task.id, snapshot.update_time),
+            token=_Revision(owner, task.id, snapshot.update_time, fields.get("logExpireAt")),
         )
 
     def _rebuild(self, owner: str, outline: Task, last_seq: int) -> Task:
@@ -297,7 +374,9 @@ class FirestoreTaskStore:
         folded = lifecycle.apply_all(start, (e.event for e in logged if e.seq <= last_seq))
         return folded.model_copy(update={"status": outline.status})
 
-    def _task_fields(self, stored: StoredTask) -> dict[str, Any]:
+    def _task_fields(
+        self, stored: StoredTask, commit_id: str, log_expires: datetime
+    ) -> dict[str, Any]:
         task = stored.task
         text = task.model_dump_json()
         in_log = len(text.encode()) > self._task_budget
@@ -319,6 +398,8 @@ class FirestoreTaskStore:
             "inLog": in_log,
             "lease": _encode_lease(stored.lease),
             "pending": list(stored.pending),
+            "commitId": commit_id,
+            "logExpireAt": log_expires,
         }
 
     def _encode_events(self, events: Sequence[Event]) -> list[str]:
@@ -356,7 +437,7 @@ class FirestoreTaskStore:
                     "first": first,
                     "last": first + len(chunk) - 1,
                     "events": chunk,
-                    "expireAt": stored.updated_at + self.retention,
+                    "expireAt": stored.updated_at + self.log_retention,
                 },
             )
 
@@ -478,6 +559,7 @@ class FirestoreTail:
         self._arrived = threading.Condition()
         self._received: dict[int, Event] = {}
         self._delay = POLL_FIRST_SECONDS
+        self._next_poll = 0.0  # monotonic time of the next read when polling
         self._watch: Any = None
         if listen:
             try:
@@ -516,17 +598,24 @@ class FirestoreTail:
         return self._poll(timeout)
 
     def _poll(self, timeout: float) -> list[LoggedEvent]:
+        # The backoff runs across calls: a caller that asks often (a stream looking whether
+        # its instance stops) reads no more often than one that waits long.
         deadline = time.monotonic() + timeout
         while True:
+            due = self._next_poll - time.monotonic()
+            if due > 0:
+                remaining = deadline - time.monotonic()
+                if due > remaining:
+                    time.sleep(max(remaining, 0))
+                    return []
+                time.sleep(due)
             found = self._store.events(self._owner, self._task_id, self._last)
             if found:
                 self._last = found[-1].seq
                 self._delay = POLL_FIRST_SECONDS
+                self._next_poll = time.monotonic()
                 return found
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return []
-            time.sleep(min(self._delay, remaining))
+            self._next_poll = time.monotonic() + self._delay
             self._delay = min(self._delay * 2, POLL_MAX_SECONDS)
 
     def close(self) -> None:

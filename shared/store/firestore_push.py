@@ -7,31 +7,41 @@ Each document holds the config as JSON, the dialect it was made in, the last eve
 delivered to it (`delivered`), the sending lease (`sendingHolder`, `sendingUntil`: one
 delivery at a time, taken with an update-time precondition; only its holder records progress
 and gives it back, checked the same way), `createdAt` (lists are oldest
-first) and `expireAt` for the TTL policy. It shares the task store's client and cost counter.
+first) and `expireAt` for the TTL policy (as the task's events: they live as long as the
+task, shared.store.firestore). It shares the task store's client and cost counter.
+
+Lagging is state too: `wanted` is the newest event a delivery was asked for (raised with a
+server-side maximum, so concurrent commits need no read), `sweepAt` (epoch seconds, lowered
+with a server-side minimum; absent when nothing lags) when a sweep re-drives the config, found
+by one collection-group query on it; `lastError` and `failedAt` record the queue's last failed
+attempt.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+import builtins
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from google.api_core import exceptions as google_errors
 from google.cloud import firestore
+from google.cloud.firestore_v1.base_query import FieldFilter
+from google.cloud.firestore_v1.transforms import Maximum, Minimum
 
 from shared import ids
 from shared.conflicts import retry_on_conflict
 from shared.model import PushConfig, utc_now
 from shared.ports import StoredPushConfig, VersionConflict
 from shared.store.cost import Cost
-from shared.store.firestore import TASKS, document_id
-
-PUSH_CONFIGS = "pushConfigs"
+from shared.store.firestore import LOG_SLACK, PUSH_CONFIGS, TASKS, document_id
 
 
 class FirestorePushConfigStore:
     def __init__(self, client: firestore.Client, *, retention: timedelta, cost: Cost) -> None:
         self._client = client
-        self._retention = retention
+        # As the task's events: they live as long as the task (shared.store.firestore).
+        self._retention = retention * LOG_SLACK
         self.cost = cost
 
     def _configs(self, owner: str, task_id: str) -> Any:
@@ -50,22 +60,26 @@ class FirestorePushConfigStore:
         old = self._snapshot(ref, owner)
         now = utc_now()
         delivered = int(old["delivered"]) if old else delivered_seq
+        wanted = max(int(old.get("wanted", 0)), delivered) if old else delivered
+        fields: dict[str, Any] = {
+            "owner": owner,
+            "taskId": config.task_id,
+            "configId": config.id,
+            "config": config.model_dump_json(),
+            "dialect": dialect,
+            "delivered": delivered,
+            "wanted": wanted,
+            "lastError": firestore.DELETE_FIELD,
+            "failedAt": firestore.DELETE_FIELD,
+            "createdAt": old["createdAt"] if old else now,
+            "expireAt": now + self._retention,
+        }
+        if wanted > delivered:  # lagging: replacing the config retries it at the next sweep
+            fields["sweepAt"] = now.timestamp()
         # Merged, so a delivery under way keeps its sending lease.
-        ref.set(
-            {
-                "owner": owner,
-                "taskId": config.task_id,
-                "configId": config.id,
-                "config": config.model_dump_json(),
-                "dialect": dialect,
-                "delivered": delivered,
-                "createdAt": old["createdAt"] if old else now,
-                "expireAt": now + self._retention,
-            },
-            merge=True,
-        )
+        ref.set(fields, merge=True)
         self.cost.add(writes=1)
-        return StoredPushConfig(config, owner, dialect, delivered)
+        return StoredPushConfig(config, owner, dialect, delivered, wanted)
 
     def get(self, owner: str, task_id: str, config_id: str) -> StoredPushConfig | None:
         data = self._snapshot(self._ref(owner, task_id, config_id), owner)
@@ -91,37 +105,115 @@ class FirestorePushConfigStore:
         self, owner: str, task_id: str, config_id: str, holder: str, until: datetime
     ) -> StoredPushConfig | None:
         ref = self._ref(owner, task_id, config_id)
-        snapshot = ref.get()
-        self.cost.add(reads=1)
-        data = (snapshot.to_dict() or {}) if snapshot.exists else {}
-        if data.get("owner") != owner:
-            return None
-        taken_until = data.get("sendingUntil")
-        if data.get("sendingHolder") and taken_until is not None and taken_until > utc_now():
-            return None
-        try:
-            ref.update(
-                {"sendingHolder": holder, "sendingUntil": until},
-                option=self._client.write_option(last_update_time=snapshot.update_time),
-            )
-        except google_errors.FailedPrecondition:
-            return None  # another delivery took it between our read and write
-        self.cost.add(writes=1)
-        return _decode(data)
+
+        def attempt() -> StoredPushConfig | None:
+            snapshot = ref.get()
+            self.cost.add(reads=1)
+            data = (snapshot.to_dict() or {}) if snapshot.exists else {}
+            if data.get("owner") != owner:
+                return None
+            taken_until = data.get("sendingUntil")
+            if data.get("sendingHolder") and taken_until is not None and taken_until > utc_now():
+                return None
+            try:
+                ref.update(
+                    {"sendingHolder": holder, "sendingUntil": until},
+                    option=self._client.write_option(last_update_time=snapshot.update_time),
+                )
+            except google_errors.FailedPrecondition:
+                # Another write came between our read and ours (a commit's `want`, or
+                # another delivery taking the lease): read again and see which.
+                raise VersionConflict(f"{task_id}/{config_id}") from None
+            self.cost.add(writes=1)
+            return _decode(data)
+
+        return retry_on_conflict(attempt, subject=f"push config {task_id}/{config_id}")
 
     def delivered(self, owner: str, task_id: str, config_id: str, holder: str, seq: int) -> None:
-        self._as_holder(owner, task_id, config_id, holder, {"delivered": seq})
+        def fields(data: dict[str, Any]) -> dict[str, Any]:
+            if seq < int(data.get("wanted", 0)):
+                return {"delivered": seq}
+            caught_up = firestore.DELETE_FIELD
+            return {
+                "delivered": seq,
+                "sweepAt": caught_up,
+                "lastError": caught_up,
+                "failedAt": caught_up,
+            }
+
+        self._as_holder(owner, task_id, config_id, holder, fields)
 
     def end_delivery(self, owner: str, task_id: str, config_id: str, holder: str) -> None:
         fields = {"sendingHolder": None, "sendingUntil": None}
-        self._as_holder(owner, task_id, config_id, holder, fields)
+        self._as_holder(owner, task_id, config_id, holder, lambda data: fields)
+
+    def want(self, owner: str, task_id: str, config_id: str, seq: int, sweep_at: datetime) -> None:
+        ref = self._ref(owner, task_id, config_id)
+        try:
+            # Server-side transforms: commits racing on one config need neither a read nor
+            # a precondition. The path derives from the owner, so this is the owner's config.
+            ref.update({"wanted": Maximum(seq), "sweepAt": Minimum(sweep_at.timestamp())})
+        except google_errors.NotFound:
+            return  # deleted: nothing to deliver
+        self.cost.add(writes=1)
+
+    def attempt_failed(
+        self,
+        owner: str,
+        task_id: str,
+        config_id: str,
+        holder: str,
+        error: str,
+        *,
+        at: datetime,
+        retry_at: datetime | None,
+    ) -> None:
+        fields: dict[str, Any]
+        if retry_at is not None:
+            fields = {"sweepAt": retry_at.timestamp()}
+        else:
+            fields = {"sweepAt": firestore.DELETE_FIELD, "lastError": error, "failedAt": at}
+        self._as_holder(owner, task_id, config_id, holder, lambda data: fields)
+
+    def lagging(self, now: datetime, limit: int) -> builtins.list[StoredPushConfig]:
+        query = (
+            self._client.collection_group(PUSH_CONFIGS)
+            .where(filter=FieldFilter("sweepAt", "<=", now.timestamp()))
+            .order_by("sweepAt")
+            .limit(limit)
+        )
+        snapshots = list(query.stream())
+        self.cost.add(reads=max(1, len(snapshots)))
+        found = []
+        for snapshot in snapshots:
+            stored = _decode(snapshot.to_dict() or {})
+            if stored.wanted_seq > stored.delivered_seq:
+                found.append(stored)
+                continue
+            # Wanted after it was delivered (a late commit callback): nothing lags. Unless
+            # written since, which a precondition on this read tells.
+            try:
+                snapshot.reference.update(
+                    {"sweepAt": firestore.DELETE_FIELD},
+                    option=self._client.write_option(last_update_time=snapshot.update_time),
+                )
+                self.cost.add(writes=1)
+            except google_errors.FailedPrecondition:
+                pass
+        return found
 
     def _as_holder(
-        self, owner: str, task_id: str, config_id: str, holder: str, fields: dict[str, Any]
+        self,
+        owner: str,
+        task_id: str,
+        config_id: str,
+        holder: str,
+        fields: Callable[[dict[str, Any]], dict[str, Any]],
     ) -> None:
-        """Update the config while `holder` holds its sending lease, else do nothing: read the
-        holder, then write with a precondition on that read's update time, so a takeover in
-        between fails the write. One read and one write; another lost race re-reads."""
+        """Update the config (the `fields` of what it holds) while `holder` holds its sending
+        lease, else do nothing: read the holder, then write with a precondition on that read's
+        update time, so a takeover in between fails the write. One read and one write; another
+        lost race re-reads."""
         ref = self._ref(owner, task_id, config_id)
 
         def attempt() -> None:
@@ -132,7 +224,8 @@ class FirestorePushConfigStore:
                 return  # gone, or a stale delivery whose lease was taken over
             try:
                 ref.update(
-                    fields, option=self._client.write_option(last_update_time=snapshot.update_time)
+                    fields(data),
+                    option=self._client.write_option(last_update_time=snapshot.update_time),
                 )
             except google_errors.FailedPrecondition:
                 raise VersionConflict(f"{task_id}/{config_id}") from None
@@ -149,9 +242,14 @@ class FirestorePushConfigStore:
 
 
 def _decode(data: dict[str, Any]) -> StoredPushConfig:
+    failed_at = data.get("failedAt")
     return StoredPushConfig(
         PushConfig.model_validate_json(data["config"]),
         str(data["owner"]),
         str(data["dialect"]),
         int(data["delivered"]),
+        int(data.get("wanted", data["delivered"])),
+        data.get("lastError"),
+        # Firestore answers its own datetime subclass; the config holds a plain one.
+        datetime.fromtimestamp(failed_at.timestamp(), UTC) if failed_at is not None else None,
     )

@@ -3,10 +3,12 @@
 Configs are keyed by (owner, task id, config id), so one owner's ids never meet another's.
 Every access holds its lock (deliveries and requests call it from many threads), and the
 sending lease is checked as in Firestore: only its holder records progress or gives it back.
+Each config's sweep time (when a sweep re-drives it if it still lags) is kept beside it.
 """
 
 from __future__ import annotations
 
+import builtins
 import threading
 from dataclasses import replace
 from datetime import datetime
@@ -28,6 +30,7 @@ class MemoryPushConfigStore:
         # oldest first
         self._configs: dict[tuple[str, str], dict[str, StoredPushConfig]] = {}
         self._sending: dict[_Key, tuple[str, datetime]] = {}  # -> holder, until
+        self._sweep_at: dict[_Key, datetime] = {}  # lagging configs -> when a sweep is due
 
     def put(
         self, owner: str, config: PushConfig, *, dialect: str, delivered_seq: int = 0
@@ -39,11 +42,13 @@ class MemoryPushConfigStore:
             configs = self._configs.setdefault((owner, config.task_id), {})
             old = configs.get(config.id)
             stored = (
-                replace(old, config=config, dialect=dialect)
+                replace(old, config=config, dialect=dialect, last_error=None, failed_at=None)
                 if old is not None
-                else StoredPushConfig(config, owner, dialect, delivered_seq)
+                else StoredPushConfig(config, owner, dialect, delivered_seq, delivered_seq)
             )
             configs[config.id] = stored
+            if stored.wanted_seq > stored.delivered_seq:
+                self._sweep_at[(owner, config.task_id, config.id)] = utc_now()
             return stored
 
     def _find(self, owner: str, task_id: str, config_id: str) -> StoredPushConfig | None:
@@ -64,6 +69,7 @@ class MemoryPushConfigStore:
         with self._lock:
             configs = self._configs.get((owner, task_id), {})
             deleted = configs.pop(config_id, None) is not None
+            self._sweep_at.pop((owner, task_id, config_id), None)
         self.cost.add(reads=1, writes=int(deleted))
         return deleted
 
@@ -88,7 +94,11 @@ class MemoryPushConfigStore:
             stored = self._find(*key)
             taken = self._sending.get(key)
             if stored is not None and taken is not None and taken[0] == holder:
-                self._configs[(owner, task_id)][config_id] = replace(stored, delivered_seq=seq)
+                stored = replace(stored, delivered_seq=seq)
+                if seq >= stored.wanted_seq:
+                    stored = replace(stored, last_error=None, failed_at=None)
+                    self._sweep_at.pop(key, None)
+                self._configs[(owner, task_id)][config_id] = stored
 
     def end_delivery(self, owner: str, task_id: str, config_id: str, holder: str) -> None:
         self.cost.add(writes=1)
@@ -97,3 +107,56 @@ class MemoryPushConfigStore:
             taken = self._sending.get(key)
             if taken is not None and taken[0] == holder:
                 del self._sending[key]
+
+    def want(self, owner: str, task_id: str, config_id: str, seq: int, sweep_at: datetime) -> None:
+        self.cost.add(writes=1)
+        key = (owner, task_id, config_id)
+        with self._lock:
+            stored = self._find(*key)
+            if stored is None:
+                return
+            self._configs[(owner, task_id)][config_id] = replace(
+                stored, wanted_seq=max(stored.wanted_seq, seq)
+            )
+            self._sweep_at[key] = min(self._sweep_at.get(key, sweep_at), sweep_at)
+
+    def attempt_failed(
+        self,
+        owner: str,
+        task_id: str,
+        config_id: str,
+        holder: str,
+        error: str,
+        *,
+        at: datetime,
+        retry_at: datetime | None,
+    ) -> None:
+        self.cost.add(writes=1)
+        key = (owner, task_id, config_id)
+        with self._lock:
+            stored = self._find(*key)
+            taken = self._sending.get(key)
+            if stored is None or taken is None or taken[0] != holder:
+                return
+            if retry_at is not None:
+                self._sweep_at[key] = retry_at
+                return
+            self._sweep_at.pop(key, None)
+            self._configs[(owner, task_id)][config_id] = replace(
+                stored, last_error=error, failed_at=at
+            )
+
+    def lagging(self, now: datetime, limit: int) -> builtins.list[StoredPushConfig]:
+        found: builtins.list[StoredPushConfig] = []
+        with self._lock:
+            due = sorted((at, key) for key, at in self._sweep_at.items() if at <= now)[:limit]
+            for _, key in due:
+                stored = self._find(*key)
+                if stored is None or stored.wanted_seq <= stored.delivered_seq:
+                    # Wanted after it was delivered (a late commit callback): nothing lags.
+                    del self._sweep_at[key]
+                    self.cost.add(writes=1)
+                else:
+                    found.append(stored)
+        self.cost.add(reads=max(1, len(due)))
+        return found

@@ -1,5 +1,5 @@
 """A TaskStore that tells a callback of each commit that logged events: the hook push
-notifications hang on (shared.push_delivery.PushNotifier), wired in shared.app.
+notifications hang on (shared.push_notify.PushNotifier), wired in shared.app.
 
 It wraps any TaskStore and changes nothing of what the store does: after a `create` or
 `commit` succeeded with events, it calls the callback with the stored task and those events,

@@ -83,7 +83,8 @@ def test_first_run_creates_everything_in_order(
         if call[:3] == ["run", "services", "add-iam-policy-binding"] and invoker in call
     ]
     assert invoker_bindings == ["deliver", "worker"]
-    # Each function runs as an account with only the roles it uses: deliver only Firestore.
+    # Each function runs as an account with only the roles it uses: deliver Firestore, and
+    # Cloud Tasks to re-queue a delivery that finds its config busy.
     assert flag(calls[deliver], "service-account").startswith("a2a-deliver@")
     assert flag(calls[worker], "service-account").startswith("a2a-runtime@")
     granted = {
@@ -95,7 +96,15 @@ def test_first_run_creates_everything_in_order(
         ("a2a-runtime", "roles/datastore.user"),
         ("a2a-runtime", "roles/cloudtasks.enqueuer"),
         ("a2a-deliver", "roles/datastore.user"),
+        ("a2a-deliver", "roles/cloudtasks.enqueuer"),
     }
+    acting = {
+        flag(call, "member").split(":")[1].split("@")[0]
+        for call in calls
+        if call[:3] == ["iam", "service-accounts", "add-iam-policy-binding"]
+        and flag(call, "role") == "roles/iam.serviceAccountUser"
+    }
+    assert acting == {"a2a-runtime", "a2a-deliver"}  # their queued tasks carry a2a-tasks' token
     # Once each exists, it learns its own URL: the audience of the tokens it checks.
     own = {
         call[2]: flag(call, "set-env-vars")

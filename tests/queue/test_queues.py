@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -19,8 +19,10 @@ from emulator.http_target import HttpTarget
 from shared.ports import Delivery, TaskTooLarge
 from shared.queue import MAX_TASK_BYTES
 from shared.queue.inline import InlineQueue
+from shared.queue.off_path import OffPathQueue
 from shared.tasks_auth import EmulatorTokens, bearer
-from tests.conftest import ROOT, SA, wait_queue_empty
+from tests.clock import ManualClock
+from tests.conftest import ROOT, SA, wait_queue_empty, wait_until
 
 if TYPE_CHECKING:
     from google.cloud.tasks_v2 import CloudTasksClient
@@ -176,3 +178,110 @@ def test_a_process_with_a_retrying_inline_queue_exits_at_once() -> None:
     started = time.monotonic()
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=30)
     assert time.monotonic() - started < 5  # retrying for ~2 min would hold it up otherwise
+
+
+def test_a_delayed_inline_delivery_waits_its_time_and_close_drops_it() -> None:
+    target, seen, _ = recording([])
+    clock = ManualClock()
+    queue = InlineQueue(target, clock=clock)
+    assert queue.enqueue("later", JOB, delay=5) is True
+    assert queue.enqueue("later", JOB) is False  # the name is taken at once
+    assert not queue.join(0.05) and seen == []  # due in 5 s of the clock's time
+    clock.advance(5)
+    assert queue.join(5) and seen == [Delivery(0, False)]
+
+    dropped = InlineQueue(target, clock=clock)
+    dropped.enqueue("much-later", JOB, delay=3600)
+    dropped.close()
+    assert dropped.join(5)  # dropped, not waited out
+    assert len(seen) == 1
+
+
+class Stalling:
+    """A DelayingTaskQueue whose enqueue fails `failures` times, then blocks until released."""
+
+    def __init__(self, failures: int = 0) -> None:
+        self.failures = failures
+        self.release = threading.Event()
+        self.entries: list[tuple[str, float]] = []
+        self.closed = False
+
+    def enqueue(self, name: str, payload: dict[str, Any], *, delay: float = 0.0) -> bool:
+        if self.failures:
+            self.failures -= 1
+            raise RuntimeError("503 the queue is unavailable")
+        self.release.wait(5)
+        self.entries.append((name, delay))
+        return True
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_the_off_path_queue_never_makes_its_caller_wait_and_retries_with_backoff() -> None:
+    inner = Stalling(failures=2)
+    clock = Backoffs()
+    queue = OffPathQueue(inner, min_backoff=0.5, max_backoff=8, clock=clock)
+    started = time.monotonic()
+    assert queue.enqueue("p-1", JOB, delay=2) is True
+    assert queue.enqueue("p-2", JOB) is True
+    assert time.monotonic() - started < 0.5  # the inner queue stalls; the caller does not
+    assert not queue.join(0.05)
+    inner.release.set()
+    assert queue.join(5)
+    assert sorted(inner.entries) == [("p-1", 2), ("p-2", 0)]
+    assert clock.waits == [0.5, 1.0]  # two failures, doubling
+    with pytest.raises(TaskTooLarge):
+        queue.enqueue("p-3", TOO_BIG)  # the size limit is checked before it is taken
+
+
+class Elapsing(Backoffs):
+    """Backoffs whose monotonic time is the sum of the waits asked for."""
+
+    def monotonic(self) -> float:
+        return sum(self.waits)
+
+
+def test_the_off_path_queue_gives_up_loudly_and_bounds_what_waits(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    inner = Stalling(failures=1000)
+    clock = Elapsing()
+    queue = OffPathQueue(inner, threads=1, max_waiting=1, give_up_after=3, clock=clock)
+    queue.enqueue("p-1", JOB)
+    assert queue.join(5)
+    assert clock.waits == [0.5, 1.0]  # the next pause would pass the 3 s
+    assert "p-1: not enqueued after 3 attempts" in caplog.text
+    assert "a sweep re-drives it" in caplog.text
+
+    stuck = Stalling()
+    bounded = OffPathQueue(stuck, threads=1, max_waiting=1)
+    bounded.enqueue("a", JOB)  # taken by the thread, which stalls
+    wait_until(lambda: not bounded._waiting, 5, lambda: "the thread did not take it")
+    bounded.enqueue("b", JOB)  # waits
+    bounded.enqueue("c", JOB)  # over the bound: logged, dropped
+    assert "c: not enqueued, 1 entries already wait" in caplog.text
+    bounded.close()
+    stuck.release.set()
+    assert bounded.join(5)
+    assert stuck.entries == [("a", 0)] and stuck.closed
+
+
+@pytest.mark.emulator
+def test_a_delayed_cloud_tasks_entry_is_scheduled_for_later(
+    tasks_emulator: TasksEmulator, tasks_client: CloudTasksClient, work_queue: str
+) -> None:
+    from shared.queue.cloud_tasks import CloudTasksQueue
+
+    with HttpTarget.start() as target:
+        url = target.url(f"/later/{uuid.uuid4().hex}")
+        queue = CloudTasksQueue(work_queue, url, SA, emulator_host=tasks_emulator.address)
+        name = f"t-{uuid.uuid4()}-1"
+        enqueued = datetime.now(UTC)
+        assert queue.enqueue(name, JOB, delay=1.5) is True
+        scheduled = tasks_client.get_task(name=f"{work_queue}/tasks/{name}").schedule_time
+        assert 1.4 <= (scheduled - enqueued).total_seconds() <= 2.5
+        [hit] = target.wait_for("/later/", 1, timeout=10)
+        assert json.loads(hit.body) == JOB
+        assert hit.started - enqueued.timestamp() >= 1.4  # not dispatched before its time
+        queue.close()

@@ -10,12 +10,21 @@ from typing import Any
 
 import pytest
 from google.cloud import firestore
+from google.cloud.firestore_v1.batch import WriteBatch
 
 from emulator.firestore import FirestoreEmulator
 from shared import lifecycle
 from shared.errors import InvalidParamsError
-from shared.model import Artifact, ArtifactUpdate, Event, Message, Part, Role
-from shared.store.firestore import EVENT_DOCUMENT_BUDGET, document_id
+from shared.limits import LimitExceeded
+from shared.model import Artifact, ArtifactUpdate, Event, Message, Part, PushConfig, Role
+from shared.store.firestore import (
+    COMMIT_BUDGET,
+    EVENT_DOCUMENT_BUDGET,
+    LOG_SLACK,
+    PUSH_CONFIGS,
+    document_id,
+)
+from shared.store.firestore_push import FirestorePushConfigStore
 from tests.store.conftest import MakeStore
 from tests.store.factory import ALICE, message, new_task, sent
 
@@ -142,7 +151,7 @@ def test_an_event_over_a_document_is_refused_naming_the_limit(
     assert store.get(ALICE, task.id) is None
 
 
-def test_every_document_expires_after_the_retention(
+def test_every_document_expires_and_the_log_not_before_its_task(
     client: firestore.Client, make_firestore_store: MakeStore
 ) -> None:
     store = make_firestore_store(retention_days=7)
@@ -151,14 +160,57 @@ def test_every_document_expires_after_the_retention(
     current = store.create(ALICE, task, events, dialect="v1.0", message_key=sent("m-1"))
     expiries = [
         client.document("tasks", document_id(ALICE, task.id)).get().get("expireAt"),
-        *[d["expireAt"] for d in raw_events(client, task.id).values()],
         *[s.get("expireAt") for s in client.collection("idempotency").stream()],
     ]
-    assert len(expiries) == 3
+    [log_expiry] = [d["expireAt"] for d in raw_events(client, task.id).values()]
     for expiry in expiries:
         assert before + timedelta(days=7) <= expiry <= datetime.now(UTC) + timedelta(days=7)
+    slack = timedelta(days=7 * LOG_SLACK)
+    assert before + slack <= log_expiry <= datetime.now(UTC) + slack
     store.commit(current, task, [])
     assert client.document("tasks", document_id(ALICE, task.id)).get().get("expireAt") > expiries[0]
+
+
+def test_a_task_that_lives_on_keeps_its_oldest_events_and_configs(
+    client: firestore.Client, make_firestore_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = make_firestore_store(retention_days=10)
+    configs = FirestorePushConfigStore(store.client, retention=store.retention, cost=store.cost)
+    task, events = new_task()
+    current = store.create(ALICE, task, events, dialect="v1.0")
+    configs.put(
+        ALICE, PushConfig(id="c", task_id=task.id, url="https://h.example.com/"), dialect="1.0"
+    )
+    start = datetime.now(UTC)
+
+    def log_expiries() -> list[datetime]:
+        config = client.collection("tasks", document_id(ALICE, task.id), PUSH_CONFIGS).stream()
+        events = [d["expireAt"] for d in raw_events(client, task.id).values()]
+        return events + [s.get("expireAt") for s in config]
+
+    # Four days on, a commit finds its log due to outlive it: only its own events are new.
+    later = start + timedelta(days=4)
+    monkeypatch.setattr("shared.store.firestore.utc_now", lambda: later)
+    store.cost.reset()
+    current = store.commit(current, task, [message("day 4", task.id)])
+    assert store.cost.writes == 2
+    # Six days on, less than a retention of the log's life is left: every event and config is
+    # written again, so none expires before the task (a retention after its last commit).
+    later = start + timedelta(days=6)
+    store.cost.reset()
+    current = store.commit(current, task, [message("day 6", task.id)])
+    assert store.cost.writes == 2 + 3  # the commit, two older event documents and the config
+    task_expiry = client.document("tasks", document_id(ALICE, task.id)).get().get("expireAt")
+    assert task_expiry >= later + timedelta(days=10) - timedelta(seconds=1)
+    assert all(expiry >= task_expiry for expiry in log_expiries())
+    assert len(log_expiries()) == 4
+    # The next commits are plain again, each leaving the log outliving the task.
+    for day in (7, 12, 15, 20):
+        later = start + timedelta(days=day)
+        current = store.commit(current, task, [message(f"day {day}", task.id)])
+        task_expiry = client.document("tasks", document_id(ALICE, task.id)).get().get("expireAt")
+        assert all(expiry >= task_expiry for expiry in log_expiries()), day
+    assert [e.seq for e in store.events(ALICE, task.id)] == list(range(1, 9))
 
 
 def test_data_firestore_refuses_in_a_map_round_trips(make_firestore_store: MakeStore) -> None:
@@ -181,3 +233,53 @@ def test_the_store_modules_load_no_google_client() -> None:
     )
     root = Path(__file__).parents[2]
     assert subprocess.run([sys.executable, "-c", probe], cwd=root, check=False).returncode == 0
+
+
+@pytest.fixture
+def retried_after_success(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every batch commit is sent twice, as the client library retries a commit whose answer
+    was lost: the first succeeds, the retry meets the first's writes."""
+    original = WriteBatch.commit
+
+    def twice(self: WriteBatch, *args: Any, **kwargs: Any) -> Any:
+        writes = list(self._write_pbs)
+        original(self, *args, **kwargs)
+        self._write_pbs = writes
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(WriteBatch, "commit", twice)
+
+
+@pytest.mark.usefixtures("retried_after_success")
+def test_a_commit_retried_after_it_succeeded_is_recognised_as_ours(
+    make_firestore_store: MakeStore,
+) -> None:
+    store = make_firestore_store()
+    task, events = new_task()
+    created = store.create(ALICE, task, events, dialect="v1.0", message_key=sent("m-1"))
+    turn: list[Event] = [message("more", task.id)]
+    committed = store.commit(created, lifecycle.apply_all(created.task, turn), turn)
+    assert committed.version == 2
+    again = [message("again", task.id)]
+    # The revision returned is the stored one: the next commit goes through.
+    last = store.commit(committed, lifecycle.apply_all(committed.task, again), again)
+    assert store.get(ALICE, task.id) == last
+    assert [e.seq for e in store.events(ALICE, task.id)] == [1, 2, 3, 4]
+
+
+def test_a_commit_over_one_request_is_refused_before_anything_is_written(
+    make_firestore_store: MakeStore,
+) -> None:
+    store = make_firestore_store()
+    task, events = new_task()
+    current = store.create(ALICE, task, events, dialect="v1.0")
+    store.cost.reset()
+    piece = EVENT_DOCUMENT_BUDGET // 2
+    turn: list[Event] = [
+        chunk(task.id, "w" * piece, append=n > 0) for n in range(COMMIT_BUDGET // piece + 1)
+    ]
+    with pytest.raises(LimitExceeded, match=r"more than one Firestore request carries"):
+        store.commit(current, lifecycle.apply_all(current.task, turn), turn)
+    assert (store.cost.writes, store.get(ALICE, task.id)) == (0, current)
+    fits = turn[: COMMIT_BUDGET // piece - 1]
+    assert store.commit(current, lifecycle.apply_all(current.task, fits), fits).version == 2

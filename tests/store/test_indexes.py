@@ -18,10 +18,10 @@ import pytest
 from google.cloud.firestore_v1.base_query import BaseQuery
 from google.cloud.firestore_v1.types import StructuredQuery
 
-from shared.model import TaskState
+from shared.model import TaskState, utc_now
 from shared.ports import TaskQuery
-from shared.store.firestore import EVENTS, IDEMPOTENCY, TASKS, FirestoreTaskStore
-from shared.store.firestore_push import PUSH_CONFIGS
+from shared.store.firestore import EVENTS, IDEMPOTENCY, PUSH_CONFIGS, TASKS, FirestoreTaskStore
+from shared.store.firestore_push import FirestorePushConfigStore
 from tests.store.conftest import MakeStore
 from tests.store.factory import ALICE, new_task
 
@@ -165,3 +165,28 @@ def test_the_file_is_in_firebase_cli_format() -> None:
     for override in document["fieldOverrides"]:
         assert set(override) <= {"collectionGroup", "fieldPath", "ttl", "indexes"}
         assert isinstance(override["indexes"], list)
+
+
+def test_the_sweep_of_lagging_push_configs_has_its_collection_group_index(
+    make_firestore_store: MakeStore, recorded: list[StructuredQuery]
+) -> None:
+    tasks = make_firestore_store()
+    FirestorePushConfigStore(tasks.client, retention=tasks.retention, cost=tasks.cost).lagging(
+        utc_now(), 10
+    )
+    [need] = {need_of(query) for query in recorded}
+    assert (need.collection, need.scope, need.equalities) == (
+        PUSH_CONFIGS,
+        "COLLECTION_GROUP",
+        frozenset(),
+    )
+    [(field, order)] = need.orders
+    # One field across every task's configs: a single-field index of collection-group scope,
+    # which Firestore does not make by itself.
+    declared_scopes = [
+        index
+        for override in declared()["fieldOverrides"]
+        if (override["collectionGroup"], override["fieldPath"]) == (PUSH_CONFIGS, field)
+        for index in override["indexes"]
+    ]
+    assert {"order": order, "queryScope": "COLLECTION_GROUP"} in declared_scopes

@@ -7,6 +7,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from shared.model import PushAuthentication, PushConfig, utc_now
 from shared.ports import PushConfigStore
@@ -135,3 +137,131 @@ def test_ids_off_the_rule_are_refused(push_store: PushConfigStore, bad: str) -> 
         with pytest.raises(ValueError, match=r" id (must|has \d+ characters)"):
             push_store.put(A, hostile, dialect="1.0")
     assert push_store.list(A, "t1") == []
+
+
+def test_a_wanted_event_makes_the_config_lag_until_delivered(push_store: PushConfigStore) -> None:
+    push_store.put(A, config("a"), dialect="1.0", delivered_seq=2)
+    push_store.put(A, config("b"), dialect="1.0")
+    now = utc_now()
+    push_store.want(A, "t1", "a", 5, now + timedelta(seconds=60))
+    push_store.want(A, "t1", "a", 4, now + timedelta(seconds=90))  # older news: no change
+    push_store.want(A, "t1", "gone", 9, now)  # no such config: nothing happens
+    push_store.want(B, "t1", "a", 9, now)  # another owner's ids name no config of A's
+    stored = push_store.get(A, "t1", "a")
+    assert stored is not None and (stored.delivered_seq, stored.wanted_seq) == (2, 5)
+    assert push_store.lagging(now + timedelta(seconds=59), 10) == []  # not due yet
+    due = push_store.lagging(now + timedelta(seconds=61), 10)
+    assert [(c.owner, c.config.id, c.wanted_seq) for c in due] == [(A, "a", 5)]
+    assert push_store.begin_delivery(A, "t1", "a", "h", now + timedelta(minutes=5))
+    push_store.delivered(A, "t1", "a", "h", 4)  # not caught up yet
+    assert len(push_store.lagging(now + timedelta(seconds=61), 10)) == 1
+    push_store.delivered(A, "t1", "a", "h", 5)
+    assert push_store.lagging(now + timedelta(days=1), 10) == []
+
+
+def test_the_earliest_sweep_time_stands_and_lagging_is_oldest_first_and_bounded(
+    push_store: PushConfigStore,
+) -> None:
+    now = utc_now()
+    for index, config_id in enumerate(["a", "b", "c"]):
+        push_store.put(B if config_id == "b" else A, config(config_id), dialect="1.0")
+        push_store.want(
+            B if config_id == "b" else A, "t1", config_id, 3, now - timedelta(seconds=10 - index)
+        )
+    push_store.want(A, "t1", "c", 4, now - timedelta(seconds=30))  # earlier: it stands
+    push_store.want(A, "t1", "a", 4, now + timedelta(seconds=30))  # later: it does not
+    due = push_store.lagging(now, 2)
+    assert [(c.owner, c.config.id) for c in due] == [(A, "c"), (A, "a")]
+    assert [c.config.id for c in push_store.lagging(now, 10)] == ["c", "a", "b"]
+
+
+def test_a_failed_attempt_defers_the_sweep_and_the_last_one_is_recorded(
+    push_store: PushConfigStore,
+) -> None:
+    push_store.put(A, config("a"), dialect="1.0")
+    now = utc_now()
+    push_store.want(A, "t1", "a", 3, now)
+    until = now + timedelta(minutes=5)
+    assert push_store.begin_delivery(A, "t1", "a", "h1", until)
+    later = now + timedelta(hours=1)
+    push_store.attempt_failed(A, "t1", "a", "other", "x", at=now, retry_at=None)  # not the holder
+    push_store.attempt_failed(A, "t1", "a", "h1", "HTTP 500", at=now, retry_at=later)
+    assert push_store.lagging(now + timedelta(minutes=59), 10) == []  # the queue retries
+    assert len(push_store.lagging(later, 10)) == 1
+    push_store.attempt_failed(A, "t1", "a", "h1", "HTTP 503", at=now, retry_at=None)
+    push_store.end_delivery(A, "t1", "a", "h1")
+    failed = push_store.get(A, "t1", "a")
+    assert failed is not None and failed.last_error == "HTTP 503"
+    assert failed.failed_at is not None
+    assert abs((failed.failed_at - now).total_seconds()) < 0.01
+    assert push_store.lagging(now + timedelta(days=1), 10) == []  # no sweep retries it
+    assert push_store.list(A, "t1") == [failed]
+    # Updating the config forgets the failure and makes it due to the next sweep.
+    replaced = push_store.put(A, config("a", url="https://new.example.com/"), dialect="1.0")
+    assert (replaced.last_error, replaced.failed_at, replaced.wanted_seq) == (None, None, 3)
+    assert [c.config.url for c in push_store.lagging(utc_now(), 10)] == ["https://new.example.com/"]
+
+
+def test_a_delivery_that_catches_up_forgets_the_failure(push_store: PushConfigStore) -> None:
+    push_store.put(A, config("a"), dialect="1.0")
+    now = utc_now()
+    push_store.want(A, "t1", "a", 2, now)
+    assert push_store.begin_delivery(A, "t1", "a", "h1", now + timedelta(minutes=5))
+    push_store.attempt_failed(A, "t1", "a", "h1", "refused", at=now, retry_at=None)
+    push_store.end_delivery(A, "t1", "a", "h1")
+    push_store.want(A, "t1", "a", 3, now)  # the next event
+    assert push_store.begin_delivery(A, "t1", "a", "h2", now + timedelta(minutes=5))
+    push_store.delivered(A, "t1", "a", "h2", 3)
+    stored = push_store.get(A, "t1", "a")
+    assert stored is not None and (stored.last_error, stored.failed_at) == (None, None)
+    assert push_store.lagging(now + timedelta(days=1), 10) == []
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["want", "delivered", "failed"]), st.integers(0, 50)),
+        max_size=30,
+    )
+)
+def test_a_config_lags_exactly_while_it_has_not_got_what_was_wanted(
+    steps: list[tuple[str, int]],
+) -> None:
+    """Any interleaving of commits (want), deliveries and last failed attempts: a sweep finds
+    the config exactly when it lags and its last attempt did not fail since."""
+    store = MemoryPushConfigStore()
+    store.put(A, config("a"), dialect="1.0")
+    now = utc_now()
+    assert store.begin_delivery(A, "t1", "a", "h", now + timedelta(days=1))
+    wanted = delivered = 0
+    given_up = False
+    for kind, seq in steps:
+        if kind == "want":
+            store.want(A, "t1", "a", seq, now)  # a commit: it retries a failed config
+            wanted, given_up = max(wanted, seq), False
+        elif kind == "delivered":
+            store.delivered(A, "t1", "a", "h", seq)
+            delivered = seq
+            given_up = given_up and seq < wanted
+        else:
+            store.attempt_failed(A, "t1", "a", "h", "x", at=now, retry_at=None)
+            given_up = True
+    stored = store.get(A, "t1", "a")
+    assert stored is not None and (stored.wanted_seq, stored.delivered_seq) == (wanted, delivered)
+    lags = wanted > delivered and not given_up
+    assert bool(store.lagging(now + timedelta(days=2), 10)) == lags
+    assert bool(store.lagging(now + timedelta(days=2), 10)) == lags  # looking changes nothing
+
+
+def test_a_want_that_comes_after_its_delivery_is_forgotten_by_the_sweep(
+    push_store: PushConfigStore,
+) -> None:
+    push_store.put(A, config("a"), dialect="1.0")
+    push_store.put(A, config("b"), dialect="1.0")
+    now = utc_now()
+    assert push_store.begin_delivery(A, "t1", "a", "h", now + timedelta(minutes=5))
+    push_store.delivered(A, "t1", "a", "h", 5)  # an earlier delivery sent event 5 already
+    push_store.want(A, "t1", "a", 5, now)  # then the commit of event 5 says it is wanted
+    push_store.want(A, "t1", "b", 5, now + timedelta(seconds=1))  # b does lag
+    later = now + timedelta(minutes=1)
+    assert [c.config.id for c in push_store.lagging(later, 10)] == ["b"]
+    assert [c.config.id for c in push_store.lagging(later, 1)] == ["b"]  # a no longer comes first

@@ -1,0 +1,89 @@
+"""From committed events to queued push deliveries, driven by state rather than by luck.
+
+`PushNotifier` is told of the task store's commits (shared.store.notifying, wired in
+shared.app). After each commit that logged status or artifact events, for each push config
+of the task, it records on the config that events up to the commit's last one are wanted
+(the config now lags: state in the store), then queues one delivery (shared.jobs.PushJob,
+named by task, config and sequence number, so a repeated enqueue adds nothing). Wired with a
+Cloud Tasks queue, the enqueue runs off the commit path (shared.queue.off_path), retried with
+backoff: a queue outage never stalls a commit.
+
+A config that lags longer than a delivery takes (`SWEEP_AFTER`), or than the queue's retries
+of a failed delivery (`RETRY_WINDOW`), is due to a sweep: `PushSweeper` (one of the sweepers
+the sweep runs, each called with the current time) queues a delivery for each, so an
+enqueue lost with its process, or a delivery dropped by the queue, still ends up delivered.
+A config whose last attempt failed waits for the next event or for its owner to update it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from shared.clock import SYSTEM, Clock
+from shared.jobs import PushJob
+from shared.model import ArtifactUpdate, Event, StatusUpdate
+from shared.ports import PushConfigStore, StoredTask, TaskQueue
+
+log = logging.getLogger("a2a.push")
+
+# A lagging config that no delivery caught up within this is presumed lost to the queue (a
+# delivery waits for a busy config for at most its sending lease: the deliver function's
+# timeout and a margin, 70 s as deployed).
+SWEEP_AFTER = timedelta(minutes=2)
+# After a failed attempt the queue owns the retry; its backoff reaches an hour as deployed
+# (infra/deploy.toml, queues.push.max_backoff): a sweep steps in only after that.
+RETRY_WINDOW = timedelta(hours=1)
+# Configs one sweep re-drives at most; the next sweep goes on.
+SWEEP_BATCH = 200
+
+
+class PushNotifier:
+    """The commit callback that queues deliveries (a NotifyingTaskStore's `on_commit`)."""
+
+    def __init__(
+        self, configs: PushConfigStore, queue: TaskQueue, *, clock: Clock = SYSTEM
+    ) -> None:
+        self._configs = configs
+        self.queue = queue
+        self._clock = clock
+
+    def __call__(self, stored: StoredTask, events: Sequence[Event]) -> None:
+        if not any(isinstance(e, StatusUpdate | ArtifactUpdate) for e in events):
+            return  # a message joining the history is not news for a webhook
+        sweep_at = self._clock.now() + SWEEP_AFTER
+        for config in self._configs.list(stored.owner, stored.task.id):
+            job = PushJob(stored.owner, stored.task.id, config.config.id, stored.last_seq)
+            # Recorded first: if the enqueue is lost (outage, dead process), the sweep sees it.
+            self._configs.want(job.owner, job.task_id, job.config_id, job.seq, sweep_at)
+            self.queue.enqueue(job.name, job.payload())
+
+
+class PushSweeper:
+    """Re-drives lagging configs: call it with the current time; it answers how many
+    deliveries it queued. Each is named by the config, its wanted event and the sweep's
+    SWEEP_AFTER window, so a config is re-driven at most once a window however often the
+    sweep runs (a re-driven delivery may still be waiting for a busy config)."""
+
+    def __init__(self, configs: PushConfigStore, queue: TaskQueue) -> None:
+        self._configs = configs
+        self._queue = queue
+
+    def __call__(self, now: datetime) -> int:
+        queued = 0
+        for config in self._configs.lagging(now, SWEEP_BATCH):
+            if config.wanted_seq <= config.delivered_seq:
+                continue  # caught up since the query
+            job = PushJob(config.owner, config.config.task_id, config.config.id, config.wanted_seq)
+            name = f"{job.name}-s{int(now.timestamp() // SWEEP_AFTER.total_seconds())}"
+            if self._queue.enqueue(name, job.payload()):
+                queued += 1
+                log.info(
+                    "sweep: re-queued the delivery of task %s to push config %s (events %d to %d)",
+                    job.task_id,
+                    job.config_id,
+                    config.delivered_seq + 1,
+                    job.seq,
+                )
+        return queued
