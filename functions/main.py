@@ -46,11 +46,19 @@ def _stop_on_shutdown() -> None:
 
     The server's worker process sets its own handlers for SIGTERM (handle_exit) and SIGINT
     (handle_quit) after this module is imported, and offers no hook for SIGTERM: its worker
-    class's (gthread, functions-framework's) two handlers are wrapped before it is forked."""
+    class's (gthread, functions-framework's) two handlers are wrapped before it is forked.
+
+    Ctrl-C reaches the worker twice: from the terminal, then from the server's arbiter (as
+    SIGQUIT), and the second may come while the first is still closing, in the same thread.
+    Only the first closes and hands on: closing again there would wait forever on a lock the
+    interrupted close holds."""
+    first = threading.Lock()
     for name in ("handle_exit", "handle_quit"):
         original = getattr(ThreadWorker, name)
 
         def handler(worker: Any, sig: int, frame: Any, original: Any = original) -> None:
+            if not first.acquire(blocking=False):
+                return  # the first signal's handler is closing, then hands on
             for app in list(_BUILT):
                 app.close()
             original(worker, sig, frame)
