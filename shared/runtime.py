@@ -158,11 +158,9 @@ class Turn:
     def run(self) -> Task | Message:
         """Run the handler to the end of its turn; the result for a blocking send."""
         handler_done = threading.Event()
+        # One thread per turn times both (a thread's start is a good part of a short turn).
         threading.Thread(
-            target=self._flush_if_due, args=(handler_done,), name="commit timer", daemon=True
-        ).start()
-        threading.Thread(
-            target=self._heartbeat, args=(handler_done,), name="heartbeat", daemon=True
+            target=self._timers, args=(handler_done,), name="turn timers", daemon=True
         ).start()
         ctx = Context(
             task_id=self._task.id,
@@ -301,7 +299,7 @@ class Turn:
         period = self._lease_seconds / 3
         while not self._clock.wait(stop, period / 2):
             with self._lock:
-                # Not before the first commit (the commit timer makes it), nor once the turn
+                # Not before the first commit (made above, or by the handler), nor once the turn
                 # ended or handed its lease over.
                 if not self._holds_lease() or self._clock.monotonic() - self._last_commit < period:
                     continue
@@ -312,8 +310,9 @@ class Turn:
                     # of this turn take over, which this run then notices and stops.
                     log.exception("heartbeat of task %s failed", self._task.id)
 
-    def _flush_if_due(self, handler_done: threading.Event) -> None:
-        """Make a turn that is silent for a commit interval visible to other instances."""
+    def _timers(self, handler_done: threading.Event) -> None:
+        """Until the handler returns: make a turn that is silent for a commit interval
+        visible to other instances, then keep its lease alive."""
         if self._clock.wait(handler_done, self._interval):
             return
         with self._lock:
@@ -322,6 +321,7 @@ class Turn:
                     self._flush()
                 except Exception:
                     log.exception("background commit of task %s failed", self._task.id)
+        self._heartbeat(handler_done)
 
     def _commit(self) -> None:
         """One attempt at committing what is pending."""
