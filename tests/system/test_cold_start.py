@@ -19,6 +19,9 @@ HEAVY = (
     "google.auth",
     "jwt",
     "cryptography",
+    # The client CLI and its HTTP stack: never deployed, never loaded by a function.
+    "shared.client",
+    "httpx",
 )
 # Not for the first request either: asyncio (~20 ms; only async handlers need it) and an SSL
 # context (loading the system's certificates, ~60 ms; only https webhooks need one). And what
