@@ -185,9 +185,10 @@ class Context:
 
     # -- answers that keep the turn open ---------------------------------------------------
 
-    def progress(self, text: str) -> None:
-        """Report progress: the task is `working`, with this status message."""
-        self._status(TaskState.WORKING, text)
+    def progress(self, text: str | None = None, *, parts: Sequence[Part] = ()) -> None:
+        """Report progress: the task is `working`, with this status message (`text` first,
+        then `parts`)."""
+        self._status(TaskState.WORKING, text, parts)
 
     def artifact(
         self,
@@ -246,9 +247,9 @@ class Context:
     def complete(self, text: str | None = None) -> None:
         self._status(TaskState.COMPLETED, text, end=True)
 
-    def ask(self, text: str) -> None:
+    def ask(self, text: str, *, parts: Sequence[Part] = ()) -> None:
         """Ask the client for more input: the task waits in `input-required`."""
-        self._status(TaskState.INPUT_REQUIRED, text, end=True)
+        self._status(TaskState.INPUT_REQUIRED, text, parts, end=True)
 
     def require_auth(self, text: str) -> None:
         """The task waits in `auth-required` until credentials arrive out of band."""
@@ -271,8 +272,10 @@ class Context:
     def _agent_message(self, text: str | None, parts: Sequence[Part]) -> Message:
         return agent_message(text, task_id=self.task_id, context_id=self.context_id, parts=parts)
 
-    def _status(self, state: TaskState, text: str | None, *, end: bool = False) -> None:
-        message = self._agent_message(text, ()) if text is not None else None
+    def _status(
+        self, state: TaskState, text: str | None, parts: Sequence[Part] = (), *, end: bool = False
+    ) -> None:
+        message = self._agent_message(text, parts) if text is not None or parts else None
         if end:
             self._end(state)
         else:

@@ -22,6 +22,10 @@ HEAVY = (
     # The client CLI and its HTTP stack: never deployed, never loaded by a function.
     "shared.client",
     "httpx",
+    # The ADK adapter (the `adk` extra, ~3 s to import): only an ADK handler module loads it.
+    "shared.adk",
+    "google.adk",
+    "google.genai",
 )
 # Not for the first request either: asyncio (~20 ms; only async handlers need it) and an SSL
 # context (loading the system's certificates, ~60 ms; only https webhooks need one). And what

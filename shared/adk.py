@@ -1,0 +1,469 @@
+"""Serve a Google ADK agent (`google-adk`, the `adk` extra) as a handler module's handler.
+
+    from google.adk.agents import LlmAgent
+    from shared.adk import adk_handler
+
+    root_agent = LlmAgent(name="assistant", model="gemini-2.5-flash", instruction="...")
+    handle = adk_handler(root_agent)
+    LONG_RUNNING = True  # optional: every turn runs on the worker
+
+Each turn runs the agent once, in a Runner over a fresh in-memory ADK session that this module
+rebuilds from the task's history, so any instance serves any turn (nothing of ADK's is kept
+between requests). The mapping, both ways, uses ADK's own A2A part conventions (metadata
+`adk_type`: `function_call`, `function_response`, ...), so ADK's RemoteA2aAgent is a client:
+
+- the A2A message becomes the user content: text parts as text, data parts as JSON text (or,
+  with `adk_type: function_response`, as the function response they carry), raw parts as
+  inline data, URL parts as file data;
+- each ADK event streams out as a `working` status message: partial text as it comes (marked
+  `adk_partial`; at most one every PROGRESS_INTERVAL seconds), then the whole event (text,
+  function calls and responses as data parts, files); these messages are the task's history
+  that the next turn rebuilds the session from;
+- what the agent produced is also an artifact: the text of each final response, each function
+  result (a data part), each file;
+- a long-running function call left without a response when the run ends (ADK's way to ask
+  the user: a LongRunningFunctionTool returning None, `adk_request_input`,
+  `adk_request_confirmation`) ends the turn `input-required`, the calls as data parts. The
+  next message answers them: its function response parts, or else its data part (an object)
+  or its text become the response of every pending call;
+- a cancel of the task stops the run within CANCEL_CHECK seconds (the run is cancelled).
+
+What the rebuild cannot restore: ADK session state (`state_delta`s), artifacts saved through
+ADK's artifact service, and other event actions (a transfer is kept only as the author of the
+events that follow it). An agent that needs its state across turns keeps it in the messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import json
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from google.adk.agents import BaseAgent
+
+# run_config re-exports StreamingMode (defined in a private module) without listing it.
+from google.adk.agents.run_config import RunConfig, StreamingMode  # type: ignore[attr-defined]
+from google.adk.events import Event
+from google.adk.runners import Runner
+from google.adk.sessions import InMemorySessionService
+from google.genai import types
+from pydantic import ValidationError
+
+from shared.agent import Context, Message, Part, TaskCanceled
+from shared.model import Role
+
+__all__ = ["CANCEL_CHECK", "adk_handler"]
+
+# Seconds between two looks at the task's cancel while the agent runs (the runtime reads the
+# store at most every half second anyway).
+CANCEL_CHECK = 0.25
+# Streamed text is reported at most this often (seconds), all that came since in one status
+# message: every status message joins the task's history, which holds A2A_MAX_HISTORY_MESSAGES.
+PROGRESS_INTERVAL = 0.5
+# A text longer than this is replayed cut (marked `adk_truncated`): the status message holding
+# it must fit A2A_MAX_MESSAGE_BYTES; the artifact carries it whole, in chunks of ARTIFACT_CHUNK.
+REPLAY_TEXT = 100_000
+ARTIFACT_CHUNK = 200_000
+
+# Part metadata keys: ADK's own (google.adk.a2a.converters.part_converter) and ours.
+TYPE = "adk_type"
+LONG_RUNNING = "adk_is_long_running"
+AUTHOR = "adk_author"
+# A streamed chunk of text, repeated whole in the event that follows: not replayed.
+PARTIAL = "adk_partial"
+TRUNCATED = "adk_truncated"
+# The question that ends a turn `input-required`: repeats the calls already replayed.
+QUESTION = "adk_question"
+FUNCTION_CALL = "function_call"
+FUNCTION_RESPONSE = "function_response"
+# Any other genai part (code execution, ...), as its JSON form.
+GENAI_PART = "genai_part"
+
+# The session's user: a session lives for one turn of one task, so it needs no real name.
+_USER = "a2a"
+
+
+class UnusableMessage(ValueError):
+    """The message cannot be given to the agent; the text says why and what to send."""
+
+
+def adk_handler(
+    agent: BaseAgent, *, app_name: str | None = None, streaming: bool = True
+) -> Callable[[Context], Awaitable[None]]:
+    """A handler (`handle = adk_handler(root_agent)`) running `agent` for each turn.
+
+    `streaming` asks the model for partial responses (RunConfig's SSE mode), each reported as
+    progress; `app_name` names the ADK app (default: the agent's name)."""
+    mode = StreamingMode.SSE if streaming else StreamingMode.NONE
+    run_config = RunConfig(streaming_mode=mode)
+    app = app_name or agent.name
+
+    async def handle(ctx: Context) -> None:
+        await _AdkTurn(ctx, agent, app, run_config).run()
+
+    return handle
+
+
+class _AdkTurn:
+    """One turn: rebuild the session, run the agent, report its events."""
+
+    def __init__(self, ctx: Context, agent: BaseAgent, app: str, run_config: RunConfig) -> None:
+        self.ctx = ctx
+        self.agent = agent
+        self.app = app
+        self.run_config = run_config
+        # Long-running calls waiting for their response, by call id.
+        self.pending: dict[str, types.FunctionCall] = {}
+        # Streamed text not reported yet, and when text was last reported (monotonic).
+        self.unreported: list[str] = []
+        self.reported_at = -PROGRESS_INTERVAL
+
+    async def run(self) -> None:
+        ctx = self.ctx
+        earlier = [m for m in ctx.history if m.message_id != ctx.message.message_id]
+        events = rebuild(earlier, self.agent.name, self.pending)
+        try:
+            content = user_content(ctx.message, self.pending)
+        except UnusableMessage as exc:
+            if self.pending:  # the question still stands: ask it again, saying what was wrong
+                ctx.ask(f"{exc} {_question(self.pending)}", parts=self._question_parts())
+            else:
+                ctx.reject(str(exc))
+            return
+        for call_id in _answered(content):
+            self.pending.pop(call_id, None)
+        sessions = InMemorySessionService()
+        session = await sessions.create_session(
+            app_name=self.app, user_id=_USER, session_id=ctx.task_id
+        )
+        for event in events:
+            await sessions.append_event(session, event)
+        runner = Runner(app_name=self.app, agent=self.agent, session_service=sessions)
+        await self._watch_cancel(self._consume(runner, content))
+        if self.pending:
+            ctx.ask(_question(self.pending), parts=self._question_parts())
+
+    async def _consume(self, runner: Runner, content: types.Content) -> None:
+        async for event in runner.run_async(
+            user_id=_USER,
+            session_id=self.ctx.task_id,
+            new_message=content,
+            run_config=self.run_config,
+        ):
+            self._report(event)
+
+    async def _watch_cancel(self, work: Awaitable[None]) -> None:
+        """Run `work`, cancelling it (and raising TaskCanceled) once the task is canceled: a
+        model call may take seconds, and nothing of the handler API is called meanwhile."""
+        running = asyncio.ensure_future(work)
+        while True:
+            done, _ = await asyncio.wait({running}, timeout=CANCEL_CHECK)
+            if done:
+                running.result()  # the agent's exception, if it raised
+                return
+            if await asyncio.to_thread(lambda: self.ctx.canceled):
+                running.cancel()
+                with contextlib.suppress(asyncio.CancelledError, TaskCanceled):
+                    await running
+                raise TaskCanceled(self.ctx.task_id)
+
+    def _report(self, event: Event) -> None:
+        """One ADK event as progress (and its outputs as artifacts)."""
+        ctx = self.ctx
+        parts = event.content.parts if event.content and event.content.parts else []
+        if event.partial:
+            self.unreported += [p.text for p in parts if p.text and not p.thought]
+            now = time.monotonic()
+            if self.unreported and now - self.reported_at >= PROGRESS_INTERVAL:
+                text, self.unreported, self.reported_at = "".join(self.unreported), [], now
+                metadata = {AUTHOR: event.author, PARTIAL: True}
+                ctx.progress(parts=[Part(text=text, metadata=metadata)])
+            return
+        self.unreported = []  # the whole event repeats it
+        long_running = event.long_running_tool_ids or set()
+        reported = [a2a_part(p, event.author, long_running) for p in parts]
+        reported_parts = [p for p in reported if p is not None]
+        if reported_parts:
+            ctx.progress(parts=reported_parts)
+        for part in parts:
+            call, response = part.function_call, part.function_response
+            if call is not None and call.id in long_running:
+                self.pending[call.id] = call
+            if response is not None:
+                if response.id is not None:
+                    self.pending.pop(response.id, None)
+                ctx.artifact(data=_json(response.response), name=response.name)
+            if part.inline_data is not None and part.inline_data.data is not None:
+                blob = part.inline_data
+                ctx.artifact(
+                    file=blob.data,
+                    media_type=blob.mime_type,
+                    filename=blob.display_name,
+                    name=blob.display_name,
+                )
+            if part.file_data is not None and part.file_data.file_uri:
+                ctx.artifact(
+                    url=part.file_data.file_uri,
+                    media_type=part.file_data.mime_type,
+                    filename=part.file_data.display_name,
+                )
+        text = "".join(p.text for p in parts if p.text and not p.thought)
+        if text and event.is_final_response():
+            artifact_id = None
+            for start in range(0, len(text), ARTIFACT_CHUNK):
+                artifact_id = ctx.artifact(
+                    text=text[start : start + ARTIFACT_CHUNK],
+                    name=event.author,
+                    artifact_id=artifact_id,
+                    append=artifact_id is not None,
+                    last_chunk=start + ARTIFACT_CHUNK >= len(text) and artifact_id is not None,
+                )
+
+    def _question_parts(self) -> list[Part]:
+        return [
+            Part(
+                data=_json(call.model_dump(mode="json", exclude_none=True)),
+                metadata={TYPE: FUNCTION_CALL, LONG_RUNNING: True, QUESTION: True},
+            )
+            for call in self.pending.values()
+        ]
+
+
+# -- A2A -> ADK ----------------------------------------------------------------------------
+
+
+def rebuild(
+    history: Iterable[Message], author: str, pending: dict[str, types.FunctionCall]
+) -> list[Event]:
+    """The session's events from the task's history (oldest first), as the turns that made
+    it saw them; `pending` ends with the long-running calls still unanswered. `author` names
+    the agent's events whose parts do not say who made them."""
+    events: list[Event] = []
+    invocation = ""
+    for message in history:
+        if message.role is Role.USER:
+            try:
+                content = user_content(message, pending)
+            except UnusableMessage:
+                continue  # its turn refused it: the agent never saw it
+            for call_id in _answered(content):
+                pending.pop(call_id, None)
+            invocation = message.message_id
+            events.append(Event(author="user", invocation_id=invocation, content=content))
+            continue
+        if any((p.metadata or {}).get(QUESTION) for p in message.parts):
+            continue  # the question repeats calls replayed from the event that made them
+        replayed = [p for p in message.parts if not (p.metadata or {}).get(PARTIAL)]
+        genai_parts = [g for g in (genai_part(p) for p in replayed) if g is not None]
+        if not genai_parts:
+            continue
+        long_running: set[str] = set()
+        for part, converted in zip(replayed, genai_parts, strict=False):
+            call = converted.function_call
+            if call is not None and call.id and (part.metadata or {}).get(LONG_RUNNING):
+                long_running.add(call.id)
+                pending[call.id] = call
+            if converted.function_response is not None and converted.function_response.id:
+                pending.pop(converted.function_response.id, None)
+        responses_only = all(g.function_response is not None for g in genai_parts)
+        events.append(
+            Event(
+                author=str((replayed[0].metadata or {}).get(AUTHOR) or author),
+                invocation_id=invocation,
+                content=types.Content(
+                    role="user" if responses_only else "model", parts=genai_parts
+                ),
+                long_running_tool_ids=long_running or None,
+            )
+        )
+    return events
+
+
+def user_content(message: Message, pending: dict[str, types.FunctionCall]) -> types.Content:
+    """The user content of `message`. While calls are pending, a message without function
+    responses answers them all: its one data part (an object) or its text is the response."""
+    parts: list[types.Part] = []
+    for index, part in enumerate(message.parts):
+        where = f"part {index + 1} of the message"
+        metadata = part.metadata or {}
+        if part.kind == "data" and metadata.get(TYPE) == FUNCTION_RESPONSE:
+            response = _function_response(part.data, where)
+            if response.id not in pending:
+                known = ", ".join(sorted(pending)) or "none"
+                raise UnusableMessage(
+                    f"{where} answers the call {response.id!r}, which is not waiting for an "
+                    f"answer (waiting: {known}): set its data's 'id' to a waiting call's id."
+                )
+            parts.append(types.Part(function_response=response))
+        elif part.kind == "text":
+            parts.append(types.Part(text=part.text))
+        elif part.kind == "data":
+            parts.append(types.Part(text=json.dumps(part.data, ensure_ascii=False)))
+        elif part.kind == "raw":
+            parts.append(types.Part(inline_data=_blob(part, where)))
+        else:
+            parts.append(
+                types.Part(
+                    file_data=types.FileData(
+                        file_uri=part.url, mime_type=part.media_type, display_name=part.filename
+                    )
+                )
+            )
+    if pending and not any(p.function_response for p in parts):
+        answer = _answer(message)
+        responses = [
+            types.Part(
+                function_response=types.FunctionResponse(
+                    id=call.id, name=call.name, response=answer
+                )
+            )
+            for call in pending.values()
+        ]
+        files = [p for p in parts if p.inline_data is not None or p.file_data is not None]
+        parts = responses + files
+    return types.Content(role="user", parts=parts)
+
+
+def _answer(message: Message) -> dict[str, Any]:
+    """A plain message's answer to a pending call, as a function response's object."""
+    data = [p.data for p in message.parts if p.kind == "data"]
+    if len(data) == 1 and isinstance(data[0], dict):
+        return data[0]
+    text = "\n".join(p.text for p in message.parts if p.text is not None)
+    if data:
+        return {"result": text, "data": data} if text else {"result": data}
+    return {"result": text}
+
+
+def _function_response(data: Any, where: str) -> types.FunctionResponse:
+    if not isinstance(data, dict) or not isinstance(data.get("id"), str):
+        raise UnusableMessage(
+            f"{where} is a function response (metadata adk_type) without an 'id': send "
+            "{'id': <the call's id>, 'name': <the function's name>, 'response': {...}}."
+        )
+    try:
+        return types.FunctionResponse.model_validate(data)
+    except ValidationError:
+        raise UnusableMessage(
+            f"{where} is not a function response: send {{'id': <the call's id>, 'name': "
+            "<the function's name>, 'response': <a JSON object>}."
+        ) from None
+
+
+def _blob(part: Part, where: str) -> types.Blob:
+    try:
+        data = base64.b64decode(part.raw or "", validate=True)
+    except (binascii.Error, ValueError):
+        raise UnusableMessage(
+            f"{where} holds bytes that are not base64 (RFC 4648, with padding): encode the "
+            "file's bytes in base64."
+        ) from None
+    return types.Blob(
+        data=data,
+        mime_type=part.media_type or "application/octet-stream",
+        display_name=part.filename,
+    )
+
+
+def _answered(content: types.Content) -> list[str]:
+    return [
+        p.function_response.id
+        for p in content.parts or []
+        if p.function_response is not None and p.function_response.id
+    ]
+
+
+def genai_part(part: Part) -> types.Part | None:
+    """An agent's A2A part (as `a2a_part` made it) back as the genai part; None for what
+    cannot be read back (a part some other writer changed)."""
+    kind = (part.metadata or {}).get(TYPE)
+    try:
+        if kind == FUNCTION_CALL:
+            return types.Part(function_call=types.FunctionCall.model_validate(part.data))
+        if kind == FUNCTION_RESPONSE:
+            return types.Part(function_response=types.FunctionResponse.model_validate(part.data))
+        if kind == GENAI_PART:
+            return types.Part.model_validate(part.data)
+    except ValidationError:
+        return None
+    if part.text is not None:
+        return types.Part(text=part.text)
+    if part.raw is not None:
+        try:
+            data = base64.b64decode(part.raw, validate=True)
+        except (binascii.Error, ValueError):
+            return None
+        mime = part.media_type or "application/octet-stream"
+        return types.Part(inline_data=types.Blob(data=data, mime_type=mime))
+    if part.url is not None:
+        return types.Part(file_data=types.FileData(file_uri=part.url, mime_type=part.media_type))
+    return types.Part(text=json.dumps(part.data, ensure_ascii=False))
+
+
+# -- ADK -> A2A ----------------------------------------------------------------------------
+
+
+def a2a_part(part: types.Part, author: str, long_running: set[str]) -> Part | None:
+    """A genai part of an agent's event as an A2A part (None for thoughts: not the answer)."""
+    metadata: dict[str, Any] = {AUTHOR: author}
+    if part.thought:
+        return None
+    if part.text is not None:
+        if len(part.text) > REPLAY_TEXT:
+            return Part(text=part.text[:REPLAY_TEXT], metadata={**metadata, TRUNCATED: True})
+        return Part(text=part.text, metadata=metadata)
+    if part.function_call is not None:
+        metadata[TYPE] = FUNCTION_CALL
+        if part.function_call.id in long_running:
+            metadata[LONG_RUNNING] = True
+        return Part(data=_json(part.function_call), metadata=metadata)
+    if part.function_response is not None:
+        metadata[TYPE] = FUNCTION_RESPONSE
+        return Part(data=_json(part.function_response), metadata=metadata)
+    if part.inline_data is not None and part.inline_data.data is not None:
+        blob = part.inline_data
+        return Part(
+            raw=base64.b64encode(part.inline_data.data).decode(),
+            media_type=blob.mime_type,
+            filename=blob.display_name,
+            metadata=metadata,
+        )
+    if part.file_data is not None and part.file_data.file_uri:
+        return Part(
+            url=part.file_data.file_uri,
+            media_type=part.file_data.mime_type,
+            filename=part.file_data.display_name,
+            metadata=metadata,
+        )
+    metadata[TYPE] = GENAI_PART
+    return Part(data=_json(part), metadata=metadata)
+
+
+def _json(value: Any) -> Any:
+    """`value` (a genai model or what a tool returned) as JSON data: what JSON cannot carry
+    (NaN, objects pydantic cannot serialize) becomes text instead of an unservable value."""
+    try:
+        if isinstance(value, types.Part | types.FunctionCall | types.FunctionResponse):
+            value = value.model_dump(mode="json", exclude_none=True)
+        return json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError):
+        return {"result": repr(value)}
+
+
+def _question(pending: dict[str, types.FunctionCall]) -> str:
+    """The question of an `input-required` turn: what the calls' arguments say, or a default."""
+    asks: list[str] = []
+    for call in pending.values():
+        args = call.args or {}
+        confirmation = args.get("toolConfirmation")
+        hint = confirmation.get("hint") if isinstance(confirmation, dict) else None
+        said = args.get("message") or args.get("question") or hint
+        asks.append(said if isinstance(said, str) and said else f"The agent waits for {call.name}.")
+    return " ".join(asks) + (
+        " Answer with a message: its text (or its one data part, an object) becomes the result."
+    )

@@ -1,0 +1,214 @@
+"""ADK agents for the adapter's tests, offline: custom agents (BaseAgent subclasses) and an
+LlmAgent over a scripted model (a BaseLlm answering from the conversation it is given).
+
+Each scene is chosen by the first user text of the session, so a later turn of the same task
+(whose session the adapter rebuilt from the task's history) continues the same scene.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import threading
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from google.adk.agents import BaseAgent, LlmAgent
+from google.adk.agents.invocation_context import InvocationContext
+from google.adk.events import Event
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.tools.long_running_tool import LongRunningFunctionTool
+from google.genai import types
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(40))
+_flags: dict[tuple[str, str], threading.Event] = {}
+_flags_lock = threading.Lock()
+
+
+def flag(task_id: str, name: str) -> threading.Event:
+    """An event the agent sets for the test: "blocking" (the blocking scene reported its first
+    event: cancel it now), "cancelled" (its run was cancelled)."""
+    with _flags_lock:
+        return _flags.setdefault((task_id, name), threading.Event())
+
+
+def texts(session_events: list[Event]) -> list[str]:
+    """Every text the session holds, oldest first, each as 'author: text'."""
+    return [
+        f"{e.author}: {p.text}"
+        for e in session_events
+        if e.content and e.content.parts
+        for p in e.content.parts
+        if p.text
+    ]
+
+
+def describe(part: types.Part) -> str:
+    if part.inline_data is not None:
+        return f"inline {part.inline_data.mime_type} {len(part.inline_data.data or b'')}"
+    if part.file_data is not None:
+        return f"file {part.file_data.file_uri}"
+    return f"text {part.text}"
+
+
+def first_user_text(ctx: InvocationContext) -> str:
+    for event in ctx.session.events:
+        if event.author == "user" and event.content and event.content.parts:
+            for part in event.content.parts:
+                if part.text:
+                    return part.text
+    return ""
+
+
+def _content(*parts: types.Part) -> types.Content:
+    return types.Content(role="model", parts=list(parts))
+
+
+class Scenes(BaseAgent):
+    """A custom agent playing the scene the conversation's first text names."""
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        scene = first_user_text(ctx).split()[0] if first_user_text(ctx) else ""
+        say = self._say(ctx)
+        if scene == "stream":
+            for chunk in ("Hel", "lo ", "world"):
+                yield Event(
+                    author=self.name,
+                    invocation_id=ctx.invocation_id,
+                    content=_content(types.Part(text=chunk)),
+                    partial=True,
+                )
+            yield say("Hello world")
+        elif scene == "file":
+            yield Event(
+                author=self.name,
+                invocation_id=ctx.invocation_id,
+                content=_content(
+                    types.Part(
+                        inline_data=types.Blob(
+                            data=PNG, mime_type="image/png", display_name="chart.png"
+                        )
+                    ),
+                    types.Part(
+                        file_data=types.FileData(
+                            file_uri="https://example.com/r.pdf", mime_type="application/pdf"
+                        )
+                    ),
+                ),
+            )
+        elif scene == "ask":
+            last = ctx.session.events[-1]
+            answer = next(
+                (p.function_response for p in (last.content.parts or []) if p.function_response)
+                if last.content
+                else iter(()),
+                None,
+            )
+            if answer is None:
+                call = types.FunctionCall(
+                    id="ask-1", name="adk_request_input", args={"message": "Which color?"}
+                )
+                yield Event(
+                    author=self.name,
+                    invocation_id=ctx.invocation_id,
+                    content=_content(types.Part(function_call=call)),
+                    long_running_tool_ids={"ask-1"},
+                )
+            else:
+                seen = texts(ctx.session.events)
+                yield say(f"color {json.dumps(answer.response)}; seen {seen}")
+        elif scene == "block":
+            yield say("working on it")
+            flag(ctx.session.id, "blocking").set()
+            try:
+                await asyncio.Event().wait()  # a model call that never answers
+            except asyncio.CancelledError:
+                flag(ctx.session.id, "cancelled").set()
+                raise
+        elif scene == "parts":
+            first = next(e for e in ctx.session.events if e.author == "user")
+            given = first.content.parts or [] if first.content else []
+            yield say("; ".join(describe(p) for p in given))
+        elif scene == "steps":  # a long run of small steps, for the worker crash
+            count = int(first_user_text(ctx).split()[1])
+            for step in range(count):
+                await asyncio.sleep(0.1)  # the agent's work, not a wait for the test
+                yield say(f"step {step}")
+            yield say("done")
+        elif scene == "nan":
+            response = types.FunctionResponse(
+                id="f-1", name="measure", response={"value": math.nan, "odd": {1, 2}}
+            )
+            yield Event(
+                author=self.name,
+                invocation_id=ctx.invocation_id,
+                content=types.Content(role="user", parts=[types.Part(function_response=response)]),
+            )
+        elif scene == "huge":
+            yield say("x" * 3_000_000)
+        elif scene == "boom":
+            raise RuntimeError("the agent broke")
+        else:
+            yield say(f"seen {texts(ctx.session.events)}")
+
+    def _say(self, ctx: InvocationContext) -> Any:
+        def say(text: str) -> Event:
+            return Event(
+                author=self.name,
+                invocation_id=ctx.invocation_id,
+                content=_content(types.Part(text=text)),
+            )
+
+        return say
+
+
+class Scripted(BaseLlm):
+    """A model answering from the conversation: asks for the weather tool on 'weather', for
+    the approval tool on 'order', and streams its answer to a tool's result."""
+
+    model: str = "scripted"
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        contents = llm_request.contents
+        last = contents[-1].parts[-1] if contents and contents[-1].parts else types.Part(text="")
+        if last.function_response is not None:
+            result = json.dumps(last.function_response.response, sort_keys=True)
+            asked = [p.text for c in contents if c.role == "user" for p in c.parts or [] if p.text]
+            answer = f"{last.function_response.name} gave {result} for {asked[0]!r}"
+            if stream:
+                for word in answer.split(" "):
+                    yield LlmResponse(content=_content(types.Part(text=word + " ")), partial=True)
+            yield LlmResponse(content=_content(types.Part(text=answer)))
+            return
+        text = last.text or ""
+        if "weather" in text:
+            call = types.FunctionCall(name="get_weather", args={"city": "Paris"})
+        elif "order" in text:
+            call = types.FunctionCall(name="ask_approval", args={"item": "phone"})
+        else:
+            yield LlmResponse(content=_content(types.Part(text=f"you said {text}")))
+            return
+        yield LlmResponse(content=_content(types.Part(function_call=call)))
+
+
+def get_weather(city: str) -> dict[str, Any]:
+    """The weather in a city."""
+    return {"city": city, "sky": "sunny"}
+
+
+def ask_approval(item: str) -> None:
+    """Asks a human to approve ordering `item`: the answer comes later, from the user."""
+
+
+scenes = Scenes(name="scenes")
+assistant = LlmAgent(
+    name="assistant",
+    model=Scripted(),
+    instruction="Help.",
+    tools=[get_weather, LongRunningFunctionTool(ask_approval)],
+)

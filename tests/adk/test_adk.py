@@ -1,0 +1,312 @@
+"""shared/adk.py: ADK agents served as handlers, offline (custom agents and a scripted model in
+tests/adk/agents.py), through the JSON-RPC API on the embedded backend.
+
+Importing ADK takes seconds: this module imports it once (its handler modules share it)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shared.adk import PARTIAL, QUESTION, REPLAY_TEXT, UnusableMessage, rebuild, user_content
+from shared.model import Message, Part, Role
+from tests import sse
+from tests.adk import agents
+from tests.conftest import Client
+
+V1 = "1.0"
+
+
+@pytest.fixture
+def custom(make_client: Callable[..., Client]) -> Client:
+    return make_client(handler="tests.adk.custom")
+
+
+@pytest.fixture
+def scripted(make_client: Callable[..., Client]) -> Client:
+    return make_client(handler="tests.adk.scripted")
+
+
+def message(*parts: dict[str, Any], task_id: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": parts}
+    if task_id is not None:
+        body["taskId"] = task_id
+    return body
+
+
+def send(client: Client, *parts: dict[str, Any], task_id: str | None = None) -> dict[str, Any]:
+    result = client.result("SendMessage", {"message": message(*parts, task_id=task_id)}, version=V1)
+    task: dict[str, Any] = result["task"]
+    return task
+
+
+def state(task: dict[str, Any]) -> str:
+    return str(task["status"]["state"])
+
+
+def status_text(task: dict[str, Any]) -> str:
+    return "".join(p.get("text", "") for p in task["status"]["message"]["parts"])
+
+
+def artifact_parts(task: dict[str, Any]) -> list[list[dict[str, Any]]]:
+    return [a["parts"] for a in task.get("artifacts", [])]
+
+
+# -- multi-turn: the session rebuilt from the task's history -------------------------------
+
+
+def test_a_long_running_call_asks_and_the_answer_resumes_with_the_first_turn_seen(
+    scripted: Client,
+) -> None:
+    first = send(scripted, {"text": "please order a phone"})
+    assert state(first) == "TASK_STATE_INPUT_REQUIRED"
+    assert "ask_approval" in status_text(first)
+    call = next(p for p in first["status"]["message"]["parts"] if "data" in p)
+    assert call["data"]["name"] == "ask_approval" and call["data"]["args"] == {"item": "phone"}
+    assert call["metadata"]["adk_type"] == "function_call"
+
+    second = send(scripted, {"text": "yes, go ahead"}, task_id=first["id"])
+    assert state(second) == "TASK_STATE_COMPLETED"
+    # The model of the second turn saw the first turn's request and the call it made.
+    [[answer]] = [p for p in artifact_parts(second) if "text" in p[0]]
+    assert answer["text"] == (
+        'ask_approval gave {"result": "yes, go ahead"} for \'please order a phone\''
+    )
+
+
+def test_an_adk_client_answers_with_a_function_response_part(scripted: Client) -> None:
+    first = send(scripted, {"text": "order"})
+    call = next(p for p in first["status"]["message"]["parts"] if "data" in p)["data"]
+    response = {"id": call["id"], "name": call["name"], "response": {"approved": True}}
+    second = send(
+        scripted,
+        {"data": response, "metadata": {"adk_type": "function_response"}},
+        task_id=first["id"],
+    )
+    assert state(second) == "TASK_STATE_COMPLETED"
+    assert any('{"approved": true}' in p[0].get("text", "") for p in artifact_parts(second))
+
+
+def test_an_answer_to_a_call_nobody_made_asks_again_naming_it(scripted: Client) -> None:
+    first = send(scripted, {"text": "order"})
+    wrong = {"id": "no-such-call", "name": "ask_approval", "response": {}}
+    again = send(
+        scripted,
+        {"data": wrong, "metadata": {"adk_type": "function_response"}},
+        task_id=first["id"],
+    )
+    assert state(again) == "TASK_STATE_INPUT_REQUIRED"
+    assert "'no-such-call', which is not waiting" in status_text(again)
+    # The question still stands, and a plain answer still answers it.
+    done = send(scripted, {"text": "ok"}, task_id=first["id"])
+    assert state(done) == "TASK_STATE_COMPLETED"
+
+
+def test_a_custom_agent_asks_and_sees_only_the_conversation_on_the_next_turn(
+    custom: Client,
+) -> None:
+    first = send(custom, {"text": "ask me"})
+    assert state(first) == "TASK_STATE_INPUT_REQUIRED"
+    assert status_text(first).startswith("Which color?")
+    second = send(custom, {"data": {"color": "blue"}}, task_id=first["id"])
+    # The data part (an object) is the response; the question is not replayed as a turn.
+    assert artifact_parts(second) == [
+        [{"text": 'color {"color": "blue"}; seen [\'user: ask me\']'}]
+    ]
+
+
+# -- streaming and outputs -----------------------------------------------------------------
+
+
+def stream(client: Client, *parts: dict[str, Any]) -> list[dict[str, Any]]:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "SendStreamingMessage",
+        "params": {"message": message(*parts)},
+    }
+    response = client.post(body, {"A2A-Version": V1})
+    return [e.data["result"] for e in sse.parse(response.get_data(as_text=True))]
+
+
+def test_streamed_text_comes_as_progress_then_the_artifact(custom: Client) -> None:
+    frames = stream(custom, {"text": "stream"})
+    kinds = [next(iter(f)) for f in frames]
+    assert kinds[0] == "task" and kinds[-1] == "statusUpdate"
+    assert frames[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    first_progress = frames[1]["statusUpdate"]["status"]
+    assert first_progress["state"] == "TASK_STATE_WORKING"
+    [partial] = first_progress["message"]["parts"]
+    assert partial["metadata"][PARTIAL] is True and "Hello world".startswith(partial["text"])
+    artifact_at = kinds.index("artifactUpdate")
+    assert artifact_at > 1  # after the progress
+    assert frames[artifact_at]["artifactUpdate"]["artifact"]["parts"] == [{"text": "Hello world"}]
+
+
+def test_a_tool_result_is_a_data_artifact_and_the_model_streams_its_answer(
+    scripted: Client,
+) -> None:
+    frames = stream(scripted, {"text": "weather in Paris?"})
+    artifacts = [f["artifactUpdate"]["artifact"] for f in frames if "artifactUpdate" in f]
+    assert artifacts[0]["name"] == "get_weather"
+    assert artifacts[0]["parts"] == [{"data": {"city": "Paris", "sky": "sunny"}}]
+    answer = artifacts[-1]["parts"][0]["text"]
+    assert answer.startswith("get_weather gave")
+    partials = [
+        p["text"]
+        for f in frames
+        if "statusUpdate" in f and "message" in f["statusUpdate"]["status"]
+        for p in f["statusUpdate"]["status"]["message"]["parts"]
+        if (p.get("metadata") or {}).get(PARTIAL)
+    ]
+    assert partials and answer.startswith(partials[0].strip())
+    assert frames[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_files_go_both_ways(custom: Client) -> None:
+    made = send(custom, {"text": "file"})
+    assert artifact_parts(made) == [
+        [
+            {
+                "raw": base64.b64encode(agents.PNG).decode(),
+                "filename": "chart.png",
+                "mediaType": "image/png",
+            }
+        ],
+        [{"url": "https://example.com/r.pdf", "mediaType": "application/pdf"}],
+    ]
+    png = base64.b64encode(agents.PNG).decode()
+    seen = send(
+        custom,
+        {"text": "parts"},
+        {"raw": png, "mediaType": "image/png", "filename": "a.png"},
+        {"url": "https://example.com/b.pdf", "mediaType": "application/pdf"},
+        {"data": [1, "two", None]},
+    )
+    said = 'text parts; inline image/png 48; file https://example.com/b.pdf; text [1, "two", null]'
+    assert artifact_parts(seen) == [[{"text": said}]]
+
+
+# -- cancel --------------------------------------------------------------------------------
+
+
+def test_cancel_stops_a_run_waiting_on_its_model(custom: Client) -> None:
+    params = {"message": message({"text": "block"}), "configuration": {"returnImmediately": True}}
+    task_id = custom.result("SendMessage", params, version=V1)["task"]["id"]
+    assert agents.flag(task_id, "blocking").wait(20), "the agent did not start"
+    canceled = time.monotonic()
+    result = custom.result("CancelTask", {"id": task_id}, version=V1)
+    assert result["status"]["state"] == "TASK_STATE_CANCELED"
+    assert agents.flag(task_id, "cancelled").wait(5), "the run was not cancelled"
+    assert time.monotonic() - canceled < 2
+    got = custom.result("GetTask", {"id": task_id}, version=V1)
+    assert got["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+# -- hostile input and odd output ----------------------------------------------------------
+
+
+def test_a_message_over_the_size_limit_is_refused_before_the_agent(custom: Client) -> None:
+    error = custom.error("SendMessage", {"message": message({"text": "x" * 1_000_000})}, version=V1)
+    assert error["code"] == -32602 and "A2A_MAX_MESSAGE_BYTES" in error["message"]
+
+
+@pytest.mark.parametrize(
+    ("part", "says"),
+    [
+        ({"raw": "not base64!", "mediaType": "image/png"}, "not base64"),
+        ({"data": {"name": "f"}, "metadata": {"adk_type": "function_response"}}, "without an 'id'"),
+        (
+            {"data": {"id": "c", "response": 3}, "metadata": {"adk_type": "function_response"}},
+            "not a function response",
+        ),
+        (
+            {"data": {"id": "c", "response": {}}, "metadata": {"adk_type": "function_response"}},
+            "not waiting for an answer (waiting: none)",
+        ),
+    ],
+)
+def test_an_unusable_part_rejects_the_task_saying_why(
+    custom: Client, part: dict[str, Any], says: str
+) -> None:
+    task = send(custom, {"text": "hello"}, part)
+    assert state(task) == "TASK_STATE_REJECTED"
+    assert says in status_text(task)
+
+
+def test_what_json_cannot_carry_becomes_text(custom: Client) -> None:
+    task = send(custom, {"text": "nan"})
+    assert state(task) == "TASK_STATE_COMPLETED"
+    assert artifact_parts(task) == [[{"data": {"result": "{'value': nan, 'odd': {1, 2}}"}}]]
+
+
+def test_a_huge_answer_is_chunked_and_its_replay_cut(custom: Client) -> None:
+    task = send(custom, {"text": "huge"})
+    assert state(task) == "TASK_STATE_COMPLETED"
+    [artifact] = task["artifacts"]
+    assert "".join(p["text"] for p in artifact["parts"]) == "x" * 3_000_000
+    replayed = [p for m in task["history"] for p in m["parts"] if m["role"] == "ROLE_AGENT"]
+    assert [len(p["text"]) for p in replayed] == [REPLAY_TEXT]
+    assert replayed[0]["metadata"]["adk_truncated"] is True
+
+
+def test_an_agent_that_raises_fails_the_task_with_a_reference(custom: Client) -> None:
+    task = send(custom, {"text": "boom"})
+    assert state(task) == "TASK_STATE_FAILED"
+    assert "reference" in status_text(task) and "broke" not in status_text(task)
+
+
+# -- the conversions, on any input ---------------------------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=8,
+)
+metadata = st.none() | st.fixed_dictionaries(
+    {},
+    optional={
+        "adk_type": st.sampled_from(["function_call", "function_response", "genai_part", "x"]),
+        "adk_is_long_running": st.booleans(),
+        PARTIAL: st.booleans(),
+        QUESTION: st.booleans(),
+    },
+)
+parts = st.one_of(
+    st.builds(Part, text=st.text(max_size=30), metadata=metadata),
+    st.builds(Part, data=json_values, metadata=metadata),
+    st.builds(Part, raw=st.text(max_size=12), media_type=st.none() | st.text(max_size=8)),
+    st.builds(Part, url=st.text(max_size=30), media_type=st.none() | st.text(max_size=8)),
+)
+messages = st.builds(
+    Message,
+    message_id=st.uuids().map(str),
+    role=st.sampled_from(Role),
+    parts=st.lists(parts, min_size=1, max_size=4).map(tuple),
+)
+
+
+@settings(max_examples=50)
+@given(st.lists(messages, max_size=5), messages)
+def test_any_history_rebuilds_and_any_message_converts_or_says_why(
+    history: list[Message], last: Message
+) -> None:
+    pending: dict[str, Any] = {}
+    events = rebuild(history, "agent", pending)
+    assert all(e.content is not None and e.content.parts for e in events)
+    try:
+        content = user_content(last, pending)
+    except UnusableMessage as exc:
+        assert str(exc).startswith("part ")
+        return
+    assert content.role == "user" and content.parts
+    for part in content.parts:
+        json.dumps(part.model_dump(mode="json", exclude_none=True))
