@@ -310,3 +310,18 @@ def test_any_history_rebuilds_and_any_message_converts_or_says_why(
     assert content.role == "user" and content.parts
     for part in content.parts:
         json.dumps(part.model_dump(mode="json", exclude_none=True))
+
+
+# -- the sample ----------------------------------------------------------------------------
+
+
+def test_the_sample_serves_its_card_without_credentials(
+    make_client: Callable[..., Client], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS"):
+        monkeypatch.delenv(name, raising=False)
+    sample = make_client(handler="functions.handlers.adk_sample")
+    card = sample.http.get("/.well-known/agent-card.json")
+    assert card.status_code == 200
+    assert card.get_json()["name"] == "ADK sample agent"
+    assert [s["id"] for s in card.get_json()["skills"]] == ["book-room"]
