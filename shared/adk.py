@@ -259,11 +259,12 @@ def rebuild(
         if any((p.metadata or {}).get(QUESTION) for p in message.parts):
             continue  # the question repeats calls replayed from the event that made them
         replayed = [p for p in message.parts if not (p.metadata or {}).get(PARTIAL)]
-        genai_parts = [g for g in (genai_part(p) for p in replayed) if g is not None]
-        if not genai_parts:
+        pairs = [(p, g) for p, g in ((p, genai_part(p)) for p in replayed) if g is not None]
+        if not pairs:
             continue
+        genai_parts = [g for _, g in pairs]
         long_running: set[str] = set()
-        for part, converted in zip(replayed, genai_parts, strict=False):
+        for part, converted in pairs:
             call = converted.function_call
             if call is not None and call.id and (part.metadata or {}).get(LONG_RUNNING):
                 long_running.add(call.id)
@@ -273,7 +274,7 @@ def rebuild(
         responses_only = all(g.function_response is not None for g in genai_parts)
         events.append(
             Event(
-                author=str((replayed[0].metadata or {}).get(AUTHOR) or author),
+                author=str((pairs[0][0].metadata or {}).get(AUTHOR) or author),
                 invocation_id=invocation,
                 content=types.Content(
                     role="user" if responses_only else "model", parts=genai_parts
@@ -409,7 +410,8 @@ def genai_part(part: Part) -> types.Part | None:
 
 
 def a2a_part(part: types.Part, author: str, long_running: set[str]) -> Part | None:
-    """A genai part of an agent's event as an A2A part (None for thoughts: not the answer)."""
+    """A genai part of an agent's event as an A2A part (None for thoughts, which are not the
+    answer, and for empty parts)."""
     metadata: dict[str, Any] = {AUTHOR: author}
     if part.thought:
         return None
@@ -440,8 +442,11 @@ def a2a_part(part: types.Part, author: str, long_running: set[str]) -> Part | No
             filename=part.file_data.display_name,
             metadata=metadata,
         )
+    data = _json(part)
+    if not data:
+        return None  # an empty part: nothing to say or replay
     metadata[TYPE] = GENAI_PART
-    return Part(data=_json(part), metadata=metadata)
+    return Part(data=data, metadata=metadata)
 
 
 def _json(value: Any) -> Any:

@@ -325,3 +325,21 @@ def test_the_sample_serves_its_card_without_credentials(
     assert card.status_code == 200
     assert card.get_json()["name"] == "ADK sample agent"
     assert [s["id"] for s in card.get_json()["skills"]] == ["book-room"]
+
+
+def test_a_part_that_cannot_be_read_back_does_not_shift_the_others() -> None:
+    call = {"id": "c-1", "name": "ask", "args": {}}
+    agent = Message(
+        message_id="a",
+        role=Role.AGENT,
+        parts=(
+            Part(data={"args": "not an object"}, metadata={"adk_type": "function_call"}),
+            Part(data=call, metadata={"adk_type": "function_call", "adk_is_long_running": True}),
+        ),
+    )
+    pending: dict[str, Any] = {}
+    [event] = rebuild([agent], "agent", pending)
+    assert event.long_running_tool_ids == {"c-1"} and list(pending) == ["c-1"]
+    assert event.content is not None and event.content.parts is not None
+    [part] = event.content.parts
+    assert part.function_call is not None and part.function_call.id == "c-1"
