@@ -23,7 +23,8 @@ between requests). The mapping, both ways, uses ADK's own A2A part conventions (
   result (a data part), each file;
 - a long-running function call left without a response when the run ends (ADK's way to ask
   the user: a LongRunningFunctionTool returning None, `adk_request_input`,
-  `adk_request_confirmation`) ends the turn `input-required`, the calls as data parts. The
+  `adk_request_confirmation`) ends the turn `input-required` (`auth-required` for
+  `adk_request_credential`), the calls as data parts. The
   next message answers them: its function response parts, or else its data part (an object)
   or its text become the response of every pending call;
 - a cancel of the task stops the run within CANCEL_CHECK seconds (the run is cancelled).
@@ -83,6 +84,8 @@ FUNCTION_CALL = "function_call"
 FUNCTION_RESPONSE = "function_response"
 # Any other genai part (code execution, ...), as its JSON form.
 GENAI_PART = "genai_part"
+# ADK's long-running call asking the user for credentials (an AuthConfig in, one back).
+REQUEST_CREDENTIAL = "adk_request_credential"
 
 # The session's user: a session lives for one turn of one task, so it needs no real name.
 _USER = "a2a"
@@ -131,7 +134,7 @@ class _AdkTurn:
             content = user_content(ctx.message, self.pending)
         except UnusableMessage as exc:
             if self.pending:  # the question still stands: ask it again, saying what was wrong
-                ctx.ask(f"{exc} {_question(self.pending)}", parts=self._question_parts())
+                self._ask(str(exc))
             else:
                 ctx.reject(str(exc))
             return
@@ -146,7 +149,16 @@ class _AdkTurn:
         runner = Runner(app_name=self.app, agent=self.agent, session_service=sessions)
         await self._watch_cancel(self._consume(runner, content))
         if self.pending:
-            ctx.ask(_question(self.pending), parts=self._question_parts())
+            self._ask()
+
+    def _ask(self, problem: str = "") -> None:
+        """End the turn waiting for the pending calls' answers: `auth-required` when one is
+        ADK's request for credentials, `input-required` otherwise."""
+        text = f"{problem} {_question(self.pending)}" if problem else _question(self.pending)
+        if any(c.name == REQUEST_CREDENTIAL for c in self.pending.values()):
+            self.ctx.require_auth(text, parts=self._question_parts())
+        else:
+            self.ctx.ask(text, parts=self._question_parts())
 
     async def _consume(self, runner: Runner, content: types.Content) -> None:
         async for event in runner.run_async(

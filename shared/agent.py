@@ -251,9 +251,9 @@ class Context:
         """Ask the client for more input: the task waits in `input-required`."""
         self._status(TaskState.INPUT_REQUIRED, text, parts, end=True)
 
-    def require_auth(self, text: str) -> None:
+    def require_auth(self, text: str, *, parts: Sequence[Part] = ()) -> None:
         """The task waits in `auth-required` until credentials arrive out of band."""
-        self._status(TaskState.AUTH_REQUIRED, text, end=True)
+        self._status(TaskState.AUTH_REQUIRED, text, parts, end=True)
 
     def fail(self, text: str) -> None:
         self._status(TaskState.FAILED, text, end=True)

@@ -46,6 +46,20 @@ def texts(session_events: list[Event]) -> list[str]:
     ]
 
 
+def answered(ctx: InvocationContext) -> types.FunctionResponse | None:
+    """The function response the session's last event holds, if any."""
+    last = ctx.session.events[-1]
+    parts = last.content.parts if last.content else None
+    return parts[0].function_response if parts else None
+
+
+# The long-running call of the "ask" and "auth" scenes: ADK's requests for input, credentials.
+_CALLS: dict[str, tuple[str, dict[str, Any]]] = {
+    "ask": ("adk_request_input", {"message": "Which color?"}),
+    "auth": ("adk_request_credential", {"authConfig": {}}),
+}
+
+
 def describe(part: types.Part) -> str:
     if part.inline_data is not None:
         return f"inline {part.inline_data.mime_type} {len(part.inline_data.data or b'')}"
@@ -99,27 +113,14 @@ class Scenes(BaseAgent):
                     ),
                 ),
             )
-        elif scene == "ask":
-            last = ctx.session.events[-1]
-            answer = next(
-                (p.function_response for p in (last.content.parts or []) if p.function_response)
-                if last.content
-                else iter(()),
-                None,
-            )
+        elif scene in ("ask", "auth"):
+            answer = answered(ctx)
             if answer is None:
-                call = types.FunctionCall(
-                    id="ask-1", name="adk_request_input", args={"message": "Which color?"}
-                )
-                yield Event(
-                    author=self.name,
-                    invocation_id=ctx.invocation_id,
-                    content=_content(types.Part(function_call=call)),
-                    long_running_tool_ids={"ask-1"},
-                )
+                yield self._call(ctx, *_CALLS[scene])
+            elif scene == "ask":
+                yield say(f"color {json.dumps(answer.response)}; seen {texts(ctx.session.events)}")
             else:
-                seen = texts(ctx.session.events)
-                yield say(f"color {json.dumps(answer.response)}; seen {seen}")
+                yield say(f"signed in with {json.dumps(answer.response)}")
         elif scene == "block":
             yield say("working on it")
             flag(ctx.session.id, "blocking").set()
@@ -153,6 +154,16 @@ class Scenes(BaseAgent):
             raise RuntimeError("the agent broke")
         else:
             yield say(f"seen {texts(ctx.session.events)}")
+
+    def _call(self, ctx: InvocationContext, name: str, args: dict[str, Any]) -> Event:
+        """A long-running call: the run ends waiting for its response."""
+        call = types.FunctionCall(id=f"{name}-1", name=name, args=args)
+        return Event(
+            author=self.name,
+            invocation_id=ctx.invocation_id,
+            content=_content(types.Part(function_call=call)),
+            long_running_tool_ids={call.id},
+        )
 
     def _say(self, ctx: InvocationContext) -> Any:
         def say(text: str) -> Event:

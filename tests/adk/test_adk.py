@@ -123,6 +123,24 @@ def test_a_custom_agent_asks_and_sees_only_the_conversation_on_the_next_turn(
     ]
 
 
+def test_a_request_for_credentials_waits_in_auth_required(custom: Client) -> None:
+    first = send(custom, {"text": "auth"})
+    assert state(first) == "TASK_STATE_AUTH_REQUIRED"
+    call = next(p for p in first["status"]["message"]["parts"] if "data" in p)
+    assert call["data"]["name"] == "adk_request_credential"
+    response = {
+        "id": call["data"]["id"],
+        "name": "adk_request_credential",
+        "response": {"token": "t"},
+    }
+    second = send(
+        custom,
+        {"data": response, "metadata": {"adk_type": "function_response"}},
+        task_id=first["id"],
+    )
+    assert artifact_parts(second) == [[{"text": 'signed in with {"token": "t"}'}]]
+
+
 # -- streaming and outputs -----------------------------------------------------------------
 
 
