@@ -368,14 +368,23 @@ def _function_response(data: Any, where: str) -> types.FunctionResponse:
         ) from None
 
 
-def _blob(part: Part, where: str) -> types.Blob:
+def _bytes(raw: str) -> bytes | None:
+    """A raw part's bytes, read as ProtoJSON reads them (base64, standard or URL-safe, padded
+    or not); None when `raw` is not base64."""
+    standard = raw.replace("-", "+").replace("_", "/")
     try:
-        data = base64.b64decode(part.raw or "", validate=True)
+        return base64.b64decode(standard + "=" * (-len(standard) % 4), validate=True)
     except (binascii.Error, ValueError):
+        return None
+
+
+def _blob(part: Part, where: str) -> types.Blob:
+    data = _bytes(part.raw or "")
+    if data is None:
         raise UnusableMessage(
-            f"{where} holds bytes that are not base64 (RFC 4648, with padding): encode the "
-            "file's bytes in base64."
-        ) from None
+            f"{where} holds bytes that are not base64 (RFC 4648, standard or URL-safe): "
+            "encode the file's bytes in base64."
+        )
     return types.Blob(
         data=data,
         mime_type=part.media_type or "application/octet-stream",
@@ -407,9 +416,8 @@ def genai_part(part: Part) -> types.Part | None:
     if part.text is not None:
         return types.Part(text=part.text)
     if part.raw is not None:
-        try:
-            data = base64.b64decode(part.raw, validate=True)
-        except (binascii.Error, ValueError):
+        data = _bytes(part.raw)
+        if data is None:
             return None
         mime = part.media_type or "application/octet-stream"
         return types.Part(inline_data=types.Blob(data=data, mime_type=mime))
