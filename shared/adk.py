@@ -56,6 +56,7 @@ from google.genai import types
 from pydantic import ValidationError
 
 from shared.agent import Context, Message, Part, TaskCanceled
+from shared.limits import json_bytes
 from shared.model import Role
 
 __all__ = ["CANCEL_CHECK", "adk_handler"]
@@ -66,8 +67,10 @@ CANCEL_CHECK = 0.25
 # Streamed text is reported at most this often (seconds), all that came since in one status
 # message: every status message joins the task's history, which holds A2A_MAX_HISTORY_MESSAGES.
 PROGRESS_INTERVAL = 0.5
-# A text longer than this is replayed cut (marked `adk_truncated`): the status message holding
-# it must fit A2A_MAX_MESSAGE_BYTES; the artifact carries it whole, in chunks of ARTIFACT_CHUNK.
+# What an event's status message holds of one part, at most (characters of a text, bytes of a
+# function call's or response's JSON, bytes of a file): the message must fit
+# A2A_MAX_MESSAGE_BYTES. More is replayed cut or described (marked `adk_truncated`); the
+# artifacts carry it whole (a text in chunks of ARTIFACT_CHUNK characters).
 REPLAY_TEXT = 100_000
 ARTIFACT_CHUNK = 200_000
 
@@ -443,12 +446,16 @@ def a2a_part(part: types.Part, author: str, long_running: set[str]) -> Part | No
         metadata[TYPE] = FUNCTION_CALL
         if part.function_call.id in long_running:
             metadata[LONG_RUNNING] = True
-        return Part(data=_json(part.function_call), metadata=metadata)
+        return _bounded(_json(part.function_call), "args", metadata)
     if part.function_response is not None:
         metadata[TYPE] = FUNCTION_RESPONSE
-        return Part(data=_json(part.function_response), metadata=metadata)
+        return _bounded(_json(part.function_response), "response", metadata)
     if part.inline_data is not None and part.inline_data.data is not None:
         blob = part.inline_data
+        if len(blob.data or b"") > REPLAY_TEXT:
+            name = blob.display_name or "a file"
+            described = f"[{name} ({blob.mime_type}, {len(blob.data or b'')} bytes): an artifact]"
+            return Part(text=described, metadata={**metadata, TRUNCATED: True})
         return Part(
             raw=base64.b64encode(part.inline_data.data).decode(),
             media_type=blob.mime_type,
@@ -467,6 +474,16 @@ def a2a_part(part: types.Part, author: str, long_running: set[str]) -> Part | No
         return None  # an empty part: nothing to say or replay
     metadata[TYPE] = GENAI_PART
     return Part(data=data, metadata=metadata)
+
+
+def _bounded(data: Any, field: str, metadata: dict[str, Any]) -> Part:
+    """A function call's or response's data part, its `field` (args, response) cut to a text
+    of REPLAY_TEXT characters when the whole is larger: the call and its response still pair
+    up (id, name) in the rebuilt session."""
+    if json_bytes(data) <= REPLAY_TEXT or not isinstance(data, dict):
+        return Part(data=data, metadata=metadata)
+    cut = json.dumps(data.get(field), ensure_ascii=False)[:REPLAY_TEXT]
+    return Part(data={**data, field: {"result": cut}}, metadata={**metadata, TRUNCATED: True})
 
 
 def _json(value: Any) -> Any:

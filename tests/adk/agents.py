@@ -148,6 +148,18 @@ class Scenes(BaseAgent):
                 invocation_id=ctx.invocation_id,
                 content=types.Content(role="user", parts=[types.Part(function_response=response)]),
             )
+        elif scene == "big":  # a tool's result and a file, each larger than a replay holds
+            response = types.FunctionResponse(
+                id="b-1", name="dump", response={"rows": "r" * 300_000}
+            )
+            blob = types.Blob(data=b"\0" * 300_000, mime_type="application/x-big")
+            yield Event(
+                author=self.name,
+                invocation_id=ctx.invocation_id,
+                content=_content(
+                    types.Part(function_response=response), types.Part(inline_data=blob)
+                ),
+            )
         elif scene == "huge":
             yield say("x" * 3_000_000)
         elif scene == "boom":

@@ -317,6 +317,22 @@ def test_a_huge_answer_is_chunked_and_its_replay_cut(custom: Client) -> None:
     assert replayed[0]["metadata"]["adk_truncated"] is True
 
 
+def test_a_big_tool_result_and_file_are_artifacts_and_replayed_cut(custom: Client) -> None:
+    task = send(custom, {"text": "big"})
+    assert state(task) == "TASK_STATE_COMPLETED"
+    [[result], [file]] = artifact_parts(task)
+    assert result["data"] == {"rows": "r" * 300_000}
+    assert len(base64.b64decode(file["raw"])) == 300_000
+    [replayed] = [m for m in task["history"] if m["role"] == "ROLE_AGENT"]
+    response, described = replayed["parts"]
+    assert response["metadata"]["adk_truncated"] is True
+    assert (
+        response["data"]["id"] == "b-1"
+        and len(response["data"]["response"]["result"]) == REPLAY_TEXT
+    )
+    assert described["text"] == "[a file (application/x-big, 300000 bytes): an artifact]"
+
+
 def test_an_agent_that_raises_fails_the_task_with_a_reference(custom: Client) -> None:
     task = send(custom, {"text": "boom"})
     assert state(task) == "TASK_STATE_FAILED"
