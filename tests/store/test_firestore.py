@@ -181,6 +181,8 @@ def test_a_task_that_lives_on_keeps_its_oldest_events_and_configs(
     configs.put(
         ALICE, PushConfig(id="c", task_id=task.id, url="https://h.example.com/"), dialect="1.0"
     )
+    # The config flagged the task (firestore_push): a commit goes on from a fresh read.
+    current = store.get(ALICE, task.id) or current
     start = datetime.now(UTC)
 
     def log_expiries() -> list[datetime]:
