@@ -164,20 +164,22 @@ def message_key(request: SendRequest) -> MessageKey:
     return MessageKey(message.message_id, hashlib.sha256(canonical.encode()).hexdigest())
 
 
-def _moved_on(task: Task, message_id: str) -> bool:
-    """Whether the client acted in the task after this message of its own: it spoke again
-    there, or canceled it. It had the first send's answer then, so a send of the same key
-    is no retry but a client reusing its messageId (the A2A TCK does): a new message."""
+def _answers(task: Task, message_id: str) -> bool:
+    """Whether the task answers a resend of this message: the message is in its history and
+    the client has not acted in the task since (spoken again there, or canceled it). It had
+    the first send's answer then, so a send of the same key is no retry but a client reusing
+    its messageId (the A2A TCK does): a new message. (Not in its history: a task the client
+    made under the key's own id itself, v0.1's create-if-missing, is no send of it.)"""
     if task.status.state is TaskState.CANCELED:
-        return True
+        return False
     sent = False
     for message in task.history:
         if message.role is Role.USER:
             if message.message_id == message_id:
                 sent = True
             elif sent:
-                return True
-    return False
+                return False
+    return sent
 
 
 def _ended(stored: StoredTask) -> streaming.Stream:
@@ -626,7 +628,7 @@ class A2AService:
         """The task the message's first send went to (`task_id`, as recorded), unless the
         client moved on from it or it is gone: None, the message is a new one."""
         earlier = self.store.get(owner, task_id)
-        if earlier is not None and not _moved_on(earlier.task, key.message_id):
+        if earlier is not None and _answers(earlier.task, key.message_id):
             return earlier
         if task_id == key.task_id(owner):
             # The key's own task was moved on from: a later send may have been recorded
