@@ -52,7 +52,8 @@ class MemoryTaskStore:
         clock: Clock = SYSTEM,
     ) -> None:
         # What Firestore would bill for the same calls: the task document, one event document
-        # per commit that logs events, the idempotency document.
+        # per commit that logs events, the message's record when it needs a document, and
+        # the reads after a refused batch.
         self.cost = Cost()
         # Per (owner, task id): the last seq of each commit, the task, its log.
         self._commit_ends: dict[tuple[str, str], list[int]] = {}
