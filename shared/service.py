@@ -614,15 +614,11 @@ class A2AService:
         """After the store refused the message as recorded with `task_id`: the task to
         answer the resend with, or, when the client moved on from it (or it is gone), the key
         to send the message again under, as a new message replacing the record."""
-        assert key is not None  # only a recorded message is a duplicate
-        if key.replaces is None:
-            first = self._first_send(owner, key, task_id)
-            return first if first is not None else replace(key, replaces=task_id)
-        # Recorded again meanwhile by a concurrent send of the same message: its task.
-        stored = self.store.get(owner, task_id)
-        if stored is None:
-            raise TaskNotFoundError(f"no task {task_id}")
-        return stored
+        # Only a recorded message is a duplicate, and a key that replaces its record is not
+        # refused (shared.ports.MessageKey): the second send under it is the last.
+        assert key is not None and key.replaces is None
+        first = self._first_send(owner, key, task_id)
+        return first if first is not None else replace(key, replaces=task_id)
 
     def _first_send(self, owner: str, key: MessageKey, task_id: str) -> StoredTask | None:
         """The task the message's first send went to (`task_id`, as recorded), unless the

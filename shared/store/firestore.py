@@ -315,11 +315,9 @@ class FirestoreTaskStore:
             )
 
     def find_message(self, owner: str, key: MessageKey) -> str | None:
-        snapshot = self._message_ref(owner, key).get()
-        self.cost.add(reads=1)
-        if snapshot.exists and snapshot.get("owner") == owner:
-            task_id: str = snapshot.get("taskId")
-            return task_id
+        recorded = self._recorded(owner, key)
+        if recorded is not None:
+            return recorded
         derived = key.task_id(owner)  # no record: the task that is its record, if any
         task = self.task_ref(owner, derived).get()
         self.cost.add(reads=1)
@@ -485,9 +483,18 @@ class FirestoreTaskStore:
         when the batch replaced the record.)"""
         if key is None or key.replaces is not None:
             return
-        task_id = self.find_message(owner, key)
+        task_id = self._recorded(owner, key)
         if task_id is not None:
             raise DuplicateMessage(task_id)
+
+    def _recorded(self, owner: str, key: MessageKey) -> str | None:
+        """The task the message's own record names (one read), if it has one."""
+        snapshot = self._message_ref(owner, key).get()
+        self.cost.add(reads=1)
+        if not snapshot.exists or snapshot.get("owner") != owner:
+            return None
+        task_id: str = snapshot.get("taskId")
+        return task_id
 
     def _message_ref(self, owner: str, key: MessageKey) -> Any:
         name = document_id(owner, key.message_id, key.digest)

@@ -122,8 +122,7 @@ class MemoryTaskStore:
                 if message_key is not None and message_key.recorded_by(owner, task.id):
                     raise DuplicateMessage(task.id)
                 if message_key is not None and message_key.replaces is None:
-                    # And looks the message up, as `find_message` bills.
-                    self.cost.add(reads=1 if (owner, message_key) in self._messages else 2)
+                    self.cost.add(reads=1)  # and the message's record, whose it was
                 raise TaskExists(task.id)
             recorded = self._claim(owner, message_key, task.id)
             now = utc_now()
