@@ -82,7 +82,9 @@ def _push_configs(settings: Settings, store: TaskStore) -> PushConfigStore | Non
     from shared.store.memory import MemoryTaskStore
     from shared.store.memory_push import MemoryPushConfigStore
 
-    return MemoryPushConfigStore(store.cost if isinstance(store, MemoryTaskStore) else None)
+    if isinstance(store, MemoryTaskStore):
+        return MemoryPushConfigStore(store.cost, tasks=store)
+    return MemoryPushConfigStore()
 
 
 def _cloud_queue(

@@ -15,6 +15,8 @@ least once; the Cloud Tasks queue (`shared.queue.cloud_tasks`) and the inline on
 from __future__ import annotations
 
 import builtins
+import json
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -68,6 +70,10 @@ class StoredTask:
     # turn (shared.runtime hands over to the first when the running turn ends). Stored like
     # the lease: `commit` stores `current.pending`.
     pending: tuple[str, ...] = ()
+    # Whether the task may have push configs. A store that keeps track says False while none
+    # was ever put on the task (the notifier then reads none); a config's `put` marks the task
+    # so that every later commit sees it. True (the default): unknown, read them.
+    push_configs: bool = True
     # What the store that issued this snapshot needs to detect a concurrent write without a
     # transaction (Firestore: the document's update time); opaque to callers, None in stores
     # that need nothing beyond `version`. Not part of equality: two reads of one version agree.
@@ -107,6 +113,9 @@ class TaskExists(Exception):
     """The owner has a task with this id already (another owner's ids are no concern)."""
 
 
+_TASK_IDS = uuid.UUID("0b7f3c1e-5d2a-4c8e-9f61-2a4e8d9c7b35")  # uuid5 namespace of task ids
+
+
 @dataclass(frozen=True)
 class MessageKey:
     """A client's message as de-duplication knows it: its messageId and a digest of its
@@ -120,6 +129,18 @@ class MessageKey:
     # it, without checking that it still names that task (Firestore has no transaction
     # here): two concurrent sends of such a reused key both run.
     replaces: str | None = field(default=None, compare=False)
+
+    def task_id(self, owner: str) -> str:
+        """The id of the task this message starts when it names none: derived from the owner
+        and the key, so a resend derives the same id and the store finds it taken when it
+        creates the task (its document is the message's record: no look-up, no record of its
+        own). Another message, or this one under another owner, derives another id."""
+        return str(uuid.uuid5(_TASK_IDS, json.dumps([owner, self.message_id, self.digest])))
+
+    def recorded_by(self, owner: str, task_id: str) -> bool:
+        """Whether creating this task records the message: it has the key's own id, and the
+        key replaces no record (then it needs a record of its own)."""
+        return self.replaces is None and task_id == self.task_id(owner)
 
 
 class DuplicateMessage(Exception):
@@ -163,10 +184,12 @@ class TaskStore(Protocol):
         lease: Lease | None = None,
     ) -> StoredTask:
         """Store a new task (version 1) with its first events (and its queued turn's lease),
-        recording `message_key` as sent to it.
+        recording `message_key` as sent to it: a task whose id is the key's own
+        (`MessageKey.task_id`) is the record, any other gets one.
 
         Raises TaskExists when this owner has a task with this id, DuplicateMessage when
-        `message_key` was already recorded for this owner. Both leave the store unchanged.
+        `message_key` was already recorded for this owner (a task with the key's own id
+        exists: that one). Both leave the store unchanged.
         """
         ...
 
@@ -188,8 +211,9 @@ class TaskStore(Protocol):
         ...
 
     def find_message(self, owner: str, key: MessageKey) -> str | None:
-        """The id of the task that this owner's message went to, if it was recorded: the
-        same messageId with another digest is another message, and finds nothing."""
+        """The id of the task that this owner's message went to, if it was recorded (its
+        record, else the task with the key's own id): the same messageId with another digest
+        is another message, and finds nothing."""
         ...
 
     def events(self, owner: str, task_id: str, after_seq: int = 0) -> list[LoggedEvent]:

@@ -52,6 +52,8 @@ class PushNotifier:
     def __call__(self, stored: StoredTask, events: Sequence[Event]) -> None:
         if not any(isinstance(e, StatusUpdate | ArtifactUpdate) for e in events):
             return  # a message joining the history is not news for a webhook
+        if not stored.push_configs:
+            return  # the task says none was put on it (no read: shared.store.firestore_push)
         sweep_at = self._clock.now() + SWEEP_AFTER
         for config in self._configs.list(stored.owner, stored.task.id):
             job = PushJob(stored.owner, stored.task.id, config.config.id, stored.last_seq)

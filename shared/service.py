@@ -22,7 +22,13 @@ running one ends, unless that turn ends the task (failed, rejected, canceled).
 A resent message (same owner, messageId and content: `message_key`) gets the task its first
 send went to, unchanged; the same messageId with other content is a new message, and so is
 the same message once the client has moved on in its task (spoke again there, or canceled
-it: it had the answer, so this is no retry).
+it: it had the answer, so this is no retry). Nothing is read to find out: a message that
+starts a task gives it an id derived from its key (`MessageKey.task_id`), and every message is
+recorded in the write that stores it, so the store refuses a resend's write
+(DuplicateMessage, naming the first task); only then is that task read. A resend that starts
+a task is so recognised after its handler ran (that run's output is dropped), and one the
+client moved on from runs again as a new message. A message the task now refuses (ended
+since) is looked up before it is refused.
 
 A push config sent with a message is checked (URL, the per-task limit) before anything is
 written, and stored only once its task is the owner's: created by this send, or read as the
@@ -158,20 +164,22 @@ def message_key(request: SendRequest) -> MessageKey:
     return MessageKey(message.message_id, hashlib.sha256(canonical.encode()).hexdigest())
 
 
-def _moved_on(task: Task, message_id: str) -> bool:
-    """Whether the client acted in the task after this message of its own: it spoke again
-    there, or canceled it. It had the first send's answer then, so a send of the same key
-    is no retry but a client reusing its messageId (the A2A TCK does): a new message."""
+def _answers(task: Task, message_id: str) -> bool:
+    """Whether the task answers a resend of this message: the message is in its history and
+    the client has not acted in the task since (spoken again there, or canceled it). It had
+    the first send's answer then, so a send of the same key is no retry but a client reusing
+    its messageId (the A2A TCK does): a new message. (Not in its history: a task the client
+    made under the key's own id itself, v0.1's create-if-missing, is no send of it.)"""
     if task.status.state is TaskState.CANCELED:
-        return True
+        return False
     sent = False
     for message in task.history:
         if message.role is Role.USER:
             if message.message_id == message_id:
                 sent = True
             elif sent:
-                return True
-    return False
+                return False
+    return sent
 
 
 def _ended(stored: StoredTask) -> streaming.Stream:
@@ -230,24 +238,31 @@ class A2AService:
         Non-blocking sends and long-running handlers go to the worker through the queue; a
         blocking send then waits on the store for the turn to end (or its budget to run out).
         """
-        try:
-            begun = self._begin(
-                owner,
-                request,
-                dialect=dialect,
-                message_results=message_results,
-                background=not request.blocking or self.handler.long_running,
-            )
-            if isinstance(begun, Task):
-                return begun
-            if isinstance(begun, StoredTask):
-                queued = self._wait(begun) if request.blocking else begun
-                return view(queued.task, request.history_length)
-            result = begun.run()
-        except DuplicateMessage as duplicate:
-            return self._first_result(owner, duplicate.task_id, request)
-        except TaskExists:
-            raise self._taken(request) from None
+        key = message_key(request) if self._deduplicate else None
+        while True:  # twice at most: the second time a new message under a replaced record
+            try:
+                begun = self._begin(
+                    owner,
+                    request,
+                    key,
+                    dialect=dialect,
+                    message_results=message_results,
+                    background=not request.blocking or self.handler.long_running,
+                )
+                if isinstance(begun, Task):
+                    return begun
+                if isinstance(begun, StoredTask):
+                    queued = self._wait(begun) if request.blocking else begun
+                    return view(queued.task, request.history_length)
+                result = begun.run()
+                break
+            except DuplicateMessage as duplicate:
+                answer = self._after_duplicate(owner, key, duplicate.task_id)
+                if isinstance(answer, StoredTask):
+                    return self._resent(answer, request)
+                key = answer
+            except TaskExists:
+                raise self._taken(request) from None
         if isinstance(result, Message):
             return result
         if not result.status.state.final:
@@ -269,23 +284,31 @@ class A2AService:
         """The claimed turn the message starts, run here and listened to or, when the message
         only joins a task that is running already (or was sent before), or goes to the worker
         (a long-running handler), that task followed in its log."""
-        try:
-            begun = self._begin(
-                owner,
-                request,
-                dialect=dialect,
-                message_results=False,
-                background=self.handler.long_running,
-                claim=True,
-            )
-        except DuplicateMessage as duplicate:
-            task_id = duplicate.task_id
-        except TaskExists:
-            raise self._taken(request) from None
-        else:
-            if isinstance(begun, Turn):
-                return streaming.inline(begun, self.store, owner, policy)
-            task_id = begun.task.id if isinstance(begun, StoredTask) else begun.id
+        key = message_key(request) if self._deduplicate else None
+        while True:  # twice at most, as in `send`
+            try:
+                begun = self._begin(
+                    owner,
+                    request,
+                    key,
+                    dialect=dialect,
+                    message_results=False,
+                    background=self.handler.long_running,
+                    claim=True,
+                )
+            except DuplicateMessage as duplicate:
+                answer = self._after_duplicate(owner, key, duplicate.task_id)
+                if isinstance(answer, MessageKey):
+                    key = answer
+                    continue
+                task_id = answer.task.id
+            except TaskExists:
+                raise self._taken(request) from None
+            else:
+                if isinstance(begun, Turn):
+                    return streaming.inline(begun, self.store, owner, policy)
+                task_id = begun.task.id if isinstance(begun, StoredTask) else begun.id
+            break
         joined = self._stored(owner, task_id)
         followed = streaming.follow(self.store, owner, joined, None, policy)
         return self._recovering(owner, task_id, followed)
@@ -343,6 +366,7 @@ class A2AService:
         self,
         owner: str,
         request: SendRequest,
+        key: MessageKey | None,
         *,
         dialect: str,
         message_results: bool,
@@ -350,29 +374,30 @@ class A2AService:
         claim: bool = False,
     ) -> Turn | StoredTask | Task:
         """The turn the message starts here (claimed if asked, or if it resumes a task), the
-        stored task whose turn went to the worker, or the task the message merely joined.
-        Raises DuplicateMessage and TaskExists for the caller."""
-        key = message_key(request) if self._deduplicate else None
-        if key is not None:
-            first = self.store.find_message(owner, key)
-            if first is not None:
-                earlier = self.store.get(owner, first)
-                if earlier is not None and not _moved_on(earlier.task, key.message_id):
-                    return self._resent(earlier, request)
-                key = replace(key, replaces=first)  # gone, or moved on from: a new message
+        stored task whose turn went to the worker, or the task the message merely joined
+        (or, resent, went to before). Raises DuplicateMessage (the store recognised `key`)
+        and TaskExists for the caller."""
 
         # Each lost race (the task was resumed, or can be resumed again, by another message)
         # decides again from the task as it is now.
         def decide() -> Turn | StoredTask | Task:
-            stored = self._target(owner, request)
-            if stored is not None:  # before any write: a refused message leaves it as it was
-                check_history(stored.task, request.message, self.limits)
+            try:
+                stored = self._target(owner, request)
+                if stored is not None:  # before any write: a refused message leaves it as it was
+                    check_history(stored.task, request.message, self.limits)
+            except A2AError:
+                # The task may have moved on because of this very message (it ended the
+                # task): a resend gets its first answer, not the refusal.
+                first = self._recorded(owner, key)
+                if first is None:
+                    raise
+                return self._resent(first, request)
             if stored is not None and not stored.task.status.state.interrupted:
                 # A turn is running (submitted or working): the message joins the
                 # task's history. The running handler does not see it; a second
                 # concurrent run of the same task would race the first.
                 return self._append_only(stored, request, key)
-            task = self._new_task(request) if stored is None else stored.task
+            task = self._new_task(owner, request, key) if stored is None else stored.task
             push = None
             if request.push_config is not None:
                 # Checked now, stored once the task is the owner's (created or read as such):
@@ -528,9 +553,12 @@ class A2AService:
         return self.turns.settle(stored)
 
     @staticmethod
-    def _new_task(request: SendRequest) -> Task:
+    def _new_task(owner: str, request: SendRequest, key: MessageKey | None) -> Task:
+        # The key's own id makes the task the message's record (shared.ports.MessageKey);
+        # a replaced record names a task of a fresh id, as does a send without a key.
+        own_id = key.task_id(owner) if key is not None and key.replaces is None else None
         return Task(
-            id=request.task_id or new_id(),
+            id=request.task_id or own_id or new_id(),
             context_id=request.context_id or request.session_id or new_id(),
             status=TaskStatus(state=TaskState.SUBMITTED),
             metadata=request.metadata,
@@ -580,13 +608,39 @@ class A2AService:
         new = self.store.commit(waiting, apply(task, message), [message], message_key=message_key)
         return view(new.task, request.history_length)
 
-    def _first_result(self, owner: str, task_id: str, request: SendRequest) -> Task:
-        """A resent message (found recorded by a concurrent send) gets the task its first
-        send went to, unchanged."""
-        stored = self.store.get(owner, task_id)
-        if stored is None:
-            raise TaskNotFoundError(f"no task {task_id}")
-        return self._resent(stored, request)
+    def _after_duplicate(
+        self, owner: str, key: MessageKey | None, task_id: str
+    ) -> StoredTask | MessageKey:
+        """After the store refused the message as recorded with `task_id`: the task to
+        answer the resend with, or, when the client moved on from it (or it is gone), the key
+        to send the message again under, as a new message replacing the record."""
+        # Only a recorded message is a duplicate, and a key that replaces its record is not
+        # refused (shared.ports.MessageKey): the second send under it is the last.
+        assert key is not None and key.replaces is None
+        first = self._first_send(owner, key, task_id)
+        return first if first is not None else replace(key, replaces=task_id)
+
+    def _first_send(self, owner: str, key: MessageKey, task_id: str) -> StoredTask | None:
+        """The task the message's first send went to (`task_id`, as recorded), unless the
+        client moved on from it or it is gone: None, the message is a new one."""
+        earlier = self.store.get(owner, task_id)
+        if earlier is not None and _answers(earlier.task, key.message_id):
+            return earlier
+        if task_id == key.task_id(owner):
+            # The key's own task was moved on from: a later send may have been recorded
+            # (replacing no record of it: the task is its record).
+            later = self.store.find_message(owner, key)
+            if later is not None and later != task_id:
+                return self._first_send(owner, key, later)
+        return None
+
+    def _recorded(self, owner: str, key: MessageKey | None) -> StoredTask | None:
+        """The task the message went to, when it was sent before and the client has not
+        moved on from it (a look-up: only for a message about to be refused)."""
+        if key is None or key.replaces is not None:
+            return None
+        found = self.store.find_message(owner, key)
+        return None if found is None else self._first_send(owner, key, found)
 
     def _resent(self, stored: StoredTask, request: SendRequest) -> Task:
         """A resent message gets the task its first send went to, unchanged."""

@@ -342,6 +342,25 @@ def test_a_resend_after_the_client_moved_on_is_a_new_message(client: Client) -> 
     assert client.result("ListTasks", {}, version="1.0")["totalSize"] == 4
 
 
+def test_a_task_the_client_named_with_a_messages_own_id_is_no_send_of_it(
+    make_client: Any,
+) -> None:
+    """A message that starts a task gives it an id derived from the message (the task is its
+    record): a task the client made under that id itself (v0.1 names its tasks) is not
+    taken for the message's first send, and the message is processed."""
+    derived = send(make_client(), "hello", messageId="m")["id"]  # the id, as elsewhere
+    client = make_client()
+    named = client.result("tasks/send", {"id": derived, "message": user("new phone", "n")})
+    assert named["id"] == derived
+    processed = send(client, "hello", messageId="m")
+    assert processed["id"] != derived
+    assert processed["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert send(client, "hello", messageId="m")["id"] == processed["id"]  # its resend
+    assert (
+        client.result("GetTask", {"id": derived}, version="1.0")["history"][0]["messageId"] == "n"
+    )
+
+
 def test_the_push_config_sent_with_a_message_is_part_of_it(make_client: Any) -> None:
     app = make_client(push_notifications=True, push_allowed_hosts=("hooks.example.com",))
     bare = send(app, "new phone", messageId="p")

@@ -9,7 +9,9 @@ address another document, and each owner's task ids are a namespace of their own
 - `tasks/{document_id(owner, taskId)}`: owner, taskId, contextId, state, statusTimestamp,
   version, lastSeq, dialect, createdAt, updatedAt, expireAt, `lease` (the turn: a map, or
   null; the sweep queries `lease.expires`), `pending` (ids of messages waiting for a turn),
-  and `task`, the materialized task as JSON. A task whose JSON
+  `pushConfigs` (false until a push config is put on the task: `firestore_push` sets it in
+  the config's batch; absent in documents older than it, read as true), and `task`, the
+  materialized task as JSON. A task whose JSON
   outgrows `task_budget` keeps only its status and metadata there (`inLog` is true) and is
   rebuilt on read by folding its event log.
 - `tasks/{docId}/events/{first}`: the events of one commit in one document (`first`, `last`,
@@ -18,11 +20,17 @@ address another document, and each owner's task ids are a namespace of their own
   split over several, still in the same batch.
 - `tasks/{docId}/pushConfigs/{document_id(configId)}`: the task's push configs
   (`firestore_push`).
-- `idempotency/{document_id(owner, messageId, digest)}`: which task an owner's message (its
-  messageId and content digest, `ports.MessageKey`) went to, created in the batch that
-  records the message, so a duplicate send fails the whole batch; the same messageId with
-  other content has a document of its own. A record whose task the client moved on from is
-  overwritten by the next send of that key (`MessageKey.replaces`).
+- A message's record (its messageId and content digest, `ports.MessageKey`) costs no
+  document of its own when the message starts a task: the task's id derives from the owner
+  and the key (`MessageKey.task_id`), so the task document, created with a must-not-exist
+  precondition, is the record, and a resend's batch fails on it (a short blocking task is
+  two writes, the task and its events, and no read). Every other message (one that
+  continues a task, or starts one with an id of the client's or after the client moved on
+  from the key's own task) gets
+  `idempotency/{document_id(owner, messageId, digest)}`: which task it went to, created in
+  the batch that records the message, so a duplicate send fails the whole batch; the same
+  messageId with other content has a document of its own. A record whose task the client
+  moved on from is overwritten by the next send of that key (`MessageKey.replaces`).
 
 Models are stored as JSON strings, not Firestore maps: user data and metadata may hold keys
 Firestore reserves (`__x__`) or nest deeper than its 20 levels, and nothing queries inside them.
@@ -186,10 +194,13 @@ class FirestoreTaskStore:
         ids.require(task.context_id, "context id")
         encoded = self._encode_events(events)
         now = utc_now()
-        stored = StoredTask(task, owner, 1, len(events), dialect, now, now, lease)
+        stored = StoredTask(
+            task, owner, 1, len(events), dialect, now, now, lease, push_configs=False
+        )
         commit_id = new_id()
         log_expires = now + self.log_retention
-        fields = self._task_fields(stored, commit_id, log_expires)
+        # Written here only: commits leave it to the push config store.
+        fields = {**self._task_fields(stored, commit_id, log_expires), "pushConfigs": False}
         self._check_size(task.id, fields, encoded)
         batch = self._client.batch()
         batch.create(self.task_ref(owner, task.id), fields)
@@ -201,6 +212,8 @@ class FirestoreTaskStore:
             ours = self._ours(owner, task.id, commit_id, log_expires)
             if ours is not None:
                 return replace(stored, token=ours)
+            if message_key is not None and message_key.recorded_by(owner, task.id):
+                raise DuplicateMessage(task.id) from None  # its task: the first send's
             self._raise_if_duplicate(owner, message_key)
             raise TaskExists(task.id) from None
         self.cost.add(writes=len(results))
@@ -302,12 +315,13 @@ class FirestoreTaskStore:
             )
 
     def find_message(self, owner: str, key: MessageKey) -> str | None:
-        snapshot = self._message_ref(owner, key).get()
+        recorded = self._recorded(owner, key)
+        if recorded is not None:
+            return recorded
+        derived = key.task_id(owner)  # no record: the task that is its record, if any
+        task = self.task_ref(owner, derived).get()
         self.cost.add(reads=1)
-        if not snapshot.exists or snapshot.get("owner") != owner:
-            return None
-        task_id: str = snapshot.get("taskId")
-        return task_id
+        return derived if task.exists and task.get("owner") == owner else None
 
     def events(self, owner: str, task_id: str, after_seq: int = 0) -> list[LoggedEvent]:
         return [
@@ -356,6 +370,7 @@ class FirestoreTaskStore:
             snapshot.get("updatedAt"),
             _decode_lease(fields.get("lease")),
             tuple(fields.get("pending") or ()),  # absent in documents stored before it
+            push_configs=fields.get("pushConfigs", True),  # absent before it: unknown
             token=_Revision(owner, task.id, snapshot.update_time, fields.get("logExpireAt")),
         )
 
@@ -447,6 +462,8 @@ class FirestoreTaskStore:
         if key is None:
             return
         ids.require(key.message_id, "message id")
+        if key.recorded_by(owner, task_id):
+            return  # the task document is the record
         # A record that named a task the client moved on from is replaced, unconditionally
         # (ports.MessageKey.replaces).
         write = batch.create if key.replaces is None else batch.set
@@ -462,12 +479,22 @@ class FirestoreTaskStore:
         )
 
     def _raise_if_duplicate(self, owner: str, key: MessageKey | None) -> None:
-        """After a batch failed on an existing document: was it this message's record?"""
-        if key is None:
+        """After a batch failed on an existing document: was it this message's record? (Not
+        when the batch replaced the record.)"""
+        if key is None or key.replaces is not None:
             return
-        task_id = self.find_message(owner, key)
+        task_id = self._recorded(owner, key)
         if task_id is not None:
             raise DuplicateMessage(task_id)
+
+    def _recorded(self, owner: str, key: MessageKey) -> str | None:
+        """The task the message's own record names (one read), if it has one."""
+        snapshot = self._message_ref(owner, key).get()
+        self.cost.add(reads=1)
+        if not snapshot.exists or snapshot.get("owner") != owner:
+            return None
+        task_id: str = snapshot.get("taskId")
+        return task_id
 
     def _message_ref(self, owner: str, key: MessageKey) -> Any:
         name = document_id(owner, key.message_id, key.digest)

@@ -10,6 +10,12 @@ and gives it back, checked the same way), `createdAt` (lists are oldest
 first) and `expireAt` for the TTL policy (as the task's events: they live as long as the
 task, shared.store.firestore). It shares the task store's client and cost counter.
 
+A new config sets `pushConfigs` on its task document in the same batch, without a
+precondition: a commit whose snapshot was read before it then fails its own update-time
+precondition and re-reads, so every commit after the config exists sees the flag, and a
+commit that does not see it has no config to notify (shared.push_notify skips the read).
+The flag is never cleared: a task whose configs were deleted reads an empty list.
+
 Lagging is state too: `wanted` is the newest event a delivery was asked for (raised with a
 server-side maximum, so concurrent commits need no read), `sweepAt` (epoch seconds, lowered
 with a server-side minimum; absent when nothing lags) when a sweep re-drives the config, found
@@ -44,9 +50,11 @@ class FirestorePushConfigStore:
         self._retention = retention * LOG_SLACK
         self.cost = cost
 
+    def _task(self, owner: str, task_id: str) -> Any:
+        return self._client.collection(TASKS).document(document_id(owner, task_id))
+
     def _configs(self, owner: str, task_id: str) -> Any:
-        task = document_id(owner, task_id)
-        return self._client.collection(TASKS).document(task).collection(PUSH_CONFIGS)
+        return self._task(owner, task_id).collection(PUSH_CONFIGS)
 
     def _ref(self, owner: str, task_id: str, config_id: str) -> Any:
         return self._configs(owner, task_id).document(document_id(config_id))
@@ -77,8 +85,20 @@ class FirestorePushConfigStore:
         if wanted > delivered:  # lagging: replacing the config retries it at the next sweep
             fields["sweepAt"] = now.timestamp()
         # Merged, so a delivery under way keeps its sending lease.
-        ref.set(fields, merge=True)
-        self.cost.add(writes=1)
+        if old is not None:  # its task was flagged when it was created
+            ref.set(fields, merge=True)
+            self.cost.add(writes=1)
+            return StoredPushConfig(config, owner, dialect, delivered, wanted)
+        batch = self._client.batch()
+        batch.set(ref, fields, merge=True)
+        batch.update(self._task(owner, config.task_id), {"pushConfigs": True})
+        try:
+            self.cost.add(writes=len(batch.commit()))
+        except google_errors.NotFound:
+            # No task (callers check it exists; it may have expired since): no commit can
+            # notify the config, and the flag would make a document of a missing task.
+            ref.set(fields, merge=True)
+            self.cost.add(writes=1)
         return StoredPushConfig(config, owner, dialect, delivered, wanted)
 
     def get(self, owner: str, task_id: str, config_id: str) -> StoredPushConfig | None:

@@ -6,6 +6,10 @@ Everything is keyed by (owner, id): each owner's task ids are a namespace of the
 Every read and write of its dicts holds its lock: requests, workers and push deliveries
 call it from many threads at once.
 
+A message's record (`MessageKey`) costs nothing when the task has the key's own id: the task
+is the record, and a resend finds the id taken. With a push config store bound to it
+(`track_push_configs`), a task says whether it has push configs (`StoredTask.push_configs`).
+
 Bounded and compact: a task and its events are kept serialized (a few KiB a short task, where
 the objects took ~10), the most recently used ones also as objects; past `max_bytes`, or
 `retention` after their last write, the least recently written tasks are forgotten, as
@@ -48,7 +52,8 @@ class MemoryTaskStore:
         clock: Clock = SYSTEM,
     ) -> None:
         # What Firestore would bill for the same calls: the task document, one event document
-        # per commit that logs events, the idempotency document.
+        # per commit that logs events, the message's record when it needs a document, and
+        # the reads after a refused batch.
         self.cost = Cost()
         # Per (owner, task id): the last seq of each commit, the task, its log.
         self._commit_ends: dict[tuple[str, str], list[int]] = {}
@@ -59,6 +64,8 @@ class MemoryTaskStore:
         self._tasks = _CompactTasks(self._size)
         self._events = _CompactLogs(self._size)
         self._messages: dict[tuple[str, MessageKey], str] = {}
+        # Whether tasks keep track of their push configs (a push config store marks them).
+        self._push_tracked = False
         # Tails wait on this for commits: the embedded backend's own change notification.
         self._changed = threading.Condition(self._lock)
 
@@ -70,13 +77,30 @@ class MemoryTaskStore:
     def _owned(self, owner: str, task_id: str) -> StoredTask | None:
         return self._tasks.get((owner, task_id))
 
-    def _bill(
-        self, key: tuple[str, str], events: Sequence[Event], message_key: MessageKey | None
-    ) -> None:
-        """The task document, one event document, the idempotency document."""
+    def _bill(self, key: tuple[str, str], events: Sequence[Event], recorded: bool) -> None:
+        """The task document, one event document, the message's record if it has one."""
         if events:
             self._commit_ends.setdefault(key, []).append(self._tasks[key].last_seq)
-        self.cost.add(writes=1 + bool(events) + (message_key is not None))
+        self.cost.add(writes=1 + bool(events) + recorded)
+
+    def track_push_configs(self) -> None:
+        """From now on tasks say whether a push config was put on them (the push config store
+        beside this one marks them): call it before the first task is created."""
+        self._push_tracked = True
+
+    def mark_push_configs(self, owner: str, task_id: str) -> bool:
+        """Record that the owner's task has a push config; False when there is no such task
+        (Firestore then writes no task document)."""
+        key = (owner, task_id)
+        with self._lock:
+            stored = self._owned(owner, task_id)
+            if stored is None:
+                return False
+            if not stored.push_configs:
+                # The stored record, which `commit` builds on: no commit after this one drops
+                # the mark, whatever snapshot it was given.
+                self._tasks[key] = replace(stored, push_configs=True)
+            return True
 
     def create(
         self,
@@ -93,13 +117,29 @@ class MemoryTaskStore:
         key = (owner, task.id)
         with self._lock:
             if key in self._tasks:
+                # Firestore reads the task to tell its own retried batch from a refusal.
+                self.cost.add(reads=1)
+                if message_key is not None and message_key.recorded_by(owner, task.id):
+                    raise DuplicateMessage(task.id)
+                if message_key is not None and message_key.replaces is None:
+                    self.cost.add(reads=1)  # and the message's record, whose it was
                 raise TaskExists(task.id)
-            self._claim(owner, message_key, task.id)
+            recorded = self._claim(owner, message_key, task.id)
             now = utc_now()
-            stored = StoredTask(task, owner, 1, len(events), dialect, now, now, lease)
+            stored = StoredTask(
+                task,
+                owner,
+                1,
+                len(events),
+                dialect,
+                now,
+                now,
+                lease,
+                push_configs=not self._push_tracked,
+            )
             self._tasks[key] = stored
             self._events[key] = [LoggedEvent(i + 1, e) for i, e in enumerate(events)]
-            self._bill(key, events, message_key)
+            self._bill(key, events, recorded)
             self._trim()
             self._changed.notify_all()
         return stored
@@ -116,8 +156,9 @@ class MemoryTaskStore:
         with self._lock:
             stored = self._tasks.get(key)
             if stored is None or stored.version != current.version:
+                self.cost.add(reads=1)  # as Firestore's, after its failed batch
                 raise VersionConflict(task.id)
-            self._claim(current.owner, message_key, task.id)
+            recorded = self._claim(current.owner, message_key, task.id)
             log = self._events[key]
             log.extend(LoggedEvent(stored.last_seq + i + 1, e) for i, e in enumerate(events))
             new = replace(
@@ -130,24 +171,35 @@ class MemoryTaskStore:
                 pending=current.pending,
             )
             self._tasks[key] = new
-            self._bill(key, events, message_key)
+            self._bill(key, events, recorded)
             self._trim()
             self._changed.notify_all()
         return new
 
-    def _claim(self, owner: str, key: MessageKey | None, task_id: str) -> None:
+    def _claim(self, owner: str, key: MessageKey | None, task_id: str) -> bool:
+        """Record the message as sent to the task; whether that took a record of its own."""
         if key is None:
-            return
+            return False
         ids.require(key.message_id, "message id")
+        if key.recorded_by(owner, task_id):
+            return False
         previous = self._messages.get((owner, key))
         if previous is not None and key.replaces is None:
+            # Firestore's batch fails on the record: it reads the task, then the record.
+            self.cost.add(reads=2)
             raise DuplicateMessage(previous)
         self._messages[(owner, key)] = task_id
+        return True
 
     def find_message(self, owner: str, key: MessageKey) -> str | None:
-        self.cost.add(reads=1)
         with self._lock:
-            return self._messages.get((owner, key))
+            found = self._messages.get((owner, key))
+            if found is None:  # as Firestore: the record, then the task of the key's own id
+                self.cost.add(reads=1)
+                derived = key.task_id(owner)
+                found = derived if (owner, derived) in self._tasks else None
+        self.cost.add(reads=1)
+        return found
 
     def events(self, owner: str, task_id: str, after_seq: int = 0) -> list[LoggedEvent]:
         with self._lock:

@@ -4,6 +4,9 @@ Configs are keyed by (owner, task id, config id), so one owner's ids never meet 
 Every access holds its lock (deliveries and requests call it from many threads), and the
 sending lease is checked as in Firestore: only its holder records progress or gives it back.
 Each config's sweep time (when a sweep re-drives it if it still lags) is kept beside it.
+Bound to the task store (`tasks`), a new config marks its task as having push configs after
+it is stored, as Firestore's batch does (shared.store.firestore_push), so that a commit whose
+task is unmarked has none to notify.
 """
 
 from __future__ import annotations
@@ -17,14 +20,18 @@ from shared import ids
 from shared.model import PushConfig, utc_now
 from shared.ports import StoredPushConfig
 from shared.store.cost import Cost
+from shared.store.memory import MemoryTaskStore
 
 _Key = tuple[str, str, str]  # owner, task id, config id
 
 
 class MemoryPushConfigStore:
-    def __init__(self, cost: Cost | None = None) -> None:
+    def __init__(self, cost: Cost | None = None, *, tasks: MemoryTaskStore | None = None) -> None:
         # Counted as Firestore would bill `tasks/{id}/pushConfigs/{id}` (shared.store.cost).
         self.cost = cost or Cost()
+        self._tasks = tasks
+        if tasks is not None:
+            tasks.track_push_configs()
         self._lock = threading.Lock()
         # (owner, task id) -> config id -> config; dicts keep insertion order, so lists are
         # oldest first
@@ -49,7 +56,11 @@ class MemoryPushConfigStore:
             configs[config.id] = stored
             if stored.wanted_seq > stored.delivered_seq:
                 self._sweep_at[(owner, config.task_id, config.id)] = utc_now()
-            return stored
+        # After the config is stored: a commit that sees the mark finds the config.
+        tasks = self._tasks
+        if old is None and tasks is not None and tasks.mark_push_configs(owner, config.task_id):
+            self.cost.add(writes=1)  # the task document, in Firestore's batch
+        return stored
 
     def _find(self, owner: str, task_id: str, config_id: str) -> StoredPushConfig | None:
         return self._configs.get((owner, task_id), {}).get(config_id)

@@ -374,7 +374,7 @@ def firestore_at_scale(clients: int, tasks: int) -> None:
 
 def costs() -> None:
     budgets = {
-        "SendMessage": "(2, 3)",
+        "SendMessage": "(0, 2)",
         "GetTask": "(1, 0)",
         "ListTasks": "(N + 1 for totalSize, 0)",
     }

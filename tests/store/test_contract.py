@@ -7,13 +7,16 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from shared import lifecycle
+from shared import ids, lifecycle
 from shared.model import Artifact, ArtifactUpdate, Event, Part, Task, TaskState, TaskStatus
 from shared.ports import (
     DuplicateMessage,
     InvalidPageToken,
     Lease,
+    MessageKey,
     StoredTask,
     TaskExists,
     TaskQuery,
@@ -253,6 +256,58 @@ def test_a_key_that_replaces_its_record_names_the_new_task(store: TaskStore) -> 
     )
     assert store.find_message(ALICE, sent("m-1")) == third.task.id == second.id
     assert store.find_message(MALLORY, sent("m-1")) is None
+
+
+def test_a_task_with_the_keys_own_id_is_the_messages_record(store: TaskStore) -> None:
+    """A message that starts a task gives it its key's id: creating the task records it, and
+    a resend's create is refused as that message's, naming the task."""
+    key = sent("m-1")
+    task, events = new_task(task_id=key.task_id(ALICE))
+    created = store.create(ALICE, task, events, dialect="v1.0", message_key=key)
+    assert store.find_message(ALICE, key) == task.id
+    assert store.find_message(ALICE, sent("m-1", "other content")) is None
+    again, again_events = new_task(task_id=key.task_id(ALICE), text="the resend's run")
+    with pytest.raises(DuplicateMessage) as duplicate:
+        store.create(ALICE, again, again_events, dialect="v1.0", message_key=key)
+    assert duplicate.value.task_id == task.id
+    assert store.get(ALICE, task.id) == created  # the first send's, untouched
+    # Another owner's same message derives another id, in a namespace of its own.
+    assert key.task_id(MALLORY) != task.id
+    assert store.find_message(MALLORY, key) is None
+    theirs, theirs_events = new_task(task_id=key.task_id(MALLORY))
+    store.create(MALLORY, theirs, theirs_events, dialect="v1.0", message_key=key)
+    assert store.find_message(MALLORY, key) == theirs.id
+    # A task of another id under the same key (the client moved on) needs a record, which
+    # the look-up finds before the key's own task.
+    later, later_events = new_task()
+    moved_on = replace(key, replaces=task.id)
+    store.create(ALICE, later, later_events, dialect="v1.0", message_key=moved_on)
+    assert store.find_message(ALICE, key) == later.id
+    # Without a key, the same id is only taken.
+    with pytest.raises(TaskExists):
+        store.create(ALICE, *new_task(task_id=task.id), dialect="v1.0")
+
+
+@given(
+    owner=st.text(min_size=1, max_size=40),
+    message_id=st.from_regex(r"[A-Za-z0-9\-_.:~@+]{1,128}", fullmatch=True),
+    digest=st.text(max_size=70),
+    other=st.text(min_size=1, max_size=40),
+)
+def test_a_keys_own_task_id_is_an_id_and_its_alone(
+    owner: str, message_id: str, digest: str, other: str
+) -> None:
+    """Whatever the owner and message, the derived task id passes the id rule, is the same
+    for a resend, and differs for another owner, messageId or content."""
+    key = MessageKey(message_id, digest)
+    derived = key.task_id(owner)
+    assert ids.is_valid(derived)
+    assert MessageKey(message_id, digest).task_id(owner) == derived
+    assert key.recorded_by(owner, derived)
+    assert not replace(key, replaces=derived).recorded_by(owner, derived)
+    assert other == owner or key.task_id(other) != derived
+    assert MessageKey(message_id, digest + "x").task_id(owner) != derived
+    assert MessageKey(message_id + "x", digest).task_id(owner) != derived
 
 
 def list_ids(store: TaskStore, query: TaskQuery, owner: str = ALICE) -> list[str]:

@@ -181,6 +181,8 @@ def test_a_task_that_lives_on_keeps_its_oldest_events_and_configs(
     configs.put(
         ALICE, PushConfig(id="c", task_id=task.id, url="https://h.example.com/"), dialect="1.0"
     )
+    # The config flagged the task (firestore_push): a commit goes on from a fresh read.
+    current = store.get(ALICE, task.id) or current
     start = datetime.now(UTC)
 
     def log_expiries() -> list[datetime]:
@@ -283,3 +285,18 @@ def test_a_commit_over_one_request_is_refused_before_anything_is_written(
     assert (store.cost.writes, store.get(ALICE, task.id)) == (0, current)
     fits = turn[: COMMIT_BUDGET // piece - 1]
     assert store.commit(current, lifecycle.apply_all(current.task, fits), fits).version == 2
+
+
+def test_a_task_stored_before_the_push_config_flag_reads_its_configs(
+    client: firestore.Client, make_firestore_store: MakeStore
+) -> None:
+    """A document without `pushConfigs` (stored before it existed) may have configs: the
+    notifier reads them. A new one has none until a config is put."""
+    store = make_firestore_store()
+    task, events = new_task()
+    assert store.create(ALICE, task, events, dialect="v1.0").push_configs is False
+    document = client.document("tasks", document_id(ALICE, task.id))
+    assert document.get().get("pushConfigs") is False
+    document.update({"pushConfigs": firestore.DELETE_FIELD})
+    old = store.get(ALICE, task.id)
+    assert old is not None and old.push_configs

@@ -1,8 +1,7 @@
 """What each store operation costs in Firestore document reads and writes, held to budget.
 
-Issue 3's budgets: a blocking short task at most 3 writes and 2 reads, GetTask 1 read, a
-ListTasks page of N tasks N reads (plus the count, plus one look-ahead read when a next page
-exists).
+The budgets (issues 3 and 15): a blocking short task 2 writes and no read (its task is its
+message's record), GetTask 1 read, a ListTasks page of N tasks N reads plus the count.
 """
 
 from __future__ import annotations
@@ -41,8 +40,17 @@ def test_a_blocking_short_task_is_one_create(store: FirestoreTaskStore) -> None:
     start = Task(
         id=task.id, context_id=task.context_id, status=TaskStatus(state=TaskState.SUBMITTED)
     )
+    key = sent("m-1")
+    own = start.model_copy(update={"id": key.task_id(ALICE)})
+    store.create(ALICE, lifecycle.apply_all(own, run), run, dialect="v1.0", message_key=key)
+    assert spent(store) == (0, 2)  # the task (the message's record) and its events
+    # Its resend: the batch refused, one read (the task: not a retry of our own batch).
+    with pytest.raises(DuplicateMessage):
+        store.create(ALICE, lifecycle.apply_all(own, run), run, dialect="v1.0", message_key=key)
+    assert spent(store) == (1, 0)
+    # A task of the client's id records the message in a document of its own.
     store.create(
-        ALICE, lifecycle.apply_all(start, run), run, dialect="v1.0", message_key=sent("m-1")
+        ALICE, lifecycle.apply_all(start, run), run, dialect="v1.0", message_key=sent("m-2")
     )
     assert spent(store) == (0, 3)
 

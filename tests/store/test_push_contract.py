@@ -5,16 +5,25 @@ sending lease (one holder at a time; only the holder records progress or gives i
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared.model import PushAuthentication, PushConfig, utc_now
-from shared.ports import PushConfigStore
+from shared import lifecycle
+from shared.conflicts import retry_on_conflict
+from shared.jobs import PushJob
+from shared.model import PushAuthentication, PushConfig, TaskState, utc_now
+from shared.ports import PushConfigStore, StoredTask
+from shared.push_notify import PushNotifier
+from shared.store.firestore import FirestoreTaskStore
 from shared.store.firestore_push import FirestorePushConfigStore
+from shared.store.memory import MemoryTaskStore
 from shared.store.memory_push import MemoryPushConfigStore
+from shared.store.notifying import NotifyingTaskStore
 from tests.store.conftest import MakeStore
+from tests.store.factory import new_task, status
 
 
 @pytest.fixture(params=["memory", "firestore"])
@@ -265,3 +274,120 @@ def test_a_want_that_comes_after_its_delivery_is_forgotten_by_the_sweep(
     later = now + timedelta(minutes=1)
     assert [c.config.id for c in push_store.lagging(later, 10)] == ["b"]
     assert [c.config.id for c in push_store.lagging(later, 1)] == ["b"]  # a no longer comes first
+
+
+# -- the task's push config flag: the notifier reads configs only of a task that has some --
+
+
+@pytest.fixture(params=["memory", "firestore"])
+def stores(
+    request: pytest.FixtureRequest,
+) -> tuple[MemoryTaskStore | FirestoreTaskStore, PushConfigStore]:
+    """A task store and the push config store beside it, as shared.app wires them."""
+    if request.param == "memory":
+        memory = MemoryTaskStore()
+        return memory, MemoryPushConfigStore(memory.cost, tasks=memory)
+    make: MakeStore = request.getfixturevalue("make_firestore_store")
+    tasks = make()
+    return tasks, FirestorePushConfigStore(tasks.client, retention=tasks.retention, cost=tasks.cost)
+
+
+class Queued:
+    """A TaskQueue that records the names of what it was given."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def enqueue(self, name: str, payload: dict[str, Any]) -> bool:
+        self.names.append(name)
+        return True
+
+    def close(self) -> None:
+        """Nothing to let go of."""
+
+
+def test_a_task_says_whether_a_push_config_was_put_on_it(
+    stores: tuple[MemoryTaskStore | FirestoreTaskStore, PushConfigStore],
+) -> None:
+    tasks, configs = stores
+    task, events = new_task()
+    created = tasks.create(A, task, events, dialect="v1.0")
+    assert created.push_configs is False
+    assert tasks.get(A, task.id) == created
+    assert not read(tasks, task.id).push_configs
+    mallorys = tasks.create(B, *new_task(task_id=task.id), dialect="v1.0")
+    configs.put(A, config("a", task_id=task.id), dialect="1.0")
+    marked = tasks.get(A, task.id)
+    assert marked is not None and marked.push_configs
+    done = [status(task, TaskState.COMPLETED)]
+    committed = tasks.commit(marked, lifecycle.apply_all(marked.task, done), done)
+    assert committed.push_configs
+    assert read(tasks, task.id).push_configs
+    # Another owner's task of the same id is another task: not marked.
+    assert tasks.get(B, task.id) == mallorys and not mallorys.push_configs
+    # Deleting the config leaves the mark: the notifier then reads an empty list.
+    configs.delete(A, task.id, "a")
+    assert read(tasks, task.id).push_configs
+
+
+def read(tasks: MemoryTaskStore | FirestoreTaskStore, task_id: str) -> StoredTask:
+    """The owner A's task as read now."""
+    stored = tasks.get(A, task_id)
+    assert stored is not None
+    return stored
+
+
+def test_a_config_of_a_missing_task_makes_no_task(
+    stores: tuple[MemoryTaskStore | FirestoreTaskStore, PushConfigStore],
+) -> None:
+    tasks, configs = stores
+    configs.put(A, config("a", task_id="missing"), dialect="1.0")
+    assert tasks.get(A, "missing") is None
+    assert [c.config.id for c in configs.list(A, "missing")] == ["a"]
+    created = tasks.create(A, *new_task(task_id="missing"), dialect="v1.0")
+    assert created.task.id == "missing"
+
+
+def test_a_commit_of_a_task_without_push_configs_reads_none(
+    stores: tuple[MemoryTaskStore | FirestoreTaskStore, PushConfigStore],
+) -> None:
+    tasks, configs = stores
+    queue = Queued()
+    notifying = NotifyingTaskStore(tasks, PushNotifier(configs, queue))
+    task, events = new_task()
+    created = notifying.create(A, task, events, dialect="v1.0")
+    done = [status(task, TaskState.COMPLETED)]
+    tasks.cost.reset()
+    notifying.commit(created, lifecycle.apply_all(task, done), done)
+    assert (tasks.cost.reads, tasks.cost.writes) == (0, 2)
+    assert queue.names == []
+
+
+def test_a_config_put_while_a_commit_is_under_way_hears_of_it(
+    stores: tuple[MemoryTaskStore | FirestoreTaskStore, PushConfigStore],
+) -> None:
+    """The race: a config is put after a commit read the task and before it wrote. The commit
+    either loses (Firestore: the mark moved the task's update time), and read again sees the
+    mark, or builds on the marked task (memory): either way the notifier reads the config and
+    queues its delivery. A config put after the commit is no concern of that commit."""
+    tasks, configs = stores
+    queue = Queued()
+    notifying = NotifyingTaskStore(tasks, PushNotifier(configs, queue))
+    task, events = new_task()
+    notifying.create(A, task, events, dialect="v1.0")
+    read_before = notifying.get(A, task.id)
+    assert read_before is not None and not read_before.push_configs
+    configs.put(A, config("a", task_id=task.id), dialect="1.0", delivered_seq=read_before.last_seq)
+    done = [status(task, TaskState.COMPLETED)]
+    snapshots = [read_before]
+
+    def attempt() -> StoredTask:
+        current = snapshots.pop() if snapshots else notifying.get(A, task.id)
+        assert current is not None
+        return notifying.commit(current, lifecycle.apply_all(current.task, done), done)
+
+    committed = retry_on_conflict(attempt, subject="the race's commit")
+    assert committed.push_configs
+    assert queue.names == [PushJob(A, task.id, "a", committed.last_seq).name]
+    wanted = configs.get(A, task.id, "a")
+    assert wanted is not None and wanted.wanted_seq == committed.last_seq

@@ -109,38 +109,59 @@ def test_cost_budgets_per_operation(
     """Both stores count in Firestore's units (the embedded one what Firestore would bill)."""
     if backend == "firestore":
         emulator: FirestoreEmulator = request.getfixturevalue("clean_firestore")
-        client = firestore_client(emulator, handler="functions.handlers.echo")
+        client = firestore_client(emulator, handler="functions.handlers.sample")
     else:
-        client = make_client(handler="functions.handlers.echo")
+        client = make_client(handler="functions.handlers.sample")
     store = adapter(client)
     assert isinstance(store, FirestoreTaskStore | MemoryTaskStore)
 
-    store.cost.reset()
+    def spent() -> tuple[int, int]:
+        counts = store.cost.reads, store.cost.writes
+        store.cost.reset()
+        return counts
+
+    spent()
     task = client.result("SendMessage", message("hello", "m1"), version="1.0")["task"]
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
-    # Budget: 2 reads, 3 writes. Reads: the messageId look-up, the task's push configs.
-    assert (store.cost.reads, store.cost.writes) == (2, 3)
+    # Budget: no read, 2 writes (the task, whose id is the message's record, and its events);
+    # the task says it has no push configs, so none are read.
+    assert spent() == (0, 2)
 
-    store.cost.reset()
     again = client.result("SendMessage", message("hello", "m1"), version="1.0")["task"]
     assert again["id"] == task["id"]
-    assert (store.cost.reads, store.cost.writes) == (2, 0)  # a resend: the record, its task
-    store.cost.reset()
+    assert spent() == (2, 0)  # a resend: its create refused, the first task read (twice)
     other = client.result("SendMessage", message("other", "m1"), version="1.0")["task"]
     assert other["id"] != task["id"]
-    assert (store.cost.reads, store.cost.writes) == (2, 3)  # other content: a new message
+    assert spent() == (0, 2)  # other content: a new message
 
-    store.cost.reset()
     client.result("GetTask", {"id": task["id"]}, version="1.0")
-    assert (store.cost.reads, store.cost.writes) == (1, 0)
+    assert spent() == (1, 0)
 
     for i in range(4):
         client.result("SendMessage", message("hello", f"n{i}"), version="1.0")
-    store.cost.reset()
+    spent()
     page = client.result("ListTasks", {"pageSize": 5}, version="1.0")
     assert len(page["tasks"]) == 5
     # N documents, plus one for totalSize (a count aggregation, billed per 1000 entries).
-    assert (store.cost.reads, store.cost.writes) == (6, 0)
+    assert spent() == (6, 0)
+
+    phone = client.result("SendMessage", message("I need a new phone", "p1"), version="1.0")
+    assert phone["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    spent()
+    answer = message("Android", "p2", taskId=phone["task"]["id"])
+    assert client.result("SendMessage", answer, version="1.0")["task"]["status"]["state"] == (
+        "TASK_STATE_COMPLETED"
+    )
+    # The task read; the claim (task, events, the message's record), the end (task, events).
+    assert spent() == (1, 5)
+    client.result("SendMessage", answer, version="1.0")
+    # A resend to the task it ended: the task read (refused), the record, the task again.
+    assert spent() == (3, 0)
+
+    waiting = client.result("SendMessage", message("I need a new phone", "p3"), version="1.0")
+    spent()
+    client.result("CancelTask", {"id": waiting["task"]["id"]}, version="1.0")
+    assert spent() == (1, 2)  # the task read, its commit: no push configs read
 
 
 def test_a_part_too_large_for_the_store_is_invalid_params(
