@@ -34,6 +34,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import timedelta
 
+from shared import spare_threads
 from shared.agent import Context, HandlerModule, TaskCanceled
 from shared.clock import SYSTEM, Clock
 from shared.conflicts import retry_on_conflict
@@ -158,10 +159,9 @@ class Turn:
     def run(self) -> Task | Message:
         """Run the handler to the end of its turn; the result for a blocking send."""
         handler_done = threading.Event()
-        # One thread per turn times both (a thread's start is a good part of a short turn).
-        threading.Thread(
-            target=self._timers, args=(handler_done,), name="turn timers", daemon=True
-        ).start()
+        # One thread per turn times both, a spare one (a thread's start is a good part of a
+        # short turn).
+        spare_threads.run(self._timers, handler_done)
         ctx = Context(
             task_id=self._task.id,
             context_id=self._task.context_id,

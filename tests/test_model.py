@@ -1,8 +1,11 @@
 """shared.model: its models' copies behave as pydantic's own (`model_copy` is rewritten for
-speed: the fold of every event into a task makes one)."""
+speed: the fold of every event into a task makes one); server-side ids are random UUIDs,
+drawn from the OS a block at a time, never the same in a forked process as in its parent."""
 
 from __future__ import annotations
 
+import os
+import uuid
 from typing import Any
 
 import pytest
@@ -18,6 +21,7 @@ from shared.model import (
     Task,
     TaskState,
     TaskStatus,
+    new_id,
 )
 
 TASK = Task(
@@ -68,3 +72,27 @@ def test_a_copy_stays_frozen() -> None:
     copied = TASK.model_copy(update={"id": "t-2"})
     with pytest.raises(ValidationError):
         copied.id = "t-3"  # type: ignore[misc]
+
+
+def test_new_ids_are_distinct_random_uuids() -> None:
+    made = [new_id() for _ in range(5000)]  # more than one block of the OS's bytes
+    assert len(set(made)) == len(made)
+    for text in made:
+        parsed = uuid.UUID(text)
+        assert (str(parsed), parsed.version, parsed.variant) == (text, 4, uuid.RFC_4122)
+
+
+def test_a_forked_process_makes_other_ids_than_its_parent() -> None:
+    new_id()  # the parent holds random bytes it has not handed out yet
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe and exits
+        os.write(write, "".join(new_id() for _ in range(3)).encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(child, 0)
+    with os.fdopen(read) as pipe:
+        childs = pipe.read()
+    parents = "".join(new_id() for _ in range(3))
+    assert len(childs) == len(parents) == 3 * 36
+    assert childs != parents

@@ -4,14 +4,18 @@ official SDK's server (`tests/bench/reference.py`) on the same load, in alternat
 Every figure is measured in each round for both, and printed as ours, the SDK's (medians) and
 the ratio ours / SDK's: its median and its min-max over the rounds, beside the issue's target.
 A round: a fresh process of each (and of a bare functions-framework function, the floor)
-timed from spawn to its first completed task; then the same blocking-send load against one
+timed from spawn to its first completed task (ours served from its staged folder, with the
+bytecode `make deploy` uploads); then the same blocking-send load against one
 long-lived server of each, which keeps its tasks from round to round (memory under load).
 CPU and memory are the server's whole process group's (tests/bench/load.py).
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -20,9 +24,11 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import requests
 
+from infra.stage import stage
 from tests.bench.load import HEADERS, cpu_seconds, load, pss_mib, send_body
 from tests.conftest import FUNCTIONS_FRAMEWORK, ROOT, free_port
 
@@ -45,22 +51,38 @@ class Process:
             self.process.wait()
 
 
+@functools.cache
+def staged() -> Path:
+    """The `a2a` function as `make deploy` uploads it (infra.stage: its modules compiled), so
+    a fresh process of ours compiles nothing, as a new instance does not (a source checkout
+    compiles every module at each start where bytecode is not written: PYTHONDONTWRITEBYTECODE,
+    a read-only tree)."""
+    folder = Path(tempfile.mkdtemp(prefix="bench-stage-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return stage(ROOT, "a2a", folder / "a2a", OURS_ENV["A2A_HANDLER"]).path
+
+
 def spawn(kind: str, extra: dict[str, str] | None = None) -> Process:
-    """Start `ours` (its environment: the echo agent, embedded, and `extra`), `sdk` or `floor`
-    (the bare functions-framework function); returns at once."""
+    """Start `ours` (the staged function; its environment: the echo agent, embedded, and
+    `extra`), `sdk` or `floor` (the bare functions-framework function); returns at once."""
     port = free_port()
+    cwd = ROOT
     if kind == "sdk":
         command = [sys.executable, "-m", "tests.bench.reference", f"--port={port}"]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    else:
-        source = "tests/bench/hello/main.py" if kind == "floor" else "functions/main.py"
-        target = "hello" if kind == "floor" else "a2a"
-        command = [str(FUNCTIONS_FRAMEWORK), f"--target={target}", f"--source={source}"]
+    elif kind == "floor":
+        command = [str(FUNCTIONS_FRAMEWORK), "--target=hello", "--source=tests/bench/hello/main.py"]
         command.append(f"--port={port}")
-        env = {**os.environ, "PYTHONPATH": str(ROOT), **OURS_ENV, **(extra or {})}
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    else:
+        cwd = staged()
+        command = [str(FUNCTIONS_FRAMEWORK), "--target=a2a", f"--source={cwd / 'main.py'}"]
+        command.append(f"--port={port}")
+        # Only the stage's own `functions` and `shared`, as in the cloud.
+        env = {**os.environ, "PYTHONPATH": str(cwd), **OURS_ENV, **(extra or {})}
     log = tempfile.TemporaryFile()  # noqa: SIM115 - closed with the process's descriptors
     process = subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        command, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
     )
     return Process(process, f"http://localhost:{port}/")
 

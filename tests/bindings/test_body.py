@@ -85,6 +85,27 @@ def test_any_json_reads_back_or_is_refused_cleanly(value: Any) -> None:
     assert parsed == value
 
 
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(
+    st.text(alphabet='[]{}",:\\ab', max_size=200)
+    | st.integers(0, 80).map(lambda n: "[" * n + "]" * n)
+    | st.integers(0, 80).map(lambda n: '{"a":' * n + "1" + "}" * n)
+)
+def test_a_small_body_skips_only_the_skeleton_it_would_pass(text: str) -> None:
+    """The shape check's shortcut (few bytes, few brackets) leaves out the skeleton's pass
+    only where the skeleton finds nothing to refuse."""
+    try:
+        body._check_skeleton(text)
+        refused = False
+    except InvalidRequestError:
+        refused = True
+    try:
+        body._check_shape(text)
+        assert not refused, "the shortcut let through what the skeleton refuses"
+    except InvalidRequestError:
+        assert refused
+
+
 @pytest.mark.parametrize("data", PARSE_ERRORS + INVALID)
 def test_jsonrpc_answers_each_in_its_code(client: Client, data: bytes) -> None:
     response = client.post(data)

@@ -257,11 +257,18 @@ def test_a_subscriber_of_a_task_whose_run_died_sees_the_rerun_to_its_end() -> No
 
 
 class Commits(MemoryTaskStore):
-    """The memory store, saying when a commit (a lease renewal among them) happened."""
+    """The memory store, saying when a task was created and when a commit (a lease renewal
+    among them) happened."""
 
     def __init__(self) -> None:
         super().__init__()
+        self.created = threading.Event()
         self.committed = threading.Event()
+
+    def create(self, *args: Any, **kwargs: Any) -> StoredTask:
+        stored = super().create(*args, **kwargs)
+        self.created.set()
+        return stored
 
     def commit(self, current: StoredTask, task: Task, events: Any, **kwargs: Any) -> StoredTask:
         stored = super().commit(current, task, events, **kwargs)
@@ -293,6 +300,8 @@ def test_a_slow_inline_turn_that_is_alive_keeps_its_lease_and_is_never_rerun() -
     )
     running.start()
     assert created.wait(10)
+    # The commit timer runs on a thread of its own: the handler may start before it commits.
+    assert store.created.wait(10), "the commit timer did not create the task"
     (task,) = store.list(OWNER, TaskQuery()).tasks  # made by the commit timer, with a lease
     for _ in range(9):  # three leases long: each renewed by a heartbeat in time
         store.committed.clear()
