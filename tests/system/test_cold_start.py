@@ -22,6 +22,8 @@ HEAVY = (
     # The client CLI and its HTTP stack: never deployed, never loaded by a function.
     "shared.client",
     "httpx",
+    # Tracing (A2A_TRACING, the otel extra) is off unless asked for: nothing of it loads.
+    "opentelemetry",
 )
 # Not for the first request either: asyncio (~20 ms; only async handlers need it) and an SSL
 # context (loading the system's certificates, ~60 ms; only https webhooks need one). And what

@@ -1,0 +1,151 @@
+"""One log line per request, worker turn and push delivery, on the embedded backend: the
+fields Cloud Logging reads, the trace every line of the flow shares, and what never appears
+(owners, credentials, raw headers)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from typing import Any
+
+from shared.observability.context import owner_tag
+from tests.conftest import Client
+from tests.observability.conftest import PROJECT, Lines
+from tests.test_push_delivery import drained
+from tests.webhook import Webhook
+
+TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+PARENT = "00f067aa0ba902b7"
+TRACE_FIELD = "logging.googleapis.com/trace"
+SPAN_FIELD = "logging.googleapis.com/spanId"
+
+
+def message(text: str, message_id: str) -> dict[str, Any]:
+    return {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]}
+
+
+def test_a_request_s_line_carries_http_fields_method_task_owner_and_the_caller_s_trace(
+    make_client: Callable[..., Client], lines: Lines
+) -> None:
+    client = make_client(handler="tests.handlers.logs")
+    headers = {
+        "traceparent": f"00-{TRACE}-{PARENT}-01",
+        "User-Agent": "probe/1.0",
+        "X-Forwarded-For": "203.0.113.9, 10.0.0.1",
+    }
+    answer = client.rpc(
+        "SendMessage", {"message": message("hi", "m-line")}, version="1.0", headers=headers
+    )
+    task_id = answer["result"]["task"]["id"]
+    [line] = lines.of("request")
+    assert line["severity"] == "INFO"
+    assert line["message"] == "request POST / 200 SendMessage"
+    assert (line["method"], line["dialect"], line["taskId"]) == ("SendMessage", "1.0", task_id)
+    assert line["owner"] == owner_tag("anonymous")
+    assert line["turnState"] == "completed" and line["handlerSeconds"] >= 0
+    http = line["httpRequest"]
+    assert re.fullmatch(r"\d+\.\d{6}s", http.pop("latency"))
+    assert http == {
+        "requestMethod": "POST",
+        "requestUrl": "/",
+        "status": 200,
+        "userAgent": "probe/1.0",
+        "remoteIp": "203.0.113.9",
+    }
+    assert line[TRACE_FIELD] == f"projects/{PROJECT}/traces/{TRACE}"
+    assert re.fullmatch(r"[0-9a-f]{16}", line[SPAN_FIELD]) and line[SPAN_FIELD] != PARENT
+    assert line["logging.googleapis.com/trace_sampled"] is True
+    # The handler's own line, through plain logging: the same trace and span, and the task.
+    [handled] = [x for x in lines.all() if x["logger"] == "tests.handlers.logs"]
+    assert handled["message"] == f"handling task {task_id}"
+    assert (handled[TRACE_FIELD], handled[SPAN_FIELD]) == (line[TRACE_FIELD], line[SPAN_FIELD])
+    assert handled["taskId"] == task_id
+
+
+def test_google_s_trace_header_is_used_and_no_header_starts_a_trace_per_request(
+    make_client: Callable[..., Client], lines: Lines
+) -> None:
+    client = make_client()
+    google = {"X-Cloud-Trace-Context": f"{TRACE}/7;o=1"}
+    client.rpc("GetTask", {"id": "nope"}, version="1.0", headers=google)
+    client.rpc("GetTask", {"id": "nope"}, version="1.0")
+    client.rpc("GetTask", {"id": "nope"}, version="1.0")
+    first, second, third = lines.of("request")
+    assert first[TRACE_FIELD].endswith(TRACE)
+    assert len({first[TRACE_FIELD], second[TRACE_FIELD], third[TRACE_FIELD]}) == 3
+
+
+def test_a_handler_failure_s_reference_is_on_the_lines_the_operator_searches(
+    make_client: Callable[..., Client], lines: Lines
+) -> None:
+    client = make_client(handler="tests.handlers.logs")
+    task = client.rpc("SendMessage", {"message": message("fail", "m-fail")}, version="1.0")
+    status = task["result"]["task"]["status"]
+    assert status["state"] == "TASK_STATE_FAILED"
+    reference = re.search(r"reference (\w+)", status["message"]["parts"][0]["text"])
+    assert reference is not None
+    [line] = lines.of("request")
+    assert line["reference"] == reference.group(1)
+    assert line["turnState"] == "failed"
+    [failure] = [x for x in lines.all() if x["severity"] == "ERROR"]
+    assert reference.group(1) in failure["message"] and "Traceback" in failure["message"]
+    assert failure[TRACE_FIELD] == line[TRACE_FIELD]
+
+
+def test_refused_requests_are_warnings_and_hostile_headers_never_reach_a_line(
+    make_client: Callable[..., Client], lines: Lines
+) -> None:
+    owner_key = "secret-key-1"
+    digest = "sha256:" + hashlib.sha256(owner_key.encode()).hexdigest()
+    client = make_client(auth="api-key", api_keys={digest: "alice@example.com"})
+    hostile = '00-"},"severity":"EMERGENCY","x":{"' + "a" * 40
+    body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "t"}}
+    assert client.post(body, {"traceparent": hostile}).status_code == 401
+    client.rpc(
+        "GetTask",
+        {"id": "t"},
+        version="1.0",
+        headers={"X-API-Key": owner_key, "X-Cloud-Trace-Context": "\t" + "9" * 600},
+    )
+    refused, served = lines.of("request")
+    assert refused["severity"] == "WARNING" and refused["httpRequest"]["status"] == 401
+    assert "owner" not in refused
+    assert served["owner"] == owner_tag("alice@example.com")
+    every = "\n".join(lines.raw)
+    for secret in ("alice", owner_key, digest, "EMERGENCY", "9" * 40):
+        assert secret not in every
+
+
+def test_a_background_turn_and_its_push_deliveries_log_in_the_request_s_trace(
+    make_client: Callable[..., Client], lines: Lines
+) -> None:
+    hook = Webhook()
+    try:
+        client = make_client(handler="tests.handlers.long", push_allowed_hosts=("localhost",))
+        params = {
+            "message": message("artifacts=1 delay=0", "m-bg"),
+            "configuration": {
+                "returnImmediately": True,
+                "taskPushNotificationConfig": {"url": hook.url()},
+            },
+        }
+        headers = {"traceparent": f"00-{TRACE}-{PARENT}-01"}
+        task = client.rpc("SendMessage", params, version="1.0", headers=headers)["result"]["task"]
+        lines.wait(lambda got: any(x.get("outcome") == "ran" for x in got))
+        drained(client)
+        [turn] = [x for x in lines.of("worker") if x.get("outcome") == "ran"]
+        assert turn["taskId"] == task["id"] and turn["attempt"] == 0
+        assert turn["queueLagSeconds"] >= 0 and turn["turnState"] == "completed"
+        assert turn["owner"] == owner_tag("anonymous")
+        deliveries = lines.of("deliver")
+        assert deliveries and all(x["taskId"] == task["id"] for x in deliveries)
+        assert {x["outcome"] for x in deliveries} <= {"delivered", "nothing to do", "rescheduled"}
+        flow = [*lines.of("request"), turn, *deliveries]
+        assert {x[TRACE_FIELD] for x in flow} == {f"projects/{PROJECT}/traces/{TRACE}"}
+        # Each hop has a span of its own; the webhook is told the trace too.
+        assert len({x[SPAN_FIELD] for x in flow}) == len(flow)
+        posted = hook.accepted()
+        assert posted and all(r.headers["traceparent"].split("-")[1] == TRACE for r in posted)
+    finally:
+        hook.close()
