@@ -4,8 +4,8 @@ the context, its span when tracing is on, and its one log line written when it e
 The line's fields: `kind`, `latencySeconds` (and `httpRequest.latency`, as Cloud Logging's
 "0.123s"), and whatever the code inside noted (`context.note`): method, dialect, taskId,
 owner, outcome, attempt, queueLagSeconds, handlerSeconds, openStreams, reference. Its
-severity is ERROR when the work raised or answered 5xx, WARNING for a 4xx or a failed
-outcome, INFO otherwise.
+severity is ERROR when the work raised or answered 5xx, WARNING for a 4xx or a failed or
+busy outcome (a queue target's 503 asking for a retry), INFO otherwise.
 """
 
 from __future__ import annotations
@@ -52,7 +52,9 @@ def _finish(record: Record, seconds: float, raised: bool) -> None:
         http["latency"] = f"{seconds:.6f}s"
         status = http.get("status", 0)
     outcome = fields.get("outcome")
-    if raised or status >= 500:
+    # A queue target's 503 for a failed or busy delivery is how it asks for a retry: a
+    # warning; its 500 (the target raised) is an error.
+    if raised or (status >= 500 and outcome not in _WARN_OUTCOMES):
         level = logging.ERROR
     elif status >= 400 or outcome in _WARN_OUTCOMES:
         level = logging.WARNING

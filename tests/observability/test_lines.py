@@ -6,10 +6,16 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from shared.observability.context import owner_tag
+import flask
+
+from shared.bindings.queue_target import QueueTargetApp
+from shared.jobs import Outcome
+from shared.observability.context import note, owner_tag
+from shared.ports import Delivery
 from tests.conftest import Client
 from tests.observability.conftest import PROJECT, Lines
 from tests.test_push_delivery import drained
@@ -149,3 +155,41 @@ def test_a_background_turn_and_its_push_deliveries_log_in_the_request_s_trace(
         assert posted and all(r.headers["traceparent"].split("-")[1] == TRACE for r in posted)
     finally:
         hook.close()
+
+
+class _AnyToken:
+    def verify(self, token: str, audience: str | Collection[str]) -> Mapping[str, Any]:
+        return {}
+
+
+def test_a_queue_target_s_line_has_the_attempt_the_lag_and_the_queued_request_s_trace(
+    lines: Lines,
+) -> None:
+    def target(payload: dict[str, Any], delivery: Delivery) -> Outcome:
+        outcome = Outcome.FAILED if payload["taskId"] == "failing" else Outcome.RAN
+        note(taskId=payload["taskId"], outcome=outcome.value)  # as the worker notes them
+        return outcome
+
+    app = QueueTargetApp("worker", target, _AnyToken(), url="http://w/", max_attempts=5)
+    web = flask.Flask("target")
+    web.add_url_rule("/", view_func=lambda: app(flask.request), methods=["POST", "GET"])
+    client = web.test_client()
+    eta = f"{time.time() - 2.5:.6f}"
+    for task_id, retry, eta_header in (("t-1", "3", eta), ("failing", "x", "nan")):
+        headers = {
+            "Authorization": "Bearer t",
+            "traceparent": f"00-{TRACE}-{PARENT}-01",
+            "X-CloudTasks-TaskRetryCount": retry,
+            "X-CloudTasks-TaskETA": eta_header,
+        }
+        client.post("/", json={"taskId": task_id}, headers=headers)
+    client.get("/")
+    ran, failed, refused = lines.of("worker")
+    assert (ran["severity"], ran["outcome"], ran["attempt"]) == ("INFO", "ran", 3)
+    assert 2.5 <= ran["queueLagSeconds"] < 60
+    assert ran["httpRequest"]["status"] == 200 and ran["message"] == "worker POST / 200 ran"
+    assert ran[TRACE_FIELD] == f"projects/{PROJECT}/traces/{TRACE}"
+    # An unreadable retry count or ETA is no number: attempt 0, no lag.
+    assert (failed["severity"], failed["outcome"], failed["attempt"]) == ("WARNING", "failed", 0)
+    assert failed["queueLagSeconds"] is None and failed["httpRequest"]["status"] == 503
+    assert refused["httpRequest"]["status"] == 405 and refused["severity"] == "WARNING"
