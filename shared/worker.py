@@ -283,6 +283,7 @@ class TurnQueue:
         """Put the task's queued turn on the work queue (an entry of that name adds nothing).
         When the queue does not take it, the turn goes to the task's outbox: raises
         QueueUnavailable."""
+        note(taskId=queued.task.id)  # a non-blocking send's line names the task it queued
         if not self._put(queued):
             self._to_outbox(queued)
             raise QueueUnavailable(queued.task.id)
