@@ -60,7 +60,8 @@ def _finish(record: Record, seconds: float, raised: bool) -> None:
         level = logging.WARNING
     else:
         level = logging.INFO
-    logs.write(record, level, _summary(record.kind, fields, status))
+    if logs.enabled(level):
+        logs.write(record, level, _summary(record.kind, fields, status))
 
 
 def _summary(kind: str, fields: dict[str, object], status: int) -> str:
