@@ -89,7 +89,9 @@ class QueueTargetApp:
                 {"WWW-Authenticate": "Bearer"},
             )
         if self.sweep is not None and request.path.rstrip("/").endswith("/sweep"):
-            return json_response({"outcome": "swept", "redriven": self.sweep.run()}, 200)
+            redriven = self.sweep.run()
+            note(outcome="swept", redriven=redriven)
+            return json_response({"outcome": "swept", "redriven": redriven}, 200)
         try:
             payload = json.loads(request.get_data())
         except ValueError:

@@ -5,12 +5,15 @@ fields Cloud Logging reads, the trace every line of the flow shares, and what ne
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import flask
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from shared.bindings.queue_target import QueueTargetApp
 from shared.jobs import Outcome
@@ -193,3 +196,41 @@ def test_a_queue_target_s_line_has_the_attempt_the_lag_and_the_queued_request_s_
     assert (failed["severity"], failed["outcome"], failed["attempt"]) == ("WARNING", "failed", 0)
     assert failed["queueLagSeconds"] is None and failed["httpRequest"]["status"] == 503
     assert refused["httpRequest"]["status"] == 405 and refused["severity"] == "WARNING"
+
+
+HOSTILE_HEADERS = ("traceparent", "X-Cloud-Trace-Context", "User-Agent", "X-Forwarded-For")
+HEADER_TEXT = st.text(
+    st.characters(min_codepoint=0x20, max_codepoint=0x7E) | st.sampled_from("\t-0af"), max_size=600
+)
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.fixed_dictionaries(dict.fromkeys(HOSTILE_HEADERS, HEADER_TEXT)))
+def test_hostile_headers_give_a_served_answer_and_a_well_formed_line(
+    make_client: Callable[..., Client], lines: Lines, headers: dict[str, str]
+) -> None:
+    client = hostile_client(make_client)
+    traceparent, cloud = headers["traceparent"], headers["X-Cloud-Trace-Context"]
+    headers = {**headers, "A2A-Version": "1.0"}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "t"}}
+    before = len(lines.raw)
+    assert client.post(body, headers).status_code == 200
+    [line] = [json.loads(raw) for raw in lines.raw[before:]]
+    trace = line[TRACE_FIELD].rsplit("/", 1)[1]
+    assert re.fullmatch(r"[0-9a-f]{32}", trace) and re.fullmatch(r"[0-9a-f]{16}", line[SPAN_FIELD])
+    http = line["httpRequest"]
+    assert isinstance(http["userAgent"], str) and len(http["userAgent"]) <= 256
+    assert len(http["remoteIp"]) <= 64 and "," not in http["remoteIp"]
+    # The trace is the caller's only when one of its headers named it.
+    if trace not in traceparent and trace not in cloud.lower():
+        assert "parent" not in line
+
+
+_HOSTILE: list[Client] = []
+
+
+def hostile_client(make_client: Callable[..., Client]) -> Client:
+    """One app for every example (the fixture is the test's, not the example's)."""
+    if not _HOSTILE:
+        _HOSTILE.append(make_client())
+    return _HOSTILE[0]
