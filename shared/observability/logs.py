@@ -31,6 +31,8 @@ _SEVERITY = {
 }
 # Fields of a unit of work that every line logged inside it repeats (the rest are its own).
 _CORRELATED = ("taskId", "owner", "method")
+# What a text line leaves out: its message says it already (kind, method, path and status).
+_UNSHOWN = frozenset({"kind", "httpRequest"})
 
 _line = logging.getLogger(LINE_LOGGER)
 
@@ -91,7 +93,7 @@ class TextFormatter(logging.Formatter):
         unit: Record | None = getattr(record, "a2a_unit", None)
         fields: Mapping[str, Any]
         if unit is not None:
-            fields = unit.fields
+            fields = {k: v for k, v in unit.fields.items() if k not in _UNSHOWN}
         else:
             unit = current()
             fields = {k: unit.fields[k] for k in _CORRELATED if k in unit.fields} if unit else {}
