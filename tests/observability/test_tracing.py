@@ -141,3 +141,20 @@ def test_an_exporter_the_extra_does_not_provide_is_a_start_up_error(
     with pytest.raises(tracing.TracingUnavailable, match=r"a2a-functions\[otel\]"):
         tracing.start("gcp")
     assert not tracing.enabled()
+
+
+def test_the_otlp_exporter_starts_from_the_sdk_s_own_variables(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A2A_TRACING=otlp, as a process starts it (its provider becomes the global one, so a
+    library's own spans, ADK's, join the same traces); nothing is sent before a span ends."""
+    from opentelemetry import trace as api
+
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    tracing.start("otlp")
+    try:
+        assert tracing.enabled()
+        assert api.get_tracer_provider() is tracing._State.provider
+    finally:
+        tracing.stop()
+    assert not tracing.enabled()
