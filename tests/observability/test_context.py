@@ -65,13 +65,11 @@ def test_any_header_gives_well_formed_ids_and_nothing_else_of_it(
     assert re.fullmatch(r"00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]", trace.traceparent())
 
 
-@given(
-    st.from_regex(r"[0-9a-f]{32}", fullmatch=True), st.from_regex(r"[0-9a-f]{16}", fullmatch=True)
-)
-def test_every_valid_traceparent_is_continued(trace_id: str, parent: str) -> None:
-    if set(trace_id) == {"0"} or set(parent) == {"0"}:
-        return
-    assert incoming(f"00-{trace_id}-{parent}-01").trace_id == trace_id
+@given(st.integers(1, 2**128 - 1), st.integers(1, 2**64 - 1), st.integers(0, 255))
+def test_every_valid_traceparent_is_continued(trace: int, parent: int, flags: int) -> None:
+    continued = incoming(f"00-{trace:032x}-{parent:016x}-{flags:02x}")
+    assert (continued.trace_id, continued.parent_id) == (f"{trace:032x}", f"{parent:016x}")
+    assert continued.sampled is bool(flags & 1)
 
 
 def test_owner_tags_are_keyed_hashes_that_hide_the_owner() -> None:
