@@ -21,7 +21,6 @@ from typing import Any
 from shared.observability.context import Record, current
 
 LINE_LOGGER = "a2a.line"
-FORMATS = ("auto", "json", "text")
 _SEVERITY = {
     logging.DEBUG: "DEBUG",
     logging.INFO: "INFO",

@@ -20,7 +20,6 @@ from typing import Any
 
 from shared.observability.context import Record, Trace, current
 
-MODES = ("off", "gcp", "otlp")
 _NULL: AbstractContextManager[None] = contextlib.nullcontext()
 
 
@@ -90,9 +89,10 @@ def span(name: str, **attributes: Any) -> AbstractContextManager[Any]:
 
 
 @contextlib.contextmanager
-def unit_span(name: str, trace: Trace, kind: str) -> Iterator[Trace]:
-    """The span of a unit of work, a child of the caller's span `trace` names; yields the
-    unit's Trace with the span's ids (a new trace of OpenTelemetry's when none came in)."""
+def unit_span(kind: str, trace: Trace) -> Iterator[Trace]:
+    """The span of a unit of work (named by its kind), a child of the caller's span `trace`
+    names; yields the unit's Trace with the span's ids (a new trace of OpenTelemetry's when
+    none came in)."""
     if _State.tracer is None:
         yield trace
         return
@@ -108,7 +108,7 @@ def unit_span(name: str, trace: Trace, kind: str) -> Iterator[Trace]:
         )
         context = api.set_span_in_context(api.NonRecordingSpan(remote))
     span_kind = api.SpanKind.SERVER if kind == "request" else api.SpanKind.CONSUMER
-    with _State.tracer.start_as_current_span(name, context=context, kind=span_kind) as opened:
+    with _State.tracer.start_as_current_span(kind, context=context, kind=span_kind) as opened:
         ids = opened.get_span_context()
         yield Trace(
             f"{ids.trace_id:032x}",

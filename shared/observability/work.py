@@ -29,7 +29,7 @@ def unit(
     """Open a unit of work of `kind` in the trace the headers name (a new one without)."""
     started = time.perf_counter()
     raised = False
-    with tracing.unit_span(kind, incoming(traceparent, cloud_trace), kind) as trace:
+    with tracing.unit_span(kind, incoming(traceparent, cloud_trace)) as trace:
         record = Record(kind, trace)
         token = enter(record)
         try:
