@@ -32,6 +32,7 @@ import flask
 import functions_framework
 from gunicorn.workers.gthread import ThreadWorker  # type: ignore[import-untyped]
 
+from shared import observability
 from shared.agent import load_handler_module
 from shared.app import build, build_deliver, build_worker
 from shared.bindings.http import HttpApp
@@ -41,6 +42,7 @@ from shared.settings import Settings
 App = TypeVar("App")
 
 _SETTINGS = Settings.from_env()
+observability.setup(_SETTINGS)  # logs (JSON on Cloud Functions) and, when asked, tracing
 _MODULE = load_handler_module(_SETTINGS.handler)
 
 

@@ -170,7 +170,9 @@ def deploy_plan(settings: Settings, repo_root: Path, stage_root: Path) -> list[S
     functions: list[Function] = []
     for role in DEPLOY_ORDER:
         function = getattr(settings.functions, role)
-        staged = stage(repo_root, role, stage_root / role, settings.handler)
+        staged = stage(
+            repo_root, role, stage_root / role, settings.handler, settings.functions.extras
+        )
         public = role == "a2a" and settings.auth == "public"
         spec = FunctionSpec(
             role=role,

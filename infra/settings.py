@@ -18,6 +18,7 @@ DEFAULT_FILE = Path(__file__).with_name("deploy.toml")
 
 _SECONDS = re.compile(r"^\d+(\.\d+)?s$")
 _SECRET_REF = re.compile(r"^[A-Za-z0-9_-]+:(latest|\d+)$")
+_EXTRA = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")  # a PEP 685 extra name
 
 
 class SettingsError(Exception):
@@ -66,6 +67,17 @@ class FunctionSet(_Strict):
     a2a: FunctionSettings
     worker: FunctionSettings
     deliver: FunctionSettings
+    # Optional extras of pyproject.toml deployed with the functions (their requirements
+    # pinned into requirements.txt, infra.stage): "otel" for A2A_TRACING, "adk" for ADK agents.
+    extras: tuple[str, ...] = ()
+
+    @field_validator("extras")
+    @classmethod
+    def _extra_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not _EXTRA.match(name):
+                raise ValueError(f"{name!r}: an extra's name, such as otel")
+        return value
 
 
 class QueueSet(_Strict):

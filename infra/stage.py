@@ -16,10 +16,11 @@ import py_compile
 import shutil
 import tomllib
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -27,6 +28,8 @@ from packaging.utils import canonicalize_name
 PACKAGES = ("functions", "shared")
 # The client CLI (shared/client, the `cli` extra) is for people, not for the functions.
 NOT_DEPLOYED = (Path("shared") / "client",)
+# Extras that never deploy: the CLI's, and the test tools'.
+NOT_DEPLOYED_EXTRAS = ("cli", "dev")
 _CACHES = shutil.ignore_patterns("__pycache__", "*.pyc", ".*")
 
 
@@ -42,8 +45,15 @@ class Staged:
     source_hash: str
 
 
-def stage(repo_root: Path, entry_point: str, out_dir: Path, handler: str) -> Staged:
-    """Build `out_dir` (replacing it) for the function whose entry point is `entry_point`."""
+def stage(
+    repo_root: Path,
+    entry_point: str,
+    out_dir: Path,
+    handler: str,
+    extras: Sequence[str] = (),
+) -> Staged:
+    """Build `out_dir` (replacing it) for the function whose entry point is `entry_point`,
+    with the requirements of the pyproject's `extras` too (deploy.toml, [functions])."""
     for package in PACKAGES:
         if not (repo_root / package).is_dir():
             raise StageError(f"{repo_root / package} is missing: nothing to deploy")
@@ -56,7 +66,7 @@ def stage(repo_root: Path, entry_point: str, out_dir: Path, handler: str) -> Sta
             f"handler module {handler} is not in {repo_root}: set HANDLER to a module "
             "under functions/ or shared/, such as functions.handlers.sample"
         )
-    requirements = pinned_requirements(repo_root / "pyproject.toml")
+    requirements = pinned_requirements(repo_root / "pyproject.toml", extras)
     if out_dir.exists():
         shutil.rmtree(out_dir)
     out_dir.mkdir(parents=True)
@@ -116,9 +126,27 @@ def _entry_module(entry_point: str) -> str:
     )
 
 
-def pinned_requirements(pyproject: Path) -> str:
-    """The runtime dependencies of `pyproject` and everything they need, at installed versions."""
-    dependencies = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
+def _requested(project: dict[str, Any], extras: Sequence[str]) -> list[str]:
+    """The project's dependencies and those of `extras`. Raises StageError for an extra the
+    project does not have, or one that is never deployed."""
+    optional: dict[str, list[str]] = project.get("optional-dependencies", {})
+    lines = list(project["dependencies"])
+    for extra in extras:
+        if extra in NOT_DEPLOYED_EXTRAS or extra not in optional:
+            offered = sorted(set(optional) - set(NOT_DEPLOYED_EXTRAS))
+            raise StageError(
+                f"extra {extra!r} cannot be deployed: the functions' extras (deploy.toml, "
+                f"[functions] extras) are {', '.join(offered) or 'none'}"
+            )
+        lines += optional[extra]
+    return lines
+
+
+def pinned_requirements(pyproject: Path, extras: Sequence[str] = ()) -> str:
+    """The runtime dependencies of `pyproject` (and of its `extras`) and everything they
+    need, at installed versions."""
+    project = tomllib.loads(pyproject.read_text())["project"]
+    dependencies = _requested(project, extras)
     pins: dict[str, str] = {}
     pending = deque(Requirement(line) for line in dependencies)
     seen: set[tuple[str, frozenset[str]]] = set()
@@ -133,19 +161,22 @@ def pinned_requirements(pyproject: Path) -> str:
         except metadata.PackageNotFoundError as error:
             raise StageError(
                 f"{requirement.name} is required but not installed here: run make install"
+                + (f" (and pip install -e '.[{','.join(extras)}]')" if extras else "")
             ) from error
         pins[key[0]] = f"{distribution.metadata['Name']}=={distribution.version}"
-        extras = {"", *requirement.extras}
+        requested = {"", *requirement.extras}
         for line in distribution.requires or []:
             needed = Requirement(line)
             # Markers are evaluated for this interpreter, which is the one the cloud runs (3.11).
             if needed.marker is None or any(
-                needed.marker.evaluate({"extra": extra}) for extra in extras
+                needed.marker.evaluate({"extra": extra}) for extra in requested
             ):
                 pending.append(needed)
     header = (
         "# Written by infra.stage: pyproject dependencies at the versions the tests ran with.\n"
     )
+    if extras:
+        header += f"# With the extras: {', '.join(extras)}.\n"
     return header + "".join(f"{pins[name]}\n" for name in sorted(pins))
 
 

@@ -27,6 +27,7 @@ from shared.bindings.http import HttpApp
 from shared.bindings.queue_target import QueueTargetApp
 from shared.card import AgentCard, card_template, extended_skills
 from shared.identity import Anonymous, Authenticator
+from shared.observability.store import traced
 from shared.ports import DelayingTaskQueue, PushConfigStore, TaskQueue, TaskStore
 from shared.push_delivery import Deliverer
 from shared.push_notify import PushNotifier, PushSweeper
@@ -161,6 +162,7 @@ def _tasks(settings: Settings, module: HandlerModule, store: TaskStore | None) -
     Without A2A_DELIVER_URL the notifications are delivered in this process."""
     store = store or _store(settings)
     configs = _push_configs(settings, store)
+    store = traced(store)  # a span per store call, when tracing is on
     if configs is None:
         return _Tasks(store, None, None)
     queue = _cloud_queue(settings, settings.push_queue, settings.deliver_url)
@@ -169,6 +171,7 @@ def _tasks(settings: Settings, module: HandlerModule, store: TaskStore | None) -
         queue = InlineQueue(
             lambda payload, delivery: deliverer.deliver(payload, delivery).accepted,
             max_attempts=settings.push_max_attempts,
+            kind="deliver",
         )
         deliverer.queue = queue
     else:  # a Cloud Tasks outage must not stall the commit that queues a notification
@@ -254,6 +257,7 @@ def build(
             max_attempts=settings.work_max_attempts,
             min_backoff=_INLINE_BACKOFF[0],
             max_backoff=_INLINE_BACKOFF[1],
+            kind="worker",
         )
         turns = _turns(settings, tasks.store, work_queue, _INLINE_BACKOFF)
         worker = Worker(
@@ -360,6 +364,7 @@ def build_deliver(
     configs = _push_configs(settings, store)
     if configs is None:
         raise SettingsError("the deliver function needs A2A_PUSH_NOTIFICATIONS=true")
+    store = traced(store)
     module = module or load_handler_module(settings.handler)
     deliverer = _deliverer(settings, store, configs, module)
     # Its own queue, to queue a delivery again that finds its config busy (none with the

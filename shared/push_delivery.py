@@ -43,6 +43,8 @@ from shared.clock import SYSTEM, Clock
 from shared.dialects.registry import BY_NAME
 from shared.jobs import Outcome, PushJob
 from shared.model import ArtifactUpdate, StatusUpdate, new_id
+from shared.observability import tracing
+from shared.observability.context import TRACEPARENT, note, owner_tag
 from shared.ports import (
     DelayingTaskQueue,
     Delivery,
@@ -197,6 +199,13 @@ class Deliverer:
         """Send the config what it has not received, up to the newest event. Raises
         BadPayload for a payload that is not a delivery."""
         job = PushJob.from_payload(payload)
+        note(taskId=job.task_id, owner=owner_tag(job.owner))
+        with tracing.span("push delivery", seq=job.seq, attempt=delivery.attempt):
+            outcome = self._deliver(job, delivery)
+        note(outcome=outcome.value)
+        return outcome
+
+    def _deliver(self, job: PushJob, delivery: Delivery) -> Outcome:
         holder = new_id()
         config = self._configs.begin_delivery(
             job.owner, job.task_id, job.config_id, holder, self._clock.now() + self._lease
@@ -331,7 +340,12 @@ class Deliverer:
                     task_id=config.config.task_id, body=body, audience=url
                 )
             try:
-                status, location = self._sender.post(target, body, headers, TIMEOUT_SECONDS)
+                with tracing.span("webhook POST", **{"http.request.method": "POST"}):
+                    # The webhook's own tracing joins the trace of the message (W3C).
+                    traceparent = tracing.traceparent()
+                    if traceparent is not None:
+                        headers[TRACEPARENT] = traceparent
+                    status, location = self._sender.post(target, body, headers, TIMEOUT_SECONDS)
             except OSError as exc:
                 raise DeliveryFailed(f"no answer from the webhook ({exc})") from None
             if 200 <= status < 300:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import inspect
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -51,6 +52,8 @@ from shared.model import (
     agent_message,
     new_id,
 )
+from shared.observability import tracing
+from shared.observability.context import note
 from shared.ports import Lease, LoggedEvent, MessageKey, StoredTask, TaskStore, VersionConflict
 
 log = logging.getLogger("a2a.runtime")
@@ -112,6 +115,9 @@ class Turn:
         self._reply: Message | None = None
         self._message = message
         self._listener: Listener | None = None
+        # Its logs and spans belong to the unit of work that made it, on whichever thread
+        # it runs (a streamed send's own, shared.streaming).
+        self._unit = tracing.snapshot()
         queued = lease is not None
         self._lease = lease or Lease(
             turn=1 if stored is None else stored.version + 1,
@@ -158,6 +164,15 @@ class Turn:
 
     def run(self) -> Task | Message:
         """Run the handler to the end of its turn; the result for a blocking send."""
+        with tracing.resumed(self._unit), tracing.span("handler turn"):
+            note(taskId=self._task.id)  # the handler's own log lines name the task too
+            started = time.perf_counter()
+            result = self._run()
+            seconds = round(time.perf_counter() - started, 6)
+            note(handlerSeconds=seconds, turnState=self._task.status.state.value)
+            return result
+
+    def _run(self) -> Task | Message:
         handler_done = threading.Event()
         # One thread per turn times both, a spare one (a thread's start is a good part of a
         # short turn).
@@ -181,6 +196,7 @@ class Turn:
         except Exception:
             reference = new_id()[:8]
             log.exception("handler %s failed (reference %s)", self._handler.name, reference)
+            note(reference=reference)
             self._end_with(
                 TaskState.FAILED,
                 f"The agent failed while working on this task (reference {reference}).",

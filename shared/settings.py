@@ -77,6 +77,9 @@ ENVIRONMENT = {
     "push_max_attempts": "A2A_PUSH_MAX_ATTEMPTS",
     "max_push_configs_per_task": "A2A_MAX_PUSH_CONFIGS_PER_TASK",
     "console": "A2A_CONSOLE",
+    "log_format": "A2A_LOG_FORMAT",
+    "log_owner_key": "A2A_LOG_OWNER_KEY",
+    "tracing": "A2A_TRACING",
 }
 
 
@@ -201,6 +204,15 @@ class Settings(BaseModel):
     # The browser console at /console (shared/bindings/console.py): static files over the
     # agent's own API, for development (`make run` turns it on); deployed agents leave it off.
     console: bool = False
+    # Logs (shared.observability): auto is JSON for Cloud Logging on Cloud Functions
+    # (K_SERVICE set), human-readable elsewhere; json or text forces either.
+    log_format: Literal["auto", "json", "text"] = "auto"
+    # The key of the owner tags logs carry (an HMAC of the owner): the same on every function
+    # to follow one caller across instances; unset, a random key per process.
+    log_owner_key: str | None = Field(default=None, repr=False)
+    # OpenTelemetry spans (the otel extra): gcp exports to Cloud Trace, otlp to
+    # OTEL_EXPORTER_OTLP_ENDPOINT; off loads nothing of OpenTelemetry.
+    tracing: Literal["off", "gcp", "otlp"] = "off"
 
     @property
     def blocking_wait(self) -> float:

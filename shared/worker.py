@@ -46,6 +46,8 @@ from shared.model import (
     agent_message,
     new_id,
 )
+from shared.observability import tracing
+from shared.observability.context import note, owner_tag
 from shared.ports import Delivery, Lease, StoredTask, TaskQueue, TaskStore, VersionConflict
 from shared.runtime import Turn
 
@@ -98,14 +100,17 @@ class Worker:
         """Run the job in `payload`. Raises BadPayload for a malformed payload and whatever the
         store raised (the queue retries); on the last attempt, the task is failed first."""
         job = TurnJob.from_payload(payload)
+        note(taskId=job.task_id, owner=owner_tag(job.owner))
         try:
-            outcome = self.run(job, delivery)
+            with tracing.span("worker turn", turn=job.turn, attempt=delivery.attempt):
+                outcome = self.run(job, delivery)
         except Exception:
             if delivery.final:
                 self.fail(job)
             raise
         if outcome is Outcome.BUSY and delivery.final:
             self._mark_final(job)
+        note(outcome=outcome.value)
         return outcome
 
     def run(self, job: TurnJob, delivery: Delivery) -> Outcome:
@@ -278,6 +283,7 @@ class TurnQueue:
         """Put the task's queued turn on the work queue (an entry of that name adds nothing).
         When the queue does not take it, the turn goes to the task's outbox: raises
         QueueUnavailable."""
+        note(taskId=queued.task.id)  # a non-blocking send's line names the task it queued
         if not self._put(queued):
             self._to_outbox(queued)
             raise QueueUnavailable(queued.task.id)

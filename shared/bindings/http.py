@@ -38,6 +38,8 @@ from shared.errors import (
     UnauthenticatedError,
 )
 from shared.identity import AuthenticationError, Authenticator, Principal
+from shared.observability.context import CLOUD_TRACE, TRACEPARENT, note, owner_tag
+from shared.observability.work import http_request, unit
 from shared.push_signing import NotificationSigner
 from shared.service import A2AService
 from shared.settings import Settings
@@ -162,6 +164,25 @@ class HttpApp:
             close()
 
     def __call__(self, request: flask.Request) -> flask.Response:
+        """The answer, and the request's one log line (shared.observability)."""
+        headers = request.headers
+        with unit(
+            "request", traceparent=headers.get(TRACEPARENT), cloud_trace=headers.get(CLOUD_TRACE)
+        ) as record:
+            response = self._route(request)
+            record.fields["httpRequest"] = http_request(
+                request.method,
+                request.path,
+                response.status_code,
+                user_agent=headers.get("User-Agent"),
+                forwarded_for=headers.get("X-Forwarded-For"),
+                remote_addr=request.remote_addr,
+            )
+            if response.mimetype == sse.MEDIA_TYPE:
+                record.fields["openStreams"] = self.streams.slots.held
+        return response
+
+    def _route(self, request: flask.Request) -> flask.Response:
         path = self._route_path(request.path)
         if self.console is not None and self.console.owns(path):
             return self.console(request, path)
@@ -323,9 +344,11 @@ class HttpApp:
 
     def _authenticate(self, request: flask.Request) -> Principal:
         try:
-            return self.authenticator.authenticate(request.headers.get)
+            principal = self.authenticator.authenticate(request.headers.get)
         except AuthenticationError as exc:
             raise _Unauthenticated(f"authentication required: {exc}", exc.challenge) from None
+        note(owner=owner_tag(principal.owner))
+        return principal
 
     def _refused(self, response: flask.Response, error: A2AError) -> flask.Response:
         """A request refused before any work; an unauthenticated one says what to send."""

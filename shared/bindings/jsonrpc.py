@@ -37,6 +37,7 @@ from shared.errors import (
     VersionNotSupportedError,
 )
 from shared.model import new_id
+from shared.observability.context import note
 
 log = logging.getLogger("a2a.jsonrpc")
 
@@ -186,6 +187,7 @@ def _call(
     except Exception:
         reference = new_id()[:8]
         log.exception("%s failed (reference %s)", method, reference)
+        note(reference=reference)  # on the request's log line too
         answer = _error(answer_id, InternalError(f"reference {reference}"), dialect)
     else:
         if isinstance(result, Streamed):

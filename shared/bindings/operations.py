@@ -18,11 +18,13 @@ from shared import streaming
 from shared.dialects import decode
 from shared.dialects.base import Dialect
 from shared.dialects.decode import WireFields
-from shared.dialects.registry import BY_NAME
+from shared.dialects.registry import BY_NAME, METHODS
 from shared.dialects.v0_3 import V03, V03_LEGACY
+from shared.dialects.v1_0 import V1
 from shared.errors import A2AError, UnauthenticatedError, UnsupportedOperationError
 from shared.extensions import Activation
 from shared.identity import Principal
+from shared.observability.context import note
 from shared.requests import SendRequest
 from shared.service import A2AService, view
 
@@ -243,11 +245,15 @@ OPERATIONS: dict[str, Operation] = {
 }
 
 STREAMING = frozenset({"stream", "subscribe"})
+# Logs name an operation by its A2A 1.0 method, whichever version the caller spoke (the
+# line's `dialect` says which); operations 1.0 lacks keep their own names.
+_LOGGED_NAMES = {operation: method for method, (operation, d) in METHODS.items() if d is V1}
 
 
 def run(operation: str, call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
     """The operation's answer in the dialect (a Streamed for a streaming one); raises the
     A2AError that refuses it, its field the wire field the caller sent."""
+    note(method=_LOGGED_NAMES.get(operation, operation), dialect=dialect.version)
     try:
         return OPERATIONS[operation](call, params, dialect)
     except A2AError as error:

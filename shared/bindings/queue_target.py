@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +22,8 @@ import flask
 
 from shared.bindings.json_http import json_response
 from shared.jobs import Outcome
+from shared.observability.context import CLOUD_TRACE, TRACEPARENT, note
+from shared.observability.work import http_request, unit
 from shared.ports import BadPayload, Delivery
 from shared.sweep import Sweep
 from shared.tasks_auth import TokenRefused, TokenVerifier, bearer
@@ -52,6 +56,24 @@ class QueueTargetApp:
         self.sweep = sweep
 
     def __call__(self, request: flask.Request) -> flask.Response:
+        """The answer, and the call's one log line (shared.observability), in the trace of
+        the request that queued the payload (its `traceparent` travels on the task)."""
+        headers = request.headers
+        with unit(
+            self.name, traceparent=headers.get(TRACEPARENT), cloud_trace=headers.get(CLOUD_TRACE)
+        ) as record:
+            response = self._answer(request)
+            record.fields["httpRequest"] = http_request(
+                request.method,
+                request.path,
+                response.status_code,
+                user_agent=headers.get("User-Agent"),
+                forwarded_for=None,  # Cloud Tasks calls from Google's network
+                remote_addr=request.remote_addr,
+            )
+        return response
+
+    def _answer(self, request: flask.Request) -> flask.Response:
         if request.method != "POST":
             return json_response(
                 {"error": f"the {self.name} takes Cloud Tasks' POST requests only"}, 405
@@ -67,13 +89,16 @@ class QueueTargetApp:
                 {"WWW-Authenticate": "Bearer"},
             )
         if self.sweep is not None and request.path.rstrip("/").endswith("/sweep"):
-            return json_response({"outcome": "swept", "redriven": self.sweep.run()}, 200)
+            redriven = self.sweep.run()
+            note(outcome="swept", redriven=redriven)
+            return json_response({"outcome": "swept", "redriven": redriven}, 200)
         try:
             payload = json.loads(request.get_data())
         except ValueError:
             return json_response({"error": "the body must be a JSON object"}, 400)
         attempt = _count(request.headers.get("X-CloudTasks-TaskRetryCount"))
         delivery = Delivery(attempt, final=attempt + 1 >= self._max_attempts)
+        note(attempt=attempt, queueLagSeconds=_lag(request.headers.get("X-CloudTasks-TaskETA")))
         try:
             outcome = self.target(payload, delivery)
         except BadPayload as exc:
@@ -97,3 +122,15 @@ def _count(header: str | None) -> int:
         return max(0, int(header or 0))
     except ValueError:
         return 0
+
+
+def _lag(eta: str | None) -> float | None:
+    """Seconds between when Cloud Tasks was to dispatch this attempt (X-CloudTasks-TaskETA,
+    seconds since the epoch) and now: the queue's lag. None when the header is unusable."""
+    try:
+        due = float(eta or "")
+    except ValueError:
+        return None
+    if not math.isfinite(due):
+        return None
+    return round(max(time.time() - due, 0.0), 6)

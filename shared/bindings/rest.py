@@ -26,6 +26,7 @@ from shared.dialects.registry import require_version
 from shared.dialects.v1_0 import V1, bad_request, error_info
 from shared.errors import A2AError, InternalError, InvalidParamsError
 from shared.model import new_id
+from shared.observability.context import note
 
 log = logging.getLogger("a2a.rest")
 
@@ -110,6 +111,7 @@ def run_route(route: Route, call: Call, params: Mapping[str, Any], dialect: Dial
     except Exception:
         reference = new_id()[:8]
         log.exception("%s %s failed (reference %s)", route.method, route.template, reference)
+        note(reference=reference)  # on the request's log line too
         raise InternalError(f"reference {reference}") from None
 
 

@@ -26,6 +26,8 @@ from google.cloud import tasks_v2
 from google.cloud.tasks_v2.services.cloud_tasks.transports import CloudTasksGrpcTransport
 
 from shared.clock import SYSTEM, Clock
+from shared.observability import tracing
+from shared.observability.context import TRACEPARENT
 from shared.queue import encode
 
 log = logging.getLogger("a2a.queue")
@@ -88,13 +90,22 @@ class CloudTasksQueue:
                 self._made.transport.close()  # type: ignore[no-untyped-call]
 
     def enqueue(self, name: str, payload: dict[str, Any], *, delay: float = 0.0) -> bool:
+        with tracing.span("enqueue", queue=self._queue, entry=name):
+            return self._enqueue(name, payload, delay)
+
+    def _enqueue(self, name: str, payload: dict[str, Any], delay: float) -> bool:
+        # The trace goes with the task: its target's work joins the trace of the request
+        # that queued it (shared.observability).
+        headers = {"Content-Type": "application/json"}  # Cloud Tasks' default is not JSON
+        traceparent = tracing.traceparent()
+        if traceparent is not None:
+            headers[TRACEPARENT] = traceparent
         task = tasks_v2.Task(
             name=f"{self._queue}/tasks/{name}",
             http_request=tasks_v2.HttpRequest(
                 url=self._url,
                 http_method=tasks_v2.HttpMethod.POST,
-                # Set on every task: Cloud Tasks' default is not JSON.
-                headers={"Content-Type": "application/json"},
+                headers=headers,
                 body=encode(name, payload),
                 oidc_token=tasks_v2.OidcToken(
                     service_account_email=self._service_account, audience=self._url

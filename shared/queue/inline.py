@@ -19,6 +19,9 @@ from collections.abc import Callable
 from typing import Any
 
 from shared.clock import SYSTEM, Clock
+from shared.observability import tracing
+from shared.observability.context import note
+from shared.observability.work import unit
 from shared.ports import Delivery
 from shared.queue import encode
 
@@ -26,6 +29,9 @@ log = logging.getLogger("a2a.queue")
 
 # Takes one payload and its attempt; True when the target accepted it (HTTP 2xx in the cloud).
 Target = Callable[[dict[str, Any], Delivery], bool]
+# A queued delivery: its name, payload, the traceparent of the code that enqueued it (the
+# header a Cloud Tasks entry carries) and when it became due (the clock's monotonic time).
+_Entry = tuple[str, dict[str, Any], str | None, float]
 
 
 class InlineQueue:
@@ -38,15 +44,19 @@ class InlineQueue:
         min_backoff: float = 0.1,
         max_backoff: float = 5.0,
         clock: Clock = SYSTEM,
+        kind: str = "queued",
     ) -> None:
+        """`kind`: what each delivery's log line calls it (as its Cloud Tasks target's:
+        "worker", "deliver")."""
         self._target = target
+        self._kind = kind
         self._max_threads = threads
         self._max_attempts = max_attempts
         self._min_backoff = min_backoff
         self._max_backoff = max_backoff
         self._clock = clock
         self._names: set[str] = set()
-        self._waiting: deque[tuple[str, dict[str, Any]]] = deque()
+        self._waiting: deque[_Entry] = deque()
         self._threads = 0  # started, each serving deliveries until close()
         self._idle = 0  # of those, the ones waiting for a delivery
         self._unfinished = 0  # enqueued, and not yet accepted, given up or dropped
@@ -69,6 +79,12 @@ class InlineQueue:
             return self._changed.wait_for(lambda: self._unfinished == 0, timeout)
 
     def enqueue(self, name: str, payload: dict[str, Any], *, delay: float = 0.0) -> bool:
+        with tracing.span("enqueue", queue=self._kind, entry=name):
+            return self._enqueue(name, payload, delay, tracing.traceparent())
+
+    def _enqueue(
+        self, name: str, payload: dict[str, Any], delay: float, traceparent: str | None
+    ) -> bool:
         encode(name, payload)  # the same size limit as Cloud Tasks
         with self._changed:
             if name in self._names:
@@ -78,26 +94,31 @@ class InlineQueue:
                 return True  # dropped, as close() drops what is queued
             self._unfinished += 1
             if delay <= 0:
-                self._schedule(name, payload)
+                self._schedule(name, payload, traceparent)
                 return True
         # A thread that waits out the delay (cut short by close()), then queues it.
         threading.Thread(
-            target=self._after, args=(delay, name, payload), name="inline-queue-delay", daemon=True
+            target=self._after,
+            args=(delay, name, payload, traceparent),
+            name="inline-queue-delay",
+            daemon=True,
         ).start()
         return True
 
-    def _after(self, delay: float, name: str, payload: dict[str, Any]) -> None:
+    def _after(
+        self, delay: float, name: str, payload: dict[str, Any], traceparent: str | None
+    ) -> None:
         self._clock.wait(self._closed, delay)
         with self._changed:
             if self._closed.is_set():
                 self._unfinished -= 1  # dropped, as close() drops what is queued
                 self._changed.notify_all()
             else:
-                self._schedule(name, payload)
+                self._schedule(name, payload, traceparent)
 
-    def _schedule(self, name: str, payload: dict[str, Any]) -> None:
+    def _schedule(self, name: str, payload: dict[str, Any], traceparent: str | None) -> None:
         """Queue a delivery now (holding the condition's lock), with a thread to run it."""
-        self._waiting.append((name, payload))
+        self._waiting.append((name, payload, traceparent, self._clock.monotonic()))
         if len(self._waiting) > self._idle and self._threads < self._max_threads:
             self._threads += 1
             threading.Thread(target=self._serve, name="inline-queue", daemon=True).start()
@@ -112,21 +133,27 @@ class InlineQueue:
                     self._idle -= 1
                 if self._closed.is_set():
                     return
-                name, payload = self._waiting.popleft()
+                entry = self._waiting.popleft()
             try:
-                self._deliver(name, payload)
+                self._deliver(entry)
             finally:
                 with self._changed:
                     self._unfinished -= 1
                     self._changed.notify_all()
 
-    def _deliver(self, name: str, payload: dict[str, Any]) -> None:
+    def _deliver(self, entry: _Entry) -> None:
+        name, payload, traceparent, due = entry
         for attempt in range(self._max_attempts):
             if self._closed.is_set():
                 break
             final = attempt + 1 == self._max_attempts
             try:
-                if self._target(payload, Delivery(attempt, final)):
+                # Each attempt is a unit of work of its own, as a Cloud Tasks target's call.
+                with unit(self._kind, traceparent=traceparent):
+                    lag = round(max(self._clock.monotonic() - due, 0.0), 6)
+                    note(attempt=attempt, queueLagSeconds=lag)
+                    accepted = self._target(payload, Delivery(attempt, final))
+                if accepted:
                     return
                 log.info("%s: not accepted (attempt %d)", name, attempt + 1)
             except BaseException as exc:
@@ -139,5 +166,6 @@ class InlineQueue:
                 break
             # Cut short by close(); the loop then ends before another attempt.
             self._clock.wait(self._closed, min(self._max_backoff, self._min_backoff * 2**attempt))
+            due = self._clock.monotonic()
         if not self._closed.is_set():
             log.error("%s: gave up after %d attempts", name, self._max_attempts)

@@ -16,12 +16,14 @@ from collections import deque
 from typing import Any
 
 from shared.clock import SYSTEM, Clock
+from shared.observability import tracing
 from shared.ports import DelayingTaskQueue, TaskTooLarge
 from shared.queue import encode
 
 log = logging.getLogger("a2a.queue")
 
-_Entry = tuple[str, dict[str, Any], float]  # name, payload, delay
+# name, payload, delay, and the unit of work that enqueued it (its trace goes with the entry)
+_Entry = tuple[str, dict[str, Any], float, Any]
 
 
 class OffPathQueue:
@@ -64,7 +66,7 @@ class OffPathQueue:
                     len(self._waiting),
                 )
                 return True
-            self._waiting.append((name, payload, delay))
+            self._waiting.append((name, payload, delay, tracing.snapshot()))
             if self._threads < self._max_threads and len(self._waiting) > self._idle():
                 self._threads += 1
                 threading.Thread(target=self._serve, name="off-path-queue", daemon=True).start()
@@ -99,8 +101,10 @@ class OffPathQueue:
                     return
                 entry = self._waiting.popleft()
                 self._busy += 1
+            name, payload, delay, enqueued_in = entry
             try:
-                self._create(*entry)
+                with tracing.resumed(enqueued_in):
+                    self._create(name, payload, delay)
             finally:
                 with self._changed:
                     self._busy -= 1

@@ -26,6 +26,8 @@ HEAVY = (
     "shared.adk",
     "google.adk",
     "google.genai",
+    # Tracing (A2A_TRACING, the otel extra) is off unless asked for: nothing of it loads.
+    "opentelemetry",
 )
 # Not for the first request either: asyncio (~20 ms; only async handlers need it) and an SSL
 # context (loading the system's certificates, ~60 ms; only https webhooks need one). And what

@@ -1,0 +1,114 @@
+"""One unit of work (an `a2a` request, a worker turn, a push delivery): its record opened in
+the context, its span when tracing is on, and its one log line written when it ends.
+
+The line's fields: `kind`, `latencySeconds` (and `httpRequest.latency`, as Cloud Logging's
+"0.123s"), and whatever the code inside noted (`context.note`): method, dialect, taskId,
+owner, outcome, attempt, queueLagSeconds, handlerSeconds, openStreams, reference. Its
+severity is ERROR when the work raised or answered 5xx, WARNING for a 4xx or a failed or
+busy outcome (a queue target's 503 asking for a retry), INFO otherwise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Iterator
+
+from shared.observability import logs, tracing
+from shared.observability.context import Record, enter, incoming, leave
+
+# Outcomes (shared.jobs.Outcome values) a line reports as a warning.
+_WARN_OUTCOMES = frozenset({"failed", "busy"})
+
+
+@contextlib.contextmanager
+def unit(
+    kind: str, *, traceparent: str | None = None, cloud_trace: str | None = None
+) -> Iterator[Record]:
+    """Open a unit of work of `kind` in the trace the headers name (a new one without)."""
+    started = time.perf_counter()
+    raised = False
+    with tracing.unit_span(kind, incoming(traceparent, cloud_trace)) as trace:
+        record = Record(kind, trace)
+        token = enter(record)
+        try:
+            yield record
+        except BaseException:
+            raised = True
+            raise
+        finally:
+            leave(token)
+            _finish(record, time.perf_counter() - started, raised)
+
+
+def _finish(record: Record, seconds: float, raised: bool) -> None:
+    fields = record.fields
+    fields["kind"] = record.kind
+    fields["latencySeconds"] = round(seconds, 6)
+    http = fields.get("httpRequest")
+    status = 0
+    if isinstance(http, dict):
+        http["latency"] = f"{seconds:.6f}s"
+        status = http.get("status", 0)
+    outcome = fields.get("outcome")
+    # A queue target's 503 for a failed or busy delivery is how it asks for a retry: a
+    # warning; its 500 (the target raised) is an error.
+    if raised or (status >= 500 and outcome not in _WARN_OUTCOMES):
+        level = logging.ERROR
+    elif status >= 400 or outcome in _WARN_OUTCOMES:
+        level = logging.WARNING
+    else:
+        level = logging.INFO
+    if logs.enabled(level):
+        logs.write(record, level, _summary(record.kind, fields, status))
+
+
+def _summary(kind: str, fields: dict[str, object], status: int) -> str:
+    """The line's message: what a person scanning the log wants first."""
+    parts = [kind]
+    http = fields.get("httpRequest")
+    if isinstance(http, dict):
+        parts += [str(http.get("requestMethod")), str(http.get("requestUrl")), str(status)]
+    for key in ("method", "outcome"):
+        if key in fields:
+            parts.append(str(fields[key]))
+    return " ".join(parts)
+
+
+MAX_URL_CHARS = 1024
+MAX_AGENT_CHARS = 256
+
+
+def http_request(
+    method: str,
+    path: str,
+    status: int,
+    *,
+    user_agent: str | None,
+    forwarded_for: str | None,
+    remote_addr: str | None,
+) -> dict[str, object]:
+    """Cloud Logging's httpRequest of a request (its latency added when the unit ends): the
+    path only (a query may hold what a caller would not log), cut to a bounded length."""
+    return {
+        "requestMethod": method,
+        "requestUrl": path[:MAX_URL_CHARS],
+        "status": status,
+        "userAgent": (user_agent or "")[:MAX_AGENT_CHARS],
+        "remoteIp": _client_address(forwarded_for, remote_addr),
+    }
+
+
+def _client_address(forwarded_for: str | None, remote_addr: str | None) -> str:
+    """The caller's address: the first X-Forwarded-For entry (Google's front end puts the
+    client there), if it is an address at all, else the connection's."""
+    import ipaddress
+
+    if forwarded_for:
+        first = forwarded_for.split(",", 1)[0].strip()[:64]
+        try:
+            return str(ipaddress.ip_address(first))
+        except ValueError:
+            pass
+    return remote_addr or ""

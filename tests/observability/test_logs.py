@@ -1,0 +1,99 @@
+"""The two formats and their choice: JSON for Cloud Logging where Cloud Run runs the function,
+text for a person elsewhere, either forced by A2A_LOG_FORMAT; set-up errors name the fix."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import pytest
+
+from shared import observability
+from shared.observability import logs, tracing
+from shared.observability.context import Record, enter, incoming, leave, note
+from shared.observability.work import unit
+from shared.settings import Settings, SettingsError
+
+TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+
+def test_auto_is_json_on_cloud_run_and_text_elsewhere() -> None:
+    assert logs.resolve("auto", {"K_SERVICE": "a2a"}) == "json"
+    assert logs.resolve("auto", {}) == "text"
+    assert logs.resolve("text", {"K_SERVICE": "a2a"}) == "text"
+    assert logs.resolve("json", {}) == "json"
+
+
+def test_the_setting_is_checked() -> None:
+    with pytest.raises(SettingsError, match="A2A_LOG_FORMAT"):
+        Settings.from_env({"A2A_LOG_FORMAT": "xml"})
+    with pytest.raises(SettingsError, match="A2A_TRACING"):
+        Settings.from_env({"A2A_TRACING": "jaeger"})
+
+
+def record(message: str, level: int = logging.INFO) -> logging.LogRecord:
+    return logging.LogRecord("a2a.test", level, __file__, 1, message, (), None)
+
+
+def test_json_lines_carry_the_unit_s_correlation_and_nothing_of_it_outside_one() -> None:
+    formatter = logs.CloudLoggingFormatter(None)
+    outside = json.loads(formatter.format(record("plain")))
+    assert outside == {"severity": "INFO", "message": "plain", "logger": "a2a.test"}
+    unit_record = Record("request", incoming(f"00-{TRACE}-00f067aa0ba902b7-00"))
+    token = enter(unit_record)
+    try:
+        note(taskId="t-1", owner="0123456789abcdef", outcome="ran")
+        inside = json.loads(formatter.format(record("inside", logging.WARNING)))
+    finally:
+        leave(token)
+    # Without a project, the trace is the bare id; only correlating fields are repeated.
+    assert inside["logging.googleapis.com/trace"] == TRACE
+    assert inside["logging.googleapis.com/trace_sampled"] is False
+    assert (inside["severity"], inside["taskId"], inside["owner"]) == (
+        "WARNING",
+        "t-1",
+        "0123456789abcdef",
+    )
+    assert "outcome" not in inside
+
+
+def test_text_lines_name_the_trace_and_the_unit_s_fields(caplog: pytest.LogCaptureFixture) -> None:
+    formatter = logs.TextFormatter()
+    with caplog.at_level(logging.INFO, logs.LINE_LOGGER), unit("worker") as opened:
+        note(taskId="t-2", outcome="ran")
+        inside = formatter.format(record("handling"))
+    assert inside.endswith(f"[trace {opened.trace.trace_id[:8]} taskId=t-2]")
+    [line] = [r for r in caplog.records if r.name == logs.LINE_LOGGER]
+    shown = formatter.format(line)
+    assert "worker ran" in shown and "taskId=t-2" in shown and "latencySeconds=" in shown
+
+
+def test_configure_installs_one_handler_however_often_it_is_called() -> None:
+    root = logging.getLogger()
+    before = list(root.handlers)
+    try:
+        assert logs.configure("json", project="p", environ={}) == "json"
+        assert logs.configure("auto", project="p", environ={}) == "text"
+        ours = [h for h in root.handlers if h not in before]
+        assert len(ours) == 1 and isinstance(ours[0].formatter, logs.TextFormatter)
+    finally:
+        for handler in [h for h in root.handlers if h not in before]:
+            root.removeHandler(handler)
+
+
+def test_tracing_without_the_extra_stops_start_up_naming_the_fix(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def unavailable(*args: Any, **kwargs: Any) -> None:
+        raise tracing.TracingUnavailable("A2A_TRACING=gcp needs the otel extra")
+
+    monkeypatch.setattr(tracing, "start", unavailable)
+    root = logging.getLogger()
+    before = list(root.handlers)
+    try:
+        with pytest.raises(SettingsError, match="otel extra"):
+            observability.setup(Settings(tracing="gcp"))
+    finally:
+        for handler in [h for h in root.handlers if h not in before]:
+            root.removeHandler(handler)
