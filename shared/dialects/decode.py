@@ -11,6 +11,7 @@ reader also says which field it came from (WireFields), so the error names what 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -121,6 +122,30 @@ def _bool(value: Any, field: str) -> bool | None:
     return value
 
 
+# ProtoJSON's bytes: base64 in the standard or the URL-safe alphabet, padded or not. Anything
+# else stored as a part would be served back as a value no client can read.
+_BASE64 = re.compile(r"[A-Za-z0-9+/_-]*")
+
+
+def _base64(value: Any, field: str) -> str | None:
+    text = _str(value, field)
+    if text is None:
+        return None
+    body = text.rstrip("=")
+    padding = len(text) - len(body)
+    if (
+        not _BASE64.fullmatch(body)
+        or len(body) % 4 == 1
+        or (padding and (padding > 2 or len(text) % 4))
+    ):
+        raise InvalidParamsError(
+            f"'{field}' is not base64: send the bytes base64-encoded (RFC 4648, the standard or"
+            " the URL-safe alphabet, padding optional)",
+            field=field,
+        )
+    return text
+
+
 def _strings(value: Any, field: str) -> tuple[str, ...]:
     if value is None:
         return ()
@@ -147,7 +172,8 @@ def part(obj: Any, field: str) -> Part:
             raise InvalidParamsError(f"'{field}.data' is required", field=f"{field}.data")
         return Part(data=obj["data"], **common)
     if kind is None and "raw" in obj:
-        return Part(raw=_str(obj["raw"], f"{field}.raw", required=True), **common)
+        raw = _str(obj["raw"], f"{field}.raw", required=True)
+        return Part(raw=_base64(raw, f"{field}.raw"), **common)
     if kind is None and "url" in obj:
         return Part(url=_str(obj["url"], f"{field}.url", required=True), **common)
     if kind is not None:
@@ -168,7 +194,7 @@ def _file_part(file: Any, field: str, common: dict[str, Any]) -> Part:
     common["media_type"] = mime or common["media_type"]
     raw = _get(obj, "bytes", "data")
     if raw is not None:
-        return Part(raw=_str(raw, f"{field}.bytes"), **common)
+        return Part(raw=_base64(raw, f"{field}.bytes"), **common)
     uri = _get(obj, "uri", "url")
     if uri is not None:
         return Part(url=_str(uri, f"{field}.uri"), **common)

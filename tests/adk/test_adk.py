@@ -284,16 +284,21 @@ def test_an_unusable_part_rejects_the_task_saying_why(
     assert says in status_text(task)
 
 
-def test_bytes_that_are_not_base64_reject_the_task(make_client: Callable[..., Client]) -> None:
-    # Not schema-checked: the task's history serves the client's part back as it came, and
-    # that is not base64 either (the front door does not check raw parts).
-    task = send(
-        make_client(handler="tests.adk.custom"),
-        {"text": "hello"},
-        {"raw": "not base64!", "mediaType": "image/png"},
+def test_bytes_that_are_not_base64_are_refused_at_the_front_door(custom: Client) -> None:
+    error = custom.error(
+        "SendMessage",
+        {"message": message({"text": "hello"}, {"raw": "not base64!", "mediaType": "image/png"})},
+        version=V1,
     )
-    assert state(task) == "TASK_STATE_REJECTED"
-    assert "part 2 of the message holds bytes that are not base64" in status_text(task)
+    assert error["code"] == -32602
+    assert "message.parts[1].raw' is not base64" in error["message"]
+
+
+def test_stored_bytes_that_are_not_base64_are_named_not_sent() -> None:
+    # A history written before the front door checked bytes can still hold such a part.
+    stored = Message(role=Role.USER, message_id="m", parts=(Part(raw="not base64!"),))
+    with pytest.raises(UnusableMessage, match="part 1 of the message holds bytes that are not"):
+        user_content(stored, {})
 
 
 def test_url_safe_and_unpadded_base64_is_read_as_protojson_allows(custom: Client) -> None:

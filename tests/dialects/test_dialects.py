@@ -331,6 +331,36 @@ def test_lenient_part_forms_decode_alike() -> None:
     assert {(p.raw, p.media_type, p.filename) for p in parts} == {("QQ==", "x/y", "n")}
 
 
+@settings(max_examples=200)
+@given(st.binary(max_size=64), st.booleans(), st.booleans())
+def test_any_base64_the_protojson_way_is_taken_as_sent(
+    data: bytes, url_safe: bool, pad: bool
+) -> None:
+    text = (base64.urlsafe_b64encode if url_safe else base64.b64encode)(data).decode()
+    text = text if pad else text.rstrip("=")
+    assert decode.part({"raw": text}, "p").raw == text
+    assert decode.part({"kind": "file", "file": {"bytes": text}}, "p").raw == text
+
+
+@settings(max_examples=300)
+@given(st.text(max_size=40))
+def test_bytes_that_do_not_decode_are_refused_naming_the_field(text: str) -> None:
+    padded = text.replace("-", "+").replace("_", "/")
+    try:
+        base64.b64decode(padded + "=" * (-len(padded) % 4), validate=True)
+        decodes = len(text.rstrip("=")) % 4 != 1 and (
+            text == text.rstrip("=") or len(text) % 4 == 0
+        )
+    except ValueError:
+        decodes = False
+    if decodes:
+        assert decode.part({"raw": text}, "p").raw == text
+    else:
+        with pytest.raises(InvalidParamsError, match=r"'p\.raw' is not base64") as raised:
+            decode.part({"raw": text}, "p")
+        assert raised.value.field == "p.raw"
+
+
 def test_lenient_message_and_states() -> None:
     message = decode.message(
         {"message_id": "m", "role": "ROLE_AGENT", "content": [{"text": "a"}], "context_id": "c"},
