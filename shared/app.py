@@ -41,10 +41,9 @@ from shared.sweep import Sweep, Sweeper, SweepTimer
 from shared.tasks_auth import EmulatorTokens, GoogleTokens, TokenVerifier
 from shared.worker import TurnQueue, Worker, retry_span
 
-# The work queue's backoff between attempts, in seconds: Cloud Tasks' as `make deploy`
-# creates the queue (infra/deploy.toml, [queues.work]), and the in-process queue's. A turn
-# whose worker went silent is recovered once the queue can have no attempt left.
-_CLOUD_TASKS_BACKOFF = (5.0, 300.0)
+# The in-process work queue's backoff between attempts, in seconds. A turn whose worker went
+# silent is recovered once the queue can have no attempt left (Cloud Tasks' retry schedule
+# is a setting, A2A_WORK_RETRY_SECONDS, that `make deploy` takes from the queue it creates).
 _INLINE_BACKOFF = (0.1, 5.0)
 # How often a process that runs its work queue itself (make run) sweeps; deployed, Cloud
 # Scheduler calls the worker's /sweep (infra/deploy.toml, [sweep]).
@@ -253,7 +252,8 @@ def build(
             min_backoff=_INLINE_BACKOFF[0],
             max_backoff=_INLINE_BACKOFF[1],
         )
-        turns = _turns(settings, tasks.store, work_queue, _INLINE_BACKOFF)
+        span = retry_span(settings.work_max_attempts, *_INLINE_BACKOFF)
+        turns = _turns(settings, tasks.store, work_queue, span)
         worker = Worker(
             tasks.store,
             module,
@@ -263,7 +263,7 @@ def build(
             limits=settings.limits,
         )
     else:
-        turns = _turns(settings, tasks.store, work_queue, _CLOUD_TASKS_BACKOFF)
+        turns = _turns(settings, tasks.store, work_queue, settings.work_retry_seconds)
     service = A2AService(
         tasks.store,
         module,
@@ -304,16 +304,10 @@ def _sweepers(turns: TurnQueue, tasks: _Tasks) -> list[Sweeper]:
     return sweepers
 
 
-def _turns(
-    settings: Settings, store: TaskStore, queue: TaskQueue | None, backoff: tuple[float, float]
-) -> TurnQueue:
-    """Queued turns onto `queue` (None: into the outbox), recovered after its retries."""
-    return TurnQueue(
-        store,
-        queue,
-        lease_seconds=settings.lease_seconds,
-        queue_span=retry_span(settings.work_max_attempts, *backoff),
-    )
+def _turns(settings: Settings, store: TaskStore, queue: TaskQueue | None, span: float) -> TurnQueue:
+    """Queued turns onto `queue` (None: into the outbox), recovered once its retries (`span`
+    seconds, first attempt to last) are over."""
+    return TurnQueue(store, queue, lease_seconds=settings.lease_seconds, queue_span=span)
 
 
 def build_worker(
@@ -327,7 +321,7 @@ def build_worker(
     tasks = _tasks(settings, module, store)
     # A turn that ends while messages wait on its task queues the next one, to this worker.
     own_queue = _cloud_queue(settings, settings.work_queue, settings.worker_url)
-    turns = _turns(settings, tasks.store, own_queue, _CLOUD_TASKS_BACKOFF)
+    turns = _turns(settings, tasks.store, own_queue, settings.work_retry_seconds)
     worker = Worker(
         tasks.store,
         module,
