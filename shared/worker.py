@@ -48,6 +48,7 @@ from shared.model import (
 )
 from shared.ports import Delivery, Lease, StoredTask, TaskQueue, TaskStore, VersionConflict
 from shared.runtime import Turn
+from shared.sweep import pages
 
 log = logging.getLogger("a2a.worker")
 
@@ -60,7 +61,7 @@ REDRIVEN_TEXT = (
     "instance died, or the work queue gave up on it) {count} times; the worker's and the a2a "
     "function's logs say why. Send it again as a new message (a new messageId) to start over."
 )
-# How many due tasks one sweep recovers at most; the next sweep takes the rest.
+# How many tasks with an expired lease one page of the sweep reads.
 SWEEP_BATCH = 200
 
 
@@ -384,7 +385,11 @@ class TurnQueue:
         return queued if self._put(queued) else self._to_outbox(queued)
 
     def sweep(self, now: datetime) -> int:
-        """Recover every due turn (up to SWEEP_BATCH, the longest expired first); how many
-        were re-driven or failed. A shared.sweep Sweeper."""
-        found = self.store.expired_leases(now, SWEEP_BATCH)
+        """Recover every due turn (the longest expired first, page after page within the
+        sweep's budget); how many were re-driven or failed. A shared.sweep Sweeper."""
+        found = pages(
+            lambda after: self.store.expired_leases(now, SWEEP_BATCH, after),
+            SWEEP_BATCH,
+            clock=self._clock,
+        )
         return sum(self._settle(stored)[1] for stored in found)

@@ -33,7 +33,14 @@ from shared.requests import SubscribeRequest, TaskSelector
 from shared.service import A2AService, TurnNotQueuedError
 from shared.store.memory import MemoryTaskStore
 from shared.streaming import StreamPolicy, StreamSlots
-from shared.worker import LOST_TEXT, REDRIVE_LIMIT, REDRIVEN_TEXT, TurnQueue, Worker
+from shared.worker import (
+    LOST_TEXT,
+    REDRIVE_LIMIT,
+    REDRIVEN_TEXT,
+    SWEEP_BATCH,
+    TurnQueue,
+    Worker,
+)
 from tests.clock import ManualClock
 from tests.conftest import Client
 from tests.test_runtime import request
@@ -230,6 +237,22 @@ def test_the_sweep_recovers_every_owners_due_turns_and_only_those() -> None:
     assert {p["owner"] for _, p in r.queue.jobs} == {"alice", "bob"}
     assert r.turns.sweep(r.clock.now()) == 0  # queued again, not due: nothing more to do
     assert r.store.get(OWNER, "t3").lease.holder == "gone"  # type: ignore[union-attr]
+
+
+def test_one_sweep_reads_past_a_full_page_of_turns_that_are_not_due() -> None:
+    """More queued turns than a page, still within the queue's retries, expired before the
+    dead inline turns: the sweep reaches those on its later pages."""
+    r = rig()
+    queued = Lease(turn=1, expires=r.clock.now(), message_id="m")  # the queue still retries
+    for n in range(SWEEP_BATCH + 50):
+        r.left_by_a_dead_run(f"q{n}", queued)
+    gone = Lease(turn=1, holder="gone", expires=r.clock.now(), message_id="m", inline=True)
+    r.clock.advance(1)
+    for n in range(3):
+        r.left_by_a_dead_run(f"dead{n}", replace(gone, expires=r.clock.now()))
+    r.clock.advance(LEASE + 0.1)
+    assert r.turns.sweep(r.clock.now()) == 3
+    assert sorted(p["taskId"] for _, p in r.queue.jobs) == ["dead0", "dead1", "dead2"]
 
 
 def test_a_subscriber_of_a_task_whose_run_died_sees_the_rerun_to_its_end() -> None:
