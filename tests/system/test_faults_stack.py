@@ -39,6 +39,7 @@ from emulator.cloud_tasks import TasksEmulator
 from emulator.firestore import FirestoreEmulator
 from infra.settings import QueueSettings, seconds
 from shared.dialects.v1_0 import V1
+from shared.extensions import DELIVERY_STATUS
 from shared.model import ArtifactUpdate, StatusUpdate
 from shared.store.firestore import FirestoreTaskStore
 from shared.store.firestore_push import FirestorePushConfigStore
@@ -126,9 +127,15 @@ class Stack:
     steady: Webhook | None = None
     steady_wanted: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
-    def rpc(self, method: str, params: dict[str, Any], version: str = "1.0") -> dict[str, Any]:
+    def rpc(
+        self,
+        method: str,
+        params: dict[str, Any],
+        version: str = "1.0",
+        headers: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
         body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-        headers = {**V1_HEADERS, "A2A-Version": version}
+        headers = {**V1_HEADERS, "A2A-Version": version, **(headers or {})}
         answer = requests.post(self.a2a.url, data=json.dumps(body), headers=headers, timeout=60)
         assert answer.status_code == 200, answer.text
         payload: dict[str, Any] = answer.json()
@@ -433,6 +440,11 @@ def test_a_webhook_that_never_answers_has_its_failure_on_its_config(
     failure = config()["metadata"]
     assert failure["lastError"].startswith("no answer from the webhook")
     assert failure["failedAt"].endswith("Z")
+    # A 1.0 client sees it too, when it activates the kit's extension for it.
+    params = {"taskId": hang.refused_task_id, "id": "dead"}
+    ask = {"A2A-Extensions": DELIVERY_STATUS.uri}
+    v1 = stack.rpc("GetTaskPushNotificationConfig", params, headers=ask)
+    assert v1["metadata"] == {DELIVERY_STATUS.uri: failure}, "1.0 does not show the failure"
 
 
 def test_a_webhook_that_hung_for_40_s_gets_everything_once_it_answers(
