@@ -253,7 +253,7 @@ def build(
             max_backoff=_INLINE_BACKOFF[1],
         )
         span = retry_span(settings.work_max_attempts, *_INLINE_BACKOFF)
-        turns = _turns(settings, tasks.store, work_queue, span)
+        turns = _turns(settings, tasks.store, work_queue, span, module)
         worker = Worker(
             tasks.store,
             module,
@@ -263,7 +263,7 @@ def build(
             limits=settings.limits,
         )
     else:
-        turns = _turns(settings, tasks.store, work_queue, settings.work_retry_seconds)
+        turns = _turns(settings, tasks.store, work_queue, settings.work_retry_seconds, module)
     service = A2AService(
         tasks.store,
         module,
@@ -304,10 +304,22 @@ def _sweepers(turns: TurnQueue, tasks: _Tasks) -> list[Sweeper]:
     return sweepers
 
 
-def _turns(settings: Settings, store: TaskStore, queue: TaskQueue | None, span: float) -> TurnQueue:
+def _turns(
+    settings: Settings,
+    store: TaskStore,
+    queue: TaskQueue | None,
+    span: float,
+    module: HandlerModule,
+) -> TurnQueue:
     """Queued turns onto `queue` (None: into the outbox), recovered once its retries (`span`
-    seconds, first attempt to last) are over."""
-    return TurnQueue(store, queue, lease_seconds=settings.lease_seconds, queue_span=span)
+    seconds, first attempt to last) are over, as the module allows (RERUN_SAFE)."""
+    return TurnQueue(
+        store,
+        queue,
+        lease_seconds=settings.lease_seconds,
+        queue_span=span,
+        rerun_safe=module.rerun_safe,
+    )
 
 
 def build_worker(
@@ -321,7 +333,7 @@ def build_worker(
     tasks = _tasks(settings, module, store)
     # A turn that ends while messages wait on its task queues the next one, to this worker.
     own_queue = _cloud_queue(settings, settings.work_queue, settings.worker_url)
-    turns = _turns(settings, tasks.store, own_queue, settings.work_retry_seconds)
+    turns = _turns(settings, tasks.store, own_queue, settings.work_retry_seconds, module)
     worker = Worker(
         tasks.store,
         module,

@@ -61,6 +61,13 @@ REDRIVEN_TEXT = (
     "instance died, or the work queue gave up on it) {count} times; the worker's and the a2a "
     "function's logs say why. Send it again as a new message (a new messageId) to start over."
 )
+NOT_RERUN_TEXT = (
+    "The agent stopped working on this task: the run answering its message vanished (its "
+    "instance died, or its worker's attempt failed), and this agent must not run a turn twice "
+    "(its handler module says RERUN_SAFE = False), so it was not run again. Send it again as "
+    "a new message (a new messageId) to start over; the worker's and the a2a function's logs "
+    "say why the run vanished."
+)
 # How many tasks with an expired lease one page of the sweep reads.
 SWEEP_BATCH = 200
 
@@ -133,6 +140,11 @@ class Worker:
             and delivery.attempt <= lease.attempt
         ):
             return Outcome.BUSY
+        if lease.holder and not self.handler.rerun_safe:
+            # An earlier attempt started this turn and died: it must not start again.
+            log.error("task %s: %s", job.task_id, NOT_RERUN_TEXT)
+            end(self.store, stored, TaskState.FAILED, NOT_RERUN_TEXT)
+            return Outcome.NOTHING_TO_DO
         message = _turn_message(stored, job.message_id)
         if message is None:
             log.error("task %s: no message %s in its history", job.task_id, job.message_id)
@@ -256,6 +268,7 @@ class TurnQueue:
         *,
         lease_seconds: float,
         queue_span: float,
+        rerun_safe: bool = True,
         clock: Clock = SYSTEM,
     ) -> None:
         """`queue`: the work queue; None where this process cannot reach it (the worker on
@@ -264,11 +277,14 @@ class TurnQueue:
         queue may go on retrying a turn it holds (its attempts' backoff, all told): a queued
         or worker-held turn silent for longer than that past its lease has no delivery
         left. An inline turn (no queue entry) is due `lease_seconds` after its lease expired.
+        `rerun_safe` (the handler module's RERUN_SAFE): False, a due turn that a run had
+        started is failed rather than queued again.
         """
         self.store = store
         self.queue = queue
         self._lease = timedelta(seconds=lease_seconds)
         self._span = timedelta(seconds=queue_span)
+        self._rerun_safe = rerun_safe
         self._clock = clock
 
     def queued_lease(self, turn: int, message_id: str) -> Lease:
@@ -368,6 +384,9 @@ class TurnQueue:
                 return stored  # still refused: the next reader or sweep tries again
             again = replace(lease, outbox=False, expires=self._clock.now() + self._lease)
             return self.store.commit(replace(stored, lease=again), stored.task, [])
+        if lease.holder and not self._rerun_safe:
+            log.error("task %s: %s", stored.task.id, NOT_RERUN_TEXT)
+            return end(self.store, stored, TaskState.FAILED, NOT_RERUN_TEXT)
         if not lease.message_id or lease.redrives >= REDRIVE_LIMIT:
             text = REDRIVEN_TEXT.format(count=lease.redrives + 1)
             log.error("task %s: %s", stored.task.id, text)
