@@ -10,6 +10,8 @@ the stored task alone, so duplicate and late deliveries are harmless:
   A later attempt takes over a live lease at once: the queue only starts one after the
   previous attempt failed, timed out or lost its connection (its worker died); should that
   run still live, its next commit loses and it stops.
+  A handler module that says `RERUN_SAFE = False` is not run again: a later attempt that
+  finds the turn started fails the task with a status message saying so.
 
 On the queue's last attempt nothing may be left `working`: a run that fails fails the task,
 and a lease marked `final` whose holder stops heartbeating is failed by the next reader
