@@ -99,6 +99,8 @@ def function_env(settings: Settings, role: str) -> dict[str, str]:
         "A2A_WORK_QUEUE": settings.queues.work.name,
         # The worker fails a task itself on the queue's last attempt, rather than leave it working.
         "A2A_WORK_MAX_ATTEMPTS": str(settings.queues.work.max_attempts),
+        # A turn the queue may still retry is not recovered: its whole retry schedule.
+        "A2A_WORK_RETRY_SECONDS": f"{settings.queues.work.retry_span():g}",
         "A2A_PUSH_QUEUE": settings.queues.push.name,
         "A2A_RETENTION_DAYS": str(settings.retention_days),
         "A2A_FUNCTION_TIMEOUT": str(getattr(settings.functions, role).timeout),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from infra.settings import FunctionSettings, QueueSettings, SweepSettings
+from infra.settings import FunctionSettings, QueueSettings, SweepSettings, seconds
 from infra.steps import Change, Command, Outputs, PlanError, Skipped, Step, gcloud
 
 # gcloud adds this variable to every gen2 function it deploys; it is not ours to compare.
@@ -257,7 +257,8 @@ class Ttl(Step):
 
 
 def _seconds(value: Any) -> float:
-    return float(str(value).removesuffix("s")) if value else 0.0
+    """A duration gcloud describes (absent: 0)."""
+    return seconds(str(value)) if value else 0.0
 
 
 @dataclass

@@ -6,6 +6,7 @@ is FUNCTIONS_A2A_MEMORY), so `make deploy FUNCTIONS_A2A_MEMORY=1Gi` needs no cod
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from collections.abc import Mapping
@@ -59,6 +60,38 @@ class QueueSettings(_Strict):
         if not _SECONDS.match(value):
             raise ValueError(f"expected seconds such as '10s' or '0.5s', got {value!r}")
         return value
+
+    def retry_span(self) -> float:
+        """Seconds from a task's first attempt to its last, by Cloud Tasks' rule: each retry
+        waits min_backoff doubled up to max_doublings times, then growing by that last
+        doubled step, at most max_backoff; retries stop once the task has had max_attempts
+        attempts *and* max_retry_duration has passed (-1 and 0s: no limit). Raises
+        SettingsError for a queue that never stops retrying."""
+        low, high = seconds(self.min_backoff), seconds(self.max_backoff)
+        duration = seconds(self.max_retry_duration)
+        if self.max_attempts == -1 and duration <= 0:
+            raise SettingsError(
+                f"queues {self.name!r} retries forever (max_attempts = -1 and "
+                "max_retry_duration = '0s'): a task it holds would never be given up, nor "
+                "recovered; set max_attempts or max_retry_duration in infra/deploy.toml"
+            )
+        span, attempts = 0.0, 1
+        while not (
+            (self.max_attempts == -1 or attempts >= self.max_attempts)
+            and (duration <= 0 or span >= duration)
+        ):
+            n = attempts - 1
+            step = low * 2 ** min(n, self.max_doublings)
+            if n > self.max_doublings:
+                step += (n - self.max_doublings) * low * 2**self.max_doublings
+            if min(step, high) <= 0:
+                return max(span, duration)  # no backoff: attempts follow each other until then
+            if step >= high:  # every retry from here waits max_backoff
+                left = max(self.max_attempts - attempts, math.ceil((duration - span) / high), 0)
+                return span + left * high
+            span += step
+            attempts += 1
+        return span
 
 
 class FunctionSet(_Strict):
@@ -194,6 +227,11 @@ class Settings(_Strict):
                 "([secrets] for A2A_API_KEYS, whose value is key hashes from `python -m "
                 "shared.identity new-key OWNER`; [env] for the others)"
             )
+
+
+def seconds(value: str) -> float:
+    """A duration of the settings file in seconds: '300s' -> 300.0."""
+    return float(value.removesuffix("s"))
 
 
 def variable_name(path: tuple[str, ...]) -> str:

@@ -28,6 +28,9 @@ load_handler_module) is the library's side. The module-level names the library r
   ones in `ctx.extensions`. A `required=True` one refuses every message whose request does not
   activate it (ExtensionSupportRequiredError, -32008);
 - `LONG_RUNNING = True`: every turn runs on the worker, never inside the client's request.
+- `RERUN_SAFE = False`: a turn must not run twice (it charges a card, sends an e-mail). A turn
+  whose run vanished (its instance died, its worker's attempt failed) is then failed with a
+  status message saying so, instead of run again from the start (the default, True).
 
 Every other public UPPER_CASE name that the module assigns at its top level is refused when it
 is loaded, so that a misspelt declaration (`SKILL =`, `LONG_RUNING =`) stops the start-up
@@ -75,7 +78,15 @@ __all__ = [
 ]
 
 # The module-level names of a handler module that the library reads.
-DECLARATIONS = ("handle", "SKILLS", "AGENT", "LONG_RUNNING", "EXTENDED_SKILLS", "EXTENSIONS")
+DECLARATIONS = (
+    "handle",
+    "SKILLS",
+    "AGENT",
+    "LONG_RUNNING",
+    "RERUN_SAFE",
+    "EXTENDED_SKILLS",
+    "EXTENSIONS",
+)
 
 # What an extension's URI may be: one header list element (no commas, no spaces), bounded.
 _EXTENSION_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[\x21-\x2b\x2d-\x7e]{1,2000}")
@@ -314,6 +325,8 @@ class HandlerModule:
     skills: tuple[Skill, ...]
     # `LONG_RUNNING = True` in the module: every turn runs on the worker, never in the request.
     long_running: bool = False
+    # `RERUN_SAFE = False` in the module: a turn whose run vanished is failed, not run again.
+    rerun_safe: bool = True
     # Skills only authenticated callers see, in the extended card.
     extended_skills: tuple[Skill, ...] = ()
     extensions: tuple[Extension, ...] = ()
@@ -352,6 +365,9 @@ def load_handler_module(name: str) -> HandlerModule:
     long_running = getattr(module, "LONG_RUNNING", False)
     if not isinstance(long_running, bool):
         raise HandlerModuleError(f"A2A_HANDLER={name!r}: LONG_RUNNING must be True or False.")
+    rerun_safe = getattr(module, "RERUN_SAFE", True)
+    if not isinstance(rerun_safe, bool):
+        raise HandlerModuleError(f"A2A_HANDLER={name!r}: RERUN_SAFE must be True or False.")
     extended = tuple(getattr(module, "EXTENDED_SKILLS", ()))
     if not all(isinstance(s, Skill) for s in extended):
         raise HandlerModuleError(f"A2A_HANDLER={name!r}: EXTENDED_SKILLS must be a list of Skill.")
@@ -361,6 +377,7 @@ def load_handler_module(name: str) -> HandlerModule:
         info=info,
         skills=skills,
         long_running=long_running,
+        rerun_safe=rerun_safe,
         extended_skills=extended,
         extensions=_extensions(name, getattr(module, "EXTENSIONS", ())),
     )

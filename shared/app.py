@@ -42,10 +42,9 @@ from shared.sweep import Sweep, Sweeper, SweepTimer
 from shared.tasks_auth import EmulatorTokens, GoogleTokens, TokenVerifier
 from shared.worker import TurnQueue, Worker, retry_span
 
-# The work queue's backoff between attempts, in seconds: Cloud Tasks' as `make deploy`
-# creates the queue (infra/deploy.toml, [queues.work]), and the in-process queue's. A turn
-# whose worker went silent is recovered once the queue can have no attempt left.
-_CLOUD_TASKS_BACKOFF = (5.0, 300.0)
+# The in-process work queue's backoff between attempts, in seconds. A turn whose worker went
+# silent is recovered once the queue can have no attempt left (Cloud Tasks' retry schedule
+# is a setting, A2A_WORK_RETRY_SECONDS, that `make deploy` takes from the queue it creates).
 _INLINE_BACKOFF = (0.1, 5.0)
 # How often a process that runs its work queue itself (make run) sweeps; deployed, Cloud
 # Scheduler calls the worker's /sweep (infra/deploy.toml, [sweep]).
@@ -259,7 +258,8 @@ def build(
             max_backoff=_INLINE_BACKOFF[1],
             kind="worker",
         )
-        turns = _turns(settings, tasks.store, work_queue, _INLINE_BACKOFF)
+        span = retry_span(settings.work_max_attempts, *_INLINE_BACKOFF)
+        turns = _turns(settings, tasks.store, work_queue, span, module)
         worker = Worker(
             tasks.store,
             module,
@@ -269,7 +269,7 @@ def build(
             limits=settings.limits,
         )
     else:
-        turns = _turns(settings, tasks.store, work_queue, _CLOUD_TASKS_BACKOFF)
+        turns = _turns(settings, tasks.store, work_queue, settings.work_retry_seconds, module)
     service = A2AService(
         tasks.store,
         module,
@@ -311,14 +311,20 @@ def _sweepers(turns: TurnQueue, tasks: _Tasks) -> list[Sweeper]:
 
 
 def _turns(
-    settings: Settings, store: TaskStore, queue: TaskQueue | None, backoff: tuple[float, float]
+    settings: Settings,
+    store: TaskStore,
+    queue: TaskQueue | None,
+    span: float,
+    module: HandlerModule,
 ) -> TurnQueue:
-    """Queued turns onto `queue` (None: into the outbox), recovered after its retries."""
+    """Queued turns onto `queue` (None: into the outbox), recovered once its retries (`span`
+    seconds, first attempt to last) are over, as the module allows (RERUN_SAFE)."""
     return TurnQueue(
         store,
         queue,
         lease_seconds=settings.lease_seconds,
-        queue_span=retry_span(settings.work_max_attempts, *backoff),
+        queue_span=span,
+        rerun_safe=module.rerun_safe,
     )
 
 
@@ -333,7 +339,7 @@ def build_worker(
     tasks = _tasks(settings, module, store)
     # A turn that ends while messages wait on its task queues the next one, to this worker.
     own_queue = _cloud_queue(settings, settings.work_queue, settings.worker_url)
-    turns = _turns(settings, tasks.store, own_queue, _CLOUD_TASKS_BACKOFF)
+    turns = _turns(settings, tasks.store, own_queue, settings.work_retry_seconds, module)
     worker = Worker(
         tasks.store,
         module,

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from email.utils import format_datetime, parsedate_to_datetime
 from typing import Any
 
+from shared import extensions
 from shared.agent import Extension, HandlerModule, Skill
 from shared.identity import discovery_url
 from shared.settings import Settings
@@ -118,8 +119,9 @@ def card_template(module: HandlerModule, settings: Settings, *, hybrid: bool) ->
         "defaultOutputModes": list(info.output_modes),
         "skills": [_skill(s) for s in module.skills],
     }
-    if module.extensions:  # the same AgentExtension in v1.0 and v0.3
-        card["capabilities"]["extensions"] = [_extension(e) for e in module.extensions]
+    offered = (*module.extensions, *extensions.kit(settings.push_notifications))
+    if offered:  # the same AgentExtension in v1.0 and v0.3
+        card["capabilities"]["extensions"] = [_extension(e) for e in offered]
     if settings.provider_organization:
         card["provider"] = {
             "organization": settings.provider_organization,

@@ -15,6 +15,14 @@ text gave -32008 another meaning. Reads of tasks and push configs are not refuse
 
 The header values together hold at most MAX_HEADER_CHARS characters and MAX_URIS URIs: more
 is a client error naming the limit, rather than a cut that could drop a required extension.
+
+The kit has extensions of its own (`kit`), which the card lists beside the module's and a
+request activates alike; they change answers, never a turn, so they are not recorded on the
+message. DELIVERY_STATUS: v1.0's TaskPushNotificationConfig has no field for a config's
+delivery failure (v0.x answers carry it as `metadata`); a 1.0 Get or List of push configs
+that activates it gets `metadata: {"<its URI>": {"lastError", "failedAt"}}` on each config
+whose queue gave up, the A2A place of an extension's data. Without it, the answer keeps the
+strict 1.0 shape.
 """
 
 from __future__ import annotations
@@ -32,6 +40,20 @@ HEADERS = (HEADER, LEGACY_HEADER)
 MAX_URIS = 64
 MAX_HEADER_CHARS = 16384
 _WHITESPACE = " \t"  # HTTP's optional whitespace around list elements
+
+DELIVERY_STATUS = Extension(
+    uri="urn:a2a-functions:ext:push-delivery-status:v1",
+    description=(
+        "Push notification configs read with A2A 1.0 (Get, List) carry their delivery "
+        "failure, once the agent's retries gave up: metadata[<this URI>] = {lastError, "
+        "failedAt}. Nothing else changes; the next event or an update of the config retries."
+    ),
+)
+
+
+def kit(push_notifications: bool) -> tuple[Extension, ...]:
+    """The kit's own extensions this deployment offers (A2A_PUSH_NOTIFICATIONS)."""
+    return (DELIVERY_STATUS,) if push_notifications else ()
 
 
 def requested(values: Sequence[str]) -> frozenset[str]:
@@ -66,12 +88,13 @@ class Activation:
     active: tuple[str, ...] = ()  # in the order the module declares them
     missing: tuple[str, ...] = ()  # required, not activated
     headers: tuple[str, ...] = ()  # the header names the client used
+    own: tuple[str, ...] = ()  # the kit's extensions activated (`kit`)
 
     def echo(self) -> dict[str, str]:
         """The answer's headers: the activated URIs under each name the client used."""
-        if not self.active:
+        if not self.active and not self.own:
             return {}
-        return {name: ",".join(self.active) for name in self.headers}
+        return {name: ",".join((*self.active, *self.own)) for name in self.headers}
 
     def require(self, version: str) -> None:
         """Refuse a message whose request leaves out a required extension (see the module
@@ -101,13 +124,19 @@ class Activation:
         return message.model_copy(update={"extensions": (*message.extensions, *added)})
 
 
-def activate(declared: Sequence[Extension], header: Callable[[str], list[str]]) -> Activation:
-    """What a request activates of the `declared` extensions; `header(name)` gives all values
-    of one request header. Raises InvalidRequestError when the header breaks its limits."""
+def activate(
+    declared: Sequence[Extension],
+    header: Callable[[str], list[str]],
+    own: Sequence[Extension] = (),
+) -> Activation:
+    """What a request activates of the module's `declared` extensions and of the kit's `own`;
+    `header(name)` gives all values of one request header. Raises InvalidRequestError when
+    the header breaks its limits."""
     used = tuple(name for name in HEADERS if header(name))
     asked = requested([value for name in used for value in header(name)])
     return Activation(
         active=tuple(e.uri for e in declared if e.uri in asked),
         missing=tuple(e.uri for e in declared if e.required and e.uri not in asked),
         headers=used,
+        own=tuple(e.uri for e in own if e.uri in asked),
     )

@@ -220,10 +220,14 @@ class TaskStore(Protocol):
         """The task's events with a sequence number above `after_seq`, in order."""
         ...
 
-    def expired_leases(self, before: datetime, limit: int) -> list[StoredTask]:
+    def expired_leases(
+        self, before: datetime, limit: int, after: StoredTask | None = None
+    ) -> list[StoredTask]:
         """Up to `limit` tasks, of every owner, whose lease `expires` before `before`, the
-        oldest expiry first: the sweep's work (shared.sweep). Not scoped by owner: only the
-        sweep calls it, and recovers each task as its owner's."""
+        oldest expiry first (ties in an order of the store's own): the sweep's work
+        (shared.sweep). `after`, the last task of the previous page as it read it, goes on
+        past that one. Not scoped by owner: only the sweep calls it, and recovers each task
+        as its owner's."""
         ...
 
     def list(self, owner: str, query: TaskQuery) -> TaskPage:
@@ -249,6 +253,9 @@ class StoredPushConfig:
     # a delivery catches up and when the config is replaced.
     last_error: str | None = None
     failed_at: datetime | None = None
+    # When a sweep is due for it (set while it lags), as read: where `lagging`'s next page
+    # goes on from.
+    sweep_at: datetime | None = None
 
 
 class PushConfigStore(Protocol):
@@ -314,10 +321,14 @@ class PushConfigStore(Protocol):
         only after `retry_at`."""
         ...
 
-    def lagging(self, now: datetime, limit: int) -> builtins.list[StoredPushConfig]:
+    def lagging(
+        self, now: datetime, limit: int, after: StoredPushConfig | None = None
+    ) -> builtins.list[StoredPushConfig]:
         """Configs of any owner whose sweep time has come and that lag (no delivery caught
         them up in time), the longest waiting first, at most `limit` looked at; one whose
-        sweep time came but that does not lag (wanted after it was delivered) is forgotten."""
+        sweep time came but that does not lag (wanted after it was delivered) is forgotten.
+        `after`, the last config of the previous page as it read it, goes on past that one
+        (a page with fewer than `limit` configs may still be followed by more)."""
         ...
 
 

@@ -25,6 +25,7 @@ from shared.clock import SYSTEM, Clock
 from shared.jobs import PushJob
 from shared.model import ArtifactUpdate, Event, StatusUpdate
 from shared.ports import PushConfigStore, StoredTask, TaskQueue
+from shared.sweep import pages
 
 log = logging.getLogger("a2a.push")
 
@@ -35,7 +36,7 @@ SWEEP_AFTER = timedelta(minutes=2)
 # After a failed attempt the queue owns the retry; its backoff reaches an hour as deployed
 # (infra/deploy.toml, queues.push.max_backoff): a sweep steps in only after that.
 RETRY_WINDOW = timedelta(hours=1)
-# Configs one sweep re-drives at most; the next sweep goes on.
+# Lagging configs one page of the sweep reads.
 SWEEP_BATCH = 200
 
 
@@ -68,13 +69,21 @@ class PushSweeper:
     SWEEP_AFTER window, so a config is re-driven at most once a window however often the
     sweep runs (a re-driven delivery may still be waiting for a busy config)."""
 
-    def __init__(self, configs: PushConfigStore, queue: TaskQueue) -> None:
+    def __init__(
+        self, configs: PushConfigStore, queue: TaskQueue, *, clock: Clock = SYSTEM
+    ) -> None:
         self._configs = configs
         self._queue = queue
+        self._clock = clock
 
     def __call__(self, now: datetime) -> int:
         queued = 0
-        for config in self._configs.lagging(now, SWEEP_BATCH):
+        found = pages(
+            lambda after: self._configs.lagging(now, SWEEP_BATCH, after),
+            None,  # configs found caught up are left out of their page
+            clock=self._clock,
+        )
+        for config in found:
             if config.wanted_seq <= config.delivered_seq:
                 continue  # caught up since the query
             job = PushJob(config.owner, config.config.task_id, config.config.id, config.wanted_seq)

@@ -58,6 +58,7 @@ ENVIRONMENT = {
     "region": "A2A_REGION",
     "work_queue": "A2A_WORK_QUEUE",
     "work_max_attempts": "A2A_WORK_MAX_ATTEMPTS",
+    "work_retry_seconds": "A2A_WORK_RETRY_SECONDS",
     "worker_url": "A2A_WORKER_URL",
     "tasks_service_account": "A2A_TASKS_SERVICE_ACCOUNT",
     "function_timeout": "A2A_FUNCTION_TIMEOUT",
@@ -171,6 +172,10 @@ class Settings(BaseModel):
     region: str | None = None
     work_queue: str = "work"
     work_max_attempts: int = Field(default=10, ge=1)  # the queue's max_attempts (deploy.toml)
+    # Seconds the Cloud Tasks work queue goes on retrying a turn, first attempt to last: a
+    # turn it holds is recovered only after that. `make deploy` sets it from the queue's retry
+    # config (infra.settings.QueueSettings.retry_span); the default is the deploy.toml queue's.
+    work_retry_seconds: float = Field(default=3855, ge=0, le=31 * 86400, allow_inf_nan=False)
     worker_url: str | None = None
     tasks_service_account: str | None = None  # whose OIDC tokens the worker accepts
     function_timeout: int = Field(default=300, ge=1)  # seconds, of the function serving this

@@ -10,6 +10,8 @@ the stored task alone, so duplicate and late deliveries are harmless:
   A later attempt takes over a live lease at once: the queue only starts one after the
   previous attempt failed, timed out or lost its connection (its worker died); should that
   run still live, its next commit loses and it stops.
+  A handler module that says `RERUN_SAFE = False` is not run again: a later attempt that
+  finds the turn started fails the task with a status message saying so.
 
 On the queue's last attempt nothing may be left `working`: a run that fails fails the task,
 and a lease marked `final` whose holder stops heartbeating is failed by the next reader
@@ -50,6 +52,7 @@ from shared.observability import tracing
 from shared.observability.context import note, owner_tag
 from shared.ports import Delivery, Lease, StoredTask, TaskQueue, TaskStore, VersionConflict
 from shared.runtime import Turn
+from shared.sweep import pages
 
 log = logging.getLogger("a2a.worker")
 
@@ -62,7 +65,14 @@ REDRIVEN_TEXT = (
     "instance died, or the work queue gave up on it) {count} times; the worker's and the a2a "
     "function's logs say why. Send it again as a new message (a new messageId) to start over."
 )
-# How many due tasks one sweep recovers at most; the next sweep takes the rest.
+NOT_RERUN_TEXT = (
+    "The agent stopped working on this task: the run answering its message vanished (its "
+    "instance died, or its worker's attempt failed), and this agent must not run a turn twice "
+    "(its handler module says RERUN_SAFE = False), so it was not run again. Send it again as "
+    "a new message (a new messageId) to start over; the worker's and the a2a function's logs "
+    "say why the run vanished."
+)
+# How many tasks with an expired lease one page of the sweep reads.
 SWEEP_BATCH = 200
 
 
@@ -137,6 +147,11 @@ class Worker:
             and delivery.attempt <= lease.attempt
         ):
             return Outcome.BUSY
+        if lease.holder and not self.handler.rerun_safe:
+            # An earlier attempt started this turn and died: it must not start again.
+            log.error("task %s: %s", job.task_id, NOT_RERUN_TEXT)
+            end(self.store, stored, TaskState.FAILED, NOT_RERUN_TEXT)
+            return Outcome.NOTHING_TO_DO
         message = _turn_message(stored, job.message_id)
         if message is None:
             log.error("task %s: no message %s in its history", job.task_id, job.message_id)
@@ -260,6 +275,7 @@ class TurnQueue:
         *,
         lease_seconds: float,
         queue_span: float,
+        rerun_safe: bool = True,
         clock: Clock = SYSTEM,
     ) -> None:
         """`queue`: the work queue; None where this process cannot reach it (the worker on
@@ -268,11 +284,14 @@ class TurnQueue:
         queue may go on retrying a turn it holds (its attempts' backoff, all told): a queued
         or worker-held turn silent for longer than that past its lease has no delivery
         left. An inline turn (no queue entry) is due `lease_seconds` after its lease expired.
+        `rerun_safe` (the handler module's RERUN_SAFE): False, a due turn that a run had
+        started is failed rather than queued again.
         """
         self.store = store
         self.queue = queue
         self._lease = timedelta(seconds=lease_seconds)
         self._span = timedelta(seconds=queue_span)
+        self._rerun_safe = rerun_safe
         self._clock = clock
 
     def queued_lease(self, turn: int, message_id: str) -> Lease:
@@ -373,6 +392,9 @@ class TurnQueue:
                 return stored  # still refused: the next reader or sweep tries again
             again = replace(lease, outbox=False, expires=self._clock.now() + self._lease)
             return self.store.commit(replace(stored, lease=again), stored.task, [])
+        if lease.holder and not self._rerun_safe:
+            log.error("task %s: %s", stored.task.id, NOT_RERUN_TEXT)
+            return end(self.store, stored, TaskState.FAILED, NOT_RERUN_TEXT)
         if not lease.message_id or lease.redrives >= REDRIVE_LIMIT:
             text = REDRIVEN_TEXT.format(count=lease.redrives + 1)
             log.error("task %s: %s", stored.task.id, text)
@@ -390,7 +412,11 @@ class TurnQueue:
         return queued if self._put(queued) else self._to_outbox(queued)
 
     def sweep(self, now: datetime) -> int:
-        """Recover every due turn (up to SWEEP_BATCH, the longest expired first); how many
-        were re-driven or failed. A shared.sweep Sweeper."""
-        found = self.store.expired_leases(now, SWEEP_BATCH)
+        """Recover every due turn (the longest expired first, page after page within the
+        sweep's budget); how many were re-driven or failed. A shared.sweep Sweeper."""
+        found = pages(
+            lambda after: self.store.expired_leases(now, SWEEP_BATCH, after),
+            SWEEP_BATCH,
+            clock=self._clock,
+        )
         return sum(self._settle(stored)[1] for stored in found)

@@ -106,6 +106,13 @@ def test_imported_private_and_lower_case_names_are_the_modules_own(
     assert [s.id for s in module.skills] == ["s"]
 
 
+def test_rerun_safe_is_declared_as_a_bool(write_module: WriteModule) -> None:
+    assert load_handler_module(write_module("")).rerun_safe  # safe unless it says otherwise
+    assert not load_handler_module(write_module("RERUN_SAFE = False")).rerun_safe
+    with pytest.raises(HandlerModuleError, match="RERUN_SAFE must be True or False"):
+        load_handler_module(write_module("RERUN_SAFE = 'no'"))
+
+
 def test_every_shipped_handler_module_loads() -> None:
     modules = [
         f"{folder}.{path.stem}"

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from shared.extensions import DELIVERY_STATUS
 from shared.identity.api_key import hashed
 from tests.conftest import Client
 
@@ -37,7 +38,17 @@ def test_hybrid_card_has_v1_and_v03_fields(client: Client) -> None:
     assert card["url"] == "http://localhost/"
     assert card["preferredTransport"] == "JSONRPC"
     assert card["protocolVersion"] == "0.3.0"
-    assert card["capabilities"] == {"streaming": True, "pushNotifications": True}
+    assert card["capabilities"] == {
+        "streaming": True,
+        "pushNotifications": True,
+        "extensions": [  # the kit's own, with push notifications (shared.extensions)
+            {
+                "uri": DELIVERY_STATUS.uri,
+                "description": DELIVERY_STATUS.description,
+                "required": False,
+            }
+        ],
+    }
     skill_ids = [s["id"] for s in card["skills"]]
     assert skill_ids == ["structured-output", "phone-order", "joke", "file-report", "echo"]
     for key in ("defaultInputModes", "defaultOutputModes", "version", "description"):

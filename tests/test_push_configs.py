@@ -6,15 +6,19 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from a2a.types import a2a_pb2
 
 from shared.dialects import decode
+from shared.extensions import DELIVERY_STATUS
 from shared.identity.api_key import hashed
 from shared.model import utc_now
 from shared.service import message_key
+from tests import schema
 from tests.conftest import Client
 from tests.test_ids import text_id
 
 HOOK = "https://hooks.example.com/a2a"
+V1 = {"A2A-Version": "1.0"}
 
 
 @pytest.fixture
@@ -405,6 +409,60 @@ def test_a_permanent_delivery_failure_is_shown_to_the_owner_until_the_config_is_
     # The owner updates the config: the failure is forgotten (and the next sweep retries).
     assert push.result("tasks/pushNotificationConfig/set", wrapped) == wrapped
     assert push.result("tasks/pushNotificationConfig/get", {"id": task_id}) == wrapped
+
+
+def test_a_v1_client_sees_the_failure_when_it_activates_the_kits_extension(push: Client) -> None:
+    """v1.0 has no field for it: the kit's extension puts it where an extension's data goes,
+    in 1.0 Get and List, over JSON-RPC and REST; the rest of each config stays strict."""
+    task_id = new_task(push)
+    for config_id in ("c1", "c2"):
+        params = {"taskId": task_id, "id": config_id, "url": HOOK}
+        push.result("CreateTaskPushNotificationConfig", params, version="1.0")
+    fail_for_good(push, task_id, "c1", "no answer from the webhook <b>\u2028")
+    failure = {
+        "lastError": "no answer from the webhook <b>\u2028",
+        "failedAt": "2026-01-02T03:04:05.678Z",
+    }
+    ask = {"A2A-Extensions": f"urn:other, {DELIVERY_STATUS.uri}"}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "GetTaskPushNotificationConfig"}
+    response = push.post({**body, "params": {"taskId": task_id, "id": "c1"}}, {**V1, **ask})
+    assert response.headers["A2A-Extensions"] == DELIVERY_STATUS.uri  # activated: echoed
+    got = response.get_json()["result"]
+    assert got == {
+        "id": "c1",
+        "taskId": task_id,
+        "url": HOOK,
+        "metadata": {DELIVERY_STATUS.uri: failure},
+    }
+    schema.check_v1(
+        a2a_pb2.TaskPushNotificationConfig, {k: v for k, v in got.items() if k != "metadata"}
+    )
+    listed = push.result(
+        "ListTaskPushNotificationConfigs", {"taskId": task_id}, version="1.0", headers=ask
+    )
+    assert listed["configs"] == [got, {"id": "c2", "taskId": task_id, "url": HOOK}]
+    rest = push.http.get(f"/tasks/{task_id}/pushNotificationConfigs/c1", headers={**V1, **ask})
+    assert rest.get_json() == got
+    # Not activated: the strict 1.0 shape, whatever else the header names.
+    plain = push.http.get(
+        f"/tasks/{task_id}/pushNotificationConfigs/c1", headers={**V1, "A2A-Extensions": "urn:x"}
+    )
+    assert plain.get_json() == {"id": "c1", "taskId": task_id, "url": HOOK}
+    assert "A2A-Extensions" not in plain.headers
+
+
+def test_the_card_offers_the_delivery_status_extension_only_with_push(make_client: Any) -> None:
+    def offered(client: Client) -> list[Any]:
+        card = client.http.get("/.well-known/agent-card.json").get_json()
+        return list(card["capabilities"].get("extensions", []))
+
+    [extension] = offered(make_client())
+    assert extension == {
+        "uri": DELIVERY_STATUS.uri,
+        "description": DELIVERY_STATUS.description,
+        "required": False,
+    }
+    assert offered(make_client(push_notifications=False)) == []
 
 
 def test_a_v01_config_shows_its_failure_too(push: Client) -> None:

@@ -37,7 +37,7 @@ from shared.model import (
 )
 from shared.ports import Delivery
 from shared.push_delivery import EVENTS_PER_DELIVERY, WAIT_SECONDS, Deliverer, PinnedSender
-from shared.push_notify import SWEEP_AFTER, PushNotifier, PushSweeper
+from shared.push_notify import SWEEP_AFTER, SWEEP_BATCH, PushNotifier, PushSweeper
 from shared.push_url import PushTarget, PushURLRefused, resolve_push_url
 from shared.queue.inline import InlineQueue
 from shared.store.memory import MemoryTaskStore
@@ -563,6 +563,17 @@ def test_the_notifier_records_the_lag_before_it_queues_and_the_sweeper_redrives_
         assert deliverer.deliver(payload, Delivery()) is Outcome.DELIVERED
     clock.advance(3600 * 24)
     assert sweep(clock.now()) == 0
+
+
+def test_one_sweep_redrives_every_lagging_config_past_a_full_page() -> None:
+    configs, now = MemoryPushConfigStore(), ManualClock().now()
+    for n in range(SWEEP_BATCH + 50):
+        hook = PushConfig(id="p", task_id=f"t{n}", url="https://a.example.com/")
+        configs.put("anonymous", hook, dialect="1.0")
+        configs.want("anonymous", f"t{n}", "p", 2, now)
+    queue = Recorded()
+    assert PushSweeper(configs, queue)(now) == SWEEP_BATCH + 50
+    assert len({p["taskId"] for _, p, _ in queue.entries}) == SWEEP_BATCH + 50
 
 
 def test_a_message_only_commit_queues_nothing() -> None:

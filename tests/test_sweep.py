@@ -15,7 +15,7 @@ from shared.model import TaskState
 from shared.ports import Lease
 from shared.settings import Settings
 from shared.store.memory import MemoryTaskStore
-from shared.sweep import Sweep, SweepTimer
+from shared.sweep import BUDGET, Sweep, SweepTimer, pages
 from tests.clock import ManualClock
 from tests.conftest import SA, flask_app
 from tests.worker.test_recovery import left_by_a_dead_run
@@ -107,3 +107,32 @@ def test_the_worker_sweep_fails_a_turn_nobody_will_run_or_read() -> None:
     assert app.sweep.run() == 1
     stored = store.get("alice", "t1")
     assert stored is not None and stored.task.status.state is TaskState.FAILED
+
+
+def test_pages_go_on_from_the_last_item_until_a_short_page() -> None:
+    items = list(range(7))
+    asked: list[int | None] = []
+
+    def read(after: int | None) -> list[int]:
+        asked.append(after)
+        start = 0 if after is None else after + 1
+        return items[start : start + 3]
+
+    assert list(pages(read, 3)) == items
+    assert asked == [None, 2, 5]  # the third page is short: the last
+
+
+def test_pages_that_may_come_back_short_end_at_an_empty_one() -> None:
+    answers = iter([[1], [2, 3], []])  # a reader that dropped what it looked at
+    assert list(pages(lambda after: next(answers), None)) == [1, 2, 3]
+
+
+def test_pages_stop_once_the_budget_is_spent_and_the_next_sweep_goes_on() -> None:
+    clock = ManualClock()
+
+    def read(after: int | None) -> list[int]:
+        clock.advance(BUDGET / 2)  # a slow store
+        start = 0 if after is None else after + 1
+        return [start, start + 1]
+
+    assert list(pages(read, 2, clock=clock)) == [0, 1, 2, 3, 4, 5]  # three pages, 1.5 budgets

@@ -326,7 +326,11 @@ class HttpApp:
             self.streams,
             _last_event_id(request),
             extended,
-            extensions.activate(self.service.handler.extensions, request.headers.getlist),
+            extensions.activate(
+                self.service.handler.extensions,
+                request.headers.getlist,
+                extensions.kit(self.settings.push_notifications),
+            ),
             self.settings.streaming,
         )
 

@@ -16,15 +16,16 @@ from typing import Any
 
 from shared import streaming
 from shared.dialects import decode
-from shared.dialects.base import Dialect
+from shared.dialects.base import Dialect, delivery_failure
 from shared.dialects.decode import WireFields
 from shared.dialects.registry import BY_NAME, METHODS
 from shared.dialects.v0_3 import V03, V03_LEGACY
 from shared.dialects.v1_0 import V1
 from shared.errors import A2AError, UnauthenticatedError, UnsupportedOperationError
-from shared.extensions import Activation
+from shared.extensions import DELIVERY_STATUS, Activation
 from shared.identity import Principal
 from shared.observability.context import note
+from shared.ports import StoredPushConfig
 from shared.requests import SendRequest
 from shared.service import A2AService, view
 
@@ -183,10 +184,22 @@ def _push_set(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
     return dialect.push_config(stored)
 
 
+def _delivery_status(
+    call: Call, dialect: Dialect, stored: StoredPushConfig, answer: dict[str, Any]
+) -> dict[str, Any]:
+    """A 1.0 config with its delivery failure, when the request activated the kit's
+    extension for it (shared.extensions.DELIVERY_STATUS); v0.x answers carry it anyway."""
+    failure = delivery_failure(stored)
+    if dialect.version == "1.0" and DELIVERY_STATUS.uri in call.extensions.own and failure:
+        return {**answer, "metadata": {DELIVERY_STATUS.uri: failure}}
+    return answer
+
+
 def _push_get(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
     call.service.require_push()  # before reading params: unsupported is the answer
     request = decode.get_push_config(params, dialect.version)
-    return dialect.push_config(call.service.get_push_config(call.principal.owner, request))
+    stored = call.service.get_push_config(call.principal.owner, request)
+    return _delivery_status(call, dialect, stored, dialect.push_config(stored))
 
 
 def _push_list(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
@@ -197,7 +210,11 @@ def _push_list(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
         return dialect.push_configs(configs, "")
     size, offset = decode.page(params)
     more = len(configs) > offset + size
-    return dialect.push_configs(configs[offset : offset + size], str(offset + size) if more else "")
+    page = configs[offset : offset + size]
+    answer = dialect.push_configs(page, str(offset + size) if more else "")
+    encoded = zip(page, answer["configs"], strict=True)
+    answer["configs"] = [_delivery_status(call, dialect, s, c) for s, c in encoded]
+    return answer
 
 
 def _push_delete(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:

@@ -32,7 +32,7 @@ from typing import Any
 
 from shared.client.credentials import google_id_token
 from shared.client.render import Renderer, printable, short_state
-from shared.client.session import INTERRUPTED, TERMINAL, VERSIONS, Session
+from shared.client.session import INTERRUPTED, TERMINAL, VERSIONS, Session, delivery_failure
 from shared.client.transport import ClientError, Event, Transport
 
 DEFAULT_URL = "http://localhost:8080"
@@ -304,7 +304,14 @@ def _push_config(url: str | None, token: str | None) -> dict[str, Any] | None:
 
 
 def _config_line(config: dict[str, Any]) -> str:
-    return f"{config.get('id')}  {config.get('url')}  (task {config.get('taskId')})"
+    line = f"{config.get('id')}  {config.get('url')}  (task {config.get('taskId')})"
+    failure = delivery_failure(config)
+    if failure is not None:
+        line += (
+            f"\n  delivery failed at {failure.get('failedAt')}: {failure.get('lastError')}"
+            " (the next event of the task, or adding the config again, retries)"
+        )
+    return line
 
 
 # -- arguments ------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from shared.client.transport import ClientError, Event, Transport
+from shared.extensions import DELIVERY_STATUS, HEADER
 
 CARD_PATH = "/.well-known/agent-card.json"
 VERSIONS = ("1.0", "0.3")
@@ -90,8 +91,15 @@ class Session:
             self._endpoint = pick_endpoint(self.card, self._wanted, self.base_url)
         return self._endpoint
 
-    def _call(self, operation: str, params: dict[str, Any]) -> Any:
-        return self.transport.call(self.url, self._method(operation), params, self.version)
+    def _call(
+        self, operation: str, params: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> Any:
+        return self.transport.call(self.url, self._method(operation), params, self.version, headers)
+
+    def _offers(self, uri: str) -> bool:
+        """Whether the card lists the extension `uri`."""
+        listed = (self.card.get("capabilities") or {}).get("extensions") or []
+        return any(isinstance(e, dict) and e.get("uri") == uri for e in listed)
 
     def _method(self, operation: str) -> str:
         methods = _V1_METHODS if self.version == "1.0" else _V03_METHODS
@@ -178,11 +186,14 @@ class Session:
         return v03_push_config(_object(result))
 
     def push_list(self, task_id: str) -> list[dict[str, Any]]:
+        """The task's configs, each with its delivery failure (`delivery_failure`) where the
+        agent tells: 0.3 agents of this kit always, 1.0 ones that offer DELIVERY_STATUS."""
         if self.version == "1.0":
             configs: list[dict[str, Any]] = []
             params: dict[str, Any] = {"taskId": task_id}
+            ask = {HEADER: DELIVERY_STATUS.uri} if self._offers(DELIVERY_STATUS.uri) else None
             while True:
-                page = _object(self._call("push_list", params))
+                page = _object(self._call("push_list", params, ask))
                 configs += [c for c in page.get("configs") or [] if isinstance(c, dict)]
                 if not page.get("nextPageToken"):
                     return configs
@@ -337,8 +348,21 @@ def v03_message(message: dict[str, Any]) -> dict[str, Any]:
 
 
 def v03_push_config(config: dict[str, Any]) -> dict[str, Any]:
+    """A 0.3 TaskPushNotificationConfig as 1.0's, its delivery failure (this kit's 0.3
+    `metadata`) where a 1.0 answer under DELIVERY_STATUS has it."""
     inner = config.get("pushNotificationConfig")
-    return {"taskId": config.get("taskId"), **(inner if isinstance(inner, dict) else {})}
+    out = {"taskId": config.get("taskId"), **(inner if isinstance(inner, dict) else {})}
+    metadata = config.get("metadata")
+    if isinstance(metadata, dict) and "lastError" in metadata:
+        out["metadata"] = {DELIVERY_STATUS.uri: metadata}
+    return out
+
+
+def delivery_failure(config: dict[str, Any]) -> dict[str, Any] | None:
+    """The config's failure, once the agent gave its deliveries up: `lastError`, `failedAt`."""
+    metadata = config.get("metadata")
+    failure = metadata.get(DELIVERY_STATUS.uri) if isinstance(metadata, dict) else None
+    return failure if isinstance(failure, dict) else None
 
 
 def _v03_status(status: Any) -> dict[str, Any]:

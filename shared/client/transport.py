@@ -90,11 +90,21 @@ class Transport:
         _check_status(response, url)
         return _json_object(response, url)
 
-    def call(self, url: str, method: str, params: Any, version: str) -> Any:
-        """One JSON-RPC call; its result, or ClientError with the error's code and message."""
+    def call(
+        self,
+        url: str,
+        method: str,
+        params: Any,
+        version: str,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
+        """One JSON-RPC call (with `headers` of its own on top); its result, or ClientError
+        with the error's code and message."""
         body = self._body(method, params)
         with _errors(url):
-            response = self.http.post(url, json=body, headers=self._headers(version))
+            response = self.http.post(
+                url, json=body, headers=self._headers(version) | dict(headers or {})
+            )
         _check_status(response, url)
         return _result(_json_object(response, url), method)
 

@@ -76,7 +76,8 @@ def v0_push_config(config: PushConfig, *, with_id: bool) -> dict[str, Any]:
 def delivery_failure(stored: StoredPushConfig) -> dict[str, Any] | None:
     """The v0.x `metadata` of a config whose deliveries failed at the queue's last attempt:
     `lastError` and `failedAt` (v0.x objects take fields beyond their schema's; the v1.0
-    TaskPushNotificationConfig has no field for it, so the 1.0 answer leaves it out)."""
+    TaskPushNotificationConfig has no field for it: a 1.0 answer carries it only under the
+    kit's extension, shared.extensions.DELIVERY_STATUS)."""
     if stored.failed_at is None:
         return None
     return {"lastError": stored.last_error or "", "failedAt": timestamp(stored.failed_at)}

@@ -71,9 +71,11 @@ class TracedTaskStore:
         with span("store events", after_seq=after_seq):
             return self.inner.events(owner, task_id, after_seq)
 
-    def expired_leases(self, before: datetime, limit: int) -> list[StoredTask]:
+    def expired_leases(
+        self, before: datetime, limit: int, after: StoredTask | None = None
+    ) -> list[StoredTask]:
         with span("store expired_leases"):
-            return self.inner.expired_leases(before, limit)
+            return self.inner.expired_leases(before, limit, after)
 
     def list(self, owner: str, query: TaskQuery) -> TaskPage:
         with span("store list"):

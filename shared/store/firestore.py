@@ -333,14 +333,22 @@ class FirestoreTaskStore:
     def tail(self, owner: str, task_id: str, after_seq: int = 0) -> FirestoreTail:
         return FirestoreTail(self, owner, task_id, after_seq, listen=self._tail == "listener")
 
-    def expired_leases(self, before: datetime, limit: int) -> list[StoredTask]:
-        # One range on one field: Firestore's automatic single-field index serves it.
+    def expired_leases(
+        self, before: datetime, limit: int, after: StoredTask | None = None
+    ) -> list[StoredTask]:
+        # One range on one field: Firestore's automatic single-field index serves it (ties go
+        # by document name, which every index ends with).
         query = (
             self._client.collection(TASKS)
             .where(filter=FieldFilter("lease.expires", "<", before))
             .order_by("lease.expires")
+            .order_by("__name__")
             .limit(limit)
         )
+        if after is not None and after.lease is not None and after.lease.expires is not None:
+            query = query.start_after(
+                [after.lease.expires, self.task_ref(after.owner, after.task.id)]
+            )
         return [self._stored(snapshot) for snapshot in self._run(query)]
 
     def _log_query(self, owner: str, task_id: str, after_seq: int) -> Any:

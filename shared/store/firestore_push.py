@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -195,20 +196,28 @@ class FirestorePushConfigStore:
             fields = {"sweepAt": firestore.DELETE_FIELD, "lastError": error, "failedAt": at}
         self._as_holder(owner, task_id, config_id, holder, lambda data: fields)
 
-    def lagging(self, now: datetime, limit: int) -> builtins.list[StoredPushConfig]:
+    def lagging(
+        self, now: datetime, limit: int, after: StoredPushConfig | None = None
+    ) -> builtins.list[StoredPushConfig]:
         query = (
             self._client.collection_group(PUSH_CONFIGS)
             .where(filter=FieldFilter("sweepAt", "<=", now.timestamp()))
             .order_by("sweepAt")
+            .order_by("__name__")  # ties by document path, which every index ends with
             .limit(limit)
         )
+        if after is not None and after.sweep_at is not None:
+            ref = self._ref(after.owner, after.config.task_id, after.config.id)
+            # The float it was stored as: a datetime from it gives the same float back.
+            query = query.start_after([after.sweep_at.timestamp(), ref])
         snapshots = list(query.stream())
         self.cost.add(reads=max(1, len(snapshots)))
         found = []
         for snapshot in snapshots:
-            stored = _decode(snapshot.to_dict() or {})
+            data = snapshot.to_dict() or {}
+            stored = _decode(data)
             if stored.wanted_seq > stored.delivered_seq:
-                found.append(stored)
+                found.append(replace(stored, sweep_at=datetime.fromtimestamp(data["sweepAt"], UTC)))
                 continue
             # Wanted after it was delivered (a late commit callback): nothing lags. Unless
             # written since, which a precondition on this read tells.

@@ -214,7 +214,12 @@ class MemoryTaskStore:
     def tail(self, owner: str, task_id: str, after_seq: int = 0) -> MemoryTail:
         return MemoryTail(self, owner, task_id, after_seq)
 
-    def expired_leases(self, before: datetime, limit: int) -> list[StoredTask]:
+    def expired_leases(
+        self, before: datetime, limit: int, after: StoredTask | None = None
+    ) -> list[StoredTask]:
+        past = None
+        if after is not None and after.lease is not None and after.lease.expires is not None:
+            past = (after.lease.expires, (after.owner, after.task.id))
         with self._lock:
             # The records, not the tasks: only the leases found are decoded.
             expired = [
@@ -223,6 +228,7 @@ class MemoryTaskStore:
                 if (lease := r.lease) is not None
                 and lease.expires is not None
                 and lease.expires < before
+                and (past is None or (lease.expires, key) > past)
             ]
             expired.sort()
             found = [self._tasks[key] for _, key in expired[:limit]]

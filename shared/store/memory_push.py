@@ -157,17 +157,26 @@ class MemoryPushConfigStore:
                 stored, last_error=error, failed_at=at
             )
 
-    def lagging(self, now: datetime, limit: int) -> builtins.list[StoredPushConfig]:
+    def lagging(
+        self, now: datetime, limit: int, after: StoredPushConfig | None = None
+    ) -> builtins.list[StoredPushConfig]:
         found: builtins.list[StoredPushConfig] = []
+        past = None
+        if after is not None and after.sweep_at is not None:
+            past = (after.sweep_at, (after.owner, after.config.task_id, after.config.id))
         with self._lock:
-            due = sorted((at, key) for key, at in self._sweep_at.items() if at <= now)[:limit]
-            for _, key in due:
+            due = sorted(
+                (at, key)
+                for key, at in self._sweep_at.items()
+                if at <= now and (past is None or (at, key) > past)
+            )[:limit]
+            for at, key in due:
                 stored = self._find(*key)
                 if stored is None or stored.wanted_seq <= stored.delivered_seq:
                     # Wanted after it was delivered (a late commit callback): nothing lags.
                     del self._sweep_at[key]
                     self.cost.add(writes=1)
                 else:
-                    found.append(stored)
+                    found.append(replace(stored, sweep_at=at))
         self.cost.add(reads=max(1, len(due)))
         return found

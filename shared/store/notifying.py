@@ -80,8 +80,10 @@ class NotifyingTaskStore:
     def events(self, owner: str, task_id: str, after_seq: int = 0) -> list[LoggedEvent]:
         return self.inner.events(owner, task_id, after_seq)
 
-    def expired_leases(self, before: datetime, limit: int) -> list[StoredTask]:
-        return self.inner.expired_leases(before, limit)
+    def expired_leases(
+        self, before: datetime, limit: int, after: StoredTask | None = None
+    ) -> list[StoredTask]:
+        return self.inner.expired_leases(before, limit, after)
 
     def list(self, owner: str, query: TaskQuery) -> TaskPage:
         return self.inner.list(owner, query)

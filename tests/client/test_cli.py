@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from emulator.http_target import HttpTarget
 from shared.identity.api_key import hashed
 from tests.client.agent import _HOSTILE_TEXT as HOSTILE_TEXT
 from tests.client.conftest import Cli
-from tests.conftest import Server, free_port
+from tests.conftest import Server, free_port, wait_until
 
 TASK_LINE = re.compile(r"^task (\S+) \(context (\S+)\)$", re.MULTILINE)
 
@@ -259,3 +260,38 @@ def test_watch_resumes_after_the_connection_is_cut(a2a: Cli, agent: Server) -> N
         assert run.out.splitlines()[-1] == "[completed]"
     finally:
         proxy.close()
+
+
+@pytest.fixture(scope="module")
+def giving_up() -> Iterator[Server]:
+    """An agent whose push queue gives up after one attempt."""
+    server = Server(
+        {
+            "A2A_HANDLER": "tests.client.agent",
+            "A2A_PUSH_ALLOWED_HOSTS": "127.0.0.1",
+            "A2A_PUSH_MAX_ATTEMPTS": "1",
+        }
+    )
+    yield server
+    server.stop()
+
+
+@pytest.mark.parametrize("protocol", ["1.0", "0.3"])
+def test_push_list_shows_the_failure_of_a_config_the_agent_gave_up_on(
+    a2a: Cli, giving_up: Server, protocol: str
+) -> None:
+    dead = f"http://127.0.0.1:{free_port()}/hook"  # nothing listens: the POST is refused
+    sent = a2a(
+        "--protocol", protocol, "send", "--no-stream", "--push", dead, "hi", url=giving_up.url
+    )
+    assert sent.code == 0, sent
+    task = task_id(sent.out)
+
+    def listed() -> str:
+        run = a2a("--protocol", protocol, "push", "list", task, url=giving_up.url)
+        assert run.code == 0, run
+        return run.out
+
+    wait_until(lambda: "delivery failed" in listed(), 20, lambda: f"no failure shown: {listed()}")
+    failure = listed().splitlines()[1]
+    assert failure.startswith("  delivery failed at 20") and "refused" in failure, failure

@@ -500,6 +500,27 @@ def test_expired_leases_of_every_owner_oldest_first(store: TaskStore) -> None:
     assert found[1] == store.get(ALICE, "late")
 
 
+def test_expired_leases_page_after_page_each_task_once(store: TaskStore) -> None:
+    """The sweep's pages: each goes on past the last task of the one before, ties included."""
+    expiries = [10, 10, 10, 20, 30]  # seconds past T0: three of them tied
+    for n, seconds in enumerate(expiries):
+        task, events = new_task(task_id=f"t{n}")
+        owner = ALICE if n % 2 else MALLORY
+        lease = Lease(turn=1, expires=T0 + timedelta(seconds=seconds))
+        store.create(owner, task, events, dialect="v1.0", lease=lease)
+    before = T0 + timedelta(minutes=1)
+    seen: list[StoredTask] = []
+    page = store.expired_leases(before, 2)
+    while page:
+        assert len(page) <= 2
+        seen += page
+        page = store.expired_leases(before, 2, after=page[-1])
+    assert sorted(s.task.id for s in seen) == [f"t{n}" for n in range(5)]  # each once
+    assert [s.lease.expires for s in seen if s.lease] == sorted(
+        T0 + timedelta(seconds=s) for s in expiries
+    )
+
+
 def test_readers_and_writers_at_once(store: TaskStore) -> None:
     """Several writers create and commit while readers list, get and read events: no call
     fails, and every reader sees a consistent store (counts only grow, logs stay dense)."""

@@ -391,3 +391,21 @@ def test_a_config_put_while_a_commit_is_under_way_hears_of_it(
     assert queue.names == [PushJob(A, task.id, "a", committed.last_seq).name]
     wanted = configs.get(A, task.id, "a")
     assert wanted is not None and wanted.wanted_seq == committed.last_seq
+
+
+def test_lagging_configs_page_after_page_each_once(push_store: PushConfigStore) -> None:
+    """The sweep's pages: each goes on past the last config of the one before, ties (the
+    configs of one commit share their sweep time) included."""
+    now = utc_now()
+    for n in range(5):
+        push_store.put(A, config(f"c{n}", task_id=f"t{n // 3}"), dialect="1.0")
+        push_store.want(A, f"t{n // 3}", f"c{n}", 3, now + timedelta(seconds=n // 3))
+    later = now + timedelta(minutes=1)
+    seen: list[str] = []
+    page = push_store.lagging(later, 2)
+    while page:
+        assert len(page) <= 2
+        seen += [c.config.id for c in page]
+        page = push_store.lagging(later, 2, after=page[-1])
+    assert sorted(seen) == [f"c{n}" for n in range(5)]  # each once
+    assert set(seen[:3]) == {"c0", "c1", "c2"}  # the longest waiting first

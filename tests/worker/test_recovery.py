@@ -33,7 +33,15 @@ from shared.requests import SubscribeRequest, TaskSelector
 from shared.service import A2AService, TurnNotQueuedError
 from shared.store.memory import MemoryTaskStore
 from shared.streaming import StreamPolicy, StreamSlots
-from shared.worker import LOST_TEXT, REDRIVE_LIMIT, REDRIVEN_TEXT, TurnQueue, Worker
+from shared.worker import (
+    LOST_TEXT,
+    NOT_RERUN_TEXT,
+    REDRIVE_LIMIT,
+    REDRIVEN_TEXT,
+    SWEEP_BATCH,
+    TurnQueue,
+    Worker,
+)
 from tests.clock import ManualClock
 from tests.conftest import Client
 from tests.test_runtime import request
@@ -105,13 +113,20 @@ def left_by_a_dead_run(
     return store.create(owner, apply_all(task, events), events, dialect="1.0", lease=lease)
 
 
-def rig() -> Rig:
+def rig(module: HandlerModule = MODULE) -> Rig:
     store, clock, queue = MemoryTaskStore(), ManualClock(), Recorder()
-    turns = TurnQueue(store, queue, lease_seconds=LEASE, queue_span=SPAN, clock=clock)
-    service = A2AService(
-        store, MODULE, turns=turns, commit_interval=0, lease_seconds=LEASE, clock=clock
+    turns = TurnQueue(
+        store,
+        queue,
+        lease_seconds=LEASE,
+        queue_span=SPAN,
+        rerun_safe=module.rerun_safe,
+        clock=clock,
     )
-    worker = Worker(store, MODULE, commit_interval=0, lease_seconds=LEASE, turns=turns, clock=clock)
+    service = A2AService(
+        store, module, turns=turns, commit_interval=0, lease_seconds=LEASE, clock=clock
+    )
+    worker = Worker(store, module, commit_interval=0, lease_seconds=LEASE, turns=turns, clock=clock)
     return Rig(store, clock, queue, turns, service, worker)
 
 
@@ -130,6 +145,42 @@ def test_an_inline_turn_whose_instance_died_is_run_again_by_the_worker() -> None
     done = r.read("t1").task
     assert done.status.state is TaskState.COMPLETED
     assert [a.name for a in done.artifacts] == ["part-0", "part-1", "part-2"]
+
+
+def not_rerun(stored: StoredTask) -> None:
+    assert stored.task.status.state is TaskState.FAILED and stored.lease is None
+    message = stored.task.status.message
+    assert message is not None and message.parts[0].text == NOT_RERUN_TEXT
+    assert stored.task.artifacts == ()  # the handler did not run again
+
+
+def test_a_dead_inline_turn_of_a_handler_not_safe_to_rerun_is_failed_not_requeued() -> None:
+    r = rig(replace(MODULE, rerun_safe=False))
+    dead = Lease(turn=1, holder="gone", expires=r.clock.now(), message_id="m", inline=True)
+    r.left_by_a_dead_run("t1", dead)
+    r.clock.advance(LEASE + 0.1)
+    not_rerun(r.read("t1"))
+    assert r.queue.jobs == []
+
+
+def test_a_later_attempt_does_not_rerun_a_turn_not_safe_to_rerun() -> None:
+    """The worker running it died: the queue's next attempt finds its lease, and fails the
+    task rather than run the handler again."""
+    r = rig(replace(MODULE, rerun_safe=False))
+    held = Lease(turn=1, holder="w", expires=r.clock.now() + timedelta(hours=1), message_id="m")
+    r.left_by_a_dead_run("t1", held)
+    job = TurnJob("t1", OWNER, 1, "m")
+    assert r.worker.deliver(job.payload(), Delivery(attempt=1)) is Outcome.NOTHING_TO_DO
+    not_rerun(r.read("t1"))
+
+
+def test_a_turn_no_run_started_is_queued_again_even_when_not_safe_to_rerun() -> None:
+    r = rig(replace(MODULE, rerun_safe=False))
+    r.left_by_a_dead_run("t1", r.turns.queued_lease(1, "m"))  # the queue gave it up, unrun
+    r.clock.advance(LEASE + SPAN + 1)
+    assert r.read("t1").lease.redrives == 1  # type: ignore[union-attr]
+    assert r.deliver_all() == [Outcome.RAN]
+    assert r.read("t1").task.status.state is TaskState.COMPLETED
 
 
 def test_a_worker_turn_is_left_to_the_queue_while_it_may_retry() -> None:
@@ -230,6 +281,22 @@ def test_the_sweep_recovers_every_owners_due_turns_and_only_those() -> None:
     assert {p["owner"] for _, p in r.queue.jobs} == {"alice", "bob"}
     assert r.turns.sweep(r.clock.now()) == 0  # queued again, not due: nothing more to do
     assert r.store.get(OWNER, "t3").lease.holder == "gone"  # type: ignore[union-attr]
+
+
+def test_one_sweep_reads_past_a_full_page_of_turns_that_are_not_due() -> None:
+    """More queued turns than a page, still within the queue's retries, expired before the
+    dead inline turns: the sweep reaches those on its later pages."""
+    r = rig()
+    queued = Lease(turn=1, expires=r.clock.now(), message_id="m")  # the queue still retries
+    for n in range(SWEEP_BATCH + 50):
+        r.left_by_a_dead_run(f"q{n}", queued)
+    gone = Lease(turn=1, holder="gone", expires=r.clock.now(), message_id="m", inline=True)
+    r.clock.advance(1)
+    for n in range(3):
+        r.left_by_a_dead_run(f"dead{n}", replace(gone, expires=r.clock.now()))
+    r.clock.advance(LEASE + 0.1)
+    assert r.turns.sweep(r.clock.now()) == 3
+    assert sorted(p["taskId"] for _, p in r.queue.jobs) == ["dead0", "dead1", "dead2"]
 
 
 def test_a_subscriber_of_a_task_whose_run_died_sees_the_rerun_to_its_end() -> None:

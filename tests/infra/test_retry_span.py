@@ -1,0 +1,84 @@
+"""The work queue's retry span: computed from the queue `make deploy` creates, handed to the
+functions as A2A_WORK_RETRY_SECONDS, so recovery never starts while the queue still retries."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from infra.plan import WIRING, function_env
+from infra.settings import DEFAULT_FILE, QueueSettings, SettingsError, load
+from shared.settings import Settings
+from shared.settings import SettingsError as StartupError
+
+
+def queue(attempts: int, low: str, high: str, doublings: int, duration: str) -> QueueSettings:
+    return QueueSettings(
+        name="work",
+        max_attempts=attempts,
+        min_backoff=low,
+        max_backoff=high,
+        max_doublings=doublings,
+        max_retry_duration=duration,
+        max_dispatches_per_second=1,
+        max_concurrent_dispatches=1,
+    )
+
+
+def test_the_span_follows_cloud_tasks_backoff_rule() -> None:
+    # Cloud Tasks' own example (RetryConfig.max_doublings): 10 s doubled three times, then
+    # growing by 80 s, at most 300 s: retries after 10, 20, 40, 80, 160, 240, 300, 300 s.
+    assert queue(9, "10s", "300s", 3, "0s").retry_span() == 1150
+    assert queue(1, "10s", "300s", 3, "0s").retry_span() == 0  # one attempt, no retry
+
+
+def test_a_retry_duration_longer_than_the_attempts_keeps_the_queue_retrying() -> None:
+    # Both limits must be reached: after 3 attempts (15 s) it retries every 10 s until 60 s.
+    assert queue(3, "5s", "10s", 1, "60s").retry_span() == 65
+    assert queue(-1, "5s", "10s", 1, "60s").retry_span() == 65  # -1: the duration alone
+    assert queue(3, "0s", "0s", 0, "60s").retry_span() == 60  # back to back until then
+
+
+def test_a_queue_that_retries_forever_is_refused_by_name() -> None:
+    with pytest.raises(SettingsError, match=r"queues 'work' retries forever.*infra/deploy\.toml"):
+        queue(-1, "5s", "10s", 1, "0s").retry_span()
+
+
+@given(
+    attempts=st.integers(1, 40),
+    low=st.integers(0, 600),
+    high=st.integers(0, 3600),
+    doublings=st.integers(0, 16),
+    duration=st.integers(0, 86400),
+)
+def test_the_span_covers_every_attempt_and_the_whole_retry_duration(
+    attempts: int, low: int, high: int, doublings: int, duration: int
+) -> None:
+    span = queue(attempts, f"{low}s", f"{high}s", doublings, f"{duration}s").retry_span()
+    assert span >= duration
+    assert span <= max(duration + high, (attempts - 1) * high)  # never a step above the cap
+
+
+@pytest.mark.parametrize("role", sorted(WIRING))
+def test_the_functions_recover_turns_after_the_deployed_queue_gives_up(role: str) -> None:
+    short = {"QUEUES_WORK_MAX_ATTEMPTS": "3", "QUEUES_WORK_MAX_RETRY_DURATION": "0s"}
+    for overrides in ({}, short):
+        deploy = load(DEFAULT_FILE, {"PROJECT": "my-project", **overrides})
+        env = function_env(deploy, role)
+        env |= {name: f"https://{target}.example" for name, target in WIRING[role].items()}
+        span = Settings.from_env(env).work_retry_seconds
+        assert span == deploy.queues.work.retry_span()
+    assert span == 15  # 3 attempts: retries after 5 and 10 s
+
+
+def test_the_default_is_the_deploy_files_queue() -> None:
+    """Without the variable (a function deployed by hand), a turn still waits out the queue
+    deploy.toml describes: change one, change the other."""
+    assert Settings().work_retry_seconds == load(DEFAULT_FILE).queues.work.retry_span()
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf", "1e12", "soon"])
+def test_a_bad_retry_span_stops_start_up_naming_the_variable(value: str) -> None:
+    with pytest.raises(StartupError, match="A2A_WORK_RETRY_SECONDS"):
+        Settings.from_env({"A2A_WORK_RETRY_SECONDS": value})
