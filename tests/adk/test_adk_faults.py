@@ -15,13 +15,12 @@ import requests
 
 from emulator.cloud_tasks import TasksEmulator
 from emulator.firestore import FirestoreEmulator
-from tests.conftest import LOCATION, SA, make_queue, wait_until
-from tests.system.test_faults_stack import LEASE, TERMINAL, Process
+from tests.conftest import LOCATION, SA, wait_until
+from tests.system.test_faults_stack import LEASE, TERMINAL, WORK, Process, on_emulator
 
 pytestmark = pytest.mark.emulator
 
 STEPS = 20  # of 0.1 s each: the run lasts 2 s, the kill lands in its middle
-ATTEMPTS = 2  # a turn the queue gave up on is due at once past its lease
 
 
 @dataclass
@@ -45,7 +44,7 @@ class Stack:
 @pytest.fixture(scope="module")
 def stack(firestore_emulator: FirestoreEmulator, tasks_emulator: TasksEmulator) -> Iterator[Stack]:
     project = firestore_emulator.project
-    queue = make_queue(tasks_emulator, project, "adk", ATTEMPTS, backoff=(0.2, 0.5, 1))
+    queue = on_emulator(tasks_emulator, project, "adk", WORK)
     env = {
         "A2A_BACKEND": "firestore",
         "GOOGLE_CLOUD_PROJECT": project,
@@ -53,7 +52,8 @@ def stack(firestore_emulator: FirestoreEmulator, tasks_emulator: TasksEmulator) 
         "A2A_TASKS_SERVICE_ACCOUNT": SA,
         "A2A_LEASE_SECONDS": str(LEASE),
         "A2A_COMMIT_INTERVAL_SECONDS": "0.1",
-        "A2A_WORK_MAX_ATTEMPTS": str(ATTEMPTS),
+        "A2A_WORK_MAX_ATTEMPTS": str(WORK.max_attempts),
+        "A2A_WORK_RETRY_SECONDS": str(WORK.retry_span()),
         "A2A_REGION": LOCATION,
         "A2A_WORK_QUEUE": queue.rsplit("/", 1)[-1],
     }
