@@ -8,6 +8,15 @@ that interval. A commit that loses a race re-reads the task: if it was canceled,
 stops (the handler sees `ctx.canceled`, then TaskCanceled at its next action); otherwise the
 turn folds its pending events onto the fresh task and commits again.
 
+A streamed send listens to its turn (`listen`): its stream sends only what the log holds, so
+a client resuming on any instance with Last-Event-ID gets exactly the events after its last
+one. Sending a frame before its commit would let the client see an event that a lost race
+(a cancel) or the instance's death then leaves out of the log, or puts another event at its
+sequence number. A listened-to turn therefore commits often, but in windows of
+`listen(window=...)` seconds rather than per event: the first event after a quiet window is
+committed at once, the rest of a burst together when the window closes (Firestore sustains
+about one write a second per document; per event, a chatty handler would far exceed it).
+
 Every turn holds the task's lease, a background turn (run by the worker) and an inline one
 (run in a request) alike: every commit renews it, a heartbeat commits when nothing else did
 for a while (and so notices a cancel, which makes the commit lose), and the commit that ends
@@ -28,6 +37,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import math
 import threading
 import uuid
 from collections.abc import Awaitable, Callable
@@ -111,6 +121,10 @@ class Turn:
         self._reply: Message | None = None
         self._message = message
         self._listener: Listener | None = None
+        self._window = commit_interval  # a listened-to turn's is shorter (listen)
+        # Set when the timers thread has something new to time: a pending window, the end.
+        self._wake = threading.Event()
+        self._handler_done = False
         queued = lease is not None
         self._lease = lease or Lease(
             turn=1 if stored is None else stored.version + 1,
@@ -144,24 +158,24 @@ class Turn:
         with self._lock:
             self._commit()
 
-    def listen(self, listener: Listener) -> StoredTask:
+    def listen(self, listener: Listener, window: float) -> StoredTask:
         """Call `listener` after every later commit; the snapshot committed so far (claim
-        first). A listened-to turn commits each event as the handler makes it: a stream sends
-        only what is in the log, so a client resuming from it can neither miss nor repeat an
-        event. That costs a commit per event instead of one per commit interval."""
+        first). A listened-to turn commits what the handler makes within `window` seconds
+        (instead of the commit interval): a stream sends only what is in the log, so a client
+        resuming from it can neither miss nor repeat an event, and the window bounds how long
+        an event waits for its frame."""
         with self._lock:
             if self._stored is None:
                 raise RuntimeError("claim the turn before listening to it")
             self._listener = listener
+            self._window = min(window, self._interval)
             return self._stored
 
     def run(self) -> Task | Message:
         """Run the handler to the end of its turn; the result for a blocking send."""
-        handler_done = threading.Event()
-        # One thread per turn times both (a thread's start is a good part of a short turn).
-        threading.Thread(
-            target=self._timers, args=(handler_done,), name="turn timers", daemon=True
-        ).start()
+        # One thread per turn times every commit that the handler's own calls do not make (a
+        # thread's start is a good part of a short turn).
+        threading.Thread(target=self._timers, name="turn timers", daemon=True).start()
         ctx = Context(
             task_id=self._task.id,
             context_id=self._task.context_id,
@@ -186,7 +200,9 @@ class Turn:
                 f"The agent failed while working on this task (reference {reference}).",
             )
         finally:
-            handler_done.set()
+            with self._lock:
+                self._handler_done = True
+                self._wake.set()
         with self._lock:
             self._ending = True
             if not self._canceled and not self._task.status.state.terminal:
@@ -215,9 +231,10 @@ class Turn:
             else:
                 servable_bytes(event)
             self._apply(event)
-            due = self._clock.monotonic() - self._last_commit >= self._interval
-            if self._listener is not None or due:
+            if self._clock.monotonic() - self._last_commit >= self._window:
                 self._flush()
+            elif len(self._pending) == 1 and self._listener is not None:
+                self._wake.set()  # the timers thread commits it when the window closes
             if self._canceled:
                 raise TaskCanceled(self._task.id)
 
@@ -294,34 +311,41 @@ class Turn:
             and stored.lease.holder == self._lease.holder
         )
 
-    def _heartbeat(self, stop: threading.Event) -> None:
-        """Renew the lease when no other commit did for a third of its life."""
-        period = self._lease_seconds / 3
-        while not self._clock.wait(stop, period / 2):
+    def _timers(self) -> None:
+        """Until the handler returns, make the commits its own calls do not: a turn silent
+        for a commit interval becomes visible to other instances, a listened-to turn's
+        pending events are committed when their window closes, and the lease is renewed when
+        no commit did for a third of its life."""
+        started = self._clock.monotonic()
+        renew_after = self._lease_seconds / 3
+        not_before = started  # after a failed commit: not again before this
+        while True:
             with self._lock:
-                # Not before the first commit (made above, or by the handler), nor once the turn
-                # ended or handed its lease over.
-                if not self._holds_lease() or self._clock.monotonic() - self._last_commit < period:
+                if self._handler_done:
+                    return
+                self._wake.clear()
+                if self._stored is None:
+                    due, what = started + self._interval, "background commit"
+                elif self._listener is not None and self._pending:
+                    due, what = self._last_commit + self._window, "stream commit"
+                elif self._holds_lease():
+                    due, what = self._last_commit + renew_after, "heartbeat"
+                else:  # the lease is gone (ended, canceled, handed over): wait for the end
+                    due, what = math.inf, ""
+                now = self._clock.monotonic()
+                wait = max(due, not_before) - now
+                if wait <= 0:
+                    try:
+                        # A heartbeat commits even nothing: it renews the lease.
+                        self._flush(force=what == "heartbeat")
+                    except Exception:
+                        # The handler's next call or the turn's end commits again, else the
+                        # next try here; a lease that expires meanwhile lets a retry of this
+                        # turn take over, which this run then notices and stops.
+                        log.exception("%s of task %s failed", what, self._task.id)
+                        not_before = now + renew_after / 2
                     continue
-                try:
-                    self._flush(force=True)
-                except Exception:
-                    # The next beat tries again; a lease that expires meanwhile lets a retry
-                    # of this turn take over, which this run then notices and stops.
-                    log.exception("heartbeat of task %s failed", self._task.id)
-
-    def _timers(self, handler_done: threading.Event) -> None:
-        """Until the handler returns: make a turn that is silent for a commit interval
-        visible to other instances, then keep its lease alive."""
-        if self._clock.wait(handler_done, self._interval):
-            return
-        with self._lock:
-            if self._stored is None:
-                try:
-                    self._flush()
-                except Exception:
-                    log.exception("background commit of task %s failed", self._task.id)
-        self._heartbeat(handler_done)
+            self._clock.wait(self._wake, min(wait, renew_after / 2))
 
     def _commit(self) -> None:
         """One attempt at committing what is pending."""
