@@ -73,7 +73,7 @@ from shared.ports import (
     VersionConflict,
 )
 from shared.store.cost import Cost
-from shared.store.firestore_tail import FirestoreTail, LogWatches
+from shared.store.firestore_tail import PAGE_DOCUMENTS, FirestoreTail, LogWatches
 from shared.store.paging import Cursor, decode_token, encode_token
 
 log = logging.getLogger("a2a.store.firestore")
@@ -313,7 +313,12 @@ class FirestoreTaskStore:
         ]
 
     def tail(self, owner: str, task_id: str, after_seq: int = 0) -> FirestoreTail:
-        return FirestoreTail(owner, task_id, after_seq, read=self.events, watches=self.watches)
+        return FirestoreTail(owner, task_id, after_seq, read=self._log_page, watches=self.watches)
+
+    def _log_page(self, owner: str, task_id: str, after_seq: int) -> list[LoggedEvent]:
+        """The events of the first PAGE_DOCUMENTS event documents after `after_seq`."""
+        query = self._log_query(owner, task_id, after_seq).limit(PAGE_DOCUMENTS)
+        return [logged for snapshot in self._run(query) for logged in _logged(snapshot, after_seq)]
 
     def expired_leases(self, before: datetime, limit: int) -> list[StoredTask]:
         # One range on one field: Firestore's automatic single-field index serves it.

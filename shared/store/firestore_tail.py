@@ -42,7 +42,12 @@ POLL_MAX_SECONDS = 1.0
 # ordinary ones.
 BUFFER_BYTES = 8 * 1024 * 1024
 
-# (owner, task id, after seq) -> the task's events after that seq, from the store.
+# Event documents one read of a tail fetches at most (each holds up to 1 MB): a tail far
+# behind reads its log in pages, never all of it at once.
+PAGE_DOCUMENTS = 8
+
+# (owner, task id, after seq) -> the task's next events after that seq (a page), from the
+# store.
 Read = Callable[[str, str, int], list[LoggedEvent]]
 # (owner, task id, after seq) -> the query of the event documents holding them.
 Query = Callable[[str, str, int], Any]

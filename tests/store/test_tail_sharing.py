@@ -23,7 +23,7 @@ from shared.model import Event, TaskState
 from shared.ports import LoggedEvent, StoredTask
 from shared.store import firestore_tail
 from shared.store.firestore import FirestoreTaskStore, _encode_event, _logged
-from shared.store.firestore_tail import FirestoreTail, LogWatches
+from shared.store.firestore_tail import PAGE_DOCUMENTS, FirestoreTail, LogWatches
 from tests.store.conftest import MakeStore
 from tests.store.factory import ALICE, new_task, status
 from tests.store.test_tail import drain
@@ -89,6 +89,20 @@ def test_a_tail_that_starts_behind_the_listener_reads_the_log(
             late.close()
     finally:
         first.close()
+
+
+def test_a_tail_far_behind_reads_the_log_in_pages(make_firestore_store: MakeStore) -> None:
+    store = make_firestore_store(tail="polling")
+    task, events = new_task()
+    current = store.create(ALICE, task, events, dialect="1.0")  # one document: seqs 1 and 2
+    for n in range(PAGE_DOCUMENTS + 2):
+        current = step(store, current, [status(task, TaskState.WORKING, text=f"{n}")])
+    tail = store.tail(ALICE, task.id, 0)
+    try:
+        assert [e.seq for e in tail.next(5)] == list(range(1, PAGE_DOCUMENTS + 2))
+        assert drain(tail, 3) == list(range(PAGE_DOCUMENTS + 2, PAGE_DOCUMENTS + 5))
+    finally:
+        tail.close()
 
 
 # -- the bookkeeping, against a log the test writes ------------------------------------------
