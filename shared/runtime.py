@@ -71,6 +71,10 @@ Listener = Callable[[StoredTask, list[LoggedEvent]], None]
 HandOver = Callable[[StoredTask], None]
 
 _CANCEL_POLL_SECONDS = 0.5
+# A turn commits its pending events once they hold this many bytes, whatever the interval:
+# one Firestore request carries 4 MB (store.firestore.COMMIT_BUDGET) with the task document,
+# and one event up to 1 MB, so a fast handler's burst never outgrows a commit.
+_COMMIT_BYTES = 1_000_000
 # The end states after which a waiting message is the task's next turn.
 _HANDS_OVER = (TaskState.COMPLETED, TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED)
 _ARTIFACT_IDS = uuid.UUID("6f1c2a52-9a43-4f57-9a8e-3a0d2b7f4c11")  # uuid5 namespace
@@ -115,6 +119,7 @@ class Turn:
         self._stored = stored
         self._task = task
         self._pending: list[Event] = []
+        self._pending_bytes = 0  # of the handler's events among them
         self._last_commit = clock.monotonic()
         self._last_cancel_check = self._last_commit
         self._canceled = False
@@ -227,11 +232,13 @@ class Turn:
             if self._canceled:
                 raise TaskCanceled(self._task.id)
             if isinstance(event, ArtifactUpdate):  # over a limit: raised, and not applied
-                self._artifact_sizes.add(event, self._task)
+                size = self._artifact_sizes.add(event, self._task)
             else:
-                servable_bytes(event)
+                size = servable_bytes(event)
             self._apply(event)
-            if self._clock.monotonic() - self._last_commit >= self._window:
+            self._pending_bytes += size
+            due = self._clock.monotonic() - self._last_commit >= self._window
+            if due or self._pending_bytes >= _COMMIT_BYTES:
                 self._flush()
             elif len(self._pending) == 1 and self._listener is not None:
                 self._wake.set()  # the timers thread commits it when the window closes
@@ -381,6 +388,7 @@ class Turn:
             logged = [LoggedEvent(first_seq + i, e) for i, e in enumerate(self._pending)]
             self._listener(self._stored, logged)
         self._pending.clear()
+        self._pending_bytes = 0
         self._last_commit = self._clock.monotonic()
         if next_message is not None:
             self._hand_over(self._stored)
@@ -434,6 +442,7 @@ class Turn:
                 # changes again and the new holder redoes the turn.
                 self._canceled = True
                 self._pending.clear()
+                self._pending_bytes = 0
                 if current is not None:
                     self._stored, self._task = current, current.task
                 return

@@ -9,13 +9,16 @@ on how fast this machine runs.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pytest
 
 from emulator.firestore import FirestoreEmulator
 from shared.agent import Context
-from shared.model import Task, TaskState
+from shared.limits import model_bytes
+from shared.model import Event, Task, TaskState
+from shared.ports import StoredTask
 from shared.service import A2AService
 from shared.store.firestore import FirestoreTaskStore
 from shared.store.memory import MemoryTaskStore
@@ -108,3 +111,34 @@ def test_a_window_closes_without_the_handler(
     go.set()
     rest = list(frames)
     assert rest[-1] is not None and rest[-1].task.status.state is TaskState.COMPLETED
+
+
+class SizedStore(MemoryTaskStore):
+    """The embedded store, recording the JSON bytes of each commit's events."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.commits: list[int] = []
+
+    def commit(
+        self, current: StoredTask, task: Task, events: Sequence[Event], **kw: Any
+    ) -> StoredTask:
+        self.commits.append(sum(model_bytes(e) for e in events))
+        return super().commit(current, task, events, **kw)
+
+
+def test_a_burst_of_large_events_is_committed_before_it_outgrows_a_commit() -> None:
+    """A commit carries at most a few MB (Firestore: 4 MB with the task): events of ~600 KB
+    made within one window go out in commits of about 1 MB, not all together."""
+    store, clock = SizedStore(), ManualClock()
+    chunk = "x" * 600_000
+
+    def handle(ctx: Context) -> None:
+        artifact = ctx.artifact(text=chunk)
+        for _ in range(4):
+            ctx.artifact(text=chunk, artifact_id=artifact, append=True)
+
+    frames = list(streamed(store, clock, handle))  # time stands: one window throughout
+    assert frames[-1] is not None and frames[-1].task.status.state is TaskState.COMPLETED
+    assert len(store.commits) >= 3
+    assert max(store.commits) < 2 * 1_000_000

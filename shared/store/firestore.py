@@ -150,7 +150,8 @@ class FirestoreTaskStore:
         self._part_limit = part_limit
         self.cost = Cost()
         # Tails share one listener per task (None: they poll).
-        self.watches = LogWatches(self._log_query, _logged) if tail == "listener" else None
+        listen = tail == "listener"
+        self.watches = LogWatches(self._log_query, _logged, self.cost) if listen else None
 
     @property
     def client(self) -> firestore.Client:

@@ -29,6 +29,7 @@ from typing import Any
 
 from shared.model import Event
 from shared.ports import LoggedEvent
+from shared.store.cost import Cost
 
 log = logging.getLogger("a2a.store.firestore")
 
@@ -59,8 +60,9 @@ class LogWatch:
     """One snapshot listener on one task's log, and the events it received that a tail may
     still need: every event after `floor` up to `newest`, none at or below `floor`."""
 
-    def __init__(self, query: Any, decode: Decode, floor: int) -> None:
+    def __init__(self, query: Any, decode: Decode, floor: int, cost: Cost) -> None:
         self.arrived = threading.Condition()
+        self._cost = cost
         self.floor = floor
         self.newest = floor
         self._decode = decode
@@ -77,6 +79,7 @@ class LogWatch:
     def _on_snapshot(self, documents: Any, changes: Any, read_time: Any) -> None:
         # On the listener's thread. A reconnect may send documents again: keyed by seq.
         with self.arrived:
+            self._cost.add(reads=len(changes))  # a listener is billed each document it hands over
             for change in changes:
                 if change.type.name != "ADDED":
                     continue
@@ -118,9 +121,10 @@ class LogWatches:
     """This instance's listeners on task logs, one per task, each open while a tail of it
     is."""
 
-    def __init__(self, query: Query, decode: Decode) -> None:
+    def __init__(self, query: Query, decode: Decode, cost: Cost) -> None:
         self._query = query
         self._decode = decode
+        self._cost = cost
         self._lock = threading.Lock()
         self._open: dict[tuple[str, str], LogWatch] = {}
         self.opened = 0  # listeners opened so far
@@ -138,9 +142,8 @@ class LogWatches:
             watch = self._open.get((owner, task_id))
             if watch is None or not watch.active:
                 try:
-                    watch = LogWatch(
-                        self._query(owner, task_id, tail.position), self._decode, tail.position
-                    )
+                    query = self._query(owner, task_id, tail.position)
+                    watch = LogWatch(query, self._decode, tail.position, self._cost)
                 except Exception:
                     log.warning("no listener on task %s's events: polling", task_id, exc_info=True)
                     return None

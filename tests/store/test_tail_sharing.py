@@ -22,6 +22,7 @@ from shared import lifecycle
 from shared.model import Event, TaskState
 from shared.ports import LoggedEvent, StoredTask
 from shared.store import firestore_tail
+from shared.store.cost import Cost
 from shared.store.firestore import FirestoreTaskStore, _encode_event, _logged
 from shared.store.firestore_tail import PAGE_DOCUMENTS, FirestoreTail, LogWatches
 from tests.store.conftest import MakeStore
@@ -39,6 +40,7 @@ def test_fifty_tails_of_a_task_share_one_listener(make_firestore_store: MakeStor
     task, events = new_task()
     current = store.create(ALICE, task, events, dialect="1.0")
     threads = threading.active_count()
+    store.cost.reset()
     tails = [store.tail(ALICE, task.id, 0) for _ in range(50)]
     try:
         assert store.watches.opened == 1 and store.watches.open == 1
@@ -57,6 +59,9 @@ def test_fifty_tails_of_a_task_share_one_listener(make_firestore_store: MakeStor
         assert got == [list(range(1, 13))] * 50  # every event to each, once, in order
         # One listener's threads, not fifty (each listener runs a thread of its own).
         assert threading.active_count() - threads <= 5
+        # The log's six documents billed once (twice, were the listener to reconnect), not
+        # once per tail.
+        assert store.cost.reads <= 12
     finally:
         for tail in tails:
             tail.close()
@@ -191,7 +196,7 @@ def test_each_tail_gets_its_own_range_once_within_the_memory_bound(ops: list[Op]
         log = Log()
         task, _ = new_task()
         event = status(task, TaskState.WORKING, text="x")
-        watches = LogWatches(log.query, _logged)
+        watches = LogWatches(log.query, _logged, Cost())
         tails: list[tuple[FirestoreTail, int, list[int]]] = []
         closed: set[int] = set()
         for op, n in [("join", 0), *ops]:
