@@ -60,15 +60,17 @@ class LogWatch:
     """One snapshot listener on one task's log, and the events it received that a tail may
     still need: every event after `floor` up to `newest`, none at or below `floor`."""
 
-    def __init__(self, query: Any, decode: Decode, floor: int, cost: Cost) -> None:
+    def __init__(self, query: Any, decode: Decode, first: FirestoreTail, cost: Cost) -> None:
+        """Listen from `first`'s position, for it (among its tails before the first snapshot,
+        which would otherwise drop what no tail needs yet)."""
         self.arrived = threading.Condition()
         self._cost = cost
-        self.floor = floor
-        self.newest = floor
+        self.floor = first.position
+        self.newest = first.position
         self._decode = decode
         self._events: dict[int, tuple[Event, int]] = {}  # seq -> (event, its bytes)
         self._bytes = 0
-        self.tails: set[FirestoreTail] = set()
+        self.tails: set[FirestoreTail] = {first}
         self._watch: Any = None
         self._watch = query.on_snapshot(self._on_snapshot)
 
@@ -143,12 +145,13 @@ class LogWatches:
             if watch is None or not watch.active:
                 try:
                     query = self._query(owner, task_id, tail.position)
-                    watch = LogWatch(query, self._decode, tail.position, self._cost)
+                    watch = LogWatch(query, self._decode, tail, self._cost)
                 except Exception:
                     log.warning("no listener on task %s's events: polling", task_id, exc_info=True)
                     return None
                 self._open[(owner, task_id)] = watch
                 self.opened += 1
+                return watch
             with watch.arrived:
                 watch.tails.add(tail)
             return watch

@@ -96,6 +96,31 @@ def test_a_tail_that_starts_behind_the_listener_reads_the_log(
         first.close()
 
 
+def test_a_slow_tail_holds_neither_the_others_nor_the_memory(
+    make_firestore_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(firestore_tail, "BUFFER_BYTES", 2000)  # about four events
+    store = make_firestore_store(tail="listener")
+    task, events = new_task()
+    current = store.create(ALICE, task, events, dialect="1.0")
+    fast, slow = store.tail(ALICE, task.id, 2), store.tail(ALICE, task.id, 2)
+    try:
+        for n in range(10):  # the fast tail reads each commit; the slow one reads nothing
+            current = step(store, current, [status(task, TaskState.WORKING, text=f"{n}")] * 2)
+            assert drain(fast, 2) == [3 + 2 * n, 4 + 2 * n]
+        assert store.watches is not None
+        [watch] = store.watches._open.values()
+        assert watch._bytes <= 2000  # what the slow tail has not read went, past the bound
+        got = drain(slow, 20)  # from the log, then from the listener again
+        assert got == list(range(3, 23))
+        step(store, current, [status(task, TaskState.COMPLETED)])
+        assert drain(slow, 1) == [23] and drain(fast, 1) == [23]
+        assert slow.listening and store.watches.opened == 1
+    finally:
+        fast.close()
+        slow.close()
+
+
 def test_a_tail_far_behind_reads_the_log_in_pages(make_firestore_store: MakeStore) -> None:
     store = make_firestore_store(tail="polling")
     task, events = new_task()
