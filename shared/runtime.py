@@ -3,10 +3,11 @@
 A Turn folds the handler's events into its copy of the task and commits them to the store
 with optimistic concurrency. Commits are coalesced: a short turn costs one commit (the task
 document and its events in one batch), a long one commits at most every `commit_interval`
-seconds, and a timer makes even a silent handler's task visible to other instances within
-that interval. A commit that loses a race re-reads the task: if it was canceled, the turn
-stops (the handler sees `ctx.canceled`, then TaskCanceled at its next action); otherwise the
-turn folds its pending events onto the fresh task and commits again.
+seconds (sooner once 1 MB of events waits), and a timer makes even a silent handler's task
+visible to other instances within that interval. A commit that loses a race re-reads the
+task: if it was canceled, the turn stops (the handler sees `ctx.canceled`, then TaskCanceled
+at its next action); otherwise the turn folds its pending events onto the fresh task and
+commits again.
 
 A streamed send listens to its turn (`listen`): its stream sends only what the log holds, so
 a client resuming on any instance with Last-Event-ID gets exactly the events after its last
@@ -14,8 +15,9 @@ one. Sending a frame before its commit would let the client see an event that a 
 (a cancel) or the instance's death then leaves out of the log, or puts another event at its
 sequence number. A listened-to turn therefore commits often, but in windows of
 `listen(window=...)` seconds rather than per event: the first event after a quiet window is
-committed at once, the rest of a burst together when the window closes (Firestore sustains
-about one write a second per document; per event, a chatty handler would far exceed it).
+committed at once, the rest of a burst together when the window closes. Firestore sustains
+about one write a second per document: a 50 ms window still allows twenty, but a handler
+making events in a loop commits a few times instead of once per event.
 
 Every turn holds the task's lease, a background turn (run by the worker) and an inline one
 (run in a request) alike: every commit renews it, a heartbeat commits when nothing else did
