@@ -10,8 +10,9 @@ Each tail keeps its own position. The listener's events stay in memory while a t
 needs them, up to BUFFER_BYTES: past that, the oldest go, and a tail that has not read them
 yet (a slow client) reads the log itself from its position until it has caught up, so it
 neither holds the others back nor grows the instance's memory. A tail that starts behind
-what the listener holds reads the log the same way. When the listener cannot be had or
-dies, tails poll the log instead.
+what the listener holds reads the log the same way. When the listener cannot be had, tails
+poll the log instead; when it dies, they poll until one of them opens another (after
+POLL_MAX_SECONDS), which the others then join.
 
 An event document holds the events of one commit (`first`..`last`). Event documents are
 only ever created, and commits are ordered by the task document's precondition, so a
@@ -186,13 +187,21 @@ class FirestoreTail:
         self._next_poll = 0.0  # monotonic time of the next read when polling
         self._watches = watches
         self._watch = None if watches is None else watches.join(self, owner, task_id)
+        self._relisten_at = 0.0  # monotonic time after which a dead listener is replaced
 
     @property
     def listening(self) -> bool:
         return self._watch is not None and self._watch.active
 
     def next(self, timeout: float) -> list[LoggedEvent]:
-        watch = self._watch
+        watch, watches = self._watch, self._watches
+        dead = watch is not None and not watch.active
+        if dead and watches is not None and time.monotonic() >= self._relisten_at:
+            # The listener died (its stream was cut): listen again, at most once a while,
+            # and the task's other tails join the new listener as they notice.
+            self._relisten_at = time.monotonic() + POLL_MAX_SECONDS
+            self.close()
+            watch = self._watch = watches.join(self, self._owner, self._task_id)
         if watch is not None and watch.active:
             with watch.arrived:
                 watch.arrived.wait_for(

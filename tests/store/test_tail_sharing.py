@@ -175,6 +175,11 @@ class Log:
             if listener.is_active:
                 listener.callback(None, [Change(document)], None)
 
+    def cut(self) -> None:
+        """Every listener's stream is cut (as the emulator does now and then)."""
+        for listener in self.listeners:
+            listener.is_active = False
+
     def read(self, owner: str, task_id: str, after: int) -> list[LoggedEvent]:
         return [e for d in self.documents for e in _logged(d, after)]
 
@@ -204,7 +209,8 @@ class Query:
         return watch
 
 
-# A commit of n events, a read by tail i, a new tail from a seq, or tail i leaving.
+# A commit of n events, a read by tail i, a new tail from a seq, tail i leaving, or the
+# listeners' streams cut.
 Op = tuple[str, int]
 OPS = st.lists(
     st.one_of(
@@ -212,6 +218,7 @@ OPS = st.lists(
         st.tuples(st.just("read"), st.integers(0, 4)),
         st.tuples(st.just("join"), st.integers(0, 12)),
         st.tuples(st.just("leave"), st.integers(0, 4)),
+        st.tuples(st.just("cut"), st.just(0)),
     ),
     max_size=40,
 )
@@ -232,6 +239,8 @@ def test_each_tail_gets_its_own_range_once_within_the_memory_bound(ops: list[Op]
         for op, n in [("join", 0), *ops]:
             if op == "commit":
                 log.commit([event] * n)
+            elif op == "cut":
+                log.cut()
             elif op == "join":
                 start = min(n, log.last)
                 tail = FirestoreTail(ALICE, "t", start, read=log.read, watches=watches)
@@ -255,3 +264,22 @@ def test_each_tail_gets_its_own_range_once_within_the_memory_bound(ops: list[Op]
             assert seen == list(range(start + 1, start + 1 + len(seen)))
             assert index in closed or seen[-1:] == [log.last] or start == log.last
         assert watches.open == 0
+
+
+def test_the_tails_of_a_dead_listener_share_the_next_one() -> None:
+    log = Log()
+    task, _ = new_task()
+    event = status(task, TaskState.WORKING, text="x")
+    watches = LogWatches(log.query, _logged, Cost())
+    tails = [FirestoreTail(ALICE, "t", 0, read=log.read, watches=watches) for _ in range(3)]
+    log.commit([event] * 2)
+    assert [[e.seq for e in t.next(0)] for t in tails] == [[1, 2]] * 3
+    log.cut()
+    log.commit([event])  # unseen by the dead listener: read from the log, then listened to
+    assert [[e.seq for e in t.next(0)] for t in tails] == [[3]] * 3
+    assert watches.opened == 2 and watches.open == 1 and all(t.listening for t in tails)
+    log.commit([event])
+    assert [[e.seq for e in t.next(0)] for t in tails] == [[4]] * 3
+    for tail in tails:
+        tail.close()
+    assert watches.open == 0
