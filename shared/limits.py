@@ -132,9 +132,9 @@ class ArtifactMeter:
         self._limits = limits
         self._measured: dict[str, tuple[int, int]] = {}  # artifact id -> (parts, bytes)
 
-    def add(self, update: ArtifactUpdate, task: Task) -> None:
-        """Count `update` against its artifact as `task` (before it) holds it; raises
-        LimitExceeded, and then counts nothing."""
+    def add(self, update: ArtifactUpdate, task: Task) -> int:
+        """Count `update` against its artifact as `task` (before it) holds it: the bytes of
+        its chunk. Raises LimitExceeded, and then counts nothing."""
         artifact_id = update.artifact.artifact_id
         parts, size = 0, 0
         if update.append:
@@ -166,3 +166,4 @@ class ArtifactMeter:
                 f"{self._limits.artifact_bytes} (A2A_MAX_ARTIFACT_BYTES)."
             )
         self._measured[artifact_id] = (parts, size)
+        return chunk

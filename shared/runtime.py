@@ -3,10 +3,21 @@
 A Turn folds the handler's events into its copy of the task and commits them to the store
 with optimistic concurrency. Commits are coalesced: a short turn costs one commit (the task
 document and its events in one batch), a long one commits at most every `commit_interval`
-seconds, and a timer makes even a silent handler's task visible to other instances within
-that interval. A commit that loses a race re-reads the task: if it was canceled, the turn
-stops (the handler sees `ctx.canceled`, then TaskCanceled at its next action); otherwise the
-turn folds its pending events onto the fresh task and commits again.
+seconds (sooner once 1 MB of events waits), and a timer makes even a silent handler's task
+visible to other instances within that interval. A commit that loses a race re-reads the
+task: if it was canceled, the turn stops (the handler sees `ctx.canceled`, then TaskCanceled
+at its next action); otherwise the turn folds its pending events onto the fresh task and
+commits again.
+
+A streamed send listens to its turn (`listen`): its stream sends only what the log holds, so
+a client resuming on any instance with Last-Event-ID gets exactly the events after its last
+one. Sending a frame before its commit would let the client see an event that a lost race
+(a cancel) or the instance's death then leaves out of the log, or puts another event at its
+sequence number. A listened-to turn therefore commits often, but in windows of
+`listen(window=...)` seconds rather than per event: the first event after a quiet window is
+committed at once, the rest of a burst together when the window closes. Firestore sustains
+about one write a second per document: a 50 ms window still allows twenty, but a handler
+making events in a loop commits a few times instead of once per event.
 
 Every turn holds the task's lease, a background turn (run by the worker) and an inline one
 (run in a request) alike: every commit renews it, a heartbeat commits when nothing else did
@@ -28,6 +39,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import math
 import threading
 import time
 import uuid
@@ -65,6 +77,10 @@ Listener = Callable[[StoredTask, list[LoggedEvent]], None]
 HandOver = Callable[[StoredTask], None]
 
 _CANCEL_POLL_SECONDS = 0.5
+# A turn commits its pending events once they hold this many bytes, whatever the interval:
+# one Firestore request carries 4 MB (store.firestore.COMMIT_BUDGET) with the task document,
+# and one event up to 1 MB, so a fast handler's burst never outgrows a commit.
+_COMMIT_BYTES = 1_000_000
 # The end states after which a waiting message is the task's next turn.
 _HANDS_OVER = (TaskState.COMPLETED, TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED)
 _ARTIFACT_IDS = uuid.UUID("6f1c2a52-9a43-4f57-9a8e-3a0d2b7f4c11")  # uuid5 namespace
@@ -109,6 +125,7 @@ class Turn:
         self._stored = stored
         self._task = task
         self._pending: list[Event] = []
+        self._pending_bytes = 0  # of the handler's events among them
         self._last_commit = clock.monotonic()
         self._last_cancel_check = self._last_commit
         self._canceled = False
@@ -118,6 +135,10 @@ class Turn:
         # Its logs and spans belong to the unit of work that made it, on whichever thread
         # it runs (a streamed send's own, shared.streaming).
         self._unit = tracing.snapshot()
+        self._window = commit_interval  # a listened-to turn's is shorter (listen)
+        # Set when the timers thread has something new to time: a pending window, the end.
+        self._wake = threading.Event()
+        self._handler_done = False
         queued = lease is not None
         self._lease = lease or Lease(
             turn=1 if stored is None else stored.version + 1,
@@ -151,15 +172,17 @@ class Turn:
         with self._lock:
             self._commit()
 
-    def listen(self, listener: Listener) -> StoredTask:
+    def listen(self, listener: Listener, window: float) -> StoredTask:
         """Call `listener` after every later commit; the snapshot committed so far (claim
-        first). A listened-to turn commits each event as the handler makes it: a stream sends
-        only what is in the log, so a client resuming from it can neither miss nor repeat an
-        event. That costs a commit per event instead of one per commit interval."""
+        first). A listened-to turn commits what the handler makes within `window` seconds
+        (instead of the commit interval): a stream sends only what is in the log, so a client
+        resuming from it can neither miss nor repeat an event, and the window bounds how long
+        an event waits for its frame."""
         with self._lock:
             if self._stored is None:
                 raise RuntimeError("claim the turn before listening to it")
             self._listener = listener
+            self._window = min(window, self._interval)
             return self._stored
 
     def run(self) -> Task | Message:
@@ -173,10 +196,9 @@ class Turn:
             return result
 
     def _run(self) -> Task | Message:
-        handler_done = threading.Event()
-        # One thread per turn times both, a spare one (a thread's start is a good part of a
-        # short turn).
-        spare_threads.run(self._timers, handler_done)
+        # One thread per turn times every commit that the handler's own calls do not make, a
+        # spare one (a thread's start is a good part of a short turn).
+        spare_threads.run(self._timers)
         ctx = Context(
             task_id=self._task.id,
             context_id=self._task.context_id,
@@ -202,7 +224,9 @@ class Turn:
                 f"The agent failed while working on this task (reference {reference}).",
             )
         finally:
-            handler_done.set()
+            with self._lock:
+                self._handler_done = True
+                self._wake.set()
         with self._lock:
             self._ending = True
             if not self._canceled and not self._task.status.state.terminal:
@@ -227,13 +251,16 @@ class Turn:
             if self._canceled:
                 raise TaskCanceled(self._task.id)
             if isinstance(event, ArtifactUpdate):  # over a limit: raised, and not applied
-                self._artifact_sizes.add(event, self._task)
+                size = self._artifact_sizes.add(event, self._task)
             else:
-                servable_bytes(event)
+                size = servable_bytes(event)
             self._apply(event)
-            due = self._clock.monotonic() - self._last_commit >= self._interval
-            if self._listener is not None or due:
+            self._pending_bytes += size
+            due = self._clock.monotonic() - self._last_commit >= self._window
+            if due or self._pending_bytes >= _COMMIT_BYTES:
                 self._flush()
+            elif len(self._pending) == 1 and self._listener is not None:
+                self._wake.set()  # the timers thread commits it when the window closes
             if self._canceled:
                 raise TaskCanceled(self._task.id)
 
@@ -310,34 +337,41 @@ class Turn:
             and stored.lease.holder == self._lease.holder
         )
 
-    def _heartbeat(self, stop: threading.Event) -> None:
-        """Renew the lease when no other commit did for a third of its life."""
-        period = self._lease_seconds / 3
-        while not self._clock.wait(stop, period / 2):
+    def _timers(self) -> None:
+        """Until the handler returns, make the commits its own calls do not: a turn silent
+        for a commit interval becomes visible to other instances, a listened-to turn's
+        pending events are committed when their window closes, and the lease is renewed when
+        no commit did for a third of its life."""
+        started = self._clock.monotonic()
+        renew_after = self._lease_seconds / 3
+        not_before = started  # after a failed commit: not again before this
+        while True:
             with self._lock:
-                # Not before the first commit (made above, or by the handler), nor once the turn
-                # ended or handed its lease over.
-                if not self._holds_lease() or self._clock.monotonic() - self._last_commit < period:
+                if self._handler_done:
+                    return
+                self._wake.clear()
+                if self._stored is None:
+                    due, what = started + self._interval, "background commit"
+                elif self._listener is not None and self._pending:
+                    due, what = self._last_commit + self._window, "stream commit"
+                elif self._holds_lease():
+                    due, what = self._last_commit + renew_after, "heartbeat"
+                else:  # the lease is gone (ended, canceled, handed over): wait for the end
+                    due, what = math.inf, ""
+                now = self._clock.monotonic()
+                wait = max(due, not_before) - now
+                if wait <= 0:
+                    try:
+                        # A heartbeat commits even nothing: it renews the lease.
+                        self._flush(force=what == "heartbeat")
+                    except Exception:
+                        # The handler's next call or the turn's end commits again, else the
+                        # next try here; a lease that expires meanwhile lets a retry of this
+                        # turn take over, which this run then notices and stops.
+                        log.exception("%s of task %s failed", what, self._task.id)
+                        not_before = now + renew_after / 2
                     continue
-                try:
-                    self._flush(force=True)
-                except Exception:
-                    # The next beat tries again; a lease that expires meanwhile lets a retry
-                    # of this turn take over, which this run then notices and stops.
-                    log.exception("heartbeat of task %s failed", self._task.id)
-
-    def _timers(self, handler_done: threading.Event) -> None:
-        """Until the handler returns: make a turn that is silent for a commit interval
-        visible to other instances, then keep its lease alive."""
-        if self._clock.wait(handler_done, self._interval):
-            return
-        with self._lock:
-            if self._stored is None:
-                try:
-                    self._flush()
-                except Exception:
-                    log.exception("background commit of task %s failed", self._task.id)
-        self._heartbeat(handler_done)
+            self._clock.wait(self._wake, min(wait, renew_after / 2))
 
     def _commit(self) -> None:
         """One attempt at committing what is pending."""
@@ -373,6 +407,7 @@ class Turn:
             logged = [LoggedEvent(first_seq + i, e) for i, e in enumerate(self._pending)]
             self._listener(self._stored, logged)
         self._pending.clear()
+        self._pending_bytes = 0
         self._last_commit = self._clock.monotonic()
         if next_message is not None:
             self._hand_over(self._stored)
@@ -426,6 +461,7 @@ class Turn:
                 # changes again and the new holder redoes the turn.
                 self._canceled = True
                 self._pending.clear()
+                self._pending_bytes = 0
                 if current is not None:
                     self._stored, self._task = current, current.task
                 return

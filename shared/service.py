@@ -330,6 +330,13 @@ class A2AService:
         stored = self._stored(owner, request.task_id)
         state = stored.task.status.state
         after_seq = request.after_seq
+        if after_seq is not None and after_seq > stored.last_seq:
+            # Every frame's event is committed before it is sent: no stream sent this id.
+            raise InvalidParamsError(
+                f"Last-Event-ID {after_seq} is past the last event of task {request.task_id} "
+                f"({stored.last_seq}); resume from the id of the last event received",
+                field="Last-Event-ID",
+            )
         if state.terminal and (after_seq is None or after_seq >= stored.last_seq):
             if final_frame:
                 return stored, policy.slots.open(owner, lambda: _ended(stored))

@@ -72,6 +72,7 @@ ENVIRONMENT = {
     "max_streams": "A2A_MAX_STREAMS",
     "max_owner_streams": "A2A_MAX_STREAMS_PER_OWNER",
     "stream_tail": "A2A_STREAM_TAIL",
+    "stream_commit_interval": "A2A_STREAM_COMMIT_INTERVAL_SECONDS",
     "threads": "THREADS",
     "deliver_url": "A2A_DELIVER_URL",
     "push_queue": "A2A_PUSH_QUEUE",
@@ -203,6 +204,10 @@ class Settings(BaseModel):
     # How a stream follows a task another process runs: a Firestore listener (falling back
     # to polling when it can't be had), or polling with backoff. The embedded store ignores it.
     stream_tail: Literal["listener", "polling"] = "listener"
+    # A streamed send commits its events together within this many seconds (each frame goes
+    # out once committed, so this is also how late a frame may be): a burst of events costs
+    # one Firestore write batch rather than one per event.
+    stream_commit_interval: float = Field(default=0.05, gt=0)
     # functions-framework's own THREADS variable (its default is 4 per CPU): the server's
     # threads, read here only to size the stream limit.
     threads: int = Field(default_factory=lambda: (os.cpu_count() or 1) * 4, ge=1)

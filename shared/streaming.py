@@ -6,8 +6,10 @@ event in log order with its sequence number, and ends after a status change to a
 interrupted state, at its deadline, or after a while without news on a task that waits for
 input, or when the instance stops (`StreamSlots.stop`: SIGTERM; within STOP_CHECK seconds)
 (the client resubscribes, with Last-Event-ID, and loses nothing). A streamed send
-listens to its own turn, which commits each event before its frame goes out; anything else
-follows the log through the store's tail. The wire format is the bindings' business.
+listens to its own turn, which commits its events in short windows
+(`StreamPolicy.commit_interval`) and each before its frame goes out: what a client saw is in
+the log, so a resume on any instance is exact. Anything else follows the log through the
+store's tail. The wire format is the bindings' business.
 """
 
 from __future__ import annotations
@@ -140,6 +142,9 @@ class StreamPolicy:
     # thread and keeps the instance billed. The client resubscribes to go on waiting.
     idle: float
     slots: StreamSlots  # this instance's open streams
+    # Seconds a streamed send's events wait to be committed together (shared.runtime.Turn.
+    # listen): an event's frame waits at most this long, and a burst costs one commit.
+    commit_interval: float
 
 
 class _Clock:
@@ -252,7 +257,7 @@ def inline(turn: Turn, store: TaskStore, owner: str, policy: StreamPolicy) -> St
     sends each event as the turn commits it; after the turn, whatever others committed
     (a cancel) comes from the log."""
     commits: queue.Queue[list[LoggedEvent] | None] = queue.Queue()
-    opening = turn.listen(lambda _stored, logged: commits.put(logged))
+    opening = turn.listen(lambda _stored, logged: commits.put(logged), policy.commit_interval)
     thread = threading.Thread(
         target=_run, args=(turn, commits), name=f"turn-{opening.task.id}", daemon=True
     )

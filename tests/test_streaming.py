@@ -168,6 +168,23 @@ def test_drop_and_resume_loses_and_repeats_nothing(slow: Client) -> None:
     assert json_error(response)["code"] == -32004
 
 
+@pytest.mark.parametrize("past", [1, 10**23])
+def test_a_resume_past_the_tasks_last_event_is_refused(make_client: MakeClient, past: int) -> None:
+    client = make_client(stream_idle=0.2)
+    task = client.result("SendMessage", send_params("new phone", "m1"), version="1.0")["task"]
+    stored = client.app.service.store.get("anonymous", task["id"])
+    assert stored is not None
+    params = {"id": task["id"]}
+    after = {"Last-Event-ID": str(stored.last_seq + past)}
+    error = json_error(open_stream(client, "SubscribeToTask", params, after))
+    assert error["code"] == -32602 and "Last-Event-ID" in error["message"]
+    # From its last event: accepted, and nothing new comes (the stream ends when idle).
+    resumed = open_stream(
+        client, "SubscribeToTask", params, {"Last-Event-ID": str(stored.last_seq)}
+    )
+    assert list(frames(resumed)) == []
+
+
 def test_subscribe_opens_with_a_snapshot_and_waits_for_the_next_move(client: Client) -> None:
     waiting = client.result("SendMessage", send_params("I want a new phone", "m1"), version="1.0")
     task = waiting["task"]

@@ -155,6 +155,7 @@ class HttpApp:
             duration=settings.stream_duration,
             idle=settings.stream_idle,
             slots=streaming.StreamSlots(settings.stream_limit, settings.owner_stream_limit),
+            commit_interval=settings.stream_commit_interval,
         )
         self.console = Console() if settings.console else None  # A2A_CONSOLE
 

@@ -56,8 +56,6 @@ import hashlib
 import json
 import logging
 import math
-import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -83,6 +81,7 @@ from shared.ports import (
     VersionConflict,
 )
 from shared.store.cost import Cost
+from shared.store.firestore_tail import PAGE_DOCUMENTS, FirestoreTail, LogWatches
 from shared.store.paging import Cursor, decode_token, encode_token
 
 log = logging.getLogger("a2a.store.firestore")
@@ -105,11 +104,6 @@ COMMIT_BUDGET = 4_000_000
 LOG_SLACK = 1.5
 # Writes in one batch at most (Firestore's limit), when a log's expiry is refreshed.
 _BATCH_WRITES = 500
-
-# Polling a log (the tail's fallback) waits this long after an empty read, doubling up to
-# the maximum; any event found starts it over.
-POLL_FIRST_SECONDS = 0.05
-POLL_MAX_SECONDS = 1.0
 
 # A count aggregation is billed one read per batch of up to this many index entries.
 _COUNT_ENTRIES_PER_READ = 1000
@@ -154,15 +148,18 @@ class FirestoreTaskStore:
 
         `task_budget` is how many bytes of task JSON the task document keeps before history
         and artifacts are read from the log instead; `part_limit` the largest part accepted;
-        `tail` how tails follow a log: a snapshot listener, or polling with backoff.
+        `tail` how tails follow a log: a snapshot listener (one per task, shared by its tails:
+        `shared.store.firestore_tail`), or polling with backoff.
         """
         self._client = firestore.Client(project=project, database=database)
         self.retention = timedelta(days=retention_days)
         self.log_retention = self.retention * LOG_SLACK
         self._task_budget = task_budget
         self._part_limit = part_limit
-        self._tail = tail
         self.cost = Cost()
+        # Tails share one listener per task (None: they poll).
+        listen = tail == "listener"
+        self.watches = LogWatches(self._log_query, _logged, self.cost) if listen else None
 
     @property
     def client(self) -> firestore.Client:
@@ -331,7 +328,12 @@ class FirestoreTaskStore:
         ]
 
     def tail(self, owner: str, task_id: str, after_seq: int = 0) -> FirestoreTail:
-        return FirestoreTail(self, owner, task_id, after_seq, listen=self._tail == "listener")
+        return FirestoreTail(owner, task_id, after_seq, read=self._log_page, watches=self.watches)
+
+    def _log_page(self, owner: str, task_id: str, after_seq: int) -> list[LoggedEvent]:
+        """The events of the first PAGE_DOCUMENTS event documents after `after_seq`."""
+        query = self._log_query(owner, task_id, after_seq).limit(PAGE_DOCUMENTS)
+        return [logged for snapshot in self._run(query) for logged in _logged(snapshot, after_seq)]
 
     def expired_leases(
         self, before: datetime, limit: int, after: StoredTask | None = None
@@ -572,91 +574,6 @@ def _pack(first_seq: int, encoded: list[str]) -> list[tuple[int, list[str]]]:
     if chunk:
         documents.append((first_seq, chunk))
     return documents
-
-
-class FirestoreTail:
-    """Follows `tasks/{id}/events` with a snapshot listener, or by polling with backoff when
-    the listener cannot be had, dies, or polling was chosen.
-
-    An event document holds the events of one commit (`first`..`last`). Event documents are
-    only ever created, and commits are ordered by the task document's precondition, so a
-    snapshot that shows commit N shows every commit before it: events are handed out by
-    sequence number, each once, without gaps.
-    """
-
-    def __init__(
-        self, store: FirestoreTaskStore, owner: str, task_id: str, after_seq: int, *, listen: bool
-    ) -> None:
-        self._store = store
-        self._owner = owner
-        self._task_id = task_id
-        self._last = max(after_seq, 0)
-        self._arrived = threading.Condition()
-        self._received: dict[int, Event] = {}
-        self._delay = POLL_FIRST_SECONDS
-        self._next_poll = 0.0  # monotonic time of the next read when polling
-        self._watch: Any = None
-        if listen:
-            try:
-                query = store._log_query(owner, task_id, self._last)
-                self._watch = query.on_snapshot(self._on_snapshot)
-            except Exception:
-                log.warning("no listener on task %s's events: polling", task_id, exc_info=True)
-
-    @property
-    def listening(self) -> bool:
-        return self._watch is not None and bool(self._watch.is_active)
-
-    def _on_snapshot(self, documents: Any, changes: Any, read_time: Any) -> None:
-        # On the listener's thread. A reconnect may send documents again: keyed by seq.
-        with self._arrived:
-            for change in changes:
-                if change.type.name == "ADDED":
-                    for logged in _logged(change.document, self._last):
-                        self._received[logged.seq] = logged.event
-            self._arrived.notify_all()
-
-    def next(self, timeout: float) -> list[LoggedEvent]:
-        if self.listening:
-            with self._arrived:
-                self._arrived.wait_for(
-                    lambda: self._last + 1 in self._received or not self.listening,
-                    timeout=max(timeout, 0),
-                )
-                found = []
-                while self._last + 1 in self._received:
-                    self._last += 1
-                    found.append(LoggedEvent(self._last, self._received.pop(self._last)))
-            if found or self.listening:
-                return found
-            log.warning("the listener on task %s's events stopped: polling", self._task_id)
-        return self._poll(timeout)
-
-    def _poll(self, timeout: float) -> list[LoggedEvent]:
-        # The backoff runs across calls: a caller that asks often (a stream looking whether
-        # its instance stops) reads no more often than one that waits long.
-        deadline = time.monotonic() + timeout
-        while True:
-            due = self._next_poll - time.monotonic()
-            if due > 0:
-                remaining = deadline - time.monotonic()
-                if due > remaining:
-                    time.sleep(max(remaining, 0))
-                    return []
-                time.sleep(due)
-            found = self._store.events(self._owner, self._task_id, self._last)
-            if found:
-                self._last = found[-1].seq
-                self._delay = POLL_FIRST_SECONDS
-                self._next_poll = time.monotonic()
-                return found
-            self._next_poll = time.monotonic() + self._delay
-            self._delay = min(self._delay * 2, POLL_MAX_SECONDS)
-
-    def close(self) -> None:
-        watch, self._watch = self._watch, None
-        if watch is not None:
-            watch.unsubscribe()
 
 
 def _logged(snapshot: Any, after_seq: int) -> list[LoggedEvent]:

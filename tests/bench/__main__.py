@@ -1,11 +1,12 @@
 """`make bench`: `a2a` side by side with the official SDK's server (throughput, CPU, latency,
 memory, cold start: tests/bench/compare.py); blocking sends and memory over many tasks on the
 Firestore emulator; Firestore reads and writes per operation;
-streaming: time to the first frame of an inline stream, and the latency from an event's
-commit in one process to its frame at a subscriber on another (Firestore emulator, listener
-and polling); background work: the time from a non-blocking send to the handler's start in
-the worker, and tasks completed per second through the queue (embedded, and `a2a` ->
-Cloud Tasks -> `worker` on the emulators).
+streaming: time to the first frame of an inline stream, the latency from an event's commit
+in one process to its frame at a subscriber on another (Firestore emulator, listener and
+polling), the writes of a 100-event streamed send, and fifty subscribers of one task on one
+instance (frames, listeners, threads); background work: the time from a non-blocking send
+to the handler's start in the worker, and tasks completed per second through the queue
+(embedded, and `a2a` -> Cloud Tasks -> `worker` on the emulators).
 
 Runs functions-framework as `make run` does and drives it over real HTTP from this process.
 Every loop is bounded in count and time and talks to localhost only.
@@ -17,6 +18,7 @@ import argparse
 import json
 import os
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -130,6 +132,85 @@ def commit_to_frame(mode: str, tasks: int) -> tuple[float, float, int]:
     return percentile(latencies, 0.5), percentile(latencies, 0.99), len(latencies)
 
 
+def stream_writes(project: str | None, delay: float, runs: int) -> tuple[int, int, int]:
+    """Frames, and the fewest and most document writes, of a streamed send whose handler
+    makes 100 status and artifact events `delay` seconds apart (the app in this process, on
+    the Firestore store of `project`, else the embedded one)."""
+    from shared.app import build
+    from shared.settings import Settings
+    from shared.store.firestore import FirestoreTaskStore
+    from shared.store.memory import MemoryTaskStore
+    from tests.conftest import Client
+
+    store = FirestoreTaskStore(project) if project else MemoryTaskStore()
+    backend = "firestore" if project else "memory"
+    settings = Settings(handler="tests.handlers.slow", backend=backend, project=project)
+    app = build(settings, store=store)
+    writes, frames = [], 0
+    try:
+        for _ in range(runs):
+            # The slow handler: 98 steps, an artifact, the end.
+            body = json.loads(send_body(f"steps=98 delay={delay}"))
+            body["method"] = "SendStreamingMessage"
+            store.cost.reset()
+            answer = Client(app).post(body, HEADERS)
+            frames = len(sse.parse(answer.get_data(as_text=True)))
+            writes.append(store.cost.writes)
+    finally:
+        app.close()
+    return frames, min(writes), max(writes)
+
+
+def shared_listener(subscribers: int) -> None:
+    """`subscribers` streams of one task on one instance (this process, the Firestore
+    emulator), the task run by another: frames delivered, listeners opened, threads."""
+    from shared.app import build
+    from shared.settings import Settings
+    from shared.store.firestore import FirestoreTaskStore
+    from tests.conftest import Client
+
+    with start_firestore() as emulator:
+        os.environ.update(emulator.env())
+        project = emulator.project
+        env = {"handler": "tests.handlers.slow", "backend": "firestore", "project": project}
+        runner = build(Settings(**env))
+        store = FirestoreTaskStore(project)
+        streams = subscribers + 2
+        streamer = build(Settings(**env, max_streams=streams, threads=streams), store=store)
+        try:
+            body = json.loads(send_body("steps=20 delay=0.05", blocking=False))
+            task_id = Client(runner).post(body, HEADERS).get_json()["result"]["task"]["id"]
+            subscribe = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask"}
+            subscribe["params"] = {"id": task_id}
+            frames = [0] * subscribers
+            threads_before = threading.active_count()
+
+            def follow(index: int) -> None:
+                answer = Client(streamer).post(subscribe, {**HEADERS, "Last-Event-ID": "0"})
+                frames[index] = len(sse.parse(answer.get_data(as_text=True)))
+
+            with ThreadPoolExecutor(subscribers) as pool:
+                running = [pool.submit(follow, i) for i in range(subscribers)]
+                peak = 0
+                while not all(f.done() for f in running):
+                    peak = max(peak, threading.active_count())
+                    time.sleep(0.05)
+                for future in running:
+                    future.result()
+            assert store.watches is not None
+            print(
+                f"  {subscribers} subscribers of one task on one instance, Firestore emulator: "
+                f"{sum(frames)} frames delivered ({min(frames)} to {max(frames)} each), "
+                f"{store.watches.opened} listener(s) opened, {store.cost.reads} document reads "
+                "(the task once per subscribe, the log's by the listener); "
+                f"threads {threads_before} before, {peak} at most while streaming "
+                f"({subscribers} of them the subscribers' own)"
+            )
+        finally:
+            runner.close()
+            streamer.close()
+
+
 def streaming(args: argparse.Namespace) -> None:
     server = Server({"A2A_HANDLER": "functions.handlers.echo", "A2A_BACKEND": "memory"})
     try:
@@ -147,6 +228,17 @@ def streaming(args: argparse.Namespace) -> None:
             f"  commit in one process -> frame at a subscriber on another, Firestore emulator, "
             f"{mode}: p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms ({count} events)"
         )
+    with start_firestore() as emulator:
+        os.environ.update(emulator.env())
+        for label, project in [("embedded", None), ("Firestore emulator", emulator.project)]:
+            for delay in (0, 0.01):
+                frames, fewest, most = stream_writes(project, delay, runs=3)
+                print(
+                    f"  SendStreamingMessage of 100 events {delay * 1000:.0f} ms apart, "
+                    f"{label}: {frames} frames, {fewest} to {most} document writes (3 runs; "
+                    "a commit per event: 203)"
+                )
+    shared_listener(args.subscribers)
 
 
 @contextmanager
@@ -313,6 +405,7 @@ def main() -> None:
         "--firestore-tasks", type=int, default=10_000, help="blocking sends on the emulator"
     )
     parser.add_argument("--stream-tasks", type=int, default=5, help="tasks per tail mode")
+    parser.add_argument("--subscribers", type=int, default=50, help="streams of one task")
     parser.add_argument("--sends", type=int, default=20, help="timed non-blocking sends")
     parser.add_argument("--tasks", type=int, default=100, help="tasks through the queue")
     parser.add_argument(

@@ -304,7 +304,9 @@ def test_a_subscriber_of_a_task_whose_run_died_sees_the_rerun_to_its_end() -> No
     r = rig()
     dead = Lease(turn=1, holder="gone", expires=r.clock.now(), message_id="m", inline=True)
     r.left_by_a_dead_run("t1", dead)
-    policy = StreamPolicy(keepalive=0.01, duration=30, idle=30, slots=StreamSlots(4))
+    policy = StreamPolicy(
+        keepalive=0.01, duration=30, idle=30, slots=StreamSlots(4), commit_interval=0.05
+    )
     _, frames = r.service.subscribe(OWNER, SubscribeRequest("t1"), policy)
     try:
         opening = next(frames)

@@ -1,0 +1,251 @@
+"""Following a task's event log on Firestore (`FirestoreTaskStore.tail`): one snapshot
+listener per task per instance, shared by every tail of that task on the instance, or
+polling with backoff.
+
+A listener costs a Listen stream and a thread of the client library's, and bills the
+documents it reads once for all its tails; fifty subscribers of one task on one instance
+hold one listener (`LogWatches`), which is closed when the last of them leaves.
+
+Each tail keeps its own position. The listener's events stay in memory while a tail still
+needs them, up to BUFFER_BYTES: past that, the oldest go, and a tail that has not read them
+yet (a slow client) reads the log itself from its position until it has caught up, so it
+neither holds the others back nor grows the instance's memory. A tail that starts behind
+what the listener holds reads the log the same way. When the listener cannot be had, tails
+poll the log instead; when it dies, they poll until one of them opens another (after
+POLL_MAX_SECONDS), which the others then join.
+
+An event document holds the events of one commit (`first`..`last`). Event documents are
+only ever created, and commits are ordered by the task document's precondition, so a
+snapshot that shows commit N shows every commit before it: events are handed out by
+sequence number, each once, without gaps.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from shared.model import Event
+from shared.ports import LoggedEvent
+from shared.store.cost import Cost
+
+log = logging.getLogger("a2a.store.firestore")
+
+# Polling a log waits this long after an empty read, doubling up to the maximum; any event
+# found starts it over.
+POLL_FIRST_SECONDS = 0.05
+POLL_MAX_SECONDS = 1.0
+
+# Bytes of event JSON one listener keeps for tails that have not read them yet. An event
+# document holds up to 1 MB: this is several commits of the largest, and thousands of
+# ordinary ones.
+BUFFER_BYTES = 8 * 1024 * 1024
+
+# Event documents one read of a tail fetches at most (each holds up to 1 MB): a tail far
+# behind reads its log in pages, never all of it at once.
+PAGE_DOCUMENTS = 8
+
+# (owner, task id, after seq) -> the task's next events after that seq (a page), from the
+# store.
+Read = Callable[[str, str, int], list[LoggedEvent]]
+# (owner, task id, after seq) -> the query of the event documents holding them.
+Query = Callable[[str, str, int], Any]
+# (event document, after seq) -> its events after that seq.
+Decode = Callable[[Any, int], list[LoggedEvent]]
+
+
+class LogWatch:
+    """One snapshot listener on one task's log, and the events it received that a tail may
+    still need: every event after `floor` up to `newest`, none at or below `floor`."""
+
+    def __init__(self, query: Any, decode: Decode, first: FirestoreTail, cost: Cost) -> None:
+        """Listen from `first`'s position, for it (among its tails before the first snapshot,
+        which would otherwise drop what no tail needs yet)."""
+        self.arrived = threading.Condition()
+        self._cost = cost
+        self.floor = first.position
+        self.newest = first.position
+        self._decode = decode
+        self._events: dict[int, tuple[Event, int]] = {}  # seq -> (event, its bytes)
+        self._bytes = 0
+        self.tails: set[FirestoreTail] = {first}
+        self._watch: Any = None
+        self._watch = query.on_snapshot(self._on_snapshot)
+
+    @property
+    def active(self) -> bool:
+        return self._watch is not None and bool(self._watch.is_active)
+
+    def _on_snapshot(self, documents: Any, changes: Any, read_time: Any) -> None:
+        # On the listener's thread. A reconnect may send documents again: keyed by seq.
+        with self.arrived:
+            self._cost.add(reads=len(changes))  # a listener is billed each document it hands over
+            for change in changes:
+                if change.type.name != "ADDED":
+                    continue
+                texts, first = change.document.get("events"), change.document.get("first")
+                for logged in self._decode(change.document, self.floor):
+                    if logged.seq not in self._events:
+                        size = len(texts[logged.seq - first])
+                        self._events[logged.seq] = (logged.event, size)
+                        self._bytes += size
+            while self.newest + 1 in self._events:
+                self.newest += 1
+            self.trim()
+            self.arrived.notify_all()
+
+    def take(self, after: int) -> list[LoggedEvent]:
+        """The events after `after` (at or above the floor) received so far. Hold `arrived`."""
+        return [LoggedEvent(s, self._events[s][0]) for s in range(after + 1, self.newest + 1)]
+
+    def trim(self) -> None:
+        """Forget what every tail at or above the floor has read, then, over BUFFER_BYTES,
+        the oldest events (their slow tails read the log instead). Hold `arrived`."""
+        positions = [tail.position for tail in self.tails if tail.position >= self.floor]
+        floor = max(min(positions, default=self.newest), self.floor)
+        for seq in [seq for seq in self._events if seq <= floor]:
+            self._bytes -= self._events.pop(seq)[1]
+        while self._bytes > BUFFER_BYTES and floor < self.newest:
+            floor += 1
+            self._bytes -= self._events.pop(floor)[1]
+        self.floor = floor
+        self.newest = max(self.newest, floor)
+
+    def close(self) -> None:
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            watch.unsubscribe()
+
+
+class LogWatches:
+    """This instance's listeners on task logs, one per task, each open while a tail of it
+    is."""
+
+    def __init__(self, query: Query, decode: Decode, cost: Cost) -> None:
+        self._query = query
+        self._decode = decode
+        self._cost = cost
+        self._lock = threading.Lock()
+        self._open: dict[tuple[str, str], LogWatch] = {}
+        self.opened = 0  # listeners opened so far
+
+    @property
+    def open(self) -> int:
+        """Listeners open now."""
+        with self._lock:
+            return len(self._open)
+
+    def join(self, tail: FirestoreTail, owner: str, task_id: str) -> LogWatch | None:
+        """The task's listener, with `tail` among its tails (opened from the tail's position
+        if none is open, or the open one died); None when no listener can be had."""
+        with self._lock:
+            watch = self._open.get((owner, task_id))
+            if watch is None or not watch.active:
+                try:
+                    query = self._query(owner, task_id, tail.position)
+                    watch = LogWatch(query, self._decode, tail, self._cost)
+                except Exception:
+                    log.warning("no listener on task %s's events: polling", task_id, exc_info=True)
+                    return None
+                self._open[(owner, task_id)] = watch
+                self.opened += 1
+                return watch
+            with watch.arrived:
+                watch.tails.add(tail)
+            return watch
+
+    def leave(self, tail: FirestoreTail, owner: str, task_id: str, watch: LogWatch) -> None:
+        """`tail` is done with `watch`: closed when it was the last."""
+        with self._lock:
+            with watch.arrived:
+                watch.tails.discard(tail)
+                last = not watch.tails
+                if not last:
+                    watch.trim()
+            if last and self._open.get((owner, task_id)) is watch:
+                del self._open[(owner, task_id)]
+        if last:
+            watch.close()
+
+
+class FirestoreTail:
+    """Follows `tasks/{id}/events` from a position of its own: through the instance's shared
+    listener on it, or by polling with backoff when it has no listener, when polling was
+    chosen (`watches` None), or while it is behind what the listener holds."""
+
+    def __init__(
+        self, owner: str, task_id: str, after_seq: int, *, read: Read, watches: LogWatches | None
+    ) -> None:
+        self._owner = owner
+        self._task_id = task_id
+        self._read = read
+        self.position = max(after_seq, 0)  # the last seq handed out
+        self._delay = POLL_FIRST_SECONDS
+        self._next_poll = 0.0  # monotonic time of the next read when polling
+        self._watches = watches
+        self._watch = None if watches is None else watches.join(self, owner, task_id)
+        self._relisten_at = 0.0  # monotonic time after which a dead listener is replaced
+
+    @property
+    def listening(self) -> bool:
+        return self._watch is not None and self._watch.active
+
+    def next(self, timeout: float) -> list[LoggedEvent]:
+        watch, watches = self._watch, self._watches
+        dead = watch is not None and not watch.active
+        if dead and watches is not None and time.monotonic() >= self._relisten_at:
+            # The listener died (its stream was cut): listen again, at most once a while,
+            # and the task's other tails join the new listener as they notice.
+            self._relisten_at = time.monotonic() + POLL_MAX_SECONDS
+            self.close()
+            watch = self._watch = watches.join(self, self._owner, self._task_id)
+        if watch is not None and watch.active:
+            with watch.arrived:
+                watch.arrived.wait_for(
+                    lambda: (
+                        watch.newest > self.position
+                        or self.position < watch.floor
+                        or not watch.active
+                    ),
+                    timeout=max(timeout, 0),
+                )
+                if self.position >= watch.floor:
+                    found = watch.take(self.position)
+                    if found:
+                        self.position = found[-1].seq
+                        watch.trim()
+                    if found or watch.active:
+                        return found
+            if not watch.active:
+                log.warning("the listener on task %s's events stopped: polling", self._task_id)
+        # Behind the listener's events (or without a listener): read the log from here.
+        return self._poll(timeout)
+
+    def _poll(self, timeout: float) -> list[LoggedEvent]:
+        # The backoff runs across calls: a caller that asks often (a stream looking whether
+        # its instance stops) reads no more often than one that waits long.
+        deadline = time.monotonic() + timeout
+        while True:
+            due = self._next_poll - time.monotonic()
+            if due > 0:
+                remaining = deadline - time.monotonic()
+                if due > remaining:
+                    time.sleep(max(remaining, 0))
+                    return []
+                time.sleep(due)
+            found = self._read(self._owner, self._task_id, self.position)
+            if found:
+                self.position = found[-1].seq
+                self._delay = POLL_FIRST_SECONDS
+                self._next_poll = time.monotonic()
+                return found
+            self._next_poll = time.monotonic() + self._delay
+            self._delay = min(self._delay * 2, POLL_MAX_SECONDS)
+
+    def close(self) -> None:
+        watch, self._watch = self._watch, None
+        if watch is not None and self._watches is not None:
+            self._watches.leave(self, self._owner, self._task_id, watch)

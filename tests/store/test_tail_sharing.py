@@ -1,0 +1,285 @@
+"""One Firestore listener per task per instance, shared by all its tails
+(shared.store.firestore_tail): each tail keeps its own position, a slow one neither holds the
+others back nor the listener's memory, and the listener closes with its last tail.
+
+On the emulator: fifty tails of one task, one listener, every event to each. Without it:
+the sharing's bookkeeping against a log the test writes itself (hypothesis drives commits,
+reads, joins and leaves in any order).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shared import lifecycle
+from shared.model import Event, TaskState
+from shared.ports import LoggedEvent, StoredTask
+from shared.store import firestore_tail
+from shared.store.cost import Cost
+from shared.store.firestore import FirestoreTaskStore, _encode_event, _logged
+from shared.store.firestore_tail import PAGE_DOCUMENTS, FirestoreTail, LogWatches
+from tests.store.conftest import MakeStore
+from tests.store.factory import ALICE, new_task, status
+from tests.store.test_tail import drain
+
+
+def step(store: FirestoreTaskStore, current: StoredTask, events: list[Event]) -> StoredTask:
+    return store.commit(current, lifecycle.apply_all(current.task, events), events)
+
+
+# The emulator now and then cancels a listen stream (RST_STREAM); the client library then
+# raises in a thread of its own, and the tails poll instead (checked below).
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_fifty_tails_of_a_task_share_one_listener(make_firestore_store: MakeStore) -> None:
+    store = make_firestore_store(tail="listener")
+    assert store.watches is not None
+    task, events = new_task()
+    current = store.create(ALICE, task, events, dialect="1.0")
+    threads = threading.active_count()
+    store.cost.reset()
+    tails = [store.tail(ALICE, task.id, 0) for _ in range(50)]
+    try:
+        assert store.watches.opened == 1 and store.watches.open == 1
+        assert all(t.listening for t in tails)
+        got: list[list[int]] = [[] for _ in tails]
+        readers = [
+            threading.Thread(target=lambda i=i: got[i].extend(drain(tails[i], 12, seconds=30)))
+            for i in range(len(tails))
+        ]
+        for reader in readers:
+            reader.start()
+        for n in range(5):  # five commits of two events while the fifty wait
+            current = step(store, current, [status(task, TaskState.WORKING, text=f"{n}")] * 2)
+        for reader in readers:
+            reader.join(40)
+        assert got == [list(range(1, 13))] * 50  # every event to each, once, in order
+        # One listener's threads, not fifty (each listener runs a thread of its own).
+        assert threading.active_count() - threads <= 5
+        if all(t.listening for t in tails):
+            # The log's six documents billed once (twice, were the listener to reconnect),
+            # not once per tail. (A listener the emulator cancelled left the tails polling:
+            # they got every event all the same, above.)
+            assert store.cost.reads <= 12
+    finally:
+        for tail in tails:
+            tail.close()
+    assert store.watches.open == 0  # closed with its last tail
+    again = store.tail(ALICE, task.id, 11)
+    try:
+        assert drain(again, 1) == [12]
+        assert store.watches.opened == 2
+    finally:
+        again.close()
+
+
+def test_a_tail_that_starts_behind_the_listener_reads_the_log(
+    make_firestore_store: MakeStore,
+) -> None:
+    store = make_firestore_store(tail="listener")
+    task, events = new_task()
+    current = store.create(ALICE, task, events, dialect="1.0")
+    first = store.tail(ALICE, task.id, 2)
+    try:
+        current = step(store, current, [status(task, TaskState.WORKING, text="a")] * 3)
+        assert drain(first, 3) == [3, 4, 5]  # the listener keeps nothing `first` has read
+        late = store.tail(ALICE, task.id, 0)
+        try:
+            assert drain(late, 5) == [1, 2, 3, 4, 5]
+            step(store, current, [status(task, TaskState.COMPLETED)])
+            assert drain(late, 1) == [6] and drain(first, 1) == [6]
+            assert store.watches is not None and store.watches.opened == 1
+        finally:
+            late.close()
+    finally:
+        first.close()
+
+
+def test_a_slow_tail_holds_neither_the_others_nor_the_memory(
+    make_firestore_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(firestore_tail, "BUFFER_BYTES", 2000)  # about four events
+    store = make_firestore_store(tail="listener")
+    task, events = new_task()
+    current = store.create(ALICE, task, events, dialect="1.0")
+    fast, slow = store.tail(ALICE, task.id, 2), store.tail(ALICE, task.id, 2)
+    try:
+        for n in range(10):  # the fast tail reads each commit; the slow one reads nothing
+            current = step(store, current, [status(task, TaskState.WORKING, text=f"{n}")] * 2)
+            assert drain(fast, 2) == [3 + 2 * n, 4 + 2 * n]
+        assert store.watches is not None
+        [watch] = store.watches._open.values()
+        assert watch._bytes <= 2000  # what the slow tail has not read went, past the bound
+        got = drain(slow, 20)  # from the log, then from the listener again
+        assert got == list(range(3, 23))
+        step(store, current, [status(task, TaskState.COMPLETED)])
+        assert drain(slow, 1) == [23] and drain(fast, 1) == [23]
+        assert slow.listening and store.watches.opened == 1
+    finally:
+        fast.close()
+        slow.close()
+
+
+def test_a_tail_far_behind_reads_the_log_in_pages(make_firestore_store: MakeStore) -> None:
+    store = make_firestore_store(tail="polling")
+    task, events = new_task()
+    current = store.create(ALICE, task, events, dialect="1.0")  # one document: seqs 1 and 2
+    for n in range(PAGE_DOCUMENTS + 2):
+        current = step(store, current, [status(task, TaskState.WORKING, text=f"{n}")])
+    tail = store.tail(ALICE, task.id, 0)
+    try:
+        assert [e.seq for e in tail.next(5)] == list(range(1, PAGE_DOCUMENTS + 2))
+        assert drain(tail, 3) == list(range(PAGE_DOCUMENTS + 2, PAGE_DOCUMENTS + 5))
+    finally:
+        tail.close()
+
+
+# -- the bookkeeping, against a log the test writes ------------------------------------------
+
+
+@dataclass
+class Change:
+    document: Any
+    type: Any = field(default_factory=lambda: type("Type", (), {"name": "ADDED"}))
+
+
+class Document:
+    """An event document as the Firestore client hands it over."""
+
+    def __init__(self, first: int, events: list[Event]) -> None:
+        self._fields = {"first": first, "events": [_encode_event(e) for e in events]}
+
+    def get(self, name: str) -> Any:
+        return self._fields[name]
+
+
+class Log:
+    """One task's event log, and the listeners on it (each handed every commit at once)."""
+
+    def __init__(self) -> None:
+        self.documents: list[Document] = []
+        self.last = 0
+        self.listeners: list[Watch] = []
+
+    def commit(self, events: list[Event]) -> None:
+        document = Document(self.last + 1, events)
+        self.documents.append(document)
+        self.last += len(events)
+        for listener in self.listeners:
+            if listener.is_active:
+                listener.callback(None, [Change(document)], None)
+
+    def cut(self) -> None:
+        """Every listener's stream is cut (as the emulator does now and then)."""
+        for listener in self.listeners:
+            listener.is_active = False
+
+    def read(self, owner: str, task_id: str, after: int) -> list[LoggedEvent]:
+        return [e for d in self.documents for e in _logged(d, after)]
+
+    def query(self, owner: str, task_id: str, after: int) -> Query:
+        return Query(self, after)
+
+
+@dataclass
+class Watch:
+    callback: Callable[[Any, list[Change], Any], None]
+    is_active: bool = True
+
+    def unsubscribe(self) -> None:
+        self.is_active = False
+
+
+@dataclass
+class Query:
+    log: Log
+    after: int
+
+    def on_snapshot(self, callback: Callable[[Any, list[Change], Any], None]) -> Watch:
+        watch = Watch(callback)
+        initial = [Change(d) for d in self.log.documents if _logged(d, self.after)]
+        callback(None, initial, None)
+        self.log.listeners.append(watch)
+        return watch
+
+
+# A commit of n events, a read by tail i, a new tail from a seq, tail i leaving, or the
+# listeners' streams cut.
+Op = tuple[str, int]
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("commit"), st.integers(1, 4)),
+        st.tuples(st.just("read"), st.integers(0, 4)),
+        st.tuples(st.just("join"), st.integers(0, 12)),
+        st.tuples(st.just("leave"), st.integers(0, 4)),
+        st.tuples(st.just("cut"), st.just(0)),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops=OPS)
+def test_each_tail_gets_its_own_range_once_within_the_memory_bound(ops: list[Op]) -> None:
+    bound = 2500  # bytes: five events (each ~460 bytes of JSON)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(firestore_tail, "BUFFER_BYTES", bound)
+        log = Log()
+        task, _ = new_task()
+        event = status(task, TaskState.WORKING, text="x")
+        watches = LogWatches(log.query, _logged, Cost())
+        tails: list[tuple[FirestoreTail, int, list[int]]] = []
+        closed: set[int] = set()
+        for op, n in [("join", 0), *ops]:
+            if op == "commit":
+                log.commit([event] * n)
+            elif op == "cut":
+                log.cut()
+            elif op == "join":
+                start = min(n, log.last)
+                tail = FirestoreTail(ALICE, "t", start, read=log.read, watches=watches)
+                tails.append((tail, start, []))
+            elif tails:
+                index = n % len(tails)
+                tail, _, seen = tails[index]
+                if op == "read":
+                    seen.extend(e.seq for e in tail.next(0))
+                else:
+                    tail.close()
+                    closed.add(index)
+            for watch in watches._open.values():
+                assert watch._bytes <= bound
+        for index, (tail, start, seen) in enumerate(tails):
+            if index not in closed:
+                for _ in range(log.last + 2):  # a slow tail catches up from the log
+                    seen.extend(e.seq for e in tail.next(0))
+                tail.close()
+            # Its own range, each once, in order: all of it, or up to where it left.
+            assert seen == list(range(start + 1, start + 1 + len(seen)))
+            assert index in closed or seen[-1:] == [log.last] or start == log.last
+        assert watches.open == 0
+
+
+def test_the_tails_of_a_dead_listener_share_the_next_one() -> None:
+    log = Log()
+    task, _ = new_task()
+    event = status(task, TaskState.WORKING, text="x")
+    watches = LogWatches(log.query, _logged, Cost())
+    tails = [FirestoreTail(ALICE, "t", 0, read=log.read, watches=watches) for _ in range(3)]
+    log.commit([event] * 2)
+    assert [[e.seq for e in t.next(0)] for t in tails] == [[1, 2]] * 3
+    log.cut()
+    log.commit([event])  # unseen by the dead listener: read from the log, then listened to
+    assert [[e.seq for e in t.next(0)] for t in tails] == [[3]] * 3
+    assert watches.opened == 2 and watches.open == 1 and all(t.listening for t in tails)
+    log.commit([event])
+    assert [[e.seq for e in t.next(0)] for t in tails] == [[4]] * 3
+    for tail in tails:
+        tail.close()
+    assert watches.open == 0
