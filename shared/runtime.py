@@ -66,7 +66,15 @@ from shared.model import (
 )
 from shared.observability import tracing
 from shared.observability.context import note
-from shared.ports import Lease, LoggedEvent, MessageKey, StoredTask, TaskStore, VersionConflict
+from shared.ports import (
+    DuplicateMessage,
+    Lease,
+    LoggedEvent,
+    MessageKey,
+    StoredTask,
+    TaskStore,
+    VersionConflict,
+)
 
 log = logging.getLogger("a2a.runtime")
 
@@ -129,6 +137,9 @@ class Turn:
         self._last_commit = clock.monotonic()
         self._last_cancel_check = self._last_commit
         self._canceled = False
+        # Set when the turn's first commit found the task made already by another run of the
+        # same message (a resend): the turn stops, and run() raises it for the service.
+        self._duplicate: DuplicateMessage | None = None
         self._reply: Message | None = None
         self._message = message
         self._listener: Listener | None = None
@@ -229,13 +240,19 @@ class Turn:
                 self._wake.set()
         with self._lock:
             self._ending = True
-            if not self._canceled and not self._task.status.state.terminal:
-                if self._reply is not None:
-                    return self._finish_reply(self._reply)
-                if ctx.ended is None:
-                    self._apply(self._status(TaskState.COMPLETED, None))
-            self._flush(force=self._holds_lease())
-            return self._task
+            result = self._end(ctx)
+            if self._duplicate is not None:
+                raise self._duplicate
+            return result
+
+    def _end(self, ctx: Context) -> Task | Message:
+        if not self._canceled and not self._task.status.state.terminal:
+            if self._reply is not None:
+                return self._finish_reply(self._reply)
+            if ctx.ended is None:
+                self._apply(self._status(TaskState.COMPLETED, None))
+        self._flush(force=self._holds_lease())
+        return self._task
 
     def _call_handler(self, ctx: Context) -> None:
         result = self._handler.handle(ctx)
@@ -444,7 +461,9 @@ class Turn:
     def _flush(self, *, force: bool = False) -> None:
         """Commit the pending events (with `force`, even none: a background turn's lease
         renewal or release); on a lost race, re-read and decide again."""
-        if not self._pending and self._stored is not None and not force:
+        if self._duplicate is not None or (
+            not self._pending and self._stored is not None and not force
+        ):
             return
         retry_on_conflict(self._commit_or_rebase, subject=f"task {self._task.id}")
 
@@ -453,6 +472,12 @@ class Turn:
         pending onto the fresh task and raise VersionConflict again, to be retried."""
         try:
             self._commit()
+        except DuplicateMessage as duplicate:
+            # The task is the first run's: this run's work is dropped as a cancel's is.
+            self._duplicate = duplicate
+            self._canceled = True
+            self._pending.clear()
+            self._pending_bytes = 0
         except VersionConflict:
             current = self._store.get(self._owner, self._task.id)
             if current is None or self._stopped_by(current):

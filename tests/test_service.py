@@ -4,6 +4,7 @@ the wire fields errors name, and the in-process worker queue's wiring."""
 from __future__ import annotations
 
 import json
+import logging
 import queue
 import threading
 import time
@@ -840,3 +841,30 @@ def test_a_streamed_turn_that_hands_over_streams_the_next_turn_to_its_end() -> N
     finally:
         gate.open_all()
         client.app.close()
+
+
+def test_a_resend_while_the_first_run_works_is_answered_by_it_without_errors(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The resend runs the handler too (no look-up before it: the task's creation is the
+    check); its first commit finds the first run's task, and the resend stops quietly and is
+    answered with that task."""
+    gated = start("inline")
+    try:
+        with caplog.at_level(logging.WARNING):
+            resent: list[dict[str, Any]] = []
+            again = threading.Thread(
+                target=lambda: resent.append(send(gated.client, "first", messageId="first"))
+            )
+            again.start()
+            assert gated.gate.next_started() == "first"  # the resend's own run, at the gate
+            gated.gate.open("first")
+            again.join(10)
+            gated.settle()
+        assert resent and resent[0]["id"] == gated.task_id
+        assert resent[0]["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+        task = gated.client.result("GetTask", {"id": gated.task_id}, version="1.0")
+        assert texts(task) == [("ROLE_USER", "first")]  # the resend added nothing
+    finally:
+        gated.close()
