@@ -106,7 +106,9 @@ class FirestoreEmulator(Emulator):
         project = project or self.project
         url = f"http://{self.address}/emulator/v1/projects/{project}/databases/(default)/documents"
         try:
-            status, body = _http("DELETE", url)
+            # The first reset after start-up runs on a cold JVM: over 4 s on a loaded 2-core
+            # machine, where the default 5 s failed the first Firestore test of a worker.
+            status, body = _http("DELETE", url, timeout=30.0)
         except OSError as exc:
             raise EmulatorError(f"Firestore emulator reset failed ({url}): {exc}") from exc
         if status != 200:
