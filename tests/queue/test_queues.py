@@ -221,7 +221,9 @@ class Stalling:
 def test_the_off_path_queue_never_makes_its_caller_wait_and_retries_with_backoff() -> None:
     inner = Stalling(failures=2)
     clock = Backoffs()
-    queue = OffPathQueue(inner, min_backoff=0.5, max_backoff=8, clock=clock)
+    # One thread: both failures are p-1's (with more, p-2 could take the second one, and its
+    # first backoff would be 0.5 again).
+    queue = OffPathQueue(inner, threads=1, min_backoff=0.5, max_backoff=8, clock=clock)
     started = time.monotonic()
     assert queue.enqueue("p-1", JOB, delay=2) is True
     assert queue.enqueue("p-2", JOB) is True
