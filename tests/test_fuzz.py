@@ -374,15 +374,21 @@ def remember(target: Target, owner: str, answer: Any) -> None:
     """Collect the task ids an answer hands out, to address them (or another's) later."""
     if owner == "nobody":
         return
-    text = json.dumps(answer)
-    for key in ('"taskId": "', '"id": "'):
-        start = 0
-        while (start := text.find(key, start)) >= 0:
-            start += len(key)
-            end = text.find('"', start)
-            value = json.loads('"' + text[start:end] + '"') if end > start else ""
-            if value and len(target.ids[owner]) < 50 and value not in target.ids[owner]:
-                target.ids[owner].append(value)
+    for value in id_values(answer):
+        if len(target.ids[owner]) < 50 and value not in target.ids[owner]:
+            target.ids[owner].append(value)
+
+
+def id_values(value: Any) -> Iterator[str]:
+    """Every non-empty string under a "taskId" or "id" key, at any depth."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in ("taskId", "id") and isinstance(item, str) and item:
+                yield item
+            yield from id_values(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from id_values(item)
 
 
 def read_back(target: Target) -> int:

@@ -11,6 +11,7 @@ reader also says which field it came from (WireFields), so the error names what 
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Mapping
 from datetime import datetime
@@ -146,6 +147,17 @@ def _base64(value: Any, field: str) -> str | None:
     return text
 
 
+def _informal_bytes(value: Any, field: str) -> str | None:
+    """The seeds' informal `file.data`: base64 taken as sent; any other text (the seeds send
+    "<base64-encoded-content>") is the content itself, stored base64-encoded so that every
+    reader gets bytes it can decode."""
+    text = _str(value, field) or ""
+    try:
+        return _base64(text, field)
+    except InvalidParamsError:
+        return base64.b64encode(text.encode()).decode("ascii")
+
+
 def _strings(value: Any, field: str) -> tuple[str, ...]:
     if value is None:
         return ()
@@ -192,9 +204,10 @@ def _file_part(file: Any, field: str, common: dict[str, Any]) -> Part:
     common["filename"] = _str(obj.get("name"), f"{field}.name") or common["filename"]
     mime = _str(_get(obj, "mimeType", "mime_type"), f"{field}.mimeType")
     common["media_type"] = mime or common["media_type"]
-    raw = _get(obj, "bytes", "data")
-    if raw is not None:
-        return Part(raw=_base64(raw, f"{field}.bytes"), **common)
+    if obj.get("bytes") is not None:
+        return Part(raw=_base64(obj["bytes"], f"{field}.bytes"), **common)
+    if obj.get("data") is not None:
+        return Part(raw=_informal_bytes(obj["data"], f"{field}.data"), **common)
     uri = _get(obj, "uri", "url")
     if uri is not None:
         return Part(url=_str(uri, f"{field}.uri"), **common)

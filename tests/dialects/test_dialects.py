@@ -361,6 +361,16 @@ def test_bytes_that_do_not_decode_are_refused_naming_the_field(text: str) -> Non
         assert raised.value.field == "p.raw"
 
 
+def test_the_seeds_informal_file_data_that_is_not_base64_is_stored_as_its_content() -> None:
+    # Seed 000 sends "<base64-encoded-content>" as a file's `data`: taken as it must be, and
+    # stored as bytes every reader can decode; the official `bytes` is held to base64.
+    seeds = {"kind": "file", "file": {"mimeType": "image/png", "data": "<base64-encoded-content>"}}
+    assert base64.b64decode(decode.part(seeds, "p").raw or "") == b"<base64-encoded-content>"
+    official = {"kind": "file", "file": {"bytes": "<base64-encoded-content>"}}
+    with pytest.raises(InvalidParamsError, match=r"'p\.file\.bytes' is not base64"):
+        decode.part(official, "p")
+
+
 def test_lenient_message_and_states() -> None:
     message = decode.message(
         {"message_id": "m", "role": "ROLE_AGENT", "content": [{"text": "a"}], "context_id": "c"},
