@@ -1,7 +1,6 @@
 """An ADK agent's LONG_RUNNING turn on the emulator stack (one `a2a`, one `worker`, the
 Firestore and Cloud Tasks emulators): the worker killed (SIGKILL) mid-run, the task still ends,
-each of its artifacts once (the re-run replaces what the killed run stored). And a context's
-conversation read from Firestore (one query)."""
+each of its artifacts once (the re-run replaces what the killed run stored)."""
 
 from __future__ import annotations
 
@@ -11,11 +10,7 @@ import pytest
 
 from emulator.cloud_tasks import TasksEmulator
 from emulator.firestore import FirestoreEmulator
-from shared.app import build
-from shared.settings import Settings
-from shared.store.firestore import FirestoreTaskStore
-from tests.adk.test_adk import CUSTOM, artifact_parts, send
-from tests.conftest import LOCATION, SA, Client, make_queue, wait_until
+from tests.conftest import LOCATION, SA, make_queue, wait_until
 from tests.system.test_faults_turns import ATTEMPTS, LEASE, Stack, Started
 
 pytestmark = pytest.mark.emulator
@@ -62,19 +57,3 @@ def test_the_worker_killed_mid_run_the_task_still_ends(stack: Stack) -> None:
     assert stack.wait_terminal([task_id], timeout=60)[task_id] == "TASK_STATE_COMPLETED"
     texts = [a["parts"][0]["text"] for a in stack.rpc("GetTask", {"id": task_id})["artifacts"]]
     assert sorted(texts) == sorted([*(f"step {n}" for n in range(STEPS)), "done"])
-
-
-def test_a_new_task_continues_its_context_read_from_firestore(
-    clean_firestore: FirestoreEmulator,
-) -> None:
-    store = FirestoreTaskStore(clean_firestore.project)
-    client = Client(build(Settings(handler=CUSTOM), store=store))
-    try:
-        first = send(client, {"text": "hello"})
-        store.cost.reset()
-        second = send(client, {"text": "again"}, context_id=first["contextId"])
-        said = "seen ['user: hello', \"scenes: seen ['user: hello']\", 'user: again']"
-        assert artifact_parts(second) == [[{"text": said}]]
-        assert store.cost.reads == 2  # one query: the first task, and the count
-    finally:
-        client.app.close()
