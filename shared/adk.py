@@ -9,7 +9,7 @@
 
 Each turn runs the agent once, in a Runner over a fresh in-memory ADK session that this module
 rebuilds from the conversation of the task's context (`Context.context_history()`: the
-caller's earlier tasks with the same contextId, bounded) followed by the task's own history, so
+caller's other tasks with the same contextId, bounded) followed by the task's own history, so
 any instance serves any turn (nothing of ADK's is kept between requests), and a new task in a
 context continues its conversation as in ADK's own A2A serving, whose session is the context.
 The mapping, both ways, uses ADK's own A2A part conventions (metadata
