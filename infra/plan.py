@@ -12,6 +12,8 @@ default IAM-authenticated with A2A_AUTH=google; never public with A2A_AUTH=none 
 Each function runs as an account with only the roles it uses: a2a and worker (runtime) read
 and write Firestore and enqueue Cloud Tasks as the invoker account; deliver uses Firestore and
 re-queues a delivery that finds its config busy (Cloud Tasks, as the invoker account too).
+With `[env] A2A_TRACING = "gcp"` both accounts also write spans to Cloud Trace; a deploy with
+tracing off (or to OTLP) takes that role away again.
 """
 
 from __future__ import annotations
@@ -72,6 +74,8 @@ DELIVER_ROLES = ("roles/datastore.user", "roles/cloudtasks.enqueuer")
 # Secrets only `a2a` reads: the callers' key hashes stay away from worker and deliver.
 A2A_ONLY_SECRETS = frozenset({"A2A_API_KEYS"})
 INVOKER = "roles/run.invoker"
+# Writes spans to Cloud Trace: held by the functions' accounts only while A2A_TRACING=gcp.
+TRACE_AGENT = "roles/cloudtrace.agent"
 PUBLIC = "allUsers"
 
 
@@ -148,6 +152,17 @@ def deploy_plan(settings: Settings, repo_root: Path, stage_root: Path) -> list[S
         ServiceAccount(project, settings.deliver_service_account, "push delivery"),
         *(Binding(project, project_policy(project), role, runtime) for role in PROJECT_ROLES),
         *(Binding(project, project_policy(project), role, deliverer) for role in DELIVER_ROLES),
+        # Switching tracing off (or to otlp) also takes the role away.
+        *(
+            Binding(
+                project,
+                project_policy(project),
+                TRACE_AGENT,
+                member,
+                present=any(_traces_to_gcp(settings, role) for role in roles),
+            )
+            for member, roles in ((runtime, ("a2a", "worker")), (deliverer, ("deliver",)))
+        ),
         # The functions create tasks whose OIDC token is minted for the invoker account.
         *(
             Binding(
@@ -204,6 +219,11 @@ def deploy_plan(settings: Settings, repo_root: Path, stage_root: Path) -> list[S
     # call the worker (it has roles/run.invoker there), so it needs no grant of its own.
     steps.append(SchedulerJob(project, settings.region, settings.sweep, settings.invoker_email))
     return steps
+
+
+def _traces_to_gcp(settings: Settings, role: str) -> bool:
+    """Whether the function `role` exports spans to Cloud Trace (shared.observability.tracing)."""
+    return function_env(settings, role).get("A2A_TRACING") == "gcp"
 
 
 def _refuse_loopback_webhooks(settings: Settings) -> None:
@@ -326,13 +346,14 @@ def destroy_plan(settings: Settings, *, delete_database: bool) -> list[Step]:
             )
         )
     deliverer = f"serviceAccount:{settings.deliver_email}"
+    # The trace role too, whatever tracing is now: an earlier deploy may have granted it.
     steps += [
         Binding(project, project_policy(project), role, runtime, present=False)
-        for role in PROJECT_ROLES
+        for role in (*PROJECT_ROLES, TRACE_AGENT)
     ]
     steps += [
         Binding(project, project_policy(project), role, deliverer, present=False)
-        for role in DELIVER_ROLES
+        for role in (*DELIVER_ROLES, TRACE_AGENT)
     ]
     steps += [
         Binding(

@@ -8,8 +8,11 @@
     LONG_RUNNING = True  # optional: every turn runs on the worker
 
 Each turn runs the agent once, in a Runner over a fresh in-memory ADK session that this module
-rebuilds from the task's history, so any instance serves any turn (nothing of ADK's is kept
-between requests). The mapping, both ways, uses ADK's own A2A part conventions (metadata
+rebuilds from the conversation of the task's context (`Context.context_history()`: the
+caller's other tasks with the same contextId, bounded) followed by the task's own history, so
+any instance serves any turn (nothing of ADK's is kept between requests), and a new task in a
+context continues its conversation as in ADK's own A2A serving, whose session is the context.
+The mapping, both ways, uses ADK's own A2A part conventions (metadata
 `adk_type`: `function_call`, `function_response`, ...), so ADK's RemoteA2aAgent is a client:
 
 - the A2A message becomes the user content: text parts as text, data parts as JSON text (or,
@@ -42,7 +45,7 @@ import binascii
 import contextlib
 import json
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from google.adk.agents import BaseAgent
@@ -132,7 +135,11 @@ class _AdkTurn:
     async def run(self) -> None:
         ctx = self.ctx
         earlier = [m for m in ctx.history if m.message_id != ctx.message.message_id]
-        events = rebuild(earlier, self.agent.name, self.pending)
+        # The context's other tasks first, as ADK's own serving keeps one session per context;
+        # their unanswered calls stay theirs (this task's message answers none of them).
+        before = _from_user_turn(await asyncio.to_thread(ctx.context_history))
+        events = rebuild(before, self.agent.name, {})
+        events += rebuild(earlier, self.agent.name, self.pending)
         try:
             content = user_content(ctx.message, self.pending)
         except UnusableMessage as exc:
@@ -298,6 +305,13 @@ def rebuild(
             )
         )
     return events
+
+
+def _from_user_turn(messages: Sequence[Message]) -> Sequence[Message]:
+    """`messages` from the first user message on: a bounded conversation may start inside a
+    turn, whose first agent events would answer calls the session never saw."""
+    first = next((i for i, m in enumerate(messages) if m.role is Role.USER), len(messages))
+    return messages[first:]
 
 
 def user_content(message: Message, pending: dict[str, types.FunctionCall]) -> types.Content:

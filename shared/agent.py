@@ -63,6 +63,7 @@ from shared.model import (
     TaskStatus,
     agent_message,
 )
+from shared.ports import TaskPage, TaskQuery
 
 __all__ = [
     "AgentInfo",
@@ -91,6 +92,12 @@ DECLARATIONS = (
 # What an extension's URI may be: one header list element (no commas, no spaces), bounded.
 _EXTENSION_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[\x21-\x2b\x2d-\x7e]{1,2000}")
 MAX_EXTENSIONS = 32
+
+# What `Context.context_history()` reads and keeps of a context's other tasks: the ones most
+# recently updated, and of their messages the newest (a context may be long-lived: its
+# conversation is bounded like a task's history, not by the context's age).
+CONTEXT_TASKS = 20
+CONTEXT_MESSAGES = 200
 
 
 @dataclass(frozen=True)
@@ -170,6 +177,10 @@ class Context:
     # The URIs of the agent's EXTENSIONS active for this turn: activated by the request that
     # carried its message (the A2A-Extensions header), or listed in the message's extensions.
     extensions: frozenset[str] = frozenset()
+    # The store's list of the turn's owner: called by context_history() only, so a handler
+    # that never asks reads nothing.
+    _list_tasks: Callable[[TaskQuery], TaskPage] | None = field(default=None, repr=False)
+    _context_history: tuple[Message, ...] | None = field(default=None, repr=False)
 
     @property
     def parts(self) -> tuple[Part, ...]:
@@ -193,6 +204,31 @@ class Context:
     def canceled(self) -> bool:
         """True once someone canceled the task; the handler should stop soon."""
         return self._sink.canceled()
+
+    def context_history(self) -> tuple[Message, ...]:
+        """The rest of this context's conversation: the messages of the caller's other tasks
+        with this `context_id` (a client that sends its next message with the contextId of a
+        finished task starts a new one), oldest task first, each task's history followed by
+        its status message (its last answer or question). Another owner's tasks are never
+        there, whatever context id they share.
+
+        Read once, at the first call (one query of the store); bounded: the CONTEXT_TASKS
+        tasks most recently updated, and of their messages the newest CONTEXT_MESSAGES. A
+        direct answer (`reply`) that made no task was never stored, and is not there."""
+        if self._context_history is None:
+            # One more: this task may be among the most recently updated.
+            query = TaskQuery(context_id=self.context_id, page_size=CONTEXT_TASKS + 1)
+            found = self._list_tasks(query).tasks if self._list_tasks else []
+            others = [s for s in found if s.task.id != self.task_id][:CONTEXT_TASKS]
+            others.sort(key=lambda s: s.created_at)
+            messages = [
+                message
+                for stored in others
+                for message in (*stored.task.history, stored.task.status.message)
+                if message is not None
+            ]
+            self._context_history = tuple(messages[-CONTEXT_MESSAGES:])
+        return self._context_history
 
     # -- answers that keep the turn open ---------------------------------------------------
 

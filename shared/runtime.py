@@ -218,6 +218,7 @@ class Turn:
             artifacts=self._task.artifacts,
             _sink=self,
             extensions=self._handler.active_extensions(self._message),
+            _list_tasks=lambda query: self._store.list(self._owner, query),
         )
         try:
             self._call_handler(ctx)

@@ -6,12 +6,22 @@ from __future__ import annotations
 import textwrap
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import shared.agent
-from shared.agent import HandlerModuleError, load_handler_module
+from shared.agent import (
+    CONTEXT_MESSAGES,
+    CONTEXT_TASKS,
+    Context,
+    HandlerModuleError,
+    load_handler_module,
+)
+from shared.model import Message, Part, Role, Task, TaskState, TaskStatus, agent_message
+from shared.ports import StoredTask, TaskPage, TaskQuery
 
 WriteModule = Callable[[str], str]
 HANDLE = "def handle(ctx):\n    ctx.complete('ok')\n"
@@ -168,3 +178,78 @@ def test_a_bad_extension_declaration_stops_the_start_up(
         load_handler_module(name)
     assert f"A2A_HANDLER={name!r}: EXTENSIONS" in str(refused.value)
     assert problem in str(refused.value)
+
+
+# -- Context.context_history: the context's other tasks, bounded -----------------------------
+
+
+def context_task(number: int, messages: int, task_id: str = "") -> StoredTask:
+    """Task `t<number>` (or `task_id`) of context `c`, created at second `number`, with
+    `messages` messages in its history (`t<n>-m<i>`) and a status message (`t<n>-status`)."""
+    task_id = task_id or f"t{number}"
+    history = tuple(
+        agent_message(f"t{number}-m{i}", task_id=task_id, context_id="c") for i in range(messages)
+    )
+    status = TaskStatus(
+        state=TaskState.COMPLETED,
+        message=agent_message(f"t{number}-status", task_id=task_id, context_id="c"),
+    )
+    task = Task(id=task_id, context_id="c", status=status, history=history)
+    created = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=number)
+    return StoredTask(task, "alice", 1, 1, "v1.0", created, created)
+
+
+class ListedContext:
+    """The store's list for one owner's context `c`: `tasks`, most recently updated first."""
+
+    def __init__(self, tasks: list[StoredTask]) -> None:
+        self.tasks = tasks
+        self.queries: list[TaskQuery] = []
+
+    def __call__(self, query: TaskQuery) -> TaskPage:
+        self.queries.append(query)
+        return TaskPage(self.tasks[: query.page_size], "", len(self.tasks))
+
+
+def context_of(task_id: str, listed: ListedContext | None) -> Context:
+    message = Message(role=Role.USER, message_id="now", parts=(Part(text="now"),))
+    no_sink: Any = None  # the history needs no sink
+    return Context(task_id, "c", message, (message,), (), _sink=no_sink, _list_tasks=listed)
+
+
+def texts(messages: tuple[Message, ...]) -> list[str]:
+    return [p.text or "" for m in messages for p in m.parts]
+
+
+def test_the_context_history_is_the_other_tasks_oldest_first_read_once() -> None:
+    # Listed most recently updated first; "me" is this task.
+    listed = ListedContext(
+        [context_task(1, 1), context_task(9, 3, "me"), context_task(2, 2), context_task(0, 0)]
+    )
+    ctx = context_of("me", listed)
+    assert texts(ctx.context_history()) == [
+        "t0-status",
+        "t1-m0",
+        "t1-status",
+        "t2-m0",
+        "t2-m1",
+        "t2-status",
+    ]
+    assert ctx.context_history() is ctx.context_history()
+    assert listed.queries == [TaskQuery(context_id="c", page_size=CONTEXT_TASKS + 1)]
+
+
+def test_the_context_history_keeps_the_newest_tasks_and_messages() -> None:
+    # More tasks than are read, and more messages in them than are kept.
+    per_task = CONTEXT_MESSAGES // CONTEXT_TASKS + 4
+    count = CONTEXT_TASKS + 5
+    listed = ListedContext([context_task(n, per_task) for n in reversed(range(count))])
+    kept = texts(context_of("me", listed).context_history())
+    names = [*(f"m{i}" for i in range(per_task)), "status"]
+    read = [f"t{n}-{name}" for n in range(count - CONTEXT_TASKS, count) for name in names]
+    assert len(read) > CONTEXT_MESSAGES
+    assert kept == read[-CONTEXT_MESSAGES:]
+
+
+def test_a_context_without_a_store_has_no_history() -> None:
+    assert context_of("t", None).context_history() == ()

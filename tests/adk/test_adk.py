@@ -16,8 +16,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.adk import PARTIAL, QUESTION, REPLAY_TEXT, UnusableMessage, rebuild, user_content
+from shared.adk import (
+    PARTIAL,
+    QUESTION,
+    REPLAY_TEXT,
+    UnusableMessage,
+    _from_user_turn,
+    rebuild,
+    user_content,
+)
+from shared.app import build
+from shared.identity.api_key import hashed
 from shared.model import Message, Part, Role
+from shared.settings import Settings
+from shared.store.memory import MemoryTaskStore
 from tests import sse
 from tests.adk import agents
 from tests.conftest import Client
@@ -28,9 +40,12 @@ V1 = "1.0"
 # Every answer these clients get is checked against its version's official schema.
 
 
+CUSTOM = "tests.adk.custom"
+
+
 @pytest.fixture
 def custom(make_client: Callable[..., Client], schema_checked: None) -> Client:
-    return make_client(handler="tests.adk.custom")
+    return make_client(handler=CUSTOM)
 
 
 @pytest.fixture
@@ -38,15 +53,26 @@ def scripted(make_client: Callable[..., Client], schema_checked: None) -> Client
     return make_client(handler="tests.adk.scripted")
 
 
-def message(*parts: dict[str, Any], task_id: str | None = None) -> dict[str, Any]:
+def message(
+    *parts: dict[str, Any], task_id: str | None = None, context_id: str | None = None
+) -> dict[str, Any]:
     body: dict[str, Any] = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": parts}
     if task_id is not None:
         body["taskId"] = task_id
+    if context_id is not None:
+        body["contextId"] = context_id
     return body
 
 
-def send(client: Client, *parts: dict[str, Any], task_id: str | None = None) -> dict[str, Any]:
-    result = client.result("SendMessage", {"message": message(*parts, task_id=task_id)}, version=V1)
+def send(
+    client: Client,
+    *parts: dict[str, Any],
+    task_id: str | None = None,
+    context_id: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    sent = {"message": message(*parts, task_id=task_id, context_id=context_id)}
+    result = client.result("SendMessage", sent, version=V1, headers=headers)
     task: dict[str, Any] = result["task"]
     return task
 
@@ -164,6 +190,70 @@ def test_a_request_for_credentials_waits_in_auth_required(custom: Client) -> Non
         task_id=first["id"],
     )
     assert artifact_parts(second) == [[{"text": 'signed in with {"token": "t"}'}]]
+
+
+# -- a context's tasks: one conversation ---------------------------------------------------
+
+
+def test_a_new_task_in_the_context_continues_its_conversation(custom: Client) -> None:
+    first = send(custom, {"text": "hello"})
+    assert artifact_parts(first) == [[{"text": "seen ['user: hello']"}]]
+    # The first task completed: the next message with its contextId starts a second task.
+    second = send(custom, {"text": "again"}, context_id=first["contextId"])
+    assert second["id"] != first["id"]
+    said = "seen ['user: hello', \"scenes: seen ['user: hello']\", 'user: again']"
+    assert artifact_parts(second) == [[{"text": said}]]
+    # Another context starts afresh.
+    assert artifact_parts(send(custom, {"text": "other"})) == [[{"text": "seen ['user: other']"}]]
+
+
+def test_a_question_left_open_in_another_task_is_not_answered_by_this_one(
+    custom: Client,
+) -> None:
+    asked = send(custom, {"text": "ask me"})
+    assert state(asked) == "TASK_STATE_INPUT_REQUIRED"
+    then = send(custom, {"text": "blue"}, context_id=asked["contextId"])
+    # The scene (the context's first text) asks again: this message answered no earlier call.
+    assert state(then) == "TASK_STATE_INPUT_REQUIRED"
+    assert status_text(then).startswith("Which color?")
+
+
+def test_another_owners_tasks_in_a_context_of_the_same_id_are_never_seen(
+    make_client: Callable[..., Client], schema_checked: None
+) -> None:
+    keys = {hashed("key-a"): "alice", hashed("key-m"): "mallory"}
+    app = make_client(handler=CUSTOM, auth="api-key", api_keys=keys)
+    alice, mallory = {"X-API-Key": "key-a"}, {"X-API-Key": "key-m"}
+    secret = send(app, {"text": "my pin is 1234"}, context_id="shared-ctx", headers=alice)
+    assert secret["contextId"] == "shared-ctx"
+    # Mallory reuses the context id: her agent sees her own conversation only, both ways.
+    probe = send(app, {"text": "what was said?"}, context_id="shared-ctx", headers=mallory)
+    assert artifact_parts(probe) == [[{"text": "seen ['user: what was said?']"}]]
+    mine = send(app, {"text": "and?"}, context_id="shared-ctx", headers=alice)
+    [[answer]] = artifact_parts(mine)
+    assert "1234" in answer["text"] and "what was said" not in answer["text"]
+
+
+@pytest.mark.parametrize(("handler", "reads"), [("functions.handlers.echo", 0), (CUSTOM, 2)])
+def test_only_a_handler_that_asks_for_its_context_reads_it(handler: str, reads: int) -> None:
+    store = MemoryTaskStore()
+    client = Client(build(Settings(handler=handler), store=store))
+    try:
+        first = send(client, {"text": "hello"})
+        store.cost.reset()
+        send(client, {"text": "again"}, context_id=first["contextId"])
+        # Memory bills as Firestore would: the list is one query (its task, and the count).
+        assert store.cost.reads == reads
+    finally:
+        client.app.close()
+
+
+def test_only_the_newest_of_a_long_context_is_replayed_from_a_user_turn() -> None:
+    # The bound may cut a turn: the session starts at its next user message.
+    agent = Message(message_id="a", role=Role.AGENT, parts=(Part(text="late answer"),))
+    user = Message(message_id="u", role=Role.USER, parts=(Part(text="next"),))
+    assert _from_user_turn([agent, user, agent]) == [user, agent]
+    assert _from_user_turn([agent]) == []
 
 
 # -- streaming and outputs -----------------------------------------------------------------
