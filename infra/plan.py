@@ -101,8 +101,9 @@ def function_env(settings: Settings, role: str) -> dict[str, str]:
         "A2A_REGION": settings.region,
         "A2A_FIRESTORE_DATABASE": settings.firestore_database,
         "A2A_WORK_QUEUE": settings.queues.work.name,
-        # The worker fails a task itself on the queue's last attempt, rather than leave it working.
-        "A2A_WORK_MAX_ATTEMPTS": str(settings.queues.work.max_attempts),
+        # The worker fails a task itself on the queue's last attempt, rather than leave it
+        # working: the last by both max_attempts and max_retry_duration.
+        "A2A_WORK_MAX_ATTEMPTS": str(settings.queues.work.attempts()),
         # A turn the queue may still retry is not recovered: its whole retry schedule.
         "A2A_WORK_RETRY_SECONDS": f"{settings.queues.work.retry_span():g}",
         "A2A_PUSH_QUEUE": settings.queues.push.name,
@@ -114,7 +115,7 @@ def function_env(settings: Settings, role: str) -> dict[str, str]:
         "THREADS": str(getattr(settings.functions, role).concurrency),
     } | (
         # Only `deliver` acts on the push queue's last attempt.
-        {"A2A_PUSH_MAX_ATTEMPTS": str(settings.queues.push.max_attempts)}
+        {"A2A_PUSH_MAX_ATTEMPTS": str(settings.queues.push.attempts())}
         if role == "deliver"
         else {}
     )

@@ -62,7 +62,17 @@ class QueueSettings(_Strict):
         return value
 
     def retry_span(self) -> float:
-        """Seconds from a task's first attempt to its last, by Cloud Tasks' rule: each retry
+        """Seconds from a task's first attempt to its last, by Cloud Tasks' rule (below)."""
+        return self._schedule()[1]
+
+    def attempts(self) -> int:
+        """How many attempts a task gets, by Cloud Tasks' rule: more than max_attempts when
+        max_retry_duration has not passed by then (the function acting on the last attempt
+        must know which one it is)."""
+        return self._schedule()[0]
+
+    def _schedule(self) -> tuple[int, float]:
+        """(attempts, seconds from the first to the last) by Cloud Tasks' rule: each retry
         waits min_backoff doubled up to max_doublings times, then growing by that last
         doubled step, at most max_backoff; retries stop once the task has had max_attempts
         attempts *and* max_retry_duration has passed (-1 and 0s: no limit). Raises
@@ -85,13 +95,15 @@ class QueueSettings(_Strict):
             if n > self.max_doublings:
                 step += (n - self.max_doublings) * low * 2**self.max_doublings
             if min(step, high) <= 0:
-                return max(span, duration)  # no backoff: attempts follow each other until then
+                # No backoff: attempts follow each other until then, how many is unknown; the
+                # last one the function can count on is max_attempts' (it then fails early).
+                return max(self.max_attempts, attempts), max(span, duration)
             if step >= high:  # every retry from here waits max_backoff
                 left = max(self.max_attempts - attempts, math.ceil((duration - span) / high), 0)
-                return span + left * high
+                return attempts + left, span + left * high
             span += step
             attempts += 1
-        return span
+        return attempts, span
 
 
 class FunctionSet(_Strict):

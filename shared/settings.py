@@ -153,7 +153,9 @@ class Settings(BaseModel):
     # Tasks queue `push`; without it, to a thread pool in this process.
     deliver_url: str | None = None
     push_queue: str = "push"
-    push_max_attempts: int = Field(default=20, ge=1)  # the push queue's max_attempts
+    # The push queue's attempts, by max_attempts and max_retry_duration both (`make deploy`
+    # sets it: infra.settings.QueueSettings.attempts); the default is the deploy.toml queue's.
+    push_max_attempts: int = Field(default=34, ge=1)
     # Push configs one task may have: each event of the task is one POST per config.
     max_push_configs_per_task: int = Field(default=10, ge=1)
     # Webhook hosts allowed even though they resolve to non-public addresses (tests, dev).
@@ -172,7 +174,8 @@ class Settings(BaseModel):
     # the Cloud Tasks queue `work`; without it, to a thread pool in this process.
     region: str | None = None
     work_queue: str = "work"
-    work_max_attempts: int = Field(default=10, ge=1)  # the queue's max_attempts (deploy.toml)
+    # The work queue's attempts, as push_max_attempts is the push queue's.
+    work_max_attempts: int = Field(default=19, ge=1)
     # Seconds the Cloud Tasks work queue goes on retrying a turn, first attempt to last: a
     # turn it holds is recovered only after that. `make deploy` sets it from the queue's retry
     # config (infra.settings.QueueSettings.retry_span); the default is the deploy.toml queue's.

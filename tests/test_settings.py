@@ -16,7 +16,7 @@ def test_every_variable_the_deploy_sets_is_accepted(role: str) -> None:
     env |= {name: f"https://{target}.example" for name, target in WIRING[role].items()}
     settings = Settings.from_env(env)
     assert settings.function_timeout == getattr(deploy.functions, role).timeout
-    assert settings.work_max_attempts == deploy.queues.work.max_attempts
+    assert settings.work_max_attempts == deploy.queues.work.attempts()
     assert settings.tasks_service_account == deploy.invoker_email
 
 

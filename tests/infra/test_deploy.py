@@ -160,11 +160,13 @@ def test_second_run_changes_nothing_then_only_what_differs(
     fake_gcloud.clear_log()
     monkeypatch.setenv("FUNCTIONS_WORKER_MEMORY", "1Gi")
     monkeypatch.setenv("QUEUES_PUSH_MAX_ATTEMPTS", "5")
+    # (alone, it changes no attempt: the queue retries for max_retry_duration anyway)
+    monkeypatch.setenv("QUEUES_PUSH_MAX_RETRY_DURATION", "0s")
     assert run(fake_repo, "deploy") == 0
     changed = [call[:4] for call in fake_gcloud.changes()]
     assert changed == [
         ["tasks", "queues", "update", "push"],
-        ["functions", "deploy", "deliver", "--gen2"],  # it reads the push queue's max attempts
+        ["functions", "deploy", "deliver", "--gen2"],  # it reads the push queue's attempts
         ["functions", "deploy", "worker", "--gen2"],
     ]
     out = capsys.readouterr().out

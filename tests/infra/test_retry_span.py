@@ -73,9 +73,23 @@ def test_the_functions_recover_turns_after_the_deployed_queue_gives_up(role: str
 
 
 def test_the_default_is_the_deploy_files_queue() -> None:
-    """Without the variable (a function deployed by hand), a turn still waits out the queue
-    deploy.toml describes: change one, change the other."""
-    assert Settings().work_retry_seconds == load(DEFAULT_FILE).queues.work.retry_span()
+    """Without the variables (a function deployed by hand), a turn still waits out the queue
+    deploy.toml describes, and the last attempts are the queues': change one, change the
+    other."""
+    deploy = load(DEFAULT_FILE)
+    assert Settings().work_retry_seconds == deploy.queues.work.retry_span()
+    assert Settings().work_max_attempts == deploy.queues.work.attempts()
+    assert Settings().push_max_attempts == deploy.queues.push.attempts()
+
+
+def test_a_retry_duration_that_outlasts_max_attempts_adds_attempts() -> None:
+    # Cloud Tasks' example: 9 attempts in 1150 s; with an hour to go, 300 s apart until then.
+    assert queue(9, "10s", "300s", 3, "0s").attempts() == 9
+    assert queue(9, "10s", "300s", 3, "3600s").attempts() == 9 + 9  # 1150 + 9 x 300 >= 3600
+    assert queue(3, "5s", "10s", 1, "60s").attempts() == 8  # 5, 10, then 10 s until 65 s
+    # As deployed: the worker's last attempt is the 19th, not max_attempts' 10th.
+    work = load(DEFAULT_FILE).queues.work
+    assert (work.max_attempts, work.attempts()) == (10, 19)
 
 
 @pytest.mark.parametrize("value", ["-1", "nan", "inf", "1e12", "soon"])
