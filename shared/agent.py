@@ -90,6 +90,8 @@ DECLARATIONS = (
 )
 
 # What an extension's URI may be: one header list element (no commas, no spaces), bounded.
+# The kit's own extensions (shared.extensions) are named under this: a handler's may not be.
+KIT_EXTENSIONS = "urn:a2a-functions:"
 _EXTENSION_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[\x21-\x2b\x2d-\x7e]{1,2000}")
 MAX_EXTENSIONS = 32
 
@@ -436,6 +438,11 @@ def _extensions(name: str, declared: object) -> tuple[Extension, ...]:
                 f"{where}: {extension.uri!r} is not an extension URI: an absolute URI "
                 "(https://example.com/ext/name/v1, urn:...) of at most 2000 characters, "
                 "without spaces or commas (clients list URIs in a comma-separated header)."
+            )
+        if extension.uri.lower().startswith(KIT_EXTENSIONS):
+            raise HandlerModuleError(
+                f"{where}: {extension.uri} is named under {KIT_EXTENSIONS}, the kit's own "
+                "extensions (which the card lists by itself): name yours under your own URI."
             )
         if extension.uri in seen:
             raise HandlerModuleError(f"{where} lists {extension.uri} twice.")

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from shared.agent import Extension
+from shared.agent import KIT_EXTENSIONS, Extension
 from shared.errors import A2AError, ExtensionSupportRequiredError, InvalidRequestError
 from shared.model import Message
 
@@ -42,7 +42,7 @@ MAX_HEADER_CHARS = 16384
 _WHITESPACE = " \t"  # HTTP's optional whitespace around list elements
 
 DELIVERY_STATUS = Extension(
-    uri="urn:a2a-functions:ext:push-delivery-status:v1",
+    uri=f"{KIT_EXTENSIONS}ext:push-delivery-status:v1",
     description=(
         "Push notification configs read with A2A 1.0 (Get, List) carry their delivery "
         "failure, once the agent's retries gave up: metadata[<this URI>] = {lastError, "

@@ -163,6 +163,10 @@ def test_extensions_are_declared_with_their_card_fields(write_module: WriteModul
         ("EXTENSIONS = [Extension(uri='urn:a b')]", "without spaces or commas"),
         ("EXTENSIONS = [Extension(uri='urn:' + 'x' * 2001)]", "at most 2000 characters"),
         ("EXTENSIONS = [Extension(uri='urn:a'), Extension(uri='urn:a')]", "lists urn:a twice"),
+        (
+            "EXTENSIONS = [Extension(uri='URN:a2a-functions:ext:push-delivery-status:v1')]",
+            "the kit's own extensions",
+        ),
         ("EXTENSIONS = [Extension(uri='urn:a', required='yes')]", "required a bool"),
         ("EXTENSIONS = [Extension(uri='urn:a', params=[1])]", "params must be a JSON object"),
         ("EXTENSIONS = [Extension(uri='urn:a', params={'x': float('nan')})]", "JSON object"),
