@@ -433,7 +433,9 @@ class A2AService:
                 message_key=key,
                 message_results=message_results,
             )
-            if stored is not None or claim or push is not None:
+            # A handler that must not run twice (RERUN_SAFE = False) runs only once its task
+            # is stored: a resend of its message is refused by that write, not after a run.
+            if stored is not None or claim or push is not None or not self.handler.rerun_safe:
                 turn.claim()
             if push is not None:
                 # After the claim's commit: the turn's later commits notify the config.

@@ -874,3 +874,27 @@ def test_a_resend_while_the_first_run_works_is_answered_by_it_without_errors(
         assert texts(task) == [("ROLE_USER", "first")]  # the resend added nothing
     finally:
         gated.close()
+
+
+def test_a_handler_that_must_not_run_twice_is_not_run_for_a_resend() -> None:
+    """RERUN_SAFE = False: the blocking send stores its task before the handler runs, so a
+    resend sent while the first run works is refused by that write and never runs it."""
+    gate = Gate()
+    module = HandlerModule(
+        name="gate", handle=gate.handle, info=AgentInfo(), skills=(), rerun_safe=False
+    )
+    client = Client(build(Settings(handler="functions.handlers.sample"), MemoryTaskStore(), module))
+    first = threading.Thread(target=lambda: send(client, "first", messageId="first"))
+    try:
+        first.start()
+        assert gate.next_started() == "first"
+        again = send(client, "first", messageId="first")  # answered at once: nothing ran
+        assert again["status"]["state"] == "TASK_STATE_WORKING"
+        gate.open("first")
+        first.join(10)
+        assert gate.ran == ["first"]
+        task = client.result("GetTask", {"id": again["id"]}, version="1.0")
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    finally:
+        gate.open_all()
+        client.app.close()
