@@ -152,7 +152,7 @@ class Settings(_Strict):
     # IAM members granted roles/run.invoker on a2a when it is authenticated ("user:...",
     # "serviceAccount:...", "group:...", "domain:..."); the project's owners may always call.
     invokers: tuple[str, ...] = ()
-    retention_days: int = Field(ge=1)
+    retention_days: int = Field(ge=1, le=3650)  # as A2A_RETENTION_DAYS (shared.settings)
     runtime_service_account: str = Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
     deliver_service_account: str = Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
     invoker_service_account: str = Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")

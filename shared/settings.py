@@ -3,87 +3,24 @@
 Every setting is an `A2A_*` variable (Google's own variables keep their names). A bad value
 stops start-up with a message naming the variable and what it accepts, and so does an `A2A_*`
 variable that is no setting (a typo would otherwise be silently ignored).
+
+`Settings` is a plain frozen dataclass whose fields each say their variable, default and rule
+(`_Rule`: how the variable's text is read, what a value may be): it is built at every cold
+start, before the first request, so it needs nothing beyond the standard library. A value
+given in code (tests, `make bench`) is checked by the same rules as one read from the
+environment.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
-from typing import Literal
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
-from shared.limits import Limits
-
-# Field name -> environment variable.
-ENVIRONMENT = {
-    "handler": "A2A_HANDLER",
-    "backend": "A2A_BACKEND",
-    "public_url": "A2A_PUBLIC_URL",
-    "agent_name": "A2A_AGENT_NAME",
-    "agent_description": "A2A_AGENT_DESCRIPTION",
-    "agent_version": "A2A_AGENT_VERSION",
-    "provider_organization": "A2A_PROVIDER_ORGANIZATION",
-    "provider_url": "A2A_PROVIDER_URL",
-    "documentation_url": "A2A_DOCUMENTATION_URL",
-    "auth": "A2A_AUTH",
-    "api_keys": "A2A_API_KEYS",
-    "api_key_header": "A2A_API_KEY_HEADER",
-    "audience": "A2A_AUDIENCE",
-    "oidc_issuer": "A2A_OIDC_ISSUER",
-    "oidc_audience": "A2A_OIDC_AUDIENCE",
-    "oidc_owner_claim": "A2A_OIDC_OWNER_CLAIM",
-    "oidc_required_scopes": "A2A_OIDC_REQUIRED_SCOPES",
-    "max_body_bytes": "A2A_MAX_BODY_BYTES",
-    "max_batch": "A2A_MAX_BATCH",
-    "max_parts": "A2A_MAX_PARTS",
-    "max_metadata_bytes": "A2A_MAX_METADATA_BYTES",
-    "max_message_bytes": "A2A_MAX_MESSAGE_BYTES",
-    "max_artifact_bytes": "A2A_MAX_ARTIFACT_BYTES",
-    "max_history_messages": "A2A_MAX_HISTORY_MESSAGES",
-    "max_history_bytes": "A2A_MAX_HISTORY_BYTES",
-    "commit_interval": "A2A_COMMIT_INTERVAL_SECONDS",
-    "card_max_age": "A2A_CARD_MAX_AGE_SECONDS",
-    "card_style": "A2A_CARD_STYLE",
-    "deduplicate_messages": "A2A_DEDUPLICATE_MESSAGES",
-    "push_notifications": "A2A_PUSH_NOTIFICATIONS",
-    "streaming": "A2A_STREAMING",
-    "push_allowed_hosts": "A2A_PUSH_ALLOWED_HOSTS",
-    "push_allowed_ports": "A2A_PUSH_ALLOWED_PORTS",
-    "push_signing_key": "A2A_PUSH_SIGNING_KEY",
-    "project": "GOOGLE_CLOUD_PROJECT",
-    "firestore_database": "A2A_FIRESTORE_DATABASE",
-    "retention_days": "A2A_RETENTION_DAYS",
-    "memory_max_bytes": "A2A_MEMORY_MAX_BYTES",
-    "region": "A2A_REGION",
-    "work_queue": "A2A_WORK_QUEUE",
-    "work_max_attempts": "A2A_WORK_MAX_ATTEMPTS",
-    "work_retry_seconds": "A2A_WORK_RETRY_SECONDS",
-    "worker_url": "A2A_WORKER_URL",
-    "tasks_service_account": "A2A_TASKS_SERVICE_ACCOUNT",
-    "function_timeout": "A2A_FUNCTION_TIMEOUT",
-    "blocking_budget": "A2A_BLOCKING_BUDGET_SECONDS",
-    "lease_seconds": "A2A_LEASE_SECONDS",
-    "tasks_emulator_host": "CLOUD_TASKS_EMULATOR_HOST",
-    "tasks_emulator_secret": "CLOUD_TASKS_EMULATOR_SECRET",
-    "stream_seconds": "A2A_STREAM_SECONDS",
-    "stream_keepalive": "A2A_STREAM_KEEPALIVE_SECONDS",
-    "stream_idle": "A2A_STREAM_IDLE_SECONDS",
-    "max_streams": "A2A_MAX_STREAMS",
-    "max_owner_streams": "A2A_MAX_STREAMS_PER_OWNER",
-    "stream_tail": "A2A_STREAM_TAIL",
-    "stream_commit_interval": "A2A_STREAM_COMMIT_INTERVAL_SECONDS",
-    "threads": "THREADS",
-    "deliver_url": "A2A_DELIVER_URL",
-    "push_queue": "A2A_PUSH_QUEUE",
-    "push_max_attempts": "A2A_PUSH_MAX_ATTEMPTS",
-    "max_push_configs_per_task": "A2A_MAX_PUSH_CONFIGS_PER_TASK",
-    "console": "A2A_CONSOLE",
-    "log_format": "A2A_LOG_FORMAT",
-    "log_owner_key": "A2A_LOG_OWNER_KEY",
-    "tracing": "A2A_TRACING",
-}
-
+if TYPE_CHECKING:
+    from shared.limits import Limits
 
 # The largest message or artifact update a Firestore event document takes, with its envelope
 # (shared.store.firestore refuses larger parts and events).
@@ -94,138 +31,385 @@ MAX_FIRESTORE_EVENT = 900_000
 # requests, about 10,000 short tasks.
 MEMORY_MAX_BYTES = 32 * 1024 * 1024
 
+# Every duration is at most a month (longer than any queue retries a turn): no wait means
+# more, and timers and dates overflow on the values beyond.
+MAX_SECONDS = 31 * 86400
+# Every count and size: the largest whole number any JSON reader holds exactly.
+MAX_COUNT = 2**53 - 1
+# Tasks are kept ten years at most: an expiry date must stay a date.
+MAX_RETENTION_DAYS = 3650
+
+Backend = Literal["memory", "firestore"]
+Auth = Literal["none", "api-key", "google", "oidc"]
+CardStyle = Literal["hybrid", "v1"]
+StreamTail = Literal["listener", "polling"]
+LogFormat = Literal["auto", "json", "text"]
+Tracing = Literal["off", "gcp", "otlp"]
+
 
 class SettingsError(ValueError):
     """A setting is missing or malformed; the message names the variable."""
 
 
-class Settings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class _Rule:
+    """What one setting accepts: `read` takes its variable's text, `check` a value (read, or
+    given in code) and returns the value kept; both raise ValueError saying what it accepts.
+    The base rule is text, as the variable holds it."""
 
-    handler: str = "functions.handlers.sample"
-    backend: Literal["memory", "firestore"] = "memory"
-    public_url: str | None = None
-    agent_name: str | None = None
-    agent_description: str | None = None
-    agent_version: str | None = None
-    provider_organization: str | None = None
-    provider_url: str | None = None
-    documentation_url: str | None = None
+    def __init__(self, *, optional: bool = False) -> None:
+        self.optional = optional  # None (unset) is a value
+
+    def read(self, text: str) -> object:
+        return text
+
+    def check(self, value: object) -> object:
+        if value is None and self.optional:
+            return None
+        return self.checked(value)
+
+    def checked(self, value: object) -> object:
+        if not isinstance(value, str):
+            raise ValueError("expected text")
+        return value
+
+
+class _Pattern(_Rule):
+    def __init__(self, pattern: str, accepts: str) -> None:
+        super().__init__()
+        self.pattern, self.accepts = pattern, accepts
+
+    def checked(self, value: object) -> object:
+        if not isinstance(value, str) or not re.fullmatch(self.pattern, value):
+            raise ValueError(f"expected {self.accepts}")
+        return value
+
+
+class _Choice(_Rule):
+    def __init__(self, options: object) -> None:
+        super().__init__()
+        self.options: tuple[str, ...] = get_args(options)
+
+    def checked(self, value: object) -> object:
+        if value not in self.options:
+            raise ValueError(f"expected one of {', '.join(self.options)}")
+        return value
+
+
+_WORDS = {"1": True, "true": True, "t": True, "yes": True, "y": True, "on": True} | {
+    "0": False,
+    "false": False,
+    "f": False,
+    "no": False,
+    "n": False,
+    "off": False,
+}
+
+
+class _Flag(_Rule):
+    def read(self, text: str) -> object:
+        return _WORDS.get(text.lower(), text)
+
+    def checked(self, value: object) -> object:
+        if not isinstance(value, bool):
+            raise ValueError("expected true or false (or 1/0, yes/no, on/off)")
+        return value
+
+
+def _number(text: str) -> object:
+    """A decimal number's text -> int or float; other text (other digits than ASCII's, words)
+    is returned as it is, for `check` to refuse."""
+    if not text.isascii():
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+class _Count(_Rule):
+    """A whole number from `low` to `high` (a float with no fraction counts: "10.0")."""
+
+    def __init__(self, low: int, high: int = MAX_COUNT, *, optional: bool = False) -> None:
+        super().__init__(optional=optional)
+        self.low, self.high = low, high
+
+    def read(self, text: str) -> object:
+        return _number(text)
+
+    def checked(self, value: object) -> object:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or not self.low <= value <= self.high
+        ):
+            raise ValueError(f"expected a whole number from {self.low} to {self.high}")
+        return value
+
+
+class _Seconds(_Rule):
+    """A finite number of seconds, above 0 (or from 0, with `zero`), at most MAX_SECONDS."""
+
+    def __init__(self, *, zero: bool = False, optional: bool = False) -> None:
+        super().__init__(optional=optional)
+        self.zero = zero
+        self.accepts = f"seconds {'from' if zero else 'above'} 0, at most {MAX_SECONDS}"
+
+    def read(self, text: str) -> object:
+        return _number(text)
+
+    def checked(self, value: object) -> object:
+        # NaN is refused by the comparisons (all false), infinity by the bound.
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not ((value >= 0 if self.zero else value > 0) and value <= MAX_SECONDS)
+        ):
+            raise ValueError(f"expected a number of {self.accepts}")
+        return float(value)
+
+
+def _items(text: str) -> tuple[str, ...]:
+    """A list's text: items separated by commas or spaces."""
+    return tuple(item.strip() for item in text.replace(" ", ",").split(",") if item.strip())
+
+
+class _Names(_Rule):
+    def read(self, text: str) -> object:
+        return _items(text)
+
+    def checked(self, value: object) -> object:
+        if not isinstance(value, tuple | list) or not all(isinstance(v, str) for v in value):
+            raise ValueError("expected names separated by commas or spaces")
+        return tuple(value)
+
+
+class _Ports(_Rule):
+    def read(self, text: str) -> object:
+        return tuple(_number(item) for item in _items(text))
+
+    def checked(self, value: object) -> object:
+        if not isinstance(value, tuple | list) or not all(
+            type(v) is int and 1 <= v <= 65535 for v in value
+        ):
+            raise ValueError("expected port numbers (1 to 65535) separated by commas or spaces")
+        return tuple(value)
+
+
+class _ApiKeys(_Rule):
+    """`owner:sha256:<hex>,...` -> {sha256:<hex>: owner} (shared.identity.api_key.parse, whose
+    errors never repeat the value: it may be a key pasted by mistake)."""
+
+    def read(self, text: str) -> object:
+        from shared.identity.api_key import parse
+
+        return parse(text)
+
+    def checked(self, value: object) -> object:
+        if not isinstance(value, dict):
+            raise ValueError("expected owner:sha256:<64 hex digits>[,...]")
+        if value:  # none (the default) needs no parser: its import is a cold start's
+            from shared.identity.api_key import parse
+
+            parse(",".join(f"{owner}:{digest}" for digest, owner in value.items()))
+        return value
+
+
+class _Issuer(_Rule):
+    def checked(self, value: object) -> object:
+        if not isinstance(value, str):
+            raise ValueError("expected an https:// URL")
+        if value.startswith("https://"):
+            return value
+        host = value.removeprefix("http://").split("/")[0].rsplit(":", 1)[0]
+        if value.startswith("http://") and host in ("127.0.0.1", "localhost", "[::1]"):
+            return value  # an issuer on this machine, in development
+        raise ValueError("the issuer must be an https:// URL (as in its tokens' iss claim)")
+
+
+_TEXT = _Rule()
+_OPTIONAL = _Rule(optional=True)
+
+
+def _setting(
+    variable: str,
+    default: object,
+    rule: _Rule = _TEXT,
+    *,
+    secret: bool = False,
+) -> Any:
+    """A field of Settings: its environment variable, default and rule (a secret stays out of
+    repr). A callable default is a factory."""
+    extra = {"variable": variable, "rule": rule}
+    if callable(default):
+        return field(default_factory=default, repr=not secret, metadata=extra)
+    return field(default=default, repr=not secret, metadata=extra)
+
+
+def _threads() -> int:
+    return (os.cpu_count() or 1) * 4
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    handler: str = _setting("A2A_HANDLER", "functions.handlers.sample")
+    backend: Backend = _setting("A2A_BACKEND", "memory", _Choice(Backend))
+    public_url: str | None = _setting("A2A_PUBLIC_URL", None, _OPTIONAL)
+    agent_name: str | None = _setting("A2A_AGENT_NAME", None, _OPTIONAL)
+    agent_description: str | None = _setting("A2A_AGENT_DESCRIPTION", None, _OPTIONAL)
+    agent_version: str | None = _setting("A2A_AGENT_VERSION", None, _OPTIONAL)
+    provider_organization: str | None = _setting("A2A_PROVIDER_ORGANIZATION", None, _OPTIONAL)
+    provider_url: str | None = _setting("A2A_PROVIDER_URL", None, _OPTIONAL)
+    documentation_url: str | None = _setting("A2A_DOCUMENTATION_URL", None, _OPTIONAL)
     # Who may call (shared.identity): none (local development: one owner for all), api-key,
     # google (Google-signed ID tokens) or oidc (any OpenID Connect issuer).
-    auth: Literal["none", "api-key", "google", "oidc"] = "none"
+    auth: Auth = _setting("A2A_AUTH", "none", _Choice(Auth))
     # sha256:<hex> -> owner, from `owner:sha256:<hex>,...`; hashes only, and kept out of repr.
-    api_keys: dict[str, str] = Field(default_factory=dict, repr=False)
-    api_key_header: str = Field(default="X-API-Key", pattern=r"^[A-Za-z0-9-]{1,64}$")
+    api_keys: dict[str, str] = _setting("A2A_API_KEYS", dict, _ApiKeys(), secret=True)
+    api_key_header: str = _setting(
+        "A2A_API_KEY_HEADER",
+        "X-API-Key",
+        _Pattern(r"[A-Za-z0-9-]{1,64}", "an HTTP header's name: 1 to 64 letters, digits or -"),
+    )
     # What Google ID tokens may be addressed to (google mode), besides A2A_PUBLIC_URL.
-    audience: tuple[str, ...] = ()
-    oidc_issuer: str | None = None
-    oidc_audience: str | None = None
-    oidc_owner_claim: str = Field(default="sub", min_length=1)
-    oidc_required_scopes: tuple[str, ...] = ()
-    max_body_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
+    audience: tuple[str, ...] = _setting("A2A_AUDIENCE", (), _Names())
+    oidc_issuer: str | None = _setting("A2A_OIDC_ISSUER", None, _Issuer(optional=True))
+    oidc_audience: str | None = _setting("A2A_OIDC_AUDIENCE", None, _OPTIONAL)
+    oidc_owner_claim: str = _setting(
+        "A2A_OIDC_OWNER_CLAIM", "sub", _Pattern(r"(?s).+", "a claim's name")
+    )
+    oidc_required_scopes: tuple[str, ...] = _setting("A2A_OIDC_REQUIRED_SCOPES", (), _Names())
+    max_body_bytes: int = _setting("A2A_MAX_BODY_BYTES", 10 * 1024 * 1024, _Count(1024))
     # What one request may carry (shared.limits; README, Limits). The defaults fit a 512 MiB
     # function serving several requests at once: a request grows it by ~4x its body plus a few MiB.
-    max_batch: int = Field(default=20, ge=1)  # JSON-RPC requests in one batch
-    max_parts: int = Field(default=100, ge=1)  # parts in one message or artifact
-    max_metadata_bytes: int = Field(default=64 * 1024, ge=2)  # JSON of one metadata object
+    max_batch: int = _setting("A2A_MAX_BATCH", 20, _Count(1))  # JSON-RPC requests in one batch
+    max_parts: int = _setting("A2A_MAX_PARTS", 100, _Count(1))  # parts in one message or artifact
+    # JSON of one metadata object.
+    max_metadata_bytes: int = _setting("A2A_MAX_METADATA_BYTES", 64 * 1024, _Count(2))
     # JSON of one message, or of one artifact update (a chunk): at most MAX_FIRESTORE_EVENT on
     # the Firestore backend, whose event documents hold 1 MiB.
-    max_message_bytes: int = Field(default=900_000, ge=1024)
-    max_artifact_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)  # JSON of one artifact
+    max_message_bytes: int = _setting("A2A_MAX_MESSAGE_BYTES", 900_000, _Count(1024))
+    # JSON of one artifact.
+    max_artifact_bytes: int = _setting("A2A_MAX_ARTIFACT_BYTES", 4 * 1024 * 1024, _Count(1024))
     # A task's history: a send that would take it past either limit is refused (the task
     # stays as it was); the client starts a new task in the same context.
-    max_history_messages: int = Field(default=500, ge=2)
-    max_history_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
-    commit_interval: float = Field(default=0.25, gt=0)
-    card_max_age: int = Field(default=300, ge=0)
+    max_history_messages: int = _setting("A2A_MAX_HISTORY_MESSAGES", 500, _Count(2))
+    max_history_bytes: int = _setting("A2A_MAX_HISTORY_BYTES", 16 * 1024 * 1024, _Count(1024))
+    commit_interval: float = _setting("A2A_COMMIT_INTERVAL_SECONDS", 0.25, _Seconds())
+    card_max_age: int = _setting("A2A_CARD_MAX_AGE_SECONDS", 300, _Count(0, MAX_SECONDS))
     # hybrid: v1.0 and v0.3 fields side by side (every client finds its own); v1: the strict
     # v1.0 card, for validators with a closed schema (the A2A TCK).
-    card_style: Literal["hybrid", "v1"] = "hybrid"
+    card_style: CardStyle = _setting("A2A_CARD_STYLE", "hybrid", _Choice(CardStyle))
     # A resent message (same messageId and content) gets the first send's task; the same
     # messageId with other content, or after the client moved on, is a new message.
-    deduplicate_messages: bool = True
-    push_notifications: bool = True
+    deduplicate_messages: bool = _setting("A2A_DEDUPLICATE_MESSAGES", True, _Flag())
+    push_notifications: bool = _setting("A2A_PUSH_NOTIFICATIONS", True, _Flag())
     # Streamed sends and subscriptions (SSE); off, they are refused (UnsupportedOperationError)
     # and the card says so: an open stream holds a function instance for its whole duration.
-    streaming: bool = True
+    streaming: bool = _setting("A2A_STREAMING", True, _Flag())
     # With A2A_DELIVER_URL set, notifications go to that `deliver` function through the Cloud
     # Tasks queue `push`; without it, to a thread pool in this process.
-    deliver_url: str | None = None
-    push_queue: str = "push"
+    deliver_url: str | None = _setting("A2A_DELIVER_URL", None, _OPTIONAL)
+    push_queue: str = _setting("A2A_PUSH_QUEUE", "push")
     # The push queue's attempts, by max_attempts and max_retry_duration both (`make deploy`
     # sets it: infra.settings.QueueSettings.attempts); the default is the deploy.toml queue's.
-    push_max_attempts: int = Field(default=34, ge=1)
+    push_max_attempts: int = _setting("A2A_PUSH_MAX_ATTEMPTS", 34, _Count(1))
     # Push configs one task may have: each event of the task is one POST per config.
-    max_push_configs_per_task: int = Field(default=10, ge=1)
+    max_push_configs_per_task: int = _setting("A2A_MAX_PUSH_CONFIGS_PER_TASK", 10, _Count(1))
     # Webhook hosts allowed even though they resolve to non-public addresses (tests, dev).
-    push_allowed_hosts: tuple[str, ...] = ()
+    push_allowed_hosts: tuple[str, ...] = _setting("A2A_PUSH_ALLOWED_HOSTS", (), _Names())
     # Webhook ports; others (an internal admin port on a public address) are refused.
-    push_allowed_ports: tuple[int, ...] = (80, 443)
+    push_allowed_ports: tuple[int, ...] = _setting("A2A_PUSH_ALLOWED_PORTS", (80, 443), _Ports())
     # PEM private key (EC P-256 or RSA) that signs notifications; from Secret Manager in prod.
-    push_signing_key: str | None = Field(default=None, repr=False)
-    project: str | None = None
-    firestore_database: str = "(default)"
-    retention_days: int = Field(default=30, ge=1)
+    push_signing_key: str | None = _setting("A2A_PUSH_SIGNING_KEY", None, _OPTIONAL, secret=True)
+    project: str | None = _setting("GOOGLE_CLOUD_PROJECT", None, _OPTIONAL)
+    firestore_database: str = _setting("A2A_FIRESTORE_DATABASE", "(default)")
+    retention_days: int = _setting("A2A_RETENTION_DAYS", 30, _Count(1, MAX_RETENTION_DAYS))
     # The embedded store's bound: past it, the least recently written tasks are forgotten
     # (as they are after A2A_RETENTION_DAYS): their readers get "task not found".
-    memory_max_bytes: int = Field(default=MEMORY_MAX_BYTES, ge=1024 * 1024)
+    memory_max_bytes: int = _setting("A2A_MEMORY_MAX_BYTES", MEMORY_MAX_BYTES, _Count(1024 * 1024))
     # Background work. With A2A_WORKER_URL set, turns go to that `worker` function through
     # the Cloud Tasks queue `work`; without it, to a thread pool in this process.
-    region: str | None = None
-    work_queue: str = "work"
+    region: str | None = _setting("A2A_REGION", None, _OPTIONAL)
+    work_queue: str = _setting("A2A_WORK_QUEUE", "work")
     # The work queue's attempts, as push_max_attempts is the push queue's.
-    work_max_attempts: int = Field(default=19, ge=1)
+    work_max_attempts: int = _setting("A2A_WORK_MAX_ATTEMPTS", 19, _Count(1))
     # Seconds the Cloud Tasks work queue goes on retrying a turn, first attempt to last: a
     # turn it holds is recovered only after that. `make deploy` sets it from the queue's retry
     # config (infra.settings.QueueSettings.retry_span); the default is the deploy.toml queue's.
-    work_retry_seconds: float = Field(default=3855, ge=0, le=31 * 86400, allow_inf_nan=False)
-    worker_url: str | None = None
-    tasks_service_account: str | None = None  # whose OIDC tokens the worker accepts
-    function_timeout: int = Field(default=300, ge=1)  # seconds, of the function serving this
-    blocking_budget: float | None = Field(default=None, gt=0)  # None: from function_timeout
-    lease_seconds: float = Field(default=30, gt=0)  # a silent worker is presumed dead after this
+    work_retry_seconds: float = _setting("A2A_WORK_RETRY_SECONDS", 3855, _Seconds(zero=True))
+    worker_url: str | None = _setting("A2A_WORKER_URL", None, _OPTIONAL)
+    # Whose OIDC tokens the worker accepts.
+    tasks_service_account: str | None = _setting("A2A_TASKS_SERVICE_ACCOUNT", None, _OPTIONAL)
+    # Seconds, of the function serving this.
+    function_timeout: int = _setting("A2A_FUNCTION_TIMEOUT", 300, _Count(1, MAX_SECONDS))
+    # None: from function_timeout.
+    blocking_budget: float | None = _setting(
+        "A2A_BLOCKING_BUDGET_SECONDS", None, _Seconds(optional=True)
+    )
+    # A silent worker is presumed dead after this.
+    lease_seconds: float = _setting("A2A_LEASE_SECONDS", 30, _Seconds())
     # The Cloud Tasks emulator (tests, `make emulators`): the worker checks its HS256 tokens
     # with the shared secret instead of Google's signatures.
-    tasks_emulator_host: str | None = None
-    tasks_emulator_secret: str | None = None
+    tasks_emulator_host: str | None = _setting("CLOUD_TASKS_EMULATOR_HOST", None, _OPTIONAL)
+    tasks_emulator_secret: str | None = _setting("CLOUD_TASKS_EMULATOR_SECRET", None, _OPTIONAL)
 
     # How long one stream stays open at most; unset: 10 s short of the function's timeout.
     # The client resubscribes with Last-Event-ID and loses nothing.
-    stream_seconds: float | None = Field(default=None, gt=0)
+    stream_seconds: float | None = _setting("A2A_STREAM_SECONDS", None, _Seconds(optional=True))
     # A comment line after this many silent seconds keeps proxies from closing the stream.
-    stream_keepalive: float = Field(default=15, gt=0)
+    stream_keepalive: float = _setting("A2A_STREAM_KEEPALIVE_SECONDS", 15, _Seconds())
     # A stream on a task that waits for input (input- or auth-required) ends after this many
     # seconds without news; the client resubscribes to wait on.
-    stream_idle: float = Field(default=15, gt=0)
+    stream_idle: float = _setting("A2A_STREAM_IDLE_SECONDS", 15, _Seconds())
     # Streams one instance holds at once (each holds a server thread); unset: THREADS less
     # two, so that other requests still find a thread.
-    max_streams: int | None = Field(default=None, ge=1)
+    max_streams: int | None = _setting("A2A_MAX_STREAMS", None, _Count(1, optional=True))
     # Streams one owner holds at once on an instance; unset: one less than the instance's
     # limit (at least one), so that one caller can never take every stream.
-    max_owner_streams: int | None = Field(default=None, ge=1)
+    max_owner_streams: int | None = _setting(
+        "A2A_MAX_STREAMS_PER_OWNER", None, _Count(1, optional=True)
+    )
     # How a stream follows a task another process runs: a Firestore listener (falling back
     # to polling when it can't be had), or polling with backoff. The embedded store ignores it.
-    stream_tail: Literal["listener", "polling"] = "listener"
+    stream_tail: StreamTail = _setting("A2A_STREAM_TAIL", "listener", _Choice(StreamTail))
     # A streamed send commits its events together within this many seconds (each frame goes
     # out once committed, so this is also how late a frame may be): a burst of events costs
     # one Firestore write batch rather than one per event.
-    stream_commit_interval: float = Field(default=0.05, gt=0)
+    stream_commit_interval: float = _setting("A2A_STREAM_COMMIT_INTERVAL_SECONDS", 0.05, _Seconds())
     # functions-framework's own THREADS variable (its default is 4 per CPU): the server's
     # threads, read here only to size the stream limit.
-    threads: int = Field(default_factory=lambda: (os.cpu_count() or 1) * 4, ge=1)
+    threads: int = _setting("THREADS", _threads, _Count(1))
     # The browser console at /console (shared/bindings/console.py): static files over the
     # agent's own API, for development (`make run` turns it on); deployed agents leave it off.
-    console: bool = False
+    console: bool = _setting("A2A_CONSOLE", False, _Flag())
     # Logs (shared.observability): auto is JSON for Cloud Logging on Cloud Functions
     # (K_SERVICE set), human-readable elsewhere; json or text forces either.
-    log_format: Literal["auto", "json", "text"] = "auto"
+    log_format: LogFormat = _setting("A2A_LOG_FORMAT", "auto", _Choice(LogFormat))
     # The key of the owner tags logs carry (an HMAC of the owner): the same on every function
     # to follow one caller across instances; unset, a random key per process.
-    log_owner_key: str | None = Field(default=None, repr=False)
+    log_owner_key: str | None = _setting("A2A_LOG_OWNER_KEY", None, _OPTIONAL, secret=True)
     # OpenTelemetry spans (the otel extra): gcp exports to Cloud Trace, otlp to
     # OTEL_EXPORTER_OTLP_ENDPOINT; off loads nothing of OpenTelemetry.
-    tracing: Literal["off", "gcp", "otlp"] = "off"
+    tracing: Tracing = _setting("A2A_TRACING", "off", _Choice(Tracing))
+
+    def __post_init__(self) -> None:
+        """Every field by its rule, every problem named by its variable at once."""
+        problems = []
+        for name, rule in _RULES.items():
+            try:
+                value = rule.check(getattr(self, name))
+            except ValueError as exc:
+                problems.append(f"{ENVIRONMENT[name]}: {exc}")
+            else:
+                object.__setattr__(self, name, value)  # the kept form: a tuple, a float
+        if problems:
+            raise SettingsError(f"invalid settings: {'; '.join(problems)}")
 
     @property
     def blocking_wait(self) -> float:
@@ -257,6 +441,10 @@ class Settings(BaseModel):
 
     @property
     def limits(self) -> Limits:
+        # Imported here: the settings are read first at every start, with the standard
+        # library alone (tests/test_settings.py).
+        from shared.limits import Limits
+
         return Limits(
             parts=self.max_parts,
             metadata_bytes=self.max_metadata_bytes,
@@ -270,60 +458,27 @@ class Settings(BaseModel):
     def owner_stream_limit(self) -> int:
         return min(self.max_owner_streams or max(self.stream_limit - 1, 1), self.stream_limit)
 
-    @field_validator("api_keys", mode="before")
-    @classmethod
-    def _parse_keys(cls, value: object) -> object:
-        """`owner:sha256:<hex>,...` -> {sha256:<hex>: owner}."""
-        from shared.identity.api_key import parse
-
-        if isinstance(value, str):
-            return parse(value)
-        if isinstance(value, dict):
-            parse(",".join(f"{owner}:{digest}" for digest, owner in value.items()))
-        return value
-
-    @field_validator("oidc_issuer")
-    @classmethod
-    def _issuer_url(cls, value: str | None) -> str | None:
-        if value is None or value.startswith("https://"):
-            return value
-        host = value.removeprefix("http://").split("/")[0].rsplit(":", 1)[0]
-        if value.startswith("http://") and host in ("127.0.0.1", "localhost", "[::1]"):
-            return value  # an issuer on this machine, in development
-        raise ValueError("the issuer must be an https:// URL (as in its tokens' iss claim)")
-
-    @field_validator(
-        "push_allowed_hosts",
-        "push_allowed_ports",
-        "oidc_required_scopes",
-        "audience",
-        mode="before",
-    )
-    @classmethod
-    def _parse_list(cls, value: object) -> object:
-        if isinstance(value, str):
-            return tuple(h.strip() for h in value.replace(" ", ",").split(",") if h.strip())
-        return value
-
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         environ = os.environ if environ is None else environ
-        known = set(ENVIRONMENT.values())
+        known = ENVIRONMENT.values()
         unknown = sorted(k for k in environ if k.startswith("A2A_") and k not in known)
         if unknown:
             raise SettingsError(
                 f"unknown setting {', '.join(unknown)}: no A2A_* variable of that name exists "
                 "(README, Settings, lists them); fix its spelling or remove it"
             )
-        values = {f: environ[v] for f, v in ENVIRONMENT.items() if environ.get(v, "") != ""}
-        try:
-            settings = cls(**values)
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{ENVIRONMENT.get(str(e['loc'][0]), e['loc'][0])}: {e['msg']}"
-                for e in exc.errors()
-            )
-            raise SettingsError(f"invalid settings: {problems}") from None
+        values: dict[str, Any] = {}
+        problems = []
+        for name, variable in ENVIRONMENT.items():
+            if text := environ.get(variable, ""):  # empty is unset
+                try:
+                    values[name] = _RULES[name].read(text)
+                except ValueError as exc:
+                    problems.append(f"{variable}: {exc}")
+        if problems:
+            raise SettingsError(f"invalid settings: {'; '.join(problems)}")
+        settings = cls(**values)
         _check_identity(settings)
         if settings.tasks_emulator_host and environ.get("K_SERVICE"):
             raise SettingsError(
@@ -356,6 +511,11 @@ class Settings(BaseModel):
                     "e-mail Cloud Tasks signs its OIDC token to the worker as"
                 )
         return settings
+
+
+# Field name -> environment variable, and -> its rule.
+ENVIRONMENT: dict[str, str] = {f.name: f.metadata["variable"] for f in fields(Settings)}
+_RULES: dict[str, _Rule] = {f.name: f.metadata["rule"] for f in fields(Settings)}
 
 
 def _check_identity(settings: Settings) -> None:

@@ -424,6 +424,7 @@ def read_back(target: Target) -> int:
 
 def settings_for(backend: str, **extra: Any) -> Settings:
     values: dict[str, Any] = {
+        "backend": backend,
         "handler": "functions.handlers.sample",
         "auth": "api-key",
         "api_keys": {hashed(key): owner for owner, key in KEYS.items()},
@@ -432,7 +433,7 @@ def settings_for(backend: str, **extra: Any) -> Settings:
         "stream_seconds": 2,
         **extra,
     }
-    return Settings(backend=backend, **values)
+    return Settings(**values)
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -40,12 +41,12 @@ def store_costs(project: str | None) -> list[tuple[str, int, int]]:
     """(operation, document reads, document writes) measured on the store in process: the
     Firestore store's real ones (with a project), else what the embedded one counts."""
     from shared.app import build
-    from shared.settings import Settings
+    from shared.settings import Backend, Settings
     from shared.store.firestore import FirestoreTaskStore
     from shared.store.memory import MemoryTaskStore
     from tests.conftest import Client
 
-    backend = "firestore" if project else "memory"
+    backend: Backend = "firestore" if project else "memory"
     settings = Settings(handler="functions.handlers.echo", backend=backend, project=project)
     client = Client(build(settings))
     store = getattr(client.app.service.store, "inner", client.app.service.store)
@@ -137,13 +138,13 @@ def stream_writes(project: str | None, delay: float, runs: int) -> tuple[int, in
     makes 100 status and artifact events `delay` seconds apart (the app in this process, on
     the Firestore store of `project`, else the embedded one)."""
     from shared.app import build
-    from shared.settings import Settings
+    from shared.settings import Backend, Settings
     from shared.store.firestore import FirestoreTaskStore
     from shared.store.memory import MemoryTaskStore
     from tests.conftest import Client
 
     store = FirestoreTaskStore(project) if project else MemoryTaskStore()
-    backend = "firestore" if project else "memory"
+    backend: Backend = "firestore" if project else "memory"
     settings = Settings(handler="tests.handlers.slow", backend=backend, project=project)
     app = build(settings, store=store)
     writes, frames = [], 0
@@ -172,7 +173,11 @@ def shared_listener(subscribers: int) -> None:
     with start_firestore() as emulator:
         os.environ.update(emulator.env())
         project = emulator.project
-        env = {"handler": "tests.handlers.slow", "backend": "firestore", "project": project}
+        env: dict[str, Any] = {
+            "handler": "tests.handlers.slow",
+            "backend": "firestore",
+            "project": project,
+        }
         runner = build(Settings(**env))
         store = FirestoreTaskStore(project)
         streams = subscribers + 2
