@@ -4,7 +4,7 @@ Every setting is an `A2A_*` variable (Google's own variables keep their names). 
 stops start-up with a message naming the variable and what it accepts, and so does an `A2A_*`
 variable that is no setting (a typo would otherwise be silently ignored).
 
-`Settings` is a plain frozen dataclass whose fields each say their variable, default and rule
+`Settings` is a frozen dataclass whose fields each say their variable, default and rule
 (`_Rule`: how the variable's text is read, what a value may be): it is built at every cold
 start, before the first request, so it needs nothing beyond the standard library. A value
 given in code (tests, `make bench`) is checked by the same rules as one read from the
@@ -31,8 +31,8 @@ MAX_FIRESTORE_EVENT = 900_000
 # requests, about 10,000 short tasks.
 MEMORY_MAX_BYTES = 32 * 1024 * 1024
 
-# Every duration is at most a month (longer than any queue retries a turn): no wait means
-# more, and timers and dates overflow on the values beyond.
+# Every duration is at most a month: no wait here means more (the work queue retries a turn
+# for about an hour), and timers and dates overflow on far larger values.
 MAX_SECONDS = 31 * 86400
 # Every count and size: the largest whole number any JSON reader holds exactly.
 MAX_COUNT = 2**53 - 1
@@ -95,14 +95,9 @@ class _Choice(_Rule):
         return value
 
 
-_WORDS = {"1": True, "true": True, "t": True, "yes": True, "y": True, "on": True} | {
-    "0": False,
-    "false": False,
-    "f": False,
-    "no": False,
-    "n": False,
-    "off": False,
-}
+_WORDS = dict.fromkeys(("1", "true", "t", "yes", "y", "on"), True) | dict.fromkeys(
+    ("0", "false", "f", "no", "n", "off"), False
+)
 
 
 class _Flag(_Rule):
@@ -255,8 +250,12 @@ def _threads() -> int:
     return (os.cpu_count() or 1) * 4
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+# Not slotted: one instance per process, and slots would make the class twice at each start.
+@dataclass(frozen=True, kw_only=True)
 class Settings:
+    """Every setting of a function, checked (each field's variable, default and rule are its
+    `_setting`); `from_env` reads them from the environment at start-up."""
+
     handler: str = _setting("A2A_HANDLER", "functions.handlers.sample")
     backend: Backend = _setting("A2A_BACKEND", "memory", _Choice(Backend))
     public_url: str | None = _setting("A2A_PUBLIC_URL", None, _OPTIONAL)
