@@ -256,7 +256,12 @@ class Settings:
     """Every setting of a function, checked (each field's variable, default and rule are its
     `_setting`); `from_env` reads them from the environment at start-up."""
 
-    handler: str = _setting("A2A_HANDLER", "functions.handlers.sample")
+    # A module path, as infra/settings.py's HANDLER (a relative one, ".x", cannot be imported).
+    handler: str = _setting(
+        "A2A_HANDLER",
+        "functions.handlers.sample",
+        _Pattern(r"[A-Za-z_][\w.]*", "a module path such as functions.handlers.echo"),
+    )
     backend: Backend = _setting("A2A_BACKEND", "memory", _Choice(Backend))
     public_url: str | None = _setting("A2A_PUBLIC_URL", None, _OPTIONAL)
     agent_name: str | None = _setting("A2A_AGENT_NAME", None, _OPTIONAL)

@@ -89,6 +89,14 @@ def test_a_value_given_in_code_is_checked_by_the_same_rules() -> None:
     assert Settings(push_allowed_hosts=["a"]).push_allowed_hosts == ("a",)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("handler", [".", "..handlers", "-x", "functions handlers", "1st"])
+def test_the_handler_is_a_module_path(handler: str) -> None:
+    with pytest.raises(SettingsError, match="A2A_HANDLER: expected a module path"):
+        Settings.from_env({"A2A_HANDLER": handler})
+    with pytest.raises(DeployError, match="HANDLER"):
+        load(DEFAULT_FILE, {"HANDLER": handler})
+
+
 def test_every_problem_is_named_at_once() -> None:
     env = {"A2A_MAX_BATCH": "many", "A2A_CONSOLE": "maybe", "A2A_LEASE_SECONDS": "nan"}
     with pytest.raises(SettingsError) as refused:
