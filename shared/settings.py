@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal, get_args
+from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from shared.limits import Limits
@@ -215,10 +216,27 @@ class _ApiKeys(_Rule):
         return value
 
 
-class _Issuer(_Rule):
+class _Url(_Rule):
+    """An absolute http(s) URL with a host, in printable ASCII (the card publishes it, and
+    requests and tokens are addressed to it: one that does not parse would fail them all)."""
+
     def checked(self, value: object) -> object:
-        if not isinstance(value, str):
-            raise ValueError("expected an https:// URL")
+        accepts = "an http:// or https:// URL with a host, in printable ASCII without spaces"
+        if not isinstance(value, str) or not value.isascii() or not value.isprintable():
+            raise ValueError(f"expected {accepts}")
+        try:
+            parts = urlsplit(value)
+            parts.port  # noqa: B018 - raises ValueError for a port out of range
+        except ValueError:
+            raise ValueError(f"expected {accepts}") from None
+        if " " in value or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"expected {accepts}")
+        return value
+
+
+class _Issuer(_Url):
+    def checked(self, value: object) -> object:
+        value = str(super().checked(value))
         if value.startswith("https://"):
             return value
         host = value.removeprefix("http://").split("/")[0].rsplit(":", 1)[0]
@@ -229,6 +247,7 @@ class _Issuer(_Rule):
 
 _TEXT = _Rule()
 _OPTIONAL = _Rule(optional=True)
+_URL = _Url(optional=True)
 
 
 def _setting(
@@ -263,13 +282,13 @@ class Settings:
         _Pattern(r"[A-Za-z_][\w.]*", "a module path such as functions.handlers.echo"),
     )
     backend: Backend = _setting("A2A_BACKEND", "memory", _Choice(Backend))
-    public_url: str | None = _setting("A2A_PUBLIC_URL", None, _OPTIONAL)
+    public_url: str | None = _setting("A2A_PUBLIC_URL", None, _URL)
     agent_name: str | None = _setting("A2A_AGENT_NAME", None, _OPTIONAL)
     agent_description: str | None = _setting("A2A_AGENT_DESCRIPTION", None, _OPTIONAL)
     agent_version: str | None = _setting("A2A_AGENT_VERSION", None, _OPTIONAL)
     provider_organization: str | None = _setting("A2A_PROVIDER_ORGANIZATION", None, _OPTIONAL)
-    provider_url: str | None = _setting("A2A_PROVIDER_URL", None, _OPTIONAL)
-    documentation_url: str | None = _setting("A2A_DOCUMENTATION_URL", None, _OPTIONAL)
+    provider_url: str | None = _setting("A2A_PROVIDER_URL", None, _URL)
+    documentation_url: str | None = _setting("A2A_DOCUMENTATION_URL", None, _URL)
     # Who may call (shared.identity): none (local development: one owner for all), api-key,
     # google (Google-signed ID tokens) or oidc (any OpenID Connect issuer).
     auth: Auth = _setting("A2A_AUTH", "none", _Choice(Auth))
@@ -318,7 +337,7 @@ class Settings:
     streaming: bool = _setting("A2A_STREAMING", True, _Flag())
     # With A2A_DELIVER_URL set, notifications go to that `deliver` function through the Cloud
     # Tasks queue `push`; without it, to a thread pool in this process.
-    deliver_url: str | None = _setting("A2A_DELIVER_URL", None, _OPTIONAL)
+    deliver_url: str | None = _setting("A2A_DELIVER_URL", None, _URL)
     push_queue: str = _setting("A2A_PUSH_QUEUE", "push")
     # The push queue's attempts, by max_attempts and max_retry_duration both (`make deploy`
     # sets it: infra.settings.QueueSettings.attempts); the default is the deploy.toml queue's.
@@ -347,7 +366,7 @@ class Settings:
     # turn it holds is recovered only after that. `make deploy` sets it from the queue's retry
     # config (infra.settings.QueueSettings.retry_span); the default is the deploy.toml queue's.
     work_retry_seconds: float = _setting("A2A_WORK_RETRY_SECONDS", 3855, _Seconds(zero=True))
-    worker_url: str | None = _setting("A2A_WORKER_URL", None, _OPTIONAL)
+    worker_url: str | None = _setting("A2A_WORKER_URL", None, _URL)
     # Whose OIDC tokens the worker accepts.
     tasks_service_account: str | None = _setting("A2A_TASKS_SERVICE_ACCOUNT", None, _OPTIONAL)
     # Seconds, of the function serving this.

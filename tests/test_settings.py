@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from hypothesis import given
@@ -200,18 +201,36 @@ def test_a_list_is_its_names_whatever_separates_them(names: list[str], separator
     assert settings.push_allowed_hosts == settings.audience == tuple(names)
 
 
-@given(st.one_of(st.text(), st.text().map(lambda t: "https://" + t)).filter(bool))
-def test_an_oidc_issuer_is_an_https_url_or_this_machine(issuer: str) -> None:
-    env: dict[str, Any] = {"A2A_OIDC_ISSUER": issuer}
-    if issuer.startswith("https://"):
-        assert Settings.from_env(env).oidc_issuer == issuer
-    elif not issuer.startswith("http://"):
-        with pytest.raises(SettingsError, match="A2A_OIDC_ISSUER: the issuer must be an https://"):
-            Settings.from_env(env)
+URLS = [*sorted(v for v in FIELD if v.endswith("_URL")), "A2A_OIDC_ISSUER"]
+URL_TEXT = st.one_of(
+    st.text(),
+    st.text().map(lambda t: "https://" + t),
+    st.text().map(lambda t: "http://host" + t),
+    st.sampled_from(["http://[::1", "https://h:99999/", "https://h/a b", "ftp://h", "//h/p"]),
+)
+
+
+@given(st.sampled_from(URLS), URL_TEXT)
+def test_a_url_is_kept_only_when_every_request_can_use_it(variable: str, url: str) -> None:
+    """A URL that does not parse (`http://[::1`) once passed start-up and failed every request."""
+    try:
+        kept = getattr(in_code(variable, url), FIELD[variable])
+    except SettingsError as error:
+        assert f"{variable}: " in str(error)
+        return
+    parts = urlsplit(kept)
+    assert parts.scheme in ("http", "https") and parts.hostname
+    assert parts.port is None or 0 <= parts.port <= 65535
+    assert kept.isascii() and kept.isprintable() and " " not in kept
+
+
+def test_an_oidc_issuer_is_an_https_url_or_this_machine() -> None:
+    assert Settings.from_env({"A2A_OIDC_ISSUER": "https://idp.example"}).oidc_issuer
     for local in ("http://127.0.0.1:9000/idp", "http://localhost/x", "http://[::1]:8080"):
         assert Settings.from_env({"A2A_OIDC_ISSUER": local}).oidc_issuer == local
-    with pytest.raises(SettingsError, match="A2A_OIDC_ISSUER"):
-        Settings.from_env({"A2A_OIDC_ISSUER": "http://localhost.evil.example/"})
+    for remote in ("http://idp.example", "http://localhost.evil.example/", "http://localhost@x"):
+        with pytest.raises(SettingsError, match="A2A_OIDC_ISSUER: the issuer must be an https://"):
+            Settings.from_env({"A2A_OIDC_ISSUER": remote})
 
 
 def test_the_deploy_and_the_functions_agree_on_the_retention_bound() -> None:
