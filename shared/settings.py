@@ -248,6 +248,8 @@ class _Issuer(_Url):
 _TEXT = _Rule()
 _OPTIONAL = _Rule(optional=True)
 _URL = _Url(optional=True)
+# A Cloud Tasks queue's id, as infra/settings.py's QueueSettings.name.
+_QUEUE = _Pattern(r"[A-Za-z0-9-]{1,100}", "a Cloud Tasks queue id: 1 to 100 letters, digits or -")
 
 
 def _setting(
@@ -338,7 +340,7 @@ class Settings:
     # With A2A_DELIVER_URL set, notifications go to that `deliver` function through the Cloud
     # Tasks queue `push`; without it, to a thread pool in this process.
     deliver_url: str | None = _setting("A2A_DELIVER_URL", None, _URL)
-    push_queue: str = _setting("A2A_PUSH_QUEUE", "push")
+    push_queue: str = _setting("A2A_PUSH_QUEUE", "push", _QUEUE)
     # The push queue's attempts, by max_attempts and max_retry_duration both (`make deploy`
     # sets it: infra.settings.QueueSettings.attempts); the default is the deploy.toml queue's.
     push_max_attempts: int = _setting("A2A_PUSH_MAX_ATTEMPTS", 34, _Count(1))
@@ -359,7 +361,7 @@ class Settings:
     # Background work. With A2A_WORKER_URL set, turns go to that `worker` function through
     # the Cloud Tasks queue `work`; without it, to a thread pool in this process.
     region: str | None = _setting("A2A_REGION", None, _OPTIONAL)
-    work_queue: str = _setting("A2A_WORK_QUEUE", "work")
+    work_queue: str = _setting("A2A_WORK_QUEUE", "work", _QUEUE)
     # The work queue's attempts, as push_max_attempts is the push queue's.
     work_max_attempts: int = _setting("A2A_WORK_MAX_ATTEMPTS", 19, _Count(1))
     # Seconds the Cloud Tasks work queue goes on retrying a turn, first attempt to last: a

@@ -98,6 +98,15 @@ def test_the_handler_is_a_module_path(handler: str) -> None:
         load(DEFAULT_FILE, {"HANDLER": handler})
 
 
+@pytest.mark.parametrize("queue", ["work/../x", "a b", "q" * 101, "queue_1"])
+def test_a_queue_is_a_cloud_tasks_queue_id(queue: str) -> None:
+    for variable in ("A2A_WORK_QUEUE", "A2A_PUSH_QUEUE"):
+        with pytest.raises(SettingsError, match=f"{variable}: expected a Cloud Tasks queue id"):
+            Settings.from_env({variable: queue})
+    with pytest.raises(DeployError, match="QUEUES_WORK_NAME"):
+        load(DEFAULT_FILE, {"QUEUES_WORK_NAME": queue})
+
+
 def test_every_problem_is_named_at_once() -> None:
     env = {"A2A_MAX_BATCH": "many", "A2A_CONSOLE": "maybe", "A2A_LEASE_SECONDS": "nan"}
     with pytest.raises(SettingsError) as refused:
