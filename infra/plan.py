@@ -115,9 +115,7 @@ def function_env(settings: Settings, role: str) -> dict[str, str]:
         "THREADS": str(getattr(settings.functions, role).concurrency),
     } | (
         # Only `deliver` acts on the push queue's last attempt.
-        {"A2A_PUSH_MAX_ATTEMPTS": str(settings.queues.push.attempts())}
-        if role == "deliver"
-        else {}
+        {"A2A_PUSH_MAX_ATTEMPTS": str(settings.queues.push.attempts())} if role == "deliver" else {}
     )
 
 
