@@ -311,7 +311,7 @@ class Turn:
     def _finish_reply(self, reply: Message) -> Task | Message:
         """A direct answer stays a bare message only if nothing about the task was stored."""
         if self._allow_message and self._stored is None and not self._task_has_output():
-            return reply.model_copy(update={"task_id": None})
+            return replace(reply, task_id=None)
         self._apply(self._status(TaskState.COMPLETED, reply))
         self._flush()
         return self._task

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -112,7 +113,7 @@ def test_a_silent_slow_turn_becomes_visible_within_the_interval() -> None:
         module(handle),
         task=task,
         stored=None,
-        message=request("x", task_id="t").message.model_copy(update={"context_id": "c"}),
+        message=replace(request("x", task_id="t").message, context_id="c"),
         dialect="1.0",
         message_key=None,
         commit_interval=0.05,
