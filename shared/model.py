@@ -6,7 +6,7 @@ the stores speak nothing else. Field names are Python's; wire names belong to th
 Built by keyword only, and checking nothing (a blocking send builds a few dozen): a client's
 values are checked by the front door (`dialects/decode.py`) before any is built, a handler's
 where its output enters a turn, by encoding them (`model_json.encode`, which
-`limits.servable_bytes` runs). Their JSON, stored and canonical, is `model_json.py`'s.
+`limits.servable` runs). Their JSON, stored and canonical, is `model_json.py`'s.
 Frozen: a task is changed by folding events into a copy (`dataclasses.replace`), never in
 place, so a snapshot handed to a caller or a store can't change under it.
 """

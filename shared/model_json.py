@@ -3,7 +3,7 @@ limits measure.
 
 `encode` makes compact UTF-8 JSON of any model class: Python field names, fields that are
 None left out, datetimes in ISO 8601 (`Z` for UTC), enums as their values. It is also the
-check of what a handler made (`limits.servable_bytes` runs it on every event before the turn
+check of what a handler made (`limits.servable` runs it on every event before the turn
 applies it): it refuses, with `Unservable` naming the field and the problem, what no answer
 could carry — a value of the wrong type in a typed field, NaN or Infinity, a lone UTF-16
 surrogate, a value JSON has no form for (a set, bytes, an object), data or metadata nested
@@ -120,8 +120,7 @@ def _object(value: Any, cls: None, name: str, nested: list[tuple[str, Any]]) -> 
     for key in value:
         if type(key) is not str:
             raise _Fault(f"an object with the key {key!r:.80}: its keys must be strings", name)
-    if value:
-        nested.append((name, value))
+    nested.append((name, value))
     return value
 
 
@@ -238,37 +237,56 @@ _SPECS: dict[type, tuple[tuple[str, _Check, Any, bool], ...]] = {
 
 def _dict(model: Any, nested: list[tuple[str, Any]]) -> dict[str, Any]:
     """The model's fields as JSON-ready values, each checked against its type; the data and
-    metadata values that contain others are added to `nested` (for the depth check)."""
+    metadata values that are objects or arrays are added to `nested` (for the depth check,
+    and `owned`'s copy)."""
     out: dict[str, Any] = {}
     for name, check, cls, required in _SPECS[type(model)]:
         value = getattr(model, name)
-        if value is not None:
+        if value is None:
+            if required:
+                raise _Fault("missing (None)", name)
+        elif check is _str and isinstance(value, str):  # most fields: no call
+            out[name] = value
+        else:
             out[name] = check(value, cls, name, nested)
-        elif required:
-            raise _Fault("missing (None)", name)
     return out
 
 
 def to_dict(model: Model) -> dict[str, Any]:
-    """The model as JSON-ready values (what `encode` writes, before it is text), checked as
-    `encode` checks it; raises Unservable."""
-    return _checked(model)[0]
+    """The model as JSON-ready values, fields that are None left out, each field's type
+    checked (raises Unservable); what JSON cannot carry inside data and metadata is found only
+    when it is written (encode)."""
+    return _fields(model, [])
 
 
 def encode(model: Model) -> bytes:
     """Compact UTF-8 JSON of the model, fields that are None left out; raises Unservable for
     what JSON cannot carry (the message names the field)."""
-    return _checked(model)[1]
+    return _encoded(model)[0]
 
 
-def _checked(model: Model) -> tuple[dict[str, Any], bytes]:
+def owned(model: M) -> tuple[M, bytes]:
+    """A handler's output as its maker can no longer change it, and its JSON (encode's,
+    checked as encode checks it). A model holding data or metadata objects is read back from
+    that JSON, a copy: its maker may still change its own objects after handing them over
+    (reusing a dict in a loop, say), and the turn keeps what was checked."""
+    data, nested = _encoded(model)
+    return (decode(type(model), data) if nested else model), data
+
+
+def _fields(model: Model, nested: list[tuple[str, Any]]) -> dict[str, Any]:
     if type(model) not in _SPECS:
         raise Unservable(f"{_type_name(model)} is not a model class")
-    nested: list[tuple[str, Any]] = []
     try:
-        value = _dict(model, nested)
+        return _dict(model, nested)
     except _Fault as fault:
         raise Unservable(_where(model, fault.path) + f" is {fault.problem}") from None
+
+
+def _encoded(model: Model) -> tuple[bytes, list[tuple[str, Any]]]:
+    """The model's JSON, and its data and metadata values that are objects or arrays."""
+    nested: list[tuple[str, Any]] = []
+    value = _fields(model, nested)
     try:
         text = _ENCODER.encode(value)
         data = text.encode()
@@ -282,7 +300,7 @@ def _checked(model: Model) -> tuple[dict[str, Any], bytes]:
                     f"{type(model).__name__} holds {name} nested deeper than {MAX_DEPTH} "
                     "levels of objects and arrays: flatten it"
                 )
-    return value, data
+    return data, nested
 
 
 # Levels of the model's own objects and arrays above a data value (task, history, message,

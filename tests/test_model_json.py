@@ -5,6 +5,7 @@ cannot carry is refused, naming the field and the problem."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -395,53 +396,57 @@ def nested(levels: int) -> Any:
     return value
 
 
-@pytest.mark.parametrize(
-    ("model", "names"),
-    [
-        (
-            artifact(Part(text=wrong(5))),
-            ["ArtifactUpdate.artifact.parts[1].text", "int, not a string"],
+# A value of the wrong type in a typed field: to_dict refuses it too.
+TYPE_FAULTS: list[tuple[Any, list[str]]] = [
+    (
+        artifact(Part(text=wrong(5))),
+        ["ArtifactUpdate.artifact.parts[1].text", "int, not a string"],
+    ),
+    (artifact(Part(metadata=wrong([1]))), ["parts[1].metadata", "list, not an object"]),
+    (
+        artifact(Part(metadata=wrong({1: "a"}))),
+        ["parts[1].metadata", "key 1", "must be strings"],
+    ),
+    (artifact(append="yes"), ["ArtifactUpdate.append", "'yes', not true or false"]),
+    (artifact(wrong("text")), ["ArtifactUpdate.artifact.parts[1]", "str, not a Part"]),
+    (
+        Message(message_id="m", role=wrong("user"), parts=()),
+        ["Message.role", "'user', not a Role"],
+    ),
+    (
+        StatusUpdate(
+            task_id="t",
+            context_id="c",
+            status=TaskStatus(state=TaskState.WORKING, timestamp=wrong("now")),
         ),
-        (artifact(Part(metadata=wrong([1]))), ["parts[1].metadata", "list, not an object"]),
-        (
-            artifact(Part(metadata=wrong({1: "a"}))),
-            ["parts[1].metadata", "key 1", "must be strings"],
-        ),
-        (artifact(append="yes"), ["ArtifactUpdate.append", "'yes', not true or false"]),
-        (artifact(wrong("text")), ["ArtifactUpdate.artifact.parts[1]", "str, not a Part"]),
-        (artifact(Part(data=float("nan"))), ["parts[1].data", "nan", "finite number"]),
-        (artifact(Part(data={"x": [float("-inf")]})), ["parts[1].data.x[0]", "-inf"]),
-        (artifact(Part(data={"a b": "\ud800"})), ["data['a b']", "lone UTF-16 surrogate"]),
-        (artifact(Part(data={"\udfff": 1})), ["(a key)", "lone UTF-16 surrogate"]),
-        (artifact(Part(text="\ud800 half")), ["parts[1].text", "lone UTF-16 surrogate"]),
-        (artifact(Part(data={"s": {1, 2}})), ["data.s", "a set, which JSON cannot carry"]),
-        (artifact(Part(data=b"bytes")), ["data", "a bytes, which JSON cannot carry"]),
-        (artifact(Part(data={(1, 2): 3})), ["data", "key of type tuple"]),
-        (artifact(Part(data=10**5000)), ["data", "integer too long"]),
-        (artifact(Part(data=nested(MAX_DEPTH + 1))), ["data", f"deeper than {MAX_DEPTH}"]),
-        (artifact(Part(data=nested(5000))), ["data", f"deeper than {MAX_DEPTH}"]),
-        (
-            Message(message_id="m", role=wrong("user"), parts=()),
-            ["Message.role", "'user', not a Role"],
-        ),
-        (
-            StatusUpdate(
-                task_id="t",
-                context_id="c",
-                status=TaskStatus(state=TaskState.WORKING, timestamp=wrong("now")),
-            ),
-            ["StatusUpdate.status.timestamp", "str, not a datetime"],
-        ),
-        (
-            Message(message_id=wrong(None), role=Role.USER, parts=()),
-            ["Message.message_id", "missing"],
-        ),
-        (
-            Message(message_id="m", role=Role.USER, parts=(), extensions=wrong(("a", 1))),
-            ["Message.extensions", "not a sequence of strings"],
-        ),
-    ],
-)
+        ["StatusUpdate.status.timestamp", "str, not a datetime"],
+    ),
+    (
+        Message(message_id=wrong(None), role=Role.USER, parts=()),
+        ["Message.message_id", "missing"],
+    ),
+    (
+        Message(message_id="m", role=Role.USER, parts=(), extensions=wrong(("a", 1))),
+        ["Message.extensions", "not a sequence of strings"],
+    ),
+]
+# What JSON cannot carry in data, metadata or text: found when the model is written.
+VALUE_FAULTS: list[tuple[Any, list[str]]] = [
+    (artifact(Part(data=float("nan"))), ["parts[1].data", "nan", "finite number"]),
+    (artifact(Part(data={"x": [float("-inf")]})), ["parts[1].data.x[0]", "-inf"]),
+    (artifact(Part(data={"a b": "\ud800"})), ["data['a b']", "lone UTF-16 surrogate"]),
+    (artifact(Part(data={"\udfff": 1})), ["(a key)", "lone UTF-16 surrogate"]),
+    (artifact(Part(text="\ud800 half")), ["parts[1].text", "lone UTF-16 surrogate"]),
+    (artifact(Part(data={"s": {1, 2}})), ["data.s", "a set, which JSON cannot carry"]),
+    (artifact(Part(data=b"bytes")), ["data", "a bytes, which JSON cannot carry"]),
+    (artifact(Part(data={(1, 2): 3})), ["data", "key of type tuple"]),
+    (artifact(Part(data=10**5000)), ["data", "integer too long"]),
+    (artifact(Part(data=nested(MAX_DEPTH + 1))), ["data", f"deeper than {MAX_DEPTH}"]),
+    (artifact(Part(data=nested(5000))), ["data", f"deeper than {MAX_DEPTH}"]),
+]
+
+
+@pytest.mark.parametrize(("model", "names"), TYPE_FAULTS + VALUE_FAULTS)
 def test_what_json_cannot_carry_is_refused_naming_the_field_and_problem(
     model: Any, names: list[str]
 ) -> None:
@@ -450,6 +455,12 @@ def test_what_json_cannot_carry_is_refused_naming_the_field_and_problem(
     for name in names:
         assert name in str(refused.value)
     with pytest.raises(Unservable):
+        model_json.owned(model)  # what a turn keeps of a handler's output
+
+
+@pytest.mark.parametrize(("model", "names"), TYPE_FAULTS)
+def test_a_field_of_the_wrong_type_is_refused_as_a_dict_too(model: Any, names: list[str]) -> None:
+    with pytest.raises(Unservable, match=re.escape(names[0])):
         model_json.to_dict(model)
 
 
