@@ -5,6 +5,8 @@ never the same in a forked process as in its parent. (Their JSON: tests/test_mod
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import uuid
 from dataclasses import FrozenInstanceError, replace
 from typing import Any
@@ -129,3 +131,15 @@ def test_a_forked_process_makes_other_ids_than_its_parent() -> None:
     parents = "".join(new_id() for _ in range(3))
     assert len(childs) == len(parents) == 3 * 36
     assert childs != parents
+
+
+def test_the_model_its_json_fold_and_limits_import_no_pydantic() -> None:
+    """pydantic's import (~85 ms) is off the cold start as far as the model goes."""
+    code = (
+        "import sys, shared.model, shared.model_json, shared.lifecycle, shared.limits;"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core')))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert loaded.strip() == "[]"
