@@ -365,11 +365,8 @@ def test_every_model_reads_back_equal_from_its_json(model: Any) -> None:
     assert model_json.from_dict(type(model), model_json.to_dict(model)) == model
     assert json.loads(data) == model_json.to_dict(model)
     assert data == json.dumps(json.loads(data), ensure_ascii=False, separators=(",", ":")).encode()
-
-
-@given(event=EVENTS)
-def test_every_event_reads_back_equal_from_both_stores_forms(event: Any) -> None:
-    assert firestore._decode_event(firestore._encode_event(event)) == event
+    if not isinstance(model, Task | PushConfig):  # an event: and in a Firestore event document
+        assert firestore._decode_event(firestore._encode_event(model)) == model
 
 
 # -- what JSON cannot carry --------------------------------------------------------------------
