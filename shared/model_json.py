@@ -6,8 +6,9 @@ None left out, datetimes in ISO 8601 (`Z` for UTC), enums as their values. It is
 check of what a handler made (`limits.servable` runs it on every event before the turn
 applies it): it refuses, with `Unservable` naming the field and the problem, what no answer
 could carry — a value of the wrong type in a typed field, NaN or Infinity, a lone UTF-16
-surrogate, a value JSON has no form for (a set, bytes, an object), data or metadata nested
-deeper than MAX_DEPTH. A stored value was encoded here, so every later answer can serve it.
+surrogate, a value JSON has no form for (a set, bytes, an object); `owned`, the check a turn
+makes, also refuses data or metadata nested deeper than MAX_DEPTH (the front door does for a
+client's). A stored value was encoded here, so every later answer can serve it.
 
 `decode` and `from_dict` read back what `encode` wrote, and what the pydantic models wrote
 before it (`model_dump_json`: the same names, with `null` fields; a deployed project's
@@ -261,16 +262,28 @@ def to_dict(model: Model) -> dict[str, Any]:
 
 def encode(model: Model) -> bytes:
     """Compact UTF-8 JSON of the model, fields that are None left out; raises Unservable for
-    what JSON cannot carry (the message names the field)."""
-    return _encoded(model)[0]
+    what JSON cannot carry (the message names the field). Data nested too deep to write at
+    all is refused too; MAX_DEPTH is `owned`'s check, made once where a value enters (a
+    client's by the front door): a store writing a task again walks none of its data."""
+    return _encoded(model, [])[1]
 
 
 def owned(model: M) -> tuple[M, bytes]:
     """A handler's output as its maker can no longer change it, and its JSON (encode's,
-    checked as encode checks it). A model holding data or metadata objects is read back from
-    that JSON, a copy: its maker may still change its own objects after handing them over
-    (reusing a dict in a loop, say), and the turn keeps what was checked."""
-    data, nested = _encoded(model)
+    checked as encode checks it, and its data and metadata no deeper than MAX_DEPTH). A
+    model holding data or metadata objects is read back from that JSON, a copy: its maker may
+    still change its own objects after handing them over (reusing a dict in a loop, say), and
+    the turn keeps what was checked."""
+    nested: list[tuple[str, Any]] = []
+    text, data = _encoded(model, nested)
+    # A document with fewer brackets than the limit has no value nested deeper (most events).
+    if text.count("[") + text.count("{") > MAX_DEPTH:
+        for name, found in nested:
+            if _too_deep(found, MAX_DEPTH):
+                raise Unservable(
+                    f"{type(model).__name__} holds {name} nested deeper than {MAX_DEPTH} "
+                    "levels of objects and arrays: flatten it"
+                )
     return (decode(type(model), data) if nested else model), data
 
 
@@ -283,24 +296,15 @@ def _fields(model: Model, nested: list[tuple[str, Any]]) -> dict[str, Any]:
         raise Unservable(_where(model, fault.path) + f" is {fault.problem}") from None
 
 
-def _encoded(model: Model) -> tuple[bytes, list[tuple[str, Any]]]:
-    """The model's JSON, and its data and metadata values that are objects or arrays."""
-    nested: list[tuple[str, Any]] = []
+def _encoded(model: Model, nested: list[tuple[str, Any]]) -> tuple[str, bytes]:
+    """The model's JSON as text and as UTF-8; adds its data and metadata values that are
+    objects or arrays to `nested`."""
     value = _fields(model, nested)
     try:
         text = _ENCODER.encode(value)
-        data = text.encode()
+        return text, text.encode()
     except (ValueError, TypeError, RecursionError, UnicodeEncodeError):
         raise Unservable(_fault_in(model, value)) from None
-    # A document with fewer brackets than the limit has no value nested deeper (most events).
-    if text.count("[") + text.count("{") > MAX_DEPTH:
-        for name, found in nested:
-            if _too_deep(found, MAX_DEPTH):
-                raise Unservable(
-                    f"{type(model).__name__} holds {name} nested deeper than {MAX_DEPTH} "
-                    "levels of objects and arrays: flatten it"
-                )
-    return data, nested
 
 
 # Levels of the model's own objects and arrays above a data value (task, history, message,
