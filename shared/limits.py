@@ -7,7 +7,7 @@ limit and its setting, before anything is stored: the task stays exactly as it w
 handler's artifact over the limit (ArtifactMeter, chunk by chunk) raises LimitExceeded in the
 handler, and the turn fails the task with that message; so does any handler output no answer
 could carry (servable: a value of the wrong type, NaN, a lone surrogate, data nested too
-deep: `model_json.encode` refuses it). Sizes are of the canonical model's UTF-8 JSON
+deep: `model_json.owned` refuses it). Sizes are of the canonical model's UTF-8 JSON
 without unset fields (`model_json.encode`: what a store keeps and an answer carries, give or
 take the dialect's names).
 """
@@ -56,7 +56,7 @@ def model_bytes(model: Model) -> int:
 def servable(model: M) -> tuple[M, int]:
     """A handler's output as the turn keeps it (`model_json.owned`: a copy when it holds
     objects its maker may still change), and its model_bytes. Raises LimitExceeded for what
-    no answer could carry (model_json.encode's checks: a value of the wrong type, NaN or
+    no answer could carry (model_json.owned's checks: a value of the wrong type, NaN or
     Infinity, a lone UTF-16 surrogate, data nested too deep): stored, it would fail every
     later answer about its task. The message names the field and the problem."""
     try:
