@@ -23,6 +23,7 @@ import math
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from enum import Enum
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, TypeVar, cast
 
 from shared.model import (
@@ -59,11 +60,28 @@ Model = (
 )
 M = TypeVar("M", bound=Model)
 
-# One encoder, made once: json.dumps with options builds a new one per call. No circular
-# check (a bookkeeping dict per container): a cycle overflows the recursion, refused as such.
-_ENCODER = json.JSONEncoder(
-    ensure_ascii=False, allow_nan=False, separators=(",", ":"), check_circular=False
-)
+
+def _not_json(value: Any) -> Any:
+    raise TypeError(f"{_type_name(value)} is not JSON")
+
+
+# Compact JSON, NaN refused, UTF-8 (not ASCII-escaped). json.dumps builds its C encoder on
+# every call: this one is built once. No circular check (a bookkeeping dict per container):
+# a cycle overflows the recursion, refused as such.
+if c_make_encoder is not None:
+    _c_encoder = c_make_encoder(
+        None, _not_json, encode_basestring, None, ":", ",", False, False, False
+    )
+
+    def _json_text(value: Any) -> str:
+        return "".join(_c_encoder(value, 0))
+
+else:  # pragma: no cover - a Python without json's C part
+
+    def _json_text(value: Any) -> str:
+        return json.dumps(
+            value, ensure_ascii=False, allow_nan=False, separators=(",", ":"), check_circular=False
+        )
 
 
 class Unservable(ValueError):
@@ -301,7 +319,7 @@ def _encoded(model: Model, nested: list[tuple[str, Any]]) -> tuple[str, bytes]:
     objects or arrays to `nested`."""
     value = _fields(model, nested)
     try:
-        text = _ENCODER.encode(value)
+        text = _json_text(value)
         return text, text.encode()
     except (ValueError, TypeError, RecursionError, UnicodeEncodeError):
         raise Unservable(_fault_in(model, value)) from None
