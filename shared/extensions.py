@@ -28,7 +28,7 @@ strict 1.0 shape.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from shared.agent import KIT_EXTENSIONS, Extension
 from shared.errors import A2AError, ExtensionSupportRequiredError, InvalidRequestError
@@ -121,7 +121,7 @@ class Activation:
         added = [uri for uri in self.active if uri not in message.extensions]
         if not added:
             return message
-        return message.model_copy(update={"extensions": (*message.extensions, *added)})
+        return replace(message, extensions=(*message.extensions, *added))
 
 
 def activate(

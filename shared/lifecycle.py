@@ -8,6 +8,7 @@ one pure function is what makes "re-read and decide again" safe.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from shared.model import Artifact, ArtifactUpdate, Event, Message, StatusUpdate, Task
 
@@ -15,7 +16,7 @@ from shared.model import Artifact, ArtifactUpdate, Event, Message, StatusUpdate,
 def apply(task: Task, event: Event) -> Task:
     """The task after one event."""
     if isinstance(event, Message):
-        return task.model_copy(update={"history": (*task.history, event)})
+        return replace(task, history=(*task.history, event))
     if isinstance(event, StatusUpdate):
         history = task.history
         # The outgoing status message becomes history, as the official SDK does, so that a
@@ -23,8 +24,8 @@ def apply(task: Task, event: Event) -> Task:
         previous = task.status.message
         if previous is not None and previous is not event.status.message:
             history = (*history, previous)
-        return task.model_copy(update={"status": event.status, "history": history})
-    return task.model_copy(update={"artifacts": _merge_artifact(task.artifacts, event)})
+        return replace(task, status=event.status, history=history)
+    return replace(task, artifacts=_merge_artifact(task.artifacts, event))
 
 
 def apply_all(task: Task, events: Iterable[Event]) -> Task:
@@ -40,8 +41,6 @@ def _merge_artifact(
     for index, old in enumerate(artifacts):
         if old.artifact_id != new.artifact_id:
             continue
-        merged = (
-            old.model_copy(update={"parts": (*old.parts, *new.parts)}) if update.append else new
-        )
+        merged = replace(old, parts=(*old.parts, *new.parts)) if update.append else new
         return (*artifacts[:index], merged, *artifacts[index + 1 :])
     return (*artifacts, new)

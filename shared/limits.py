@@ -6,22 +6,22 @@ and in bytes. A client's request over a limit is refused with InvalidParamsError
 limit and its setting, before anything is stored: the task stays exactly as it was. A
 handler's artifact over the limit (ArtifactMeter, chunk by chunk) raises LimitExceeded in the
 handler, and the turn fails the task with that message; so does any handler output no answer
-could carry (servable_bytes: a lone surrogate, data nested too deep). Sizes are of the
-canonical model's UTF-8 JSON without unset fields (what a store keeps and an answer carries,
-give or take the dialect's names).
+could carry (servable: a value of the wrong type, NaN, a lone surrogate, data nested too
+deep: `model_json.owned` refuses it). Sizes are of the canonical model's UTF-8 JSON
+without unset fields (`model_json.encode`: what a store keeps and an answer carries, give or
+take the dialect's names).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from pydantic import BaseModel
-from pydantic_core import PydanticSerializationError
-
+from shared import model_json
 from shared.errors import InvalidParamsError
 from shared.model import ArtifactUpdate, Message, Task
+from shared.model_json import M, Model, Unservable
 
 
 @dataclass(frozen=True)
@@ -48,22 +48,22 @@ def json_bytes(value: Any) -> int:
     return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
 
 
-def model_bytes(model: BaseModel) -> int:
+def model_bytes(model: Model) -> int:
     """The size of a model's UTF-8 JSON without its unset (None) fields, as the wire has it."""
-    return len(model.__pydantic_serializer__.to_json(model, exclude_none=True))
+    return len(model_json.encode(model))
 
 
-def servable_bytes(model: BaseModel) -> int:
-    """model_bytes of a handler's output; raises LimitExceeded for what no answer could carry
-    (a lone UTF-16 surrogate, nesting too deep to encode): stored, it would fail every later
-    answer about its task."""
+def servable(model: M) -> tuple[M, int]:
+    """A handler's output as the turn keeps it (`model_json.owned`: a copy when it holds
+    objects its maker may still change), and its model_bytes. Raises LimitExceeded for what
+    no answer could carry (model_json.owned's checks: a value of the wrong type, NaN or
+    Infinity, a lone UTF-16 surrogate, data nested too deep): stored, it would fail every
+    later answer about its task. The message names the field and the problem."""
     try:
-        return model_bytes(model)
-    except PydanticSerializationError:
-        raise LimitExceeded(
-            "The agent made output that cannot be sent as JSON (a lone UTF-16 surrogate in "
-            "its text, or data nested too deep)."
-        ) from None
+        owned, data = model_json.owned(model)
+    except Unservable as exc:
+        raise LimitExceeded(f"The agent made output that cannot be sent as JSON: {exc}.") from None
+    return owned, len(data)
 
 
 def check_parts(count: int, limits: Limits, field: str) -> None:
@@ -132,9 +132,17 @@ class ArtifactMeter:
         self._limits = limits
         self._measured: dict[str, tuple[int, int]] = {}  # artifact id -> (parts, bytes)
 
-    def add(self, update: ArtifactUpdate, task: Task) -> int:
-        """Count `update` against its artifact as `task` (before it) holds it: the bytes of
-        its chunk. Raises LimitExceeded, and then counts nothing."""
+    def add(self, update: ArtifactUpdate, task: Task) -> tuple[ArtifactUpdate, int]:
+        """Count a handler's `update` against its artifact as `task` (before it) holds it:
+        the update as the turn keeps it (`servable`), and the bytes of its chunk. Raises
+        LimitExceeded, and then counts nothing."""
+        # First: its fields are then of their types. The chunk is the artifact (the update's
+        # ids are the turn's own), and of the rest the handler chose only the flags.
+        artifact, chunk = servable(update.artifact)
+        if type(update.append) is not bool or type(update.last_chunk) is not bool:
+            servable(update)  # raises, naming the flag
+        if artifact is not update.artifact:
+            update = replace(update, artifact=artifact)
         artifact_id = update.artifact.artifact_id
         parts, size = 0, 0
         if update.append:
@@ -146,7 +154,6 @@ class ArtifactMeter:
                         model_bytes(earlier),
                     )
             parts, size = self._measured.get(artifact_id, (0, 0))
-        chunk = servable_bytes(update.artifact)
         if chunk > self._limits.message_bytes:
             raise LimitExceeded(
                 f"The agent made an artifact update of {chunk} bytes; the limit for one update "
@@ -166,4 +173,4 @@ class ArtifactMeter:
                 f"{self._limits.artifact_bytes} (A2A_MAX_ARTIFACT_BYTES)."
             )
         self._measured[artifact_id] = (parts, size)
-        return chunk
+        return update, chunk

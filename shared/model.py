@@ -1,18 +1,24 @@
-"""The canonical A2A model: the v1.0 semantics as pydantic v2 models.
+"""The canonical A2A model: the v1.0 semantics as frozen, slotted dataclasses.
 
 Every dialect decodes into these types and encodes from them; the service, the runtime and
 the stores speak nothing else. Field names are Python's; wire names belong to the dialects.
+
+Built by keyword only, and checking nothing (a blocking send builds a few dozen): a client's
+values are checked by the front door (`dialects/decode.py`) before any is built, a handler's
+where its output enters a turn, by encoding them (`model_json.encode`, which
+`limits.servable` runs). Their JSON, stored and canonical, is `model_json.py`'s.
+Frozen: a task is changed by folding events into a copy (`dataclasses.replace`), never in
+place, so a snapshot handed to a caller or a store can't change under it.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Literal, Self
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any, Literal
 
 # Random bytes for server-side ids, drawn from the OS a block at a time: each os.urandom call
 # lets go of the GIL, and under concurrent requests getting it back costs a thread up to a
@@ -53,30 +59,6 @@ def utc_now() -> datetime:
     return now.replace(microsecond=now.microsecond // 1000 * 1000)
 
 
-class _Model(BaseModel):
-    # Frozen: a task is changed by folding events into a copy, never in place, so a snapshot
-    # handed to a caller or a store can't change under it.
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        """pydantic's shallow copy, without its four generic `copy.copy` calls: every event
-        folded into a task is one (a blocking send makes five). These models have no extra
-        fields (extra="forbid") and no private attributes, so there is nothing else to copy."""
-        if deep:
-            return super().model_copy(update=update, deep=True)
-        copied = self.__class__.__new__(self.__class__)
-        values = self.__dict__.copy()
-        fields_set = self.__pydantic_fields_set__.copy()
-        if update:
-            values.update(update)
-            fields_set.update(update)
-        object.__setattr__(copied, "__dict__", values)
-        object.__setattr__(copied, "__pydantic_fields_set__", fields_set)
-        object.__setattr__(copied, "__pydantic_extra__", None)
-        object.__setattr__(copied, "__pydantic_private__", None)
-        return copied
-
-
 class TaskState(StrEnum):
     SUBMITTED = "submitted"
     WORKING = "working"
@@ -113,7 +95,8 @@ class Role(StrEnum):
     AGENT = "agent"
 
 
-class Part(_Model):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Part:
     """One piece of content: text, raw bytes (base64), a URL, or any JSON value as data.
 
     `raw` holds the base64 text as received: it is passed through untouched (no decode and
@@ -139,7 +122,8 @@ class Part(_Model):
         return "data"
 
 
-class Message(_Model):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Message:
     message_id: str
     role: Role
     parts: tuple[Part, ...]
@@ -166,13 +150,15 @@ def agent_message(
     )
 
 
-class TaskStatus(_Model):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskStatus:
     state: TaskState
     message: Message | None = None
-    timestamp: datetime = Field(default_factory=utc_now)
+    timestamp: datetime = field(default_factory=utc_now)
 
 
-class Artifact(_Model):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Artifact:
     artifact_id: str
     parts: tuple[Part, ...]
     name: str | None = None
@@ -181,7 +167,8 @@ class Artifact(_Model):
     metadata: dict[str, Any] | None = None
 
 
-class Task(_Model):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Task:
     id: str
     context_id: str
     status: TaskStatus
@@ -190,7 +177,8 @@ class Task(_Model):
     metadata: dict[str, Any] | None = None
 
 
-class StatusUpdate(_Model):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StatusUpdate:
     """The task moved to a new status (the v0.x `final` flag is derived, not stored)."""
 
     task_id: str
@@ -199,7 +187,8 @@ class StatusUpdate(_Model):
     metadata: dict[str, Any] | None = None
 
 
-class ArtifactUpdate(_Model):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ArtifactUpdate:
     """An artifact was added, replaced, or (with `append`) extended by a chunk."""
 
     task_id: str
@@ -210,14 +199,16 @@ class ArtifactUpdate(_Model):
     metadata: dict[str, Any] | None = None
 
 
-class PushAuthentication(_Model):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PushAuthentication:
     """How the agent authenticates to a webhook: `Authorization: <scheme> <credentials>`."""
 
     schemes: tuple[str, ...]  # v0.x lists several; v1.0 has one (the first here)
     credentials: str | None = None
 
 
-class PushConfig(_Model):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PushConfig:
     """Where and how to notify a client of a task's events."""
 
     id: str

@@ -52,7 +52,7 @@ from shared.agent import Context, HandlerModule, TaskCanceled
 from shared.clock import SYSTEM, Clock
 from shared.conflicts import retry_on_conflict
 from shared.lifecycle import apply, apply_all
-from shared.limits import DEFAULT_LIMITS, ArtifactMeter, LimitExceeded, Limits, servable_bytes
+from shared.limits import DEFAULT_LIMITS, ArtifactMeter, LimitExceeded, Limits, servable
 from shared.model import (
     ArtifactUpdate,
     Event,
@@ -268,10 +268,11 @@ class Turn:
         with self._lock:
             if self._canceled:
                 raise TaskCanceled(self._task.id)
-            if isinstance(event, ArtifactUpdate):  # over a limit: raised, and not applied
-                size = self._artifact_sizes.add(event, self._task)
+            # Over a limit, or unservable: raised, and not applied.
+            if isinstance(event, ArtifactUpdate):
+                event, size = self._artifact_sizes.add(event, self._task)
             else:
-                size = servable_bytes(event)
+                event, size = servable(event)
             self._apply(event)
             self._pending_bytes += size
             due = self._clock.monotonic() - self._last_commit >= self._window
@@ -286,8 +287,7 @@ class Turn:
         with self._lock:
             if self._canceled:
                 raise TaskCanceled(self._task.id)
-            servable_bytes(message)
-            self._reply = message
+            self._reply, _ = servable(message)
 
     def canceled(self) -> bool:
         with self._lock:
@@ -311,7 +311,7 @@ class Turn:
     def _finish_reply(self, reply: Message) -> Task | Message:
         """A direct answer stays a bare message only if nothing about the task was stored."""
         if self._allow_message and self._stored is None and not self._task_has_output():
-            return reply.model_copy(update={"task_id": None})
+            return replace(reply, task_id=None)
         self._apply(self._status(TaskState.COMPLETED, reply))
         self._flush()
         return self._task

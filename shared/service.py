@@ -44,7 +44,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import replace
 
-from shared import streaming
+from shared import model_json, streaming
 from shared.agent import HandlerModule
 from shared.clock import SYSTEM, Clock
 from shared.conflicts import retry_on_conflict
@@ -118,17 +118,17 @@ class TurnNotQueuedError(A2AError):
 
 def view(task: Task, history_length: int | None, *, artifacts: bool = True) -> Task:
     """The task as a reader asked for it: the last `history_length` messages (None: all)."""
-    update: dict[str, object] = {}
-    if history_length is not None and len(task.history) > history_length:
-        update["history"] = task.history[len(task.history) - history_length :]
-    if not artifacts and task.artifacts:
-        update["artifacts"] = ()
-    return task.model_copy(update=update) if update else task
+    history = task.history
+    if history_length is not None and len(history) > history_length:
+        history = history[len(history) - history_length :]
+    if history is task.history and (artifacts or not task.artifacts):
+        return task
+    return replace(task, history=history, artifacts=task.artifacts if artifacts else ())
 
 
 def _addressed(message: Message, task: Task) -> Message:
     """The client's message as the task records it: with the task's id and context."""
-    return message.model_copy(update={"task_id": task.id, "context_id": task.context_id})
+    return replace(message, task_id=task.id, context_id=task.context_id)
 
 
 def message_key(request: SendRequest) -> MessageKey:
@@ -144,7 +144,7 @@ def message_key(request: SendRequest) -> MessageKey:
     push = request.push_config
     content = {
         "role": message.role.value,
-        "parts": [part.model_dump(mode="json", exclude_none=True) for part in message.parts],
+        "parts": [model_json.to_dict(part) for part in message.parts],
         # Absent and empty say the same: dialects differ in which one they decode to.
         "metadata": message.metadata or {},
         "referenceTaskIds": list(message.reference_task_ids),
@@ -157,7 +157,11 @@ def message_key(request: SendRequest) -> MessageKey:
             "id": push.id,
             "url": push.url,
             "token": push.token,
-            "authentication": push.authentication and push.authentication.model_dump(mode="json"),
+            "authentication": push.authentication
+            and {
+                "schemes": list(push.authentication.schemes),
+                "credentials": push.authentication.credentials,
+            },
         },
     }
     canonical = json.dumps(content, sort_keys=True, separators=(",", ":"))

@@ -313,12 +313,29 @@ def test_the_largest_allowed_message_is_stored_and_served_on_firestore(
         client.app.close()
 
 
-@pytest.mark.parametrize("how", ["progress", "reply", "deep"])
-def test_a_handler_output_no_answer_could_carry_fails_the_task(limited: Client, how: str) -> None:
+@pytest.mark.parametrize(
+    ("how", "named"),
+    [
+        ("progress", "StatusUpdate.status.message.parts[0].text holds a lone UTF-16 surrogate"),
+        ("reply", "Message.parts[0].text holds a lone UTF-16 surrogate"),
+        ("deep", "nests deeper than 64 levels"),
+        ("deeper", "Artifact holds data nested deeper than 64 levels"),
+        ("nan", "Artifact.parts[0].data.x[0] is nan"),
+        ("infinity", "data.x[0] is inf, which JSON has no form for: send a finite number"),
+        ("set", "StatusUpdate.status.message.parts[0].data.s is a set"),
+        ("type", "Message.parts[0].text is int, not a string"),
+        ("append", "ArtifactUpdate.append is 'yes', not true or false"),
+    ],
+)
+def test_a_handler_output_no_answer_could_carry_fails_the_task(
+    limited: Client, how: str, named: str
+) -> None:
     result = limited.rpc("SendMessage", {"message": message(f"unservable {how}")}, version="1.0")
     status = result["result"]["task"]["status"]
     assert status["state"] == "TASK_STATE_FAILED"
-    assert "cannot be sent as JSON" in status["message"]["parts"][0]["text"]
+    said = status["message"]["parts"][0]["text"]
+    assert said.startswith("The agent made output that cannot be sent as JSON: ")
+    assert named in said
     task_id = result["result"]["task"]["id"]
     for method in ("GetTask", "ListTasks"):  # the task, and every answer about it, still served
         assert "result" in limited.rpc(method, {"id": task_id}, version="1.0")

@@ -1,26 +1,31 @@
-"""shared.model: its models' copies behave as pydantic's own (`model_copy` is rewritten for
-speed: the fold of every event into a task makes one); server-side ids are random UUIDs,
-drawn from the OS a block at a time, never the same in a forked process as in its parent."""
+"""shared.model: frozen, slotted dataclasses built by keyword, copied with
+dataclasses.replace; server-side ids are random UUIDs, drawn from the OS a block at a time,
+never the same in a forked process as in its parent. (Their JSON: tests/test_model_json.py.)"""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import uuid
+from dataclasses import FrozenInstanceError, replace
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from pydantic import BaseModel, ValidationError
 
 from shared.model import (
     Artifact,
+    ArtifactUpdate,
     Message,
     Part,
+    PushAuthentication,
+    PushConfig,
     Role,
+    StatusUpdate,
     Task,
     TaskState,
     TaskStatus,
+    agent_message,
     new_id,
 )
 
@@ -31,47 +36,77 @@ TASK = Task(
     history=(Message(message_id="m-1", role=Role.USER, parts=(Part(text="hi"),)),),
     metadata={"k": [1, {"n": None}]},
 )
+ALL: list[Any] = [
+    Part(text="x"),
+    TASK.history[0],
+    TASK.status,
+    Artifact(artifact_id="a", parts=(Part(text="x"),)),
+    TASK,
+    StatusUpdate(task_id="t", context_id="c", status=TASK.status),
+    ArtifactUpdate(task_id="t", context_id="c", artifact=Artifact(artifact_id="a", parts=())),
+    PushAuthentication(schemes=("Bearer",)),
+    PushConfig(id="p", task_id="t", url="https://example.com"),
+]
 
 
-def same(ours: BaseModel, theirs: BaseModel) -> None:
-    assert ours == theirs
-    assert type(ours) is type(theirs)
-    assert ours.model_fields_set == theirs.model_fields_set
-    assert ours.__pydantic_extra__ == theirs.__pydantic_extra__
-    assert ours.model_dump() == theirs.model_dump()
+@pytest.mark.parametrize("model", ALL, ids=lambda m: type(m).__name__)
+def test_models_are_frozen_slotted_and_built_by_keyword_only(model: Any) -> None:
+    name = next(iter(model.__slots__))
+    with pytest.raises(FrozenInstanceError):
+        setattr(model, name, "changed")
+    assert not hasattr(model, "__dict__")  # slotted: no dict per object
+    with pytest.raises(TypeError):
+        type(model)(*[getattr(model, n) for n in model.__slots__])
 
 
-@given(
-    state=st.sampled_from(list(TaskState)),
-    artifact_ids=st.lists(st.text(min_size=1), max_size=3),
-    metadata=st.none() | st.dictionaries(st.text(), st.integers() | st.text(), max_size=3),
+def test_a_copy_changes_only_what_it_names_and_leaves_the_original_alone() -> None:
+    status = TaskStatus(state=TaskState.COMPLETED)
+    artifacts = (Artifact(artifact_id="a", parts=()),)
+    copied = replace(TASK, status=status, artifacts=artifacts)
+    assert (copied.status, copied.artifacts) == (status, artifacts)
+    assert (copied.id, copied.history, copied.metadata) == (TASK.id, TASK.history, TASK.metadata)
+    assert (TASK.status.state, TASK.artifacts) == (TaskState.WORKING, ())
+    assert copied != TASK and replace(copied, status=TASK.status, artifacts=()) == TASK
+    with pytest.raises(TypeError):
+        replace(TASK, not_a_field=1)  # type: ignore[call-arg]
+
+
+def test_each_status_has_its_own_time_and_defaults_are_the_wire_s_empties() -> None:
+    first, second = TaskStatus(state=TaskState.SUBMITTED), TaskStatus(state=TaskState.SUBMITTED)
+    assert first.timestamp.microsecond % 1000 == 0  # the wire's precision: milliseconds
+    assert first.timestamp.utcoffset() is not None and first.timestamp <= second.timestamp
+    message = Message(message_id="m", role=Role.USER, parts=())
+    assert (message.reference_task_ids, message.extensions, message.metadata) == ((), (), None)
+
+
+@pytest.mark.parametrize(
+    ("part", "kind"),
+    [
+        (Part(text="t", data={"also": 1}), "text"),
+        (Part(raw="aGk="), "raw"),
+        (Part(url="https://example.com"), "url"),
+        (Part(data=None), "data"),
+        (Part(data=[1]), "data"),
+    ],
 )
-def test_a_copy_with_updates_is_pydantic_s(
-    state: TaskState, artifact_ids: list[str], metadata: dict[str, Any] | None
-) -> None:
-    update: dict[str, Any] = {
-        "status": TaskStatus(state=state),
-        "artifacts": tuple(Artifact(artifact_id=i, parts=(Part(text=i),)) for i in artifact_ids),
-        "metadata": metadata,
-    }
-    same(TASK.model_copy(update=update), BaseModel.model_copy(TASK, update=update))
+def test_a_part_s_kind_is_its_first_content_field(part: Part, kind: str) -> None:
+    assert part.kind == kind
 
 
-@pytest.mark.parametrize("deep", [False, True])
-def test_a_plain_copy_is_pydantic_s_and_leaves_the_original_alone(deep: bool) -> None:
-    copied = TASK.model_copy(deep=deep)
-    same(copied, BaseModel.model_copy(TASK, deep=deep))
-    assert copied.__dict__ is not TASK.__dict__
-    assert copied.model_fields_set is not TASK.model_fields_set
-    copied2 = TASK.model_copy(update={"id": "t-2"})
-    assert (TASK.id, copied2.id) == ("t-1", "t-2")
-    assert "id" in copied2.model_fields_set
+def test_task_states_say_whether_they_end_a_turn_or_the_task() -> None:
+    terminal = {s for s in TaskState if s.terminal}
+    interrupted = {s for s in TaskState if s.interrupted}
+    assert terminal == {"completed", "canceled", "failed", "rejected"}
+    assert interrupted == {"input-required", "auth-required"}
+    assert {s for s in TaskState if s.final} == terminal | interrupted
 
 
-def test_a_copy_stays_frozen() -> None:
-    copied = TASK.model_copy(update={"id": "t-2"})
-    with pytest.raises(ValidationError):
-        copied.id = "t-3"  # type: ignore[misc]
+def test_an_agent_message_puts_its_text_first_and_needs_some_content() -> None:
+    made = agent_message("a", task_id="t", context_id="c", parts=[Part(data=1)])
+    assert made.parts == (Part(text="a"), Part(data=1))  # a tuple, whatever was passed
+    assert (made.role, made.task_id, made.context_id) == (Role.AGENT, "t", "c")
+    with pytest.raises(ValueError, match="needs text or parts"):
+        agent_message(None, task_id="t", context_id="c")
 
 
 def test_new_ids_are_distinct_random_uuids() -> None:
@@ -96,3 +131,15 @@ def test_a_forked_process_makes_other_ids_than_its_parent() -> None:
     parents = "".join(new_id() for _ in range(3))
     assert len(childs) == len(parents) == 3 * 36
     assert childs != parents
+
+
+def test_the_model_its_json_fold_and_limits_import_no_pydantic() -> None:
+    """pydantic's import (~85 ms) is off the cold start as far as the model goes."""
+    code = (
+        "import sys, shared.model, shared.model_json, shared.lifecycle, shared.limits;"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core')))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert loaded.strip() == "[]"

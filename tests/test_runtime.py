@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -96,6 +97,36 @@ def test_a_short_turn_is_one_commit() -> None:
     assert [e.seq for e in store.events("o", task.id)] == [1, 2, 3, 4, 5, 6]
 
 
+def test_a_turn_keeps_what_the_handler_handed_over_whatever_it_changes_after() -> None:
+    """Models do not copy what they are built with: the turn keeps its own copy of a
+    handler's objects, so a dict reused in a loop (or spoiled after) changes nothing."""
+    store = CountingStore()
+    row: dict[str, Any] = {}
+    said: dict[str, Any] = {"n": 0}
+
+    def handle(ctx: Context) -> None:
+        for i in range(3):
+            row["i"] = i
+            ctx.artifact(data=row, metadata=said)
+        ctx.progress(parts=[Part(text="t", metadata=said)])
+        row["i"] = float("nan")  # what JSON cannot carry, after it was checked
+        said["n"] = None
+
+    task = service(handle, store).send("o", request("x"), dialect="1.0", message_results=True)
+    assert isinstance(task, Task)
+    assert [a.parts[0].data for a in task.artifacts] == [{"i": 0}, {"i": 1}, {"i": 2}]
+    assert [a.metadata for a in task.artifacts] == [{"n": 0}] * 3
+    assert task.history[-1].parts[0].metadata == {"n": 0}  # the progress message
+    stored = store.get("o", task.id)
+    assert stored is not None and stored.task == task
+    logged = [e.event for e in store.events("o", task.id)]
+    assert [e.artifact.parts[0].data for e in logged if hasattr(e, "artifact")] == [
+        {"i": 0},
+        {"i": 1},
+        {"i": 2},
+    ]
+
+
 def test_a_silent_slow_turn_becomes_visible_within_the_interval() -> None:
     store = CountingStore()
     clock = ManualClock()
@@ -112,7 +143,7 @@ def test_a_silent_slow_turn_becomes_visible_within_the_interval() -> None:
         module(handle),
         task=task,
         stored=None,
-        message=request("x", task_id="t").message.model_copy(update={"context_id": "c"}),
+        message=replace(request("x", task_id="t").message, context_id="c"),
         dialect="1.0",
         message_key=None,
         commit_interval=0.05,

@@ -9,7 +9,7 @@ import queue
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -21,13 +21,15 @@ from shared.agent import AgentInfo, Context, HandlerModule
 from shared.app import build
 from shared.dialects import decode
 from shared.identity.api_key import hashed
-from shared.model import Event, StatusUpdate, Task, TaskState, utc_now
+from shared.model import Event, PushAuthentication, StatusUpdate, Task, TaskState, utc_now
 from shared.ports import Lease, StoredTask, TaskQuery
 from shared.queue.inline import InlineQueue
+from shared.requests import InlinePushConfig, SendRequest
 from shared.service import MAX_PENDING_MESSAGES, message_key
 from shared.settings import Settings
 from shared.store.memory import MemoryTaskStore
 from tests.conftest import Client, wait_for_state, wait_until
+from tests.test_model_json import AGENT, USER
 from tests.test_runtime import CountingStore
 from tests.test_streaming import frames, open_stream, send_params
 
@@ -448,6 +450,34 @@ def test_a_messages_key_is_one_in_every_dialect_and_its_own(
     # Equal JSON, equal key (True and 1 are equal in Python, not in JSON).
     same = json.dumps(others, sort_keys=True) == json.dumps(parts, sort_keys=True)
     assert (other == keys["1.0"]) == same
+
+
+def test_a_messages_key_is_the_one_the_pydantic_models_made() -> None:
+    """Keys are stored (a task's id is derived from its first message's): a resend across
+    the change from the pydantic models is still recognised. Digests made on their code."""
+    sent = SendRequest(
+        message=USER,
+        task_id="t-1",
+        context_id="c-1",
+        session_id=None,
+        create_if_missing=False,
+        history_length=None,
+        blocking=True,
+        metadata=None,
+        push_config=InlinePushConfig(
+            url="https://example.com/hook",
+            token="tok",
+            authentication=PushAuthentication(schemes=("Bearer", "Basic"), credentials="secret"),
+            id="p-1",
+        ),
+    )
+    assert message_key(sent).digest == (
+        "43d0c79390e7b0398e23f6a57230a91e849a77b51af5224c074422123465aed6"
+    )
+    bare = replace(sent, message=AGENT, task_id=None, context_id=None, push_config=None)
+    assert message_key(bare).digest == (
+        "b0746c05274e3f0d397bdb6450458568babc88fc7e571419bcfd1855257f4c7b"
+    )
 
 
 def test_deduplication_can_be_turned_off(make_client: Any) -> None:

@@ -65,7 +65,7 @@ from google.api_core import exceptions as google_errors
 from google.cloud import firestore
 from google.cloud.firestore_v1 import FieldFilter
 
-from shared import ids, lifecycle
+from shared import ids, lifecycle, model_json
 from shared.errors import InvalidParamsError
 from shared.limits import LimitExceeded
 from shared.model import ArtifactUpdate, Event, Message, Part, StatusUpdate, Task, new_id, utc_now
@@ -367,7 +367,7 @@ class FirestoreTaskStore:
     def _stored(self, snapshot: Any) -> StoredTask:
         owner: str = snapshot.get("owner")
         fields = snapshot.to_dict()
-        task = Task.model_validate_json(snapshot.get("task"))
+        task = model_json.decode(Task, snapshot.get("task"))
         if snapshot.get("inLog"):
             task = self._rebuild(owner, task, snapshot.get("lastSeq"))
         return StoredTask(
@@ -392,21 +392,19 @@ class FirestoreTaskStore:
         Events past `last_seq` were committed after the document was read: they belong to a
         later version than the one this snapshot reports.
         """
-        start = outline.model_copy(
-            update={"status": outline.status.model_copy(update={"message": None})}
-        )
+        start = replace(outline, status=replace(outline.status, message=None))
         logged = self.events(owner, outline.id)
         folded = lifecycle.apply_all(start, (e.event for e in logged if e.seq <= last_seq))
-        return folded.model_copy(update={"status": outline.status})
+        return replace(folded, status=outline.status)
 
     def _task_fields(
         self, stored: StoredTask, commit_id: str, log_expires: datetime
     ) -> dict[str, Any]:
         task = stored.task
-        text = task.model_dump_json()
-        in_log = len(text.encode()) > self._task_budget
+        data = model_json.encode(task)
+        in_log = len(data) > self._task_budget
         if in_log:
-            text = task.model_copy(update={"history": (), "artifacts": ()}).model_dump_json()
+            data = model_json.encode(replace(task, history=(), artifacts=()))
         return {
             "owner": stored.owner,
             "taskId": task.id,
@@ -419,7 +417,7 @@ class FirestoreTaskStore:
             "createdAt": stored.created_at,
             "updatedAt": stored.updated_at,
             "expireAt": stored.updated_at + self.retention,
-            "task": text,
+            "task": data.decode(),
             "inLog": in_log,
             "lease": _encode_lease(stored.lease),
             "pending": list(stored.pending),
@@ -433,7 +431,7 @@ class FirestoreTaskStore:
         for event in events:
             for field, parts in _parts_of(event):
                 for index, part in enumerate(parts):
-                    size = len(part.model_dump_json().encode())
+                    size = len(model_json.encode(part))
                     if size > self._part_limit:
                         raise InvalidParamsError(
                             f"a part of {size} bytes is larger than this store's limit of "
@@ -631,10 +629,10 @@ def _decode_lease(fields: dict[str, Any] | None) -> Lease | None:
 
 
 def _encode_event(event: Event) -> str:
-    stored = {"kind": _KIND_OF[type(event)], "event": event.model_dump(mode="json")}
-    return json.dumps(stored, ensure_ascii=False, separators=(",", ":"))
+    return f'{{"kind":"{_KIND_OF[type(event)]}","event":{model_json.encode(event).decode()}}}'
 
 
 def _decode_event(text: str) -> Event:
     stored = json.loads(text)
-    return _MODEL_OF[stored["kind"]].model_validate(stored["event"])
+    event: Event = model_json.from_dict(_MODEL_OF[stored["kind"]], stored["event"])
+    return event

@@ -36,7 +36,7 @@ from google.cloud import firestore
 from google.cloud.firestore_v1.base_query import FieldFilter
 from google.cloud.firestore_v1.transforms import Maximum, Minimum
 
-from shared import ids
+from shared import ids, model_json
 from shared.conflicts import retry_on_conflict
 from shared.model import PushConfig, utc_now
 from shared.ports import StoredPushConfig, VersionConflict
@@ -74,7 +74,7 @@ class FirestorePushConfigStore:
             "owner": owner,
             "taskId": config.task_id,
             "configId": config.id,
-            "config": config.model_dump_json(),
+            "config": model_json.encode(config).decode(),
             "dialect": dialect,
             "delivered": delivered,
             "wanted": wanted,
@@ -273,7 +273,7 @@ class FirestorePushConfigStore:
 def _decode(data: dict[str, Any]) -> StoredPushConfig:
     failed_at = data.get("failedAt")
     return StoredPushConfig(
-        PushConfig.model_validate_json(data["config"]),
+        model_json.decode(PushConfig, data["config"]),
         str(data["owner"]),
         str(data["dialect"]),
         int(data["delivered"]),

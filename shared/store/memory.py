@@ -24,7 +24,7 @@ from dataclasses import fields, replace
 from datetime import datetime, timedelta
 from typing import Any, overload
 
-from shared import ids
+from shared import ids, model_json
 from shared.clock import SYSTEM, Clock
 from shared.model import ArtifactUpdate, Event, Message, StatusUpdate, Task, TaskState, utc_now
 from shared.ports import (
@@ -323,20 +323,17 @@ _EVENT_MODELS: dict[int, Any] = {kind[0]: model for model, kind in _EVENT_KINDS.
 
 
 def _pack_task(task: Task) -> bytes:
-    # Fields that are None are left out (a short task's JSON shrinks by a third); validation
-    # puts them back, so the task read back equals the one stored. (Not exclude_defaults: it
-    # would drop a status's timestamp, whose default is a factory.)
-    return task.__pydantic_serializer__.to_json(task, exclude_none=True)
+    # The model's JSON leaves out fields that are None (a short task's JSON shrinks by a
+    # third); reading puts them back, so the task read back equals the one stored.
+    return model_json.encode(task)
 
 
 def _pack_event(event: Event) -> bytes:
-    return _EVENT_KINDS[type(event)] + event.__pydantic_serializer__.to_json(
-        event, exclude_none=True
-    )
+    return _EVENT_KINDS[type(event)] + model_json.encode(event)
 
 
 def _unpack_event(data: bytes) -> Event:
-    event: Event = _EVENT_MODELS[data[0]].model_validate_json(data[1:])
+    event: Event = model_json.decode(_EVENT_MODELS[data[0]], data[1:])
     return event
 
 
@@ -378,7 +375,7 @@ class _Record:
 
     def unpack(self) -> StoredTask:
         values = list(self.values)
-        values[_TASK_FIELD] = Task.model_validate_json(values[_TASK_FIELD])
+        values[_TASK_FIELD] = model_json.decode(Task, values[_TASK_FIELD])
         return StoredTask(*values)
 
 

@@ -1,11 +1,15 @@
 """A handler for the limit tests: `artifact <n>` makes an artifact of n characters, `chunks
 <n>` one artifact of n one-character chunks, `unservable <how>` output no answer could carry
-(`progress`, `reply`: a lone surrogate; `deep`: data nested 3000 deep); anything else asks
-for more (input-required), so that a task's history can grow."""
+(`progress`, `reply`: a lone surrogate; `deep`: data nested 3000 deep, `deeper`: 65 deep;
+`nan`, `infinity`: such a number in data; `set`: a set in data; `type`: a number as a part's
+text; `append`: "yes" for append); anything else asks for more (input-required), so that a
+task's history can grow."""
 
 from __future__ import annotations
 
-from shared.agent import Context
+from typing import Any
+
+from shared.agent import Context, Part
 
 
 def handle(ctx: Context) -> None:
@@ -17,14 +21,27 @@ def handle(ctx: Context) -> None:
         for _ in range(int(count) - 1):
             ctx.artifact("x", artifact_id=artifact_id, append=True)
     elif command == "unservable":
-        deep: list[object] = []
-        for _ in range(3000):
-            deep = [deep]
-        if count == "progress":
-            ctx.progress("half a pair: \ud800")
-        elif count == "reply":
-            ctx.reply("half a pair: \udfff")
-        else:
-            ctx.artifact(data=deep)
+        unservable(ctx, count)
     else:
         ctx.ask("more?")
+
+
+def unservable(ctx: Context, how: str) -> None:
+    wrong: Any = {"type": 5, "append": "yes"}.get(how)  # what the signatures do not allow
+    if how == "progress":
+        ctx.progress("half a pair: \ud800")
+    elif how == "reply":
+        ctx.reply("half a pair: \udfff")
+    elif how in ("nan", "infinity"):
+        ctx.artifact(data={"x": [float(how)]})
+    elif how == "set":
+        ctx.progress(parts=[Part(data={"s": {1, 2}})])
+    elif how == "type":
+        ctx.reply(parts=[Part(text=wrong)])
+    elif how == "append":
+        ctx.artifact("x", append=wrong)
+    else:
+        deep: list[object] = []
+        for _ in range(3000 if how == "deep" else 65):
+            deep = [deep]
+        ctx.artifact(data=deep)

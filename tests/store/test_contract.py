@@ -91,8 +91,8 @@ def test_ids_off_the_rule_are_refused_and_nothing_is_stored(store: TaskStore, ba
     a document path or a key."""
     task, _ = new_task()
     hostile_tasks = (
-        task.model_copy(update={"id": bad}),
-        task.model_copy(update={"context_id": bad}),
+        replace(task, id=bad),
+        replace(task, context_id=bad),
     )
     for hostile in hostile_tasks:
         with pytest.raises(ValueError, match=r" id (must|has \d+ characters)"):

@@ -13,7 +13,7 @@ from google.cloud import firestore
 from google.cloud.firestore_v1.batch import WriteBatch
 
 from emulator.firestore import FirestoreEmulator
-from shared import lifecycle
+from shared import lifecycle, model_json
 from shared.errors import InvalidParamsError
 from shared.limits import LimitExceeded
 from shared.model import Artifact, ArtifactUpdate, Event, Message, Part, PushConfig, Role
@@ -25,6 +25,7 @@ from shared.store.firestore import (
     document_id,
 )
 from shared.store.firestore_push import FirestorePushConfigStore
+from tests import test_model_json as json_of
 from tests.store.conftest import MakeStore
 from tests.store.factory import ALICE, message, new_task, sent
 
@@ -47,6 +48,35 @@ def chunk(task_id: str, text: str, append: bool = True) -> ArtifactUpdate:
         artifact=Artifact(artifact_id="a", parts=(Part(text=text),)),
         append=append,
     )
+
+
+def test_documents_the_pydantic_models_wrote_read_back_identically(
+    client: firestore.Client, make_firestore_store: MakeStore
+) -> None:
+    """A deployed project's documents, from before the models left pydantic: the task's,
+    its events' and a push config's JSON as those models wrote it (tests/test_model_json.py),
+    read by this store as it read them then."""
+    store = make_firestore_store()
+    configs = FirestorePushConfigStore(store.client, retention=store.retention, cost=store.cost)
+    task = json_of.WRITTEN[0][1]
+    events = [event for _, event in json_of.LOGGED]
+    store.create(ALICE, task, events, dialect="v1.0")
+    config = json_of.WRITTEN[2][1]
+    configs.put(ALICE, config, dialect="1.0")
+    tasks = client.collection("tasks")
+    tasks.document(document_id(ALICE, task.id)).update({"task": json_of.TASK})
+    (name,) = raw_events(client, task.id)
+    tasks.document(document_id(ALICE, task.id)).collection("events").document(name).update(
+        {"events": [text for text, _ in json_of.LOGGED]}
+    )
+    (config_document,) = (
+        tasks.document(document_id(ALICE, task.id)).collection(PUSH_CONFIGS).stream()
+    )
+    config_document.reference.update({"config": json_of.CONFIG_FULL})
+    stored = store.get(ALICE, task.id)
+    assert stored is not None and stored.task == task
+    assert [logged.event for logged in store.events(ALICE, task.id)] == events
+    assert [c.config for c in configs.list(ALICE, task.id)] == [config]
 
 
 def test_one_event_document_per_commit(
@@ -89,7 +119,7 @@ def test_the_task_document_keeps_the_task_while_it_fits(
     current = store.create(ALICE, task, events, dialect="v1.0")
     document = client.document("tasks", document_id(ALICE, task.id)).get()
     assert document.get("inLog") is False
-    assert document.get("task") == task.model_dump_json()
+    assert document.get("task") == model_json.encode(task).decode()
     turn: list[Event] = [chunk(task.id, "x" * 20_000, append=False)]
     current = store.commit(current, lifecycle.apply_all(current.task, turn), turn)
     document = client.document("tasks", document_id(ALICE, task.id)).get()

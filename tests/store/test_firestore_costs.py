@@ -6,6 +6,8 @@ message's record), GetTask 1 read, a ListTasks page of N tasks N reads plus the 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from shared import lifecycle
@@ -41,7 +43,7 @@ def test_a_blocking_short_task_is_one_create(store: FirestoreTaskStore) -> None:
         id=task.id, context_id=task.context_id, status=TaskStatus(state=TaskState.SUBMITTED)
     )
     key = sent("m-1")
-    own = start.model_copy(update={"id": key.task_id(ALICE)})
+    own = replace(start, id=key.task_id(ALICE))
     store.create(ALICE, lifecycle.apply_all(own, run), run, dialect="v1.0", message_key=key)
     assert spent(store) == (0, 2)  # the task (the message's record) and its events
     # Its resend: the batch refused, one read (the task: not a retry of our own batch).
