@@ -6,7 +6,8 @@ of the unit of work it is logged in (shared.observability.context): Cloud Loggin
 Cloud Logging groups every line of one request, worker turn or delivery. A unit of work's
 own line (`write`) carries all its fields (README, "Logs, traces and metrics").
 
-One `json.dumps` per line: the per-request cost stays a few microseconds.
+One JSON encoding per line, by an encoder made once (json.dumps with options makes one per
+call).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ _CORRELATED = ("taskId", "owner", "method")
 _UNSHOWN = frozenset({"kind", "httpRequest"})
 
 _line = logging.getLogger(LINE_LOGGER)
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
 
 
 def enabled(level: int) -> bool:
@@ -78,7 +80,7 @@ class CloudLoggingFormatter(logging.Formatter):
             entry["logging.googleapis.com/trace"] = self._traces + trace.trace_id
             entry["logging.googleapis.com/spanId"] = trace.span_id
             entry["logging.googleapis.com/trace_sampled"] = trace.sampled
-        return json.dumps(entry, separators=(",", ":"), default=str)
+        return _ENCODER.encode(entry)
 
 
 class TextFormatter(logging.Formatter):
@@ -112,7 +114,7 @@ def _correlated(entry: dict[str, Any], fields: Mapping[str, Any]) -> None:
 
 def _text(value: Any) -> str:
     if isinstance(value, dict):
-        return json.dumps(value, separators=(",", ":"), default=str)
+        return _ENCODER.encode(value)
     return str(value)
 
 
