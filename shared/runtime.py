@@ -366,7 +366,10 @@ class Turn:
         """When the timers commit next, and why: a turn silent for a commit interval becomes
         visible to other instances, a listened-to turn's pending events are committed when
         their window closes, and the lease is renewed when no commit did for a third of its
-        life. Never, once the lease is gone (ended, canceled, handed over)."""
+        life. Never, once the turn may commit no more (canceled, or a resend's turn that
+        found the first run's task) or the lease is gone (ended, handed over)."""
+        if self._canceled:
+            return math.inf, ""
         if self._stored is None:
             return self._started + self._interval, "background commit"
         if self._listener is not None and self._pending:
@@ -389,16 +392,15 @@ class Turn:
         self._timer = timers_of(self._clock).call_at(at, self._timers)
 
     def _timers(self) -> None:
-        """The turn's timer fired (on a spare thread): make the commits that are due, and
-        set it again, until the handler returns."""
+        """The turn's timer fired (on a spare thread): make the commit that is due, and set
+        it again, until the handler returns. One commit a time: the lock is let go between
+        two, so the handler is never held up by more than one."""
         with self._lock:
             if self._handler_done:
                 return
-            while True:
-                due, what = self._next_timer()
-                now = self._clock.monotonic()
-                if max(due, self._not_before) > now:
-                    break
+            due, what = self._next_timer()
+            now = self._clock.monotonic()
+            if max(due, self._not_before) <= now:
                 try:
                     # A heartbeat commits even nothing: it renews the lease.
                     self._flush(force=what == "heartbeat")
