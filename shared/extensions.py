@@ -132,8 +132,11 @@ def activate(
     """What a request activates of the module's `declared` extensions and of the kit's `own`;
     `header(name)` gives all values of one request header. Raises InvalidRequestError when
     the header breaks its limits."""
-    used = tuple(name for name in HEADERS if header(name))
-    asked = requested([value for name in used for value in header(name)])
+    found = [(name, listed) for name in HEADERS if (listed := header(name))]
+    if not found:  # most requests: nothing asked, only the required ones missing
+        return Activation(missing=tuple(e.uri for e in declared if e.required))
+    used = tuple(name for name, _ in found)
+    asked = requested([value for _, listed in found for value in listed])
     return Activation(
         active=tuple(e.uri for e in declared if e.uri in asked),
         missing=tuple(e.uri for e in declared if e.required and e.uri not in asked),

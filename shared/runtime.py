@@ -47,7 +47,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import timedelta
 
-from shared import spare_threads
 from shared.agent import Context, HandlerModule, TaskCanceled
 from shared.clock import SYSTEM, Clock
 from shared.conflicts import retry_on_conflict
@@ -75,6 +74,7 @@ from shared.ports import (
     TaskStore,
     VersionConflict,
 )
+from shared.timers import Timer, timers_of
 
 log = logging.getLogger("a2a.runtime")
 
@@ -147,8 +147,10 @@ class Turn:
         # it runs (a streamed send's own, shared.streaming).
         self._unit = tracing.snapshot()
         self._window = commit_interval  # a listened-to turn's is shorter (listen)
-        # Set when the timers thread has something new to time: a pending window, the end.
-        self._wake = threading.Event()
+        # The turn's next timer (_timers), while the handler runs.
+        self._timer: Timer | None = None
+        self._started = self._last_commit
+        self._not_before = self._last_commit  # after a failed timed commit: not again before
         self._handler_done = False
         queued = lease is not None
         self._lease = lease or Lease(
@@ -158,6 +160,7 @@ class Turn:
             inline=True,
         )
         self._lease_seconds = lease_seconds
+        self._renew_after = lease_seconds / 3  # a heartbeat when no commit did for this long
         self._hand_over = hand_over
         self._ending = False  # the handler returned: the next commit ends the turn
         self._artifacts = 0
@@ -207,9 +210,11 @@ class Turn:
             return result
 
     def _run(self) -> Task | Message:
-        # One thread per turn times every commit that the handler's own calls do not make, a
-        # spare one (a thread's start is a good part of a short turn).
-        spare_threads.run(self._timers)
+        # The timers make the commits that the handler's own calls do not: a deadline of the
+        # process's timers thread, which a turn that ends first costs no thread's time.
+        with self._lock:
+            self._started = self._not_before = self._clock.monotonic()
+            self._arm()
         ctx = Context(
             task_id=self._task.id,
             context_id=self._task.context_id,
@@ -238,7 +243,9 @@ class Turn:
         finally:
             with self._lock:
                 self._handler_done = True
-                self._wake.set()
+                if self._timer is not None:
+                    self._timer.cancel()
+                    self._timer = None
         with self._lock:
             self._ending = True
             result = self._end(ctx)
@@ -279,7 +286,7 @@ class Turn:
             if due or self._pending_bytes >= _COMMIT_BYTES:
                 self._flush()
             elif len(self._pending) == 1 and self._listener is not None:
-                self._wake.set()  # the timers thread commits it when the window closes
+                self._arm(earlier_only=True)  # the timers commit it when the window closes
             if self._canceled:
                 raise TaskCanceled(self._task.id)
 
@@ -355,41 +362,55 @@ class Turn:
             and stored.lease.holder == self._lease.holder
         )
 
+    def _next_timer(self) -> tuple[float, str]:
+        """When the timers commit next, and why: a turn silent for a commit interval becomes
+        visible to other instances, a listened-to turn's pending events are committed when
+        their window closes, and the lease is renewed when no commit did for a third of its
+        life. Never, once the turn may commit no more (canceled, or a resend's turn that
+        found the first run's task) or the lease is gone (ended, handed over)."""
+        if self._canceled:
+            return math.inf, ""
+        if self._stored is None:
+            return self._started + self._interval, "background commit"
+        if self._listener is not None and self._pending:
+            return self._last_commit + self._window, "stream commit"
+        if self._holds_lease():
+            return self._last_commit + self._renew_after, "heartbeat"
+        return math.inf, ""
+
+    def _arm(self, *, earlier_only: bool = False) -> None:
+        """Set the turn's timer to its next deadline (under the lock); with `earlier_only`,
+        only if that comes before the one set. A timer also fires half a heartbeat after it
+        was set at the latest, to look again (as the handler's own commits move deadlines
+        later without re-arming it)."""
+        due, _ = self._next_timer()
+        at = min(max(due, self._not_before), self._clock.monotonic() + self._renew_after / 2)
+        if self._timer is not None:
+            if earlier_only and self._timer.due <= at:
+                return
+            self._timer.cancel()  # nothing if it is the one firing now
+        self._timer = timers_of(self._clock).call_at(at, self._timers)
+
     def _timers(self) -> None:
-        """Until the handler returns, make the commits its own calls do not: a turn silent
-        for a commit interval becomes visible to other instances, a listened-to turn's
-        pending events are committed when their window closes, and the lease is renewed when
-        no commit did for a third of its life."""
-        started = self._clock.monotonic()
-        renew_after = self._lease_seconds / 3
-        not_before = started  # after a failed commit: not again before this
-        while True:
-            with self._lock:
-                if self._handler_done:
-                    return
-                self._wake.clear()
-                if self._stored is None:
-                    due, what = started + self._interval, "background commit"
-                elif self._listener is not None and self._pending:
-                    due, what = self._last_commit + self._window, "stream commit"
-                elif self._holds_lease():
-                    due, what = self._last_commit + renew_after, "heartbeat"
-                else:  # the lease is gone (ended, canceled, handed over): wait for the end
-                    due, what = math.inf, ""
-                now = self._clock.monotonic()
-                wait = max(due, not_before) - now
-                if wait <= 0:
-                    try:
-                        # A heartbeat commits even nothing: it renews the lease.
-                        self._flush(force=what == "heartbeat")
-                    except Exception:
-                        # The handler's next call or the turn's end commits again, else the
-                        # next try here; a lease that expires meanwhile lets a retry of this
-                        # turn take over, which this run then notices and stops.
-                        log.exception("%s of task %s failed", what, self._task.id)
-                        not_before = now + renew_after / 2
-                    continue
-            self._clock.wait(self._wake, min(wait, renew_after / 2))
+        """The turn's timer fired (on a spare thread): make the commit that is due, and set
+        it again, until the handler returns. One commit a time: the lock is let go between
+        two, so the handler is never held up by more than one."""
+        with self._lock:
+            if self._handler_done:
+                return
+            due, what = self._next_timer()
+            now = self._clock.monotonic()
+            if max(due, self._not_before) <= now:
+                try:
+                    # A heartbeat commits even nothing: it renews the lease.
+                    self._flush(force=what == "heartbeat")
+                except Exception:
+                    # The handler's next call or the turn's end commits again, else the next
+                    # try here; a lease that expires meanwhile lets a retry of this turn take
+                    # over, which this run then notices and stops.
+                    log.exception("%s of task %s failed", what, self._task.id)
+                    self._not_before = now + self._renew_after / 2
+            self._arm()
 
     def _commit(self) -> None:
         """One attempt at committing what is pending."""

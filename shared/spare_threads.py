@@ -1,4 +1,4 @@
-"""Daemon threads reused for background functions (a turn's timers, shared.runtime).
+"""Daemon threads reused for background functions (a turn's timer that fired, shared.timers).
 
 Starting a thread waits until the new thread has been scheduled: under concurrent requests
 that wait was a good part of a short blocking send. A function handed to `run` goes to a

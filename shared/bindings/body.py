@@ -67,6 +67,10 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
+# Made once: json.loads with any option builds a new decoder for every body.
+_DECODER = json.JSONDecoder(parse_constant=_constant, object_pairs_hook=_unique)
+
+
 def _check_shape(text: str) -> None:
     """Refuse a body nested deeper than MAX_DEPTH or holding more than MAX_ITEMS values."""
     if len(text) < MAX_ITEMS and text.count("[") + text.count("{") <= MAX_DEPTH:
@@ -125,7 +129,7 @@ def parse(data: bytes) -> Any:
         raise JSONParseError(f"the body is not UTF-8 ({exc.reason} at byte {exc.start})") from None
     _check_shape(text)
     try:
-        value = json.loads(text, parse_constant=_constant, object_pairs_hook=_unique)
+        value = _DECODER.decode(text)
     except _Duplicate as dup:
         raise InvalidRequestError(
             f"the key {dup.key[:64]!a} appears twice in one object; send it once"

@@ -24,6 +24,7 @@ from shared import extensions, streaming
 from shared.bindings import body as front_door
 from shared.bindings import jsonrpc, operations, rest, rest_v0_3, sse
 from shared.bindings.console import Console
+from shared.bindings.headers import header, query, reader, values
 from shared.bindings.json_http import JSON, json_response
 from shared.card import AgentCard
 from shared.dialects.base import Dialect
@@ -166,17 +167,18 @@ class HttpApp:
 
     def __call__(self, request: flask.Request) -> flask.Response:
         """The answer, and the request's one log line (shared.observability)."""
-        headers = request.headers
         with unit(
-            "request", traceparent=headers.get(TRACEPARENT), cloud_trace=headers.get(CLOUD_TRACE)
+            "request",
+            traceparent=header(request, TRACEPARENT),
+            cloud_trace=header(request, CLOUD_TRACE),
         ) as record:
             response = self._route(request)
             record.fields["httpRequest"] = http_request(
                 request.method,
                 request.path,
                 response.status_code,
-                user_agent=headers.get("User-Agent"),
-                forwarded_for=headers.get("X-Forwarded-For"),
+                user_agent=header(request, "User-Agent"),
+                forwarded_for=header(request, "X-Forwarded-For"),
                 remote_addr=request.remote_addr,
             )
             if response.mimetype == sse.MEDIA_TYPE:
@@ -241,8 +243,8 @@ class HttpApp:
         """The URL clients reach us by, also behind a proxy that sets X-Forwarded-*."""
         if self.settings.public_url:
             return self.settings.public_url
-        proto = request.headers.get("X-Forwarded-Proto", request.scheme).split(",")[0].strip()
-        host = request.headers.get("X-Forwarded-Host", request.host).split(",")[0].strip()
+        proto = (header(request, "X-Forwarded-Proto") or request.scheme).split(",")[0].strip()
+        host = (header(request, "X-Forwarded-Host") or request.host).split(",")[0].strip()
         return f"{proto}://{host}/"
 
     def _card(self, request: flask.Request) -> flask.Response:
@@ -253,7 +255,7 @@ class HttpApp:
             "Cache-Control": f"public, max-age={self.settings.card_max_age}",
         }
         if document.not_modified(
-            request.headers.get("If-None-Match"), request.headers.get("If-Modified-Since")
+            header(request, "If-None-Match"), header(request, "If-Modified-Since")
         ):
             return flask.Response(status=304, headers=headers)
         return flask.Response(document.body, mimetype=JSON, headers=headers)
@@ -272,7 +274,7 @@ class HttpApp:
         answer = jsonrpc.dispatch(
             body,
             call=call,
-            content_type=request.headers.get("Content-Type"),
+            content_type=header(request, "Content-Type"),
             version=_version(request),
             max_batch=self.settings.max_batch,
         )
@@ -304,7 +306,7 @@ class HttpApp:
                 call=call,
                 query=request.args.to_dict(),
                 body=body,
-                content_type=request.headers.get("Content-Type"),
+                content_type=header(request, "Content-Type"),
                 version=_version(request),
             )
         except A2AError as error:
@@ -329,7 +331,7 @@ class HttpApp:
             extended,
             extensions.activate(
                 self.service.handler.extensions,
-                request.headers.getlist,
+                values(request),
                 extensions.kit(self.settings.push_notifications),
             ),
             self.settings.streaming,
@@ -349,7 +351,7 @@ class HttpApp:
 
     def _authenticate(self, request: flask.Request) -> Principal:
         try:
-            principal = self.authenticator.authenticate(request.headers.get)
+            principal = self.authenticator.authenticate(reader(request))
         except AuthenticationError as exc:
             raise _Unauthenticated(f"authentication required: {exc}", exc.challenge) from None
         note(owner=owner_tag(principal.owner))
@@ -392,10 +394,10 @@ def _echo(response: flask.Response, call: operations.Call) -> flask.Response:
 
 def _version(request: flask.Request) -> str | None:
     """The A2A-Version the client asks for: the header, or the query parameter (S1 §3.6)."""
-    return request.headers.get("A2A-Version") or request.args.get("A2A-Version")
+    return header(request, "A2A-Version") or query(request, "A2A-Version")
 
 
 def _last_event_id(request: flask.Request) -> str | None:
     """Where a stream resumes: the SSE header, or a query parameter for clients (browsers'
     EventSource on a new URL, curl users) that cannot set it."""
-    return request.headers.get("Last-Event-ID") or request.args.get("lastEventId")
+    return header(request, "Last-Event-ID") or query(request, "lastEventId")

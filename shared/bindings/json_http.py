@@ -11,6 +11,8 @@ from shared.errors import ContentTypeNotSupportedError
 
 JSON = "application/json"
 JSON_MEDIA_TYPES = frozenset({JSON, "application/a2a+json", "application/json-rpc"})
+# Made once: json.dumps with any option builds a new encoder for every answer.
+ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
 
 def media_type(content_type: str | None) -> str | None:
@@ -30,5 +32,5 @@ def content_type_error(content_type: str | None) -> ContentTypeNotSupportedError
 def json_response(
     payload: Any, status: int = 200, headers: dict[str, str] | None = None
 ) -> flask.Response:
-    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    body = ENCODER.encode(payload)
     return flask.Response(body, status=status, mimetype=JSON, headers=headers)

@@ -102,6 +102,8 @@ def _message_request(
     call.extensions.require(dialect.version)
     request, fields = decode.send(params, dialect.default_history, call.service.limits)
     message = call.extensions.record(request.message)
+    if message is request.message:  # no extension activated: the request as decoded
+        return request, fields
     return replace(request, message=message), fields
 
 

@@ -10,7 +10,6 @@ the stream.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import flask
 
 from shared import streaming
+from shared.bindings.json_http import ENCODER
 from shared.dialects.base import Dialect
 from shared.dialects.v1_0 import part as v1_part
 from shared.errors import A2AError, InternalError
@@ -34,8 +34,8 @@ def event(data: Any, *, seq: int | None = None, name: str | None = None) -> str:
         lines.append(f"event: {name}")
     if seq is not None:
         lines.append(f"id: {seq}")
-    # json.dumps escapes newlines inside strings: the data is always a single line.
-    lines.append("data: " + json.dumps(data, separators=(",", ":"), ensure_ascii=False))
+    # JSON escapes newlines inside strings: the data is always a single line.
+    lines.append("data: " + ENCODER.encode(data))
     return "\n".join(lines) + "\n\n"
 
 

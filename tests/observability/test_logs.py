@@ -3,8 +3,12 @@ text for a person elsewhere, either forced by A2A_LOG_FORMAT; set-up errors name
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import logging
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -97,3 +101,82 @@ def test_tracing_without_the_extra_stops_start_up_naming_the_fix(
     finally:
         for handler in [h for h in root.handlers if h not in before]:
             root.removeHandler(handler)
+
+
+@contextlib.contextmanager
+def json_only() -> Iterator[io.StringIO]:
+    """The process's logging as a deployed function has it: `configure`'s JSON handler
+    alone on the root (its stream a StringIO), nothing on the way from the line's logger.
+    Entered in the test itself: pytest puts its own handlers on the root for the call."""
+    stream = io.StringIO()
+    root = logging.getLogger()
+    before = list(root.handlers)
+    for handler in before:
+        root.removeHandler(handler)
+    stderr, sys.stderr = sys.stderr, stream
+    try:
+        logs.configure("json", project="p", environ={})
+        yield stream
+    finally:
+        sys.stderr = stderr
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+        for handler in before:
+            root.addHandler(handler)
+
+
+def test_a_unit_s_line_written_directly_is_the_line_logging_would_write(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_record(record: logging.LogRecord) -> None:
+        raise AssertionError("the line went through logging")
+
+    with json_only() as stream:
+        monkeypatch.setattr(logging.getLogger(logs.LINE_LOGGER), "handle", no_record)
+        with unit("request", traceparent=f"00-{TRACE}-00f067aa0ba902b7-01") as opened:
+            note(taskId="t-3", method="SendMessage", weird=object())
+        [handler] = logging.getLogger().handlers
+        # The same text as the formatter gives the LogRecord logging would have made of it.
+        summary = "request SendMessage"
+        entry = logging.LogRecord(logs.LINE_LOGGER, logging.INFO, "", 0, summary, (), None)
+        entry.a2a_unit = opened
+        expected = handler.format(entry)
+    [written] = stream.getvalue().splitlines()
+    assert written == expected
+    line = json.loads(written)
+    assert (line["severity"], line["taskId"]) == ("INFO", "t-3")
+    assert line["message"] == "request SendMessage"
+    assert line["logging.googleapis.com/trace"] == f"projects/p/traces/{TRACE}"
+
+
+def test_with_another_handler_the_line_goes_through_logging() -> None:
+    caught: list[logging.LogRecord] = []
+
+    class Extra(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            caught.append(record)
+
+    extra = Extra()
+    with json_only() as stream:
+        logging.getLogger(logs.LINE_LOGGER).addHandler(extra)
+        try:
+            with unit("worker"):
+                note(outcome="ran")
+        finally:
+            logging.getLogger(logs.LINE_LOGGER).removeHandler(extra)
+    assert [r.getMessage() for r in caught] == ["worker ran"]
+    assert len(stream.getvalue().splitlines()) == 1  # and once to the stream, as before
+
+
+def test_a_failed_write_is_reported_as_logging_reports_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    reported: list[logging.LogRecord] = []
+    with json_only() as stream:
+        [handler] = logging.getLogger().handlers
+        monkeypatch.setattr(handler, "handleError", reported.append)
+        stream.close()  # writing to it raises
+        with unit("request"):
+            pass
+    [entry] = reported
+    assert entry.getMessage() == "request" and entry.name == logs.LINE_LOGGER
