@@ -28,11 +28,20 @@ from pathlib import Path
 
 import requests
 
+from infra import settings as deploy
 from infra.stage import stage
 from tests.bench.load import HEADERS, cpu_seconds, load, pss_mib, send_body
 from tests.conftest import FUNCTIONS_FRAMEWORK, ROOT, free_port
 
-OURS_ENV = {"A2A_HANDLER": "functions.handlers.echo", "A2A_BACKEND": "memory"}
+
+def _as_deployed() -> dict[str, str]:
+    """What `make deploy` gives the `a2a` function's server and Cloud Functions its logs: the
+    threads of its concurrency in deploy.toml, and JSON lines (auto under K_SERVICE)."""
+    functions = deploy.load(deploy.DEFAULT_FILE, {"PROJECT": "bench-project"}).functions
+    return {"THREADS": str(functions.a2a.concurrency), "A2A_LOG_FORMAT": "json"}
+
+
+OURS_ENV = {"A2A_HANDLER": "functions.handlers.echo", "A2A_BACKEND": "memory", **_as_deployed()}
 
 
 @dataclass
