@@ -82,7 +82,8 @@ def spawn(kind: str, extra: dict[str, str] | None = None) -> Process:
     elif kind == "floor":
         command = [str(FUNCTIONS_FRAMEWORK), "--target=hello", "--source=tests/bench/hello/main.py"]
         command.append(f"--port={port}")
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        # Served as ours is: the same threads.
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "THREADS": OURS_ENV["THREADS"]}
     else:
         cwd = staged()
         command = [str(FUNCTIONS_FRAMEWORK), "--target=a2a", f"--source={cwd / 'main.py'}"]
@@ -190,6 +191,23 @@ def row(name: str, ours: list[float], sdk: list[float]) -> str:
     )
 
 
+def floor_line(per_round: dict[str, list[Figures]]) -> str:
+    """The same load on the bare function: what functions-framework itself costs, the least
+    any function served by it can reach, as ratios to the SDK's like ours."""
+
+    def ratio(name: str) -> str:
+        floor = [getattr(f, name) for f in per_round["floor"]]
+        sdk = [getattr(f, name) for f in per_round["sdk"]]
+        ratio = statistics.median(f / s for f, s in zip(floor, sdk, strict=True))
+        return f"{statistics.median(floor):.1f} ({ratio:.2f}x)"
+
+    return (
+        "  the floor under the same load (a bare functions-framework function): throughput "
+        f"{ratio('rps')} req/s, CPU per request {ratio('cpu_ms')} ms, p50 {ratio('p50_ms')} "
+        f"ms, p99 {ratio('p99_ms')} ms"
+    )
+
+
 def compare(rounds: int, clients: int, per_client: int) -> None:
     print(
         f"\nside by side with the official SDK (a2a-sdk 1.3, uvicorn, in-memory store), "
@@ -198,10 +216,10 @@ def compare(rounds: int, clients: int, per_client: int) -> None:
         flush=True,
     )
     cold: dict[str, list[float]] = {"ours": [], "sdk": [], "floor": []}
-    per_round: dict[str, list[Figures]] = {"ours": [], "sdk": []}
+    per_round: dict[str, list[Figures]] = {"ours": [], "sdk": [], "floor": []}
     start: dict[str, list[float]] = {"ours": [], "sdk": []}
-    with running("ours") as ours, running("sdk") as sdk:
-        servers = {"ours": ours, "sdk": sdk}
+    with running("ours") as ours, running("sdk") as sdk, running("floor") as floor:
+        servers = {"ours": ours, "sdk": sdk, "floor": floor}
         for kind, server in servers.items():
             load(server, 2, 20, 10)  # warm-up: every code path ran once
             start[kind] = [pss_mib(server.process.pid)] * rounds
@@ -210,7 +228,7 @@ def compare(rounds: int, clients: int, per_client: int) -> None:
             order = ("ours", "sdk") if index % 2 == 0 else ("sdk", "ours")
             for kind in (*order, "floor"):
                 cold[kind].append(cold_start(kind))
-            for kind in order:
+            for kind in (*order, "floor"):
                 per_round[kind].append(round_of_load(servers[kind], clients, per_client))
             print(
                 f"  round {index + 1}/{rounds}: "
@@ -236,6 +254,7 @@ def compare(rounds: int, clients: int, per_client: int) -> None:
         f"{statistics.median(excess):.0f} ms ({min(excess):.0f}-{max(excess):.0f}), "
         f"target <= 80 ms {'met' if statistics.median(excess) <= 80 else 'NOT MET'}"
     )
+    print(floor_line(per_round))
     growth = [f.memory_mib for f in per_round["ours"]]
     print(
         f"  our memory after each round (MiB): {', '.join(f'{m:.0f}' for m in growth)}; "
