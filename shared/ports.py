@@ -258,18 +258,37 @@ class StoredPushConfig:
     sweep_at: datetime | None = None
 
 
+class TooManyPushConfigs(Exception):
+    """The owner's task has `count` push configs, at least the `limit` a put was given, and
+    the config to put is not one of them: nothing was written."""
+
+    def __init__(self, task_id: str, count: int, limit: int) -> None:
+        super().__init__(f"task {task_id} has {count} push configs, the limit ({limit})")
+        self.task_id, self.count, self.limit = task_id, count, limit
+
+
 class PushConfigStore(Protocol):
     """Push notification configs of one owner's tasks. Every call names the owner, and sees
     only that owner's configs: a config id names a config of (owner, task), never another
     owner's. Callers check that the owner's task exists before they `put`."""
 
     def put(
-        self, owner: str, config: PushConfig, *, dialect: str, delivered_seq: int = 0
+        self,
+        owner: str,
+        config: PushConfig,
+        *,
+        dialect: str,
+        delivered_seq: int = 0,
+        limit: int | None = None,
     ) -> StoredPushConfig:
         """Create or replace the owner's config with this id on its task. A new config counts
         events up to `delivered_seq` as delivered (it hears only of later ones); a replaced
         one keeps its progress, forgets its failure, and, if it lags, is due to a sweep now
-        (updating a config retries it)."""
+        (updating a config retries it).
+
+        With a `limit`, raises TooManyPushConfigs instead of adding a config to a task that
+        has `limit` already; the count and the write are one atomic step, so concurrent puts
+        of new ids never leave the task with more (replacing one by its id is allowed)."""
         ...
 
     def get(self, owner: str, task_id: str, config_id: str) -> StoredPushConfig | None: ...

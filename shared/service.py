@@ -32,7 +32,9 @@ since) is looked up before it is refused.
 
 A push config sent with a message is checked (URL, the per-task limit) before anything is
 written, and stored only once its task is the owner's: created by this send, or read as the
-owner's before it is continued.
+owner's before it is continued. The store counts again as it writes (atomically): a config
+that lost the last place to a concurrent request between the two is refused with the same
+error, after the message was stored.
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ from shared.ports import (
     TaskQuery,
     TaskQueue,
     TaskStore,
+    TooManyPushConfigs,
 )
 from shared.push_url import PushURLRefused
 from shared.requests import (
@@ -414,7 +417,7 @@ class A2AService:
                 # Checked now, stored once the task is the owner's (created or read as such):
                 # a refused config leaves the task as it was.
                 push = request.push_config.for_task(task.id, default_id=new_id())
-                self._admit_push_config(owner, push, new_task=stored is None)
+                self._admit_push_config(owner, push, count=stored is not None)
             # A new task's config hears of every event; a resumed one's of those to come.
             seen = stored.last_seq if stored is not None else 0
             if background:
@@ -744,9 +747,11 @@ class A2AService:
             )
         return self.push_configs
 
-    def _admit_push_config(self, owner: str, config: PushConfig, *, new_task: bool) -> None:
-        """Refuse a config whose URL is refused, or that would be one too many on its task
-        (replacing one of the owner's configs is always allowed)."""
+    def _admit_push_config(self, owner: str, config: PushConfig, *, count: bool) -> None:
+        """Refuse a config whose URL is refused, or (`count`: a send to a task that exists)
+        that would be one too many on its task (replacing one of the owner's configs is
+        always allowed), before a send writes anything. The put counts again, atomically
+        (`_put_push_config`): that is what holds the limit when sends race."""
         store = self.require_push()
         try:
             self._check_push_url(config.url)
@@ -754,30 +759,46 @@ class A2AService:
             raise InvalidParamsError(
                 f"push notification URL refused: {exc}", field="push_config.url"
             ) from None
-        if new_task:
+        if not count:
             return
         existing = store.list(owner, config.task_id)
+        if len(existing) >= self._max_push_configs and all(
+            c.config.id != config.id for c in existing
+        ):
+            raise self._too_many_push_configs(config.task_id, len(existing))
+
+    def _too_many_push_configs(self, task_id: str, count: int) -> InvalidParamsError:
         limit = self._max_push_configs
-        if len(existing) >= limit and all(c.config.id != config.id for c in existing):
-            setting = ENVIRONMENT["max_push_configs_per_task"]
-            raise InvalidParamsError(
-                f"task {config.task_id} has {len(existing)} push notification configs, the "
-                f"limit ({setting}={limit}); delete one, replace one by its id, or raise "
-                f"{setting}",
-                metadata={"limit": str(limit), "setting": setting},
-            )
+        setting = ENVIRONMENT["max_push_configs_per_task"]
+        return InvalidParamsError(
+            f"task {task_id} has {count} push notification configs, the limit "
+            f"({setting}={limit}); delete one, replace one by its id, or raise {setting}",
+            metadata={"limit": str(limit), "setting": setting},
+        )
 
     def _put_push_config(
         self, owner: str, config: PushConfig, dialect: str, delivered_seq: int
     ) -> StoredPushConfig:
-        return self.require_push().put(owner, config, dialect=dialect, delivered_seq=delivered_seq)
+        """Store the config within the per-task limit: the store counts and writes in one
+        atomic step, so concurrent puts of new ids cannot pass it together."""
+        try:
+            return self.require_push().put(
+                owner,
+                config,
+                dialect=dialect,
+                delivered_seq=delivered_seq,
+                limit=self._max_push_configs,
+            )
+        except TooManyPushConfigs as exc:
+            raise self._too_many_push_configs(exc.task_id, exc.count) from None
 
     def set_push_config(
         self, owner: str, request: SetPushConfigRequest, dialect: str
     ) -> StoredPushConfig:
-        """A config made for a task that exists hears of the events that come after it."""
+        """A config made for a task that exists hears of the events that come after it.
+        Refused (URL, limit) before anything is written; the put counts the task's configs."""
         stored = self._stored(owner, request.config.task_id)
-        self._admit_push_config(owner, request.config, new_task=False)
+        self._admit_push_config(owner, request.config, count=False)
         return self._put_push_config(owner, request.config, dialect, stored.last_seq)
 
     def get_push_config(self, owner: str, request: GetPushConfigRequest) -> StoredPushConfig:

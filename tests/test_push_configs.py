@@ -473,3 +473,39 @@ def test_a_v01_config_shows_its_failure_too(push: Client) -> None:
     fail_for_good(push, task_id, stored.config.id, "refused")
     got = push.result("tasks/pushNotification/get", {"id": task_id})
     assert got["metadata"] == {"lastError": "refused", "failedAt": "2026-01-02T03:04:05.678Z"}
+
+
+def test_a_config_that_loses_the_race_for_the_last_place_gets_the_same_error(
+    two_per_task: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another request takes the last place between the send's check (a list) and its put:
+    # the put counts again, in the same step as its write, and refuses as the check does.
+    push = two_per_task
+    task_id = new_task(push)
+    first = {"taskId": task_id, "id": "c0", "url": HOOK}
+    push.result("CreateTaskPushNotificationConfig", first, version="1.0")
+    configs = push.app.service.push_configs
+    assert configs is not None
+    checked = configs.list
+
+    def check_then_lose(owner: str, task: str) -> Any:
+        seen = checked(owner, task)
+        monkeypatch.setattr(configs, "list", checked)
+        other = {"taskId": task_id, "id": "c1", "url": HOOK}
+        push.result("CreateTaskPushNotificationConfig", other, version="1.0")
+        return seen
+
+    monkeypatch.setattr(configs, "list", check_then_lose)
+    follow = {
+        "message": {
+            "role": "ROLE_USER",
+            "parts": [{"text": "Android"}],
+            "messageId": text_id("Android"),
+            "taskId": task_id,
+        },
+        "configuration": {"taskPushNotificationConfig": {"url": HOOK, "id": "c2"}},
+    }
+    error = push.error("SendMessage", follow, version="1.0")
+    assert (error["code"], error["message"]) == (-32602, LIMIT_MESSAGE.format(task=task_id))
+    listed = push.result("ListTaskPushNotificationConfigs", {"taskId": task_id}, version="1.0")
+    assert [c["id"] for c in listed["configs"]] == ["c0", "c1"]

@@ -10,7 +10,8 @@ address another document, and each owner's task ids are a namespace of their own
   version, lastSeq, dialect, createdAt, updatedAt, expireAt, `lease` (the turn: a map, or
   null; the sweep queries `lease.expires`), `pending` (ids of messages waiting for a turn),
   `pushConfigs` (false until a push config is put on the task: `firestore_push` sets it in
-  the config's batch; absent in documents older than it, read as true), and `task`, the
+  the config's batch, with `pushConfigsAdded`, the count of configs ever added, that
+  serialises them; absent in documents older than it, read as true), and `task`, the
   materialized task as JSON. A task whose JSON
   outgrows `task_budget` keeps only its status and metadata there (`inLog` is true) and is
   rebuilt on read by folding its event log.

@@ -16,6 +16,13 @@ precondition and re-reads, so every commit after the config exists sees the flag
 commit that does not see it has no config to notify (shared.push_notify skips the read).
 The flag is never cleared: a task whose configs were deleted reads an empty list.
 
+A put given a limit reads the task document, then counts the task's configs, and writes a
+new config's batch with a precondition on that read's update time: every new config changes
+the task document (`pushConfigsAdded`, a counter, beside the flag), so of concurrent puts
+that counted the same configs one commits and the others re-read (as a task commit racing it
+does), and the limit holds. That costs what the service's list before the put did: the
+task's document and its configs read, two writes.
+
 Lagging is state too: `wanted` is the newest event a delivery was asked for (raised with a
 server-side maximum, so concurrent commits need no read), `sweepAt` (epoch seconds, lowered
 with a server-side minimum; absent when nothing lags) when a sweep re-drives the config, found
@@ -39,7 +46,7 @@ from google.cloud.firestore_v1.transforms import Maximum, Minimum
 from shared import ids, model_json
 from shared.conflicts import retry_on_conflict
 from shared.model import PushConfig, utc_now
-from shared.ports import StoredPushConfig, VersionConflict
+from shared.ports import StoredPushConfig, TooManyPushConfigs, VersionConflict
 from shared.store.cost import Cost
 from shared.store.firestore import LOG_SLACK, PUSH_CONFIGS, TASKS, document_id
 
@@ -61,12 +68,39 @@ class FirestorePushConfigStore:
         return self._configs(owner, task_id).document(document_id(config_id))
 
     def put(
-        self, owner: str, config: PushConfig, *, dialect: str, delivered_seq: int = 0
+        self,
+        owner: str,
+        config: PushConfig,
+        *,
+        dialect: str,
+        delivered_seq: int = 0,
+        limit: int | None = None,
     ) -> StoredPushConfig:
         ids.require(config.task_id, "task id")
         ids.require(config.id, "push config id")
+        return retry_on_conflict(
+            lambda: self._put(owner, config, dialect, delivered_seq, limit),
+            subject=f"push config {config.task_id}/{config.id}",
+        )
+
+    def _put(
+        self, owner: str, config: PushConfig, dialect: str, delivered_seq: int, limit: int | None
+    ) -> StoredPushConfig:
         ref = self._ref(owner, config.task_id, config.id)
-        old = self._snapshot(ref, owner)
+        task_ref = self._task(owner, config.task_id)
+        task = None
+        if limit is None:
+            old = self._snapshot(ref, owner)
+        else:
+            # The task first, then its configs: a new config written after this read flags
+            # the task in its batch, so our batch's precondition on this read fails.
+            task = task_ref.get()
+            found = [s.to_dict() or {} for s in self._configs(owner, config.task_id).stream()]
+            self.cost.add(reads=1 + max(1, len(found)))
+            mine = [data for data in found if data.get("owner") == owner]
+            old = next((data for data in mine if data.get("configId") == config.id), None)
+            if old is None and len(mine) >= limit:
+                raise TooManyPushConfigs(config.task_id, len(mine), limit)
         now = utc_now()
         delivered = int(old["delivered"]) if old else delivered_seq
         wanted = max(int(old.get("wanted", 0)), delivered) if old else delivered
@@ -85,22 +119,35 @@ class FirestorePushConfigStore:
         }
         if wanted > delivered:  # lagging: replacing the config retries it at the next sweep
             fields["sweepAt"] = now.timestamp()
-        # Merged, so a delivery under way keeps its sending lease.
-        if old is not None:  # its task was flagged when it was created
+        stored = StoredPushConfig(config, owner, dialect, delivered, wanted)
+        # Merged, so a delivery under way keeps its sending lease. A replaced config leaves
+        # the count as it was, and its task was flagged when it was created.
+        if old is not None or (task is not None and not task.exists):
+            # (Or no task: callers check it exists, it may have expired since; no commit can
+            # notify the config, and the flag would make a document of a missing task.)
             ref.set(fields, merge=True)
             self.cost.add(writes=1)
-            return StoredPushConfig(config, owner, dialect, delivered, wanted)
+            return stored
         batch = self._client.batch()
         batch.set(ref, fields, merge=True)
-        batch.update(self._task(owner, config.task_id), {"pushConfigs": True})
+        # Every new config changes its task (a write that changes nothing keeps the update
+        # time): of two racing for the last place, one fails the precondition on its read,
+        # reads again and counts the other's config.
+        flag = {"pushConfigs": True, "pushConfigsAdded": firestore.Increment(1)}
+        if task is None:
+            batch.update(task_ref, flag)
+        else:
+            option = self._client.write_option(last_update_time=task.update_time)
+            batch.update(task_ref, flag, option=option)
         try:
             self.cost.add(writes=len(batch.commit()))
+        except google_errors.FailedPrecondition:
+            raise VersionConflict(f"{config.task_id}/{config.id}") from None
         except google_errors.NotFound:
-            # No task (callers check it exists; it may have expired since): no commit can
-            # notify the config, and the flag would make a document of a missing task.
+            # No task (see above), gone since it was read, or not read (no limit).
             ref.set(fields, merge=True)
             self.cost.add(writes=1)
-        return StoredPushConfig(config, owner, dialect, delivered, wanted)
+        return stored
 
     def get(self, owner: str, task_id: str, config_id: str) -> StoredPushConfig | None:
         data = self._snapshot(self._ref(owner, task_id, config_id), owner)

@@ -3,7 +3,9 @@
 Configs are keyed by (owner, task id, config id), so one owner's ids never meet another's.
 Every access holds its lock (deliveries and requests call it from many threads), and the
 sending lease is checked as in Firestore: only its holder records progress or gives it back.
-Each config's sweep time (when a sweep re-drives it if it still lags) is kept beside it.
+A put given a limit counts the task's configs and stores the new one under one hold of the
+lock, so the limit holds however many puts race. Each config's sweep time (when a sweep
+re-drives it if it still lags) is kept beside it.
 Bound to the task store (`tasks`), a new config marks its task as having push configs after
 it is stored, as Firestore's batch does (shared.store.firestore_push), so that a commit whose
 task is unmarked has none to notify.
@@ -18,7 +20,7 @@ from datetime import datetime
 
 from shared import ids
 from shared.model import PushConfig, utc_now
-from shared.ports import StoredPushConfig
+from shared.ports import StoredPushConfig, TooManyPushConfigs
 from shared.store.cost import Cost
 from shared.store.memory import MemoryTaskStore
 
@@ -40,14 +42,25 @@ class MemoryPushConfigStore:
         self._sweep_at: dict[_Key, datetime] = {}  # lagging configs -> when a sweep is due
 
     def put(
-        self, owner: str, config: PushConfig, *, dialect: str, delivered_seq: int = 0
+        self,
+        owner: str,
+        config: PushConfig,
+        *,
+        dialect: str,
+        delivered_seq: int = 0,
+        limit: int | None = None,
     ) -> StoredPushConfig:
         ids.require(config.task_id, "task id")
         ids.require(config.id, "push config id")
-        self.cost.add(reads=1, writes=1)
         with self._lock:
             configs = self._configs.setdefault((owner, config.task_id), {})
+            # Counted and written under one hold of the lock: concurrent puts cannot both
+            # take the last place. Billed as Firestore's: the task, then its configs.
+            self.cost.add(reads=1 if limit is None else 1 + max(1, len(configs)))
             old = configs.get(config.id)
+            if old is None and limit is not None and len(configs) >= limit:
+                raise TooManyPushConfigs(config.task_id, len(configs), limit)
+            self.cost.add(writes=1)
             stored = (
                 replace(old, config=config, dialect=dialect, last_error=None, failed_at=None)
                 if old is not None

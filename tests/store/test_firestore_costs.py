@@ -1,7 +1,8 @@
 """What each store operation costs in Firestore document reads and writes, held to budget.
 
 The budgets (issues 3 and 15): a blocking short task 2 writes and no read (its task is its
-message's record), GetTask 1 read, a ListTasks page of N tasks N reads plus the count.
+message's record), GetTask 1 read, a ListTasks page of N tasks N reads plus the count. A
+push config put within the per-task limit: its task and the task's configs read, two writes.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ import pytest
 
 from shared import lifecycle
 from shared.model import Artifact, ArtifactUpdate, Event, Part, Task, TaskState, TaskStatus
-from shared.ports import DuplicateMessage, TaskQuery, VersionConflict
+from shared.ports import DuplicateMessage, TaskQuery, TooManyPushConfigs, VersionConflict
 from shared.store.firestore import FirestoreTaskStore
+from shared.store.firestore_push import FirestorePushConfigStore
 from tests.store.conftest import MakeStore
 from tests.store.factory import ALICE, MALLORY, message, new_task, sent, status
+from tests.store.test_push_contract import config
 
 
 @pytest.fixture
@@ -121,3 +124,25 @@ def test_reading_the_log_is_one_read_per_commit(store: FirestoreTaskStore) -> No
     assert spent(store) == (1, 0)
     assert store.events(ALICE, task.id, after_seq=4) == []  # polling for nothing new
     assert spent(store) == (1, 0)
+
+
+def test_a_push_config_within_the_limit_costs_what_the_check_before_it_did(
+    store: FirestoreTaskStore,
+) -> None:
+    # The service used to list the task's configs, then put (a read, then the config and the
+    # task's flag): the put's own count, the task then its configs, is the same bill.
+    configs = FirestorePushConfigStore(store.client, retention=store.retention, cost=store.cost)
+    task, events = new_task()
+    store.create(ALICE, task, events, dialect="v1.0")
+    spent(store)
+    configs.put(ALICE, config("c0", task_id=task.id), dialect="1.0", limit=3)
+    assert spent(store) == (1 + 1, 2)  # an empty list bills one read
+    configs.put(ALICE, config("c1", task_id=task.id), dialect="1.0", limit=3)
+    assert spent(store) == (1 + 1, 2)
+    configs.put(ALICE, config("c0", task_id=task.id), dialect="1.0", limit=3)
+    assert spent(store) == (1 + 2, 1)  # a replacement writes the config alone
+    configs.put(ALICE, config("c2", task_id=task.id), dialect="1.0", limit=3)
+    spent(store)
+    with pytest.raises(TooManyPushConfigs):
+        configs.put(ALICE, config("c3", task_id=task.id), dialect="1.0", limit=3)
+    assert spent(store) == (1 + 3, 0)

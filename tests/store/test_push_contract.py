@@ -1,9 +1,12 @@
 """The PushConfigStore contract, run against the memory store and Firestore: configs scoped
-by owner (another owner's config is never read, replaced, listed, leased or deleted), and the
-sending lease (one holder at a time; only the holder records progress or gives it back)."""
+by owner (another owner's config is never read, replaced, listed, leased or deleted), the
+sending lease (one holder at a time; only the holder records progress or gives it back), and
+the per-task limit (counted and written in one step: racing puts never pass it)."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
@@ -15,7 +18,7 @@ from shared import lifecycle
 from shared.conflicts import retry_on_conflict
 from shared.jobs import PushJob
 from shared.model import PushAuthentication, PushConfig, TaskState, utc_now
-from shared.ports import PushConfigStore, StoredTask
+from shared.ports import PushConfigStore, StoredTask, TooManyPushConfigs
 from shared.push_notify import PushNotifier
 from shared.store.firestore import FirestoreTaskStore
 from shared.store.firestore_push import FirestorePushConfigStore
@@ -409,3 +412,62 @@ def test_lagging_configs_page_after_page_each_once(push_store: PushConfigStore) 
         page = push_store.lagging(later, 2, after=page[-1])
     assert sorted(seen) == [f"c{n}" for n in range(5)]  # each once
     assert set(seen[:3]) == {"c0", "c1", "c2"}  # the longest waiting first
+
+
+# -- the per-task limit: counted and written in one atomic step --
+
+
+def test_a_limited_put_refuses_a_new_config_at_the_limit(
+    stores: tuple[MemoryTaskStore | FirestoreTaskStore, PushConfigStore],
+) -> None:
+    tasks, configs = stores
+    task, events = new_task()
+    tasks.create(A, task, events, dialect="v1.0")
+    tasks.create(B, *new_task(task_id=task.id), dialect="v1.0")
+    for n in range(2):
+        configs.put(A, config(f"c{n}", task_id=task.id), dialect="1.0", limit=2)
+    with pytest.raises(TooManyPushConfigs) as refused:
+        configs.put(A, config("c2", task_id=task.id), dialect="1.0", limit=2)
+    assert (refused.value.task_id, refused.value.count, refused.value.limit) == (task.id, 2, 2)
+    assert configs.get(A, task.id, "c2") is None
+    # Replacing one by its id stays allowed at the limit, and keeps its place.
+    other = config("c0", task_id=task.id, url="https://other.example.com/")
+    assert configs.put(A, other, dialect="0.3", limit=2).config == other
+    assert [c.config for c in configs.list(A, task.id)] == [other, config("c1", task_id=task.id)]
+    # Another owner's task of the same id has configs of its own to count.
+    configs.put(B, config("c2", task_id=task.id), dialect="1.0", limit=1)
+    # A deleted config frees its place.
+    configs.delete(A, task.id, "c1")
+    configs.put(A, config("c2", task_id=task.id), dialect="1.0", limit=2)
+    assert [c.config.id for c in configs.list(A, task.id)] == ["c0", "c2"]
+
+
+RACERS = 8
+
+
+def test_racing_puts_of_new_ids_never_pass_the_limit(
+    stores: tuple[MemoryTaskStore | FirestoreTaskStore, PushConfigStore],
+) -> None:
+    tasks, configs = stores
+    task, events = new_task()
+    tasks.create(A, task, events, dialect="v1.0")
+    configs.put(A, config("c0", task_id=task.id), dialect="1.0", limit=3)
+    start = threading.Barrier(RACERS)
+
+    def put(n: int) -> bool:
+        """Racer 0 replaces c0, the others put new ids, all at once: True if it was stored."""
+        start.wait(timeout=10)
+        try:
+            configs.put(A, config(f"c{n}", task_id=task.id), dialect="1.0", limit=3)
+        except TooManyPushConfigs as exc:
+            assert (exc.count, exc.limit) == (3, 3)
+            return False
+        return True
+
+    with ThreadPoolExecutor(RACERS) as pool:
+        stored = list(pool.map(put, range(RACERS)))
+    assert stored[0]  # the replacement, whoever won the new places
+    assert stored.count(True) == 3  # c0 and two new ones
+    listed = [c.config.id for c in configs.list(A, task.id)]
+    assert len(listed) == 3 and listed[0] == "c0"
+    assert sorted(listed[1:]) == sorted(f"c{n}" for n in range(1, RACERS) if stored[n])
