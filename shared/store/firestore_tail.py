@@ -12,7 +12,10 @@ yet (a slow client) reads the log itself from its position until it has caught u
 neither holds the others back nor grows the instance's memory. A tail that starts behind
 what the listener holds reads the log the same way. When the listener cannot be had, tails
 poll the log instead; when it dies, they poll until one of them opens another (after
-POLL_MAX_SECONDS), which the others then join.
+POLL_MAX_SECONDS), which the others then join. A listener that stays open but falls silent
+(a stream the emulator cut without closing it; seen on a busy machine) is found by one read
+of the log after SILENT_SECONDS without a snapshot while its tails wait: events there that
+it never handed over close it, and its tails listen again.
 
 An event document holds the events of one commit (`first`..`last`). Event documents are
 only ever created, and commits are ordered by the task document's precondition, so a
@@ -38,6 +41,12 @@ log = logging.getLogger("a2a.store.firestore")
 # found starts it over.
 POLL_FIRST_SECONDS = 0.05
 POLL_MAX_SECONDS = 1.0
+
+# A listener without a snapshot for this long while its tails wait has its log read once (by
+# one of them, at most once a period): a silent listener delays its tails' events by at most
+# this, and an idle task's stream costs a read a period (an empty query bills one: ~110 reads
+# for a 9-minute stream, a few millionths of a dollar).
+SILENT_SECONDS = 5.0
 
 # Bytes of event JSON one listener keeps for tails that have not read them yet. An event
 # document holds up to 1 MB: this is several commits of the largest, and thousands of
@@ -72,6 +81,8 @@ class LogWatch:
         self._events: dict[int, tuple[Event, int]] = {}  # seq -> (event, its bytes)
         self._bytes = 0
         self.tails: set[FirestoreTail] = {first}
+        # When it last handed over a snapshot, or its log was last read in its place.
+        self.heard = time.monotonic()
         self._watch: Any = None
         self._watch = query.on_snapshot(self._on_snapshot)
 
@@ -82,6 +93,7 @@ class LogWatch:
     def _on_snapshot(self, documents: Any, changes: Any, read_time: Any) -> None:
         # On the listener's thread. A reconnect may send documents again: keyed by seq.
         with self.arrived:
+            self.heard = time.monotonic()
             self._cost.add(reads=len(changes))  # a listener is billed each document it hands over
             for change in changes:
                 if change.type.name != "ADDED":
@@ -113,6 +125,15 @@ class LogWatch:
             self._bytes -= self._events.pop(floor)[1]
         self.floor = floor
         self.newest = max(self.newest, floor)
+
+    def silent(self) -> bool:
+        """Whether the log is due a read in this listener's place (and is taken as read: one
+        tail reads it). Hold `arrived`."""
+        now = time.monotonic()
+        if now - self.heard < SILENT_SECONDS:
+            return False
+        self.heard = now
+        return True
 
     def close(self) -> None:
         watch, self._watch = self._watch, None
@@ -212,17 +233,34 @@ class FirestoreTail:
                     ),
                     timeout=max(timeout, 0),
                 )
+                silent = False
                 if self.position >= watch.floor:
                     found = watch.take(self.position)
                     if found:
                         self.position = found[-1].seq
                         watch.trim()
-                    if found or watch.active:
                         return found
+                    silent = watch.active and watch.silent()
+                    if watch.active and not silent:
+                        return found
+            if silent:
+                return self._check(watch)
             if not watch.active:
                 log.warning("the listener on task %s's events stopped: polling", self._task_id)
         # Behind the listener's events (or without a listener): read the log from here.
         return self._poll(timeout)
+
+    def _check(self, watch: LogWatch) -> list[LoggedEvent]:
+        """Read the log in a silent listener's place: what is there that it never handed
+        over closes it (its tails listen again)."""
+        found = self._read(self._owner, self._task_id, self.position)
+        if found:
+            log.warning(
+                "the listener on task %s's events fell silent: listening again", self._task_id
+            )
+            watch.close()
+            self.position = found[-1].seq
+        return found
 
     def _poll(self, timeout: float) -> list[LoggedEvent]:
         # The backoff runs across calls: a caller that asks often (a stream looking whether

@@ -180,6 +180,10 @@ class Log:
         for listener in self.listeners:
             listener.is_active = False
 
+    def silence(self) -> None:
+        """Every listener falls silent: open, and handed nothing more."""
+        self.listeners = []
+
     def read(self, owner: str, task_id: str, after: int) -> list[LoggedEvent]:
         return [e for d in self.documents for e in _logged(d, after)]
 
@@ -283,3 +287,50 @@ def test_the_tails_of_a_dead_listener_share_the_next_one() -> None:
     for tail in tails:
         tail.close()
     assert watches.open == 0
+
+
+class Clock:
+    """firestore_tail's `time`, moved by the test (its waits for a snapshot wait nothing)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_a_silent_listener_is_found_by_one_read_and_its_tails_listen_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = Clock()
+    monkeypatch.setattr(firestore_tail, "time", clock)
+    log = Log()
+    task, _ = new_task()
+    event = status(task, TaskState.WORKING, text="x")
+    reads: list[int] = []
+
+    def read(owner: str, task_id: str, after: int) -> list[LoggedEvent]:
+        reads.append(after)
+        return log.read(owner, task_id, after)
+
+    watches = LogWatches(log.query, _logged, Cost())
+    tails = [FirestoreTail(ALICE, "t", 0, read=read, watches=watches) for _ in range(3)]
+    log.commit([event])
+    assert [[e.seq for e in t.next(0)] for t in tails] == [[1]] * 3
+    # Quiet for a while, the listener still speaking: one read a period, by one tail.
+    clock.now += firestore_tail.SILENT_SECONDS
+    assert [t.next(0) for t in tails] == [[], [], []]
+    assert reads == [1] and all(t.listening for t in tails)
+    log.silence()
+    log.commit([event] * 2)  # never handed over
+    clock.now += firestore_tail.SILENT_SECONDS - 1
+    assert [t.next(0) for t in tails] == [[], [], []] and reads == [1]  # not yet a period
+    clock.now += 1
+    got = [[e.seq for e in t.next(0)] for t in tails]
+    # The first read the log and closed the listener; the others read from their positions.
+    assert got == [[2, 3]] * 3
+    log.commit([event])  # to the next listener, which the three share
+    assert [[e.seq for e in t.next(0)] for t in tails] == [[4]] * 3
+    assert watches.opened == 2 and watches.open == 1 and all(t.listening for t in tails)
+    for tail in tails:
+        tail.close()
