@@ -266,6 +266,19 @@ LIMIT_MESSAGE = (
 )
 
 
+def follow_up_with_config(task_id: str) -> dict[str, Any]:
+    """A 1.0 send to `task_id` that brings a new push config, `c2`."""
+    return {
+        "message": {
+            "role": "ROLE_USER",
+            "parts": [{"text": "Android"}],
+            "messageId": text_id("Android"),
+            "taskId": task_id,
+        },
+        "configuration": {"taskPushNotificationConfig": {"url": HOOK, "id": "c2"}},
+    }
+
+
 @pytest.fixture
 def two_per_task(make_client: Any) -> Client:
     client: Client = make_client(
@@ -323,15 +336,7 @@ def test_an_inline_config_over_the_limit_leaves_the_task_as_it_was(two_per_task:
         )
     store = push.app.service.store
     before = store.get("anonymous", task_id)
-    follow = {
-        "message": {
-            "role": "ROLE_USER",
-            "parts": [{"text": "Android"}],
-            "messageId": text_id("Android"),
-            "taskId": task_id,
-        },
-        "configuration": {"taskPushNotificationConfig": {"url": HOOK, "id": "c2"}},
-    }
+    follow = follow_up_with_config(task_id)
     error = push.error("SendMessage", follow, version="1.0")
     assert (error["code"], error["message"]) == (-32602, LIMIT_MESSAGE.format(task=task_id))
     assert store.get("anonymous", task_id) == before
@@ -496,15 +501,7 @@ def test_a_config_that_loses_the_race_for_the_last_place_gets_the_same_error(
         return seen
 
     monkeypatch.setattr(configs, "list", check_then_lose)
-    follow = {
-        "message": {
-            "role": "ROLE_USER",
-            "parts": [{"text": "Android"}],
-            "messageId": text_id("Android"),
-            "taskId": task_id,
-        },
-        "configuration": {"taskPushNotificationConfig": {"url": HOOK, "id": "c2"}},
-    }
+    follow = follow_up_with_config(task_id)
     error = push.error("SendMessage", follow, version="1.0")
     assert (error["code"], error["message"]) == (-32602, LIMIT_MESSAGE.format(task=task_id))
     listed = push.result("ListTaskPushNotificationConfigs", {"taskId": task_id}, version="1.0")
