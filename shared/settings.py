@@ -75,8 +75,8 @@ class _Rule:
 
 
 class _Pattern(_Rule):
-    def __init__(self, pattern: str, accepts: str) -> None:
-        super().__init__()
+    def __init__(self, pattern: str, accepts: str, *, optional: bool = False) -> None:
+        super().__init__(optional=optional)
         self.pattern, self.accepts = pattern, accepts
 
     def checked(self, value: object) -> object:
@@ -250,6 +250,20 @@ _OPTIONAL = _Rule(optional=True)
 _URL = _Url(optional=True)
 # A Cloud Tasks queue's id, as infra/settings.py's QueueSettings.name.
 _QUEUE = _Pattern(r"[A-Za-z0-9-]{1,100}", "a Cloud Tasks queue id: 1 to 100 letters, digits or -")
+# A project id (or a legacy domain-scoped one, example.com:my-project) and a region: both go
+# into resource paths (projects/P/locations/R/queues/Q), where a typo would otherwise fail
+# only at the first call of the API, with an error that names neither setting.
+_PROJECT = _Pattern(
+    r"(?:[a-z0-9][a-z0-9.-]{0,62}:)?[a-z][a-z0-9-]{4,28}[a-z0-9]",
+    "a Google Cloud project id: 6 to 30 lowercase letters, digits or -, starting with a "
+    "letter (`gcloud projects list` shows them)",
+    optional=True,
+)
+_REGION = _Pattern(
+    r"[a-z][a-z0-9-]{0,62}",
+    "a Google Cloud region such as us-central1: lowercase letters, digits or -",
+    optional=True,
+)
 
 
 def _setting(
@@ -352,7 +366,7 @@ class Settings:
     push_allowed_ports: tuple[int, ...] = _setting("A2A_PUSH_ALLOWED_PORTS", (80, 443), _Ports())
     # PEM private key (EC P-256 or RSA) that signs notifications; from Secret Manager in prod.
     push_signing_key: str | None = _setting("A2A_PUSH_SIGNING_KEY", None, _OPTIONAL, secret=True)
-    project: str | None = _setting("GOOGLE_CLOUD_PROJECT", None, _OPTIONAL)
+    project: str | None = _setting("GOOGLE_CLOUD_PROJECT", None, _PROJECT)
     firestore_database: str = _setting("A2A_FIRESTORE_DATABASE", "(default)")
     retention_days: int = _setting("A2A_RETENTION_DAYS", 30, _Count(1, MAX_RETENTION_DAYS))
     # The embedded store's bound: past it, the least recently written tasks are forgotten
@@ -360,7 +374,7 @@ class Settings:
     memory_max_bytes: int = _setting("A2A_MEMORY_MAX_BYTES", MEMORY_MAX_BYTES, _Count(1024 * 1024))
     # Background work. With A2A_WORKER_URL set, turns go to that `worker` function through
     # the Cloud Tasks queue `work`; without it, to a thread pool in this process.
-    region: str | None = _setting("A2A_REGION", None, _OPTIONAL)
+    region: str | None = _setting("A2A_REGION", None, _REGION)
     work_queue: str = _setting("A2A_WORK_QUEUE", "work", _QUEUE)
     # The work queue's attempts, as push_max_attempts is the push queue's.
     work_max_attempts: int = _setting("A2A_WORK_MAX_ATTEMPTS", 19, _Count(1))

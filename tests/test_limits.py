@@ -164,7 +164,7 @@ def test_a_handler_artifact_over_the_limit_fails_the_task(
 
 
 def test_a_message_limit_firestore_cannot_store_stops_start_up() -> None:
-    firestore = {"A2A_BACKEND": "firestore", "GOOGLE_CLOUD_PROJECT": "p"}
+    firestore = {"A2A_BACKEND": "firestore", "GOOGLE_CLOUD_PROJECT": "demo-project"}
     with pytest.raises(SettingsError, match="A2A_MAX_MESSAGE_BYTES is at most 900000"):
         Settings.from_env({**firestore, "A2A_MAX_MESSAGE_BYTES": "4000000"})
     assert Settings.from_env({**firestore, "A2A_MAX_MESSAGE_BYTES": "900000"})

@@ -51,7 +51,7 @@ def test_a_worker_url_needs_the_firestore_backend_and_a_queue_path() -> None:
     queued = {"A2A_WORKER_URL": "https://w.example", "A2A_BACKEND": "firestore"}
     with pytest.raises(SettingsError, match="GOOGLE_CLOUD_PROJECT and A2A_REGION"):
         Settings.from_env(queued)
-    queued |= {"GOOGLE_CLOUD_PROJECT": "p", "A2A_REGION": "r"}
+    queued |= {"GOOGLE_CLOUD_PROJECT": "demo-project", "A2A_REGION": "us-central1"}
     with pytest.raises(SettingsError, match="A2A_TASKS_SERVICE_ACCOUNT"):
         Settings.from_env(queued)
 
@@ -105,6 +105,33 @@ def test_a_queue_is_a_cloud_tasks_queue_id(queue: str) -> None:
             Settings.from_env({variable: queue})
     with pytest.raises(DeployError, match="QUEUES_WORK_NAME"):
         load(DEFAULT_FILE, {"QUEUES_WORK_NAME": queue})
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("GOOGLE_CLOUD_PROJECT", "p"),  # too short to be a project id
+        ("GOOGLE_CLOUD_PROJECT", "My-Project"),
+        ("GOOGLE_CLOUD_PROJECT", "demo-project/locations/x"),
+        ("GOOGLE_CLOUD_PROJECT", "demo-project "),
+        ("GOOGLE_CLOUD_PROJECT", "1demo-project"),
+        ("GOOGLE_CLOUD_PROJECT", "demo-project-"),
+        ("A2A_REGION", "us-central1/queues/other"),
+        ("A2A_REGION", "US-CENTRAL1"),
+    ],
+)
+def test_the_project_and_region_are_what_resource_paths_can_hold(variable: str, value: str) -> None:
+    with pytest.raises(SettingsError, match=f"{variable}: expected a Google Cloud"):
+        Settings.from_env({variable: value})
+
+
+@pytest.mark.parametrize(
+    ("project", "region"),
+    [("demo-a2a-functions", "local"), ("example.com:my-project", "europe-west1")],
+)
+def test_real_project_ids_and_regions_are_kept(project: str, region: str) -> None:
+    settings = Settings.from_env({"GOOGLE_CLOUD_PROJECT": project, "A2A_REGION": region})
+    assert (settings.project, settings.region) == (project, region)
 
 
 def test_every_problem_is_named_at_once() -> None:

@@ -122,8 +122,8 @@ def test_staged_real_repo_serves_the_private_functions(tmp_path: Path, target: s
         env |= {
             "A2A_WORKER_URL": "https://worker.example",
             "A2A_BACKEND": "firestore",
-            "GOOGLE_CLOUD_PROJECT": "p",
-            "A2A_REGION": "r",
+            "GOOGLE_CLOUD_PROJECT": "demo-project",
+            "A2A_REGION": "us-central1",
             "FIRESTORE_EMULATOR_HOST": "127.0.0.1:9",  # never reached: the token comes first
         }
     else:
