@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
+
+from shared.frozen import frozen
 
 # Random bytes for server-side ids, drawn from the OS a block at a time: each os.urandom call
 # lets go of the GIL, and under concurrent requests getting it back costs a thread up to a
@@ -95,7 +97,7 @@ class Role(StrEnum):
     AGENT = "agent"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class Part:
     """One piece of content: text, raw bytes (base64), a URL, or any JSON value as data.
 
@@ -122,7 +124,7 @@ class Part:
         return "data"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class Message:
     message_id: str
     role: Role
@@ -150,14 +152,14 @@ def agent_message(
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class TaskStatus:
     state: TaskState
     message: Message | None = None
     timestamp: datetime = field(default_factory=utc_now)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class Artifact:
     artifact_id: str
     parts: tuple[Part, ...]
@@ -167,7 +169,7 @@ class Artifact:
     metadata: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class Task:
     id: str
     context_id: str
@@ -177,7 +179,7 @@ class Task:
     metadata: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class StatusUpdate:
     """The task moved to a new status (the v0.x `final` flag is derived, not stored)."""
 
@@ -187,7 +189,7 @@ class StatusUpdate:
     metadata: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class ArtifactUpdate:
     """An artifact was added, replaced, or (with `append`) extended by a chunk."""
 
@@ -199,7 +201,7 @@ class ArtifactUpdate:
     metadata: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class PushAuthentication:
     """How the agent authenticates to a webhook: `Authorization: <scheme> <credentials>`."""
 
@@ -207,7 +209,7 @@ class PushAuthentication:
     credentials: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class PushConfig:
     """Where and how to notify a client of a task's events."""
 

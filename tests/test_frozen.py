@@ -1,0 +1,129 @@
+"""shared.frozen: a frozen class behaves as `@dataclass(frozen=True)` makes one (equality, hash,
+repr, immutability, replace), with its eq, hash and repr shared rather than compiled per class."""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import FrozenInstanceError, dataclass, field, fields, replace
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from shared.frozen import frozen
+
+
+@frozen(slots=True, kw_only=True)
+class Note:
+    """A value of the kinds the model declares: slotted, built by keyword."""
+
+    text: str
+    tags: tuple[str, ...] = ()
+    seen: int | None = field(default=None, compare=False)
+    secret: str = field(default="", repr=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reference:
+    """The same fields, declared by the dataclass decorator alone: what Note must match."""
+
+    text: str
+    tags: tuple[str, ...] = ()
+    seen: int | None = field(default=None, compare=False)
+    secret: str = field(default="", repr=False)
+
+
+@frozen
+class Pair:
+    """Positional, not slotted (as the requests and ports declare theirs)."""
+
+    left: int
+    right: int = 0
+
+
+@frozen
+class OtherPair:
+    """Pair's fields in another class: never equal to a Pair."""
+
+    left: int
+    right: int = 0
+
+
+@frozen
+class Custom:
+    """A class's own eq is kept."""
+
+    value: int
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Custom) and abs(self.value - other.value) <= 1
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+values: st.SearchStrategy[dict[str, Any]] = st.builds(
+    dict,
+    text=st.text(max_size=5),
+    tags=st.lists(st.text(max_size=3), max_size=3).map(tuple),
+    seen=st.none() | st.integers(),
+    secret=st.text(max_size=5),
+)
+
+
+@given(values, values)
+def test_eq_hash_and_repr_are_the_dataclass_ones(a: dict[str, Any], b: dict[str, Any]) -> None:
+    ours_a, ours_b = Note(**a), Note(**b)
+    ref_a, ref_b = Reference(**a), Reference(**b)
+    assert (ours_a == ours_b) is (ref_a == ref_b)
+    assert (ours_a != ours_b) is (ref_a != ref_b)
+    assert hash(ours_a) == hash(ref_a)
+    assert repr(ours_a) == repr(ref_a).replace("Reference(", "Note(", 1)
+
+
+def test_a_field_left_out_of_compare_does_not_count() -> None:
+    assert Note(text="a", seen=1) == Note(text="a", seen=2)
+    assert hash(Note(text="a", seen=1)) == hash(Note(text="a", seen=2))
+    assert Note(text="a") != Note(text="b")
+
+
+def test_only_an_instance_of_the_same_class_is_equal() -> None:
+    assert Pair(1, 2) == Pair(1, 2)
+    others: list[object] = [OtherPair(1, 2), (1, 2)]
+    assert all(Pair(1, 2) != other for other in others)
+    assert len({Pair(1, 2), Pair(1, 2), Pair(2, 1)}) == 2
+
+
+def test_repr_leaves_out_what_the_field_says_and_names_the_class() -> None:
+    shown = repr(Note(text="hi", secret="s3cret"))
+    assert shown == "Note(text='hi', tags=(), seen=None)"
+    assert "s3cret" not in shown
+    assert repr(Pair(1)) == "Pair(left=1, right=0)"
+
+
+def test_instances_cannot_change() -> None:
+    note = Note(text="hi")
+    with pytest.raises(FrozenInstanceError):
+        note.text = "changed"  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        del note.text
+    with pytest.raises(AttributeError):  # slotted: no attribute of another name either
+        object.__setattr__(note, "other", 1)
+    with pytest.raises(FrozenInstanceError):
+        Pair(1).left = 2  # type: ignore[misc]
+    assert note.text == "hi"
+
+
+def test_a_dataclass_as_the_rest_of_the_kit_uses_it() -> None:
+    note = Note(text="hi", tags=("a",))
+    assert replace(note, text="ho") == Note(text="ho", tags=("a",))
+    assert [f.name for f in fields(Note)] == ["text", "tags", "seen", "secret"]
+    assert pickle.loads(pickle.dumps(note)) == note
+    with pytest.raises(TypeError):
+        Note("hi")  # type: ignore[call-arg]  # keyword only
+
+
+def test_a_class_keeps_its_own_methods() -> None:
+    assert Custom(1) == Custom(2)
+    assert Custom(1) != Custom(3)
+    assert Custom.__hash__ is None
