@@ -17,7 +17,6 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from shared.agent import HandlerModule, load_handler_module
 from shared.bindings.http import HttpApp
 from shared.bindings.queue_target import QueueTargetApp
 from shared.card import AgentCard, card_template, extended_skills
+from shared.frozen import frozen
 from shared.identity import Anonymous, Authenticator
 from shared.observability.store import traced
 from shared.ports import DelayingTaskQueue, PushConfigStore, TaskQueue, TaskStore
@@ -146,7 +146,7 @@ class _FirstUse:
             self._queue.close()
 
 
-@dataclass(frozen=True)
+@frozen
 class _Tasks:
     """What a function that commits tasks (`a2a`, `worker`) writes through."""
 

@@ -126,6 +126,8 @@ class Part:
 
 @frozen(slots=True, kw_only=True)
 class Message:
+    """A message of a conversation: the user's, or the agent's in a task."""
+
     message_id: str
     role: Role
     parts: tuple[Part, ...]
@@ -154,6 +156,8 @@ def agent_message(
 
 @frozen(slots=True, kw_only=True)
 class TaskStatus:
+    """Where a task stands: its state, the agent's message with it, and since when."""
+
     state: TaskState
     message: Message | None = None
     timestamp: datetime = field(default_factory=utc_now)
@@ -161,6 +165,8 @@ class TaskStatus:
 
 @frozen(slots=True, kw_only=True)
 class Artifact:
+    """An output of a task, in parts."""
+
     artifact_id: str
     parts: tuple[Part, ...]
     name: str | None = None
@@ -171,6 +177,8 @@ class Artifact:
 
 @frozen(slots=True, kw_only=True)
 class Task:
+    """A unit of work: its status, its conversation (history) and its outputs (artifacts)."""
+
     id: str
     context_id: str
     status: TaskStatus

@@ -83,6 +83,8 @@ class StoredTask:
 
 @frozen
 class LoggedEvent:
+    """An event of a task's log with its place in it."""
+
     seq: int  # dense from 1 within a task
     event: Event
 
@@ -101,6 +103,8 @@ class TaskQuery:
 
 @frozen
 class TaskPage:
+    """One page of a task listing, and where the next one starts."""
+
     tasks: list[StoredTask]
     next_page_token: str  # "" on the last page
     total_size: int
@@ -245,6 +249,8 @@ class TaskStore(Protocol):
 
 @frozen
 class StoredPushConfig:
+    """A push config as stored: its owner, dialect and how far its deliveries got."""
+
     config: PushConfig
     owner: str  # the owner of the config's task: every read and write filters on it
     dialect: str  # notifications go out in the dialect the config was made in

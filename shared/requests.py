@@ -58,6 +58,8 @@ class TaskSelector:
 
 @frozen
 class CancelRequest:
+    """Cancel a task."""
+
     task_id: str
 
 
@@ -78,6 +80,8 @@ class SubscribeRequest:
 
 @frozen
 class ListTasksRequest:
+    """A page of the owner's tasks, filtered."""
+
     context_id: str | None
     state: TaskState | None
     status_after: datetime | None
@@ -89,21 +93,29 @@ class ListTasksRequest:
 
 @frozen
 class SetPushConfigRequest:
+    """Create or replace a push config of a task."""
+
     config: PushConfig  # for its task, which must exist
 
 
 @frozen
 class GetPushConfigRequest:
+    """Read a push config of a task."""
+
     task_id: str
     config_id: str | None  # None: the task's first config (v0.x reads without an id)
 
 
 @frozen
 class ListPushConfigsRequest:
+    """List a task's push configs."""
+
     task_id: str
 
 
 @frozen
 class DeletePushConfigRequest:
+    """Delete a push config of a task."""
+
     task_id: str
     config_id: str

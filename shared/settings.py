@@ -272,7 +272,9 @@ def _threads() -> int:
 
 
 # Not slotted: one instance per process, and slots would make the class twice at each start.
-@dataclass(frozen=True, kw_only=True)
+# Not compared either (nothing does): its eq and hash would be two more methods of 65 fields
+# compiled at each start (~0.7 ms; shared.frozen says why, which settings may not import).
+@dataclass(frozen=True, kw_only=True, eq=False)
 class Settings:
     """Every setting of a function, checked (each field's variable, default and rule are its
     `_setting`); `from_env` reads them from the environment at start-up."""
