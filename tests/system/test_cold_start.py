@@ -31,6 +31,11 @@ HEAVY = (
     # ~85 ms at import: the settings and the model check with the standard library alone
     # (only the ADK adapter and make deploy's settings use it).
     "pydantic",
+    # The Cloud Tasks targets' face and token check, and the queue decorator for Cloud Tasks:
+    # the worker and deliver functions build them (shared.app), the a2a function never does.
+    "shared.bindings.queue_target",
+    "shared.tasks_auth",
+    "shared.queue.off_path",
 )
 # Not for the first request either: asyncio (~20 ms; only async handlers need it) and an SSL
 # context (loading the system's certificates, ~60 ms; only https webhooks need one). And what
