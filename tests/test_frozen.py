@@ -181,6 +181,17 @@ def test_a_dataclass_as_the_rest_of_the_kit_uses_it() -> None:
         Note("hi")  # type: ignore[call-arg]  # keyword only
 
 
+@frozen
+class Bare:
+    left: int
+    right: str = "r"
+
+
+def test_a_class_without_a_docstring_gets_its_signature_as_one() -> None:
+    assert Bare.__doc__ == "Bare(left, right='r')"
+    assert Note.__doc__ == "A value of the kinds the model declares: slotted, built by keyword."
+
+
 def test_a_class_keeps_its_own_methods() -> None:
     assert Custom(1) == Custom(2)
     assert Custom(1) != Custom(3)
