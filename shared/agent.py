@@ -166,7 +166,7 @@ def text_part(text: str) -> Part:
     return Part(text=text)
 
 
-@dataclass
+@dataclass(eq=False)  # a turn's live context (its sink): equal only to itself
 class Context:
     """One turn of a task: the incoming message, the task so far, and ways to answer."""
 
