@@ -26,7 +26,7 @@ gc.disable()
 
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import flask
 import functions_framework
@@ -36,8 +36,10 @@ from shared import observability
 from shared.agent import load_handler_module
 from shared.app import build, build_deliver, build_worker
 from shared.bindings.http import HttpApp
-from shared.bindings.queue_target import QueueTargetApp
 from shared.settings import Settings
+
+if TYPE_CHECKING:  # the a2a function never loads it: shared.app imports it to build the others
+    from shared.bindings.queue_target import QueueTargetApp
 
 App = TypeVar("App")
 

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Protocol
 
+from shared.frozen import frozen
 from shared.model import (
     Artifact,
     ArtifactUpdate,
@@ -102,7 +103,7 @@ CONTEXT_TASKS = 20
 CONTEXT_MESSAGES = 200
 
 
-@dataclass(frozen=True)
+@frozen
 class Skill:
     """One thing the agent can do, as the agent card lists it."""
 
@@ -115,7 +116,7 @@ class Skill:
     output_modes: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class Extension:
     """An A2A extension the agent implements, as the card's `capabilities.extensions` lists it.
 
@@ -129,7 +130,7 @@ class Extension:
     params: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class AgentInfo:
     """The agent's identity for the card; deploy settings may override each field."""
 
@@ -165,7 +166,7 @@ def text_part(text: str) -> Part:
     return Part(text=text)
 
 
-@dataclass
+@dataclass(eq=False)  # a turn's live context (its sink): equal only to itself
 class Context:
     """One turn of a task: the incoming message, the task so far, and ways to answer."""
 
@@ -353,7 +354,7 @@ class Context:
 Handler = Callable[[Context], Awaitable[None] | None]
 
 
-@dataclass(frozen=True)
+@frozen
 class HandlerModule:
     """A loaded handler module: its handle function and its declarations."""
 

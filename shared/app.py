@@ -17,15 +17,14 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared.agent import HandlerModule, load_handler_module
 from shared.bindings.http import HttpApp
-from shared.bindings.queue_target import QueueTargetApp
 from shared.card import AgentCard, card_template, extended_skills
+from shared.frozen import frozen
 from shared.identity import Anonymous, Authenticator
 from shared.observability.store import traced
 from shared.ports import DelayingTaskQueue, PushConfigStore, TaskQueue, TaskStore
@@ -34,13 +33,15 @@ from shared.push_notify import PushNotifier, PushSweeper
 from shared.push_signing import NotificationSigner
 from shared.push_url import check_push_url, resolve_push_url
 from shared.queue.inline import InlineQueue
-from shared.queue.off_path import OffPathQueue
 from shared.service import A2AService
 from shared.settings import Settings, SettingsError
 from shared.store.notifying import NotifyingTaskStore
 from shared.sweep import Sweep, Sweeper, SweepTimer
-from shared.tasks_auth import EmulatorTokens, GoogleTokens, TokenVerifier
 from shared.worker import TurnQueue, Worker, retry_span
+
+if TYPE_CHECKING:  # what only the worker and deliver functions use: imported where they are built
+    from shared.bindings.queue_target import QueueTargetApp
+    from shared.tasks_auth import TokenVerifier
 
 # The in-process work queue's backoff between attempts, in seconds. A turn whose worker went
 # silent is recovered once the queue can have no attempt left (Cloud Tasks' retry schedule
@@ -146,7 +147,7 @@ class _FirstUse:
             self._queue.close()
 
 
-@dataclass(frozen=True)
+@frozen
 class _Tasks:
     """What a function that commits tasks (`a2a`, `worker`) writes through."""
 
@@ -174,11 +175,15 @@ def _tasks(settings: Settings, module: HandlerModule, store: TaskStore | None) -
         )
         deliverer.queue = queue
     else:  # a Cloud Tasks outage must not stall the commit that queues a notification
+        from shared.queue.off_path import OffPathQueue
+
         queue = OffPathQueue(queue)
     return _Tasks(NotifyingTaskStore(store, PushNotifier(configs, queue)), configs, queue)
 
 
 def _verifier(settings: Settings) -> TokenVerifier:
+    from shared.tasks_auth import EmulatorTokens, GoogleTokens
+
     if settings.tasks_emulator_host:
         if not settings.tasks_emulator_secret:
             raise SettingsError(
@@ -334,6 +339,8 @@ def build_worker(
     module: HandlerModule | None = None,
 ) -> QueueTargetApp:
     """The `worker` function: Cloud Tasks hands it background turns."""
+    from shared.bindings.queue_target import QueueTargetApp
+
     settings = settings or Settings.from_env()
     module = module or load_handler_module(settings.handler)
     tasks = _tasks(settings, module, store)
@@ -365,6 +372,8 @@ def build_deliver(
 ) -> QueueTargetApp:
     """The `deliver` function: Cloud Tasks hands it push deliveries. It only reads tasks, so
     its store needs no notifier."""
+    from shared.bindings.queue_target import QueueTargetApp
+
     settings = settings or Settings.from_env()
     store = store or _store(settings)
     configs = _push_configs(settings, store)

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import format_datetime, parsedate_to_datetime
 from typing import Any
 
 from shared import extensions
 from shared.agent import Extension, HandlerModule, Skill
+from shared.frozen import frozen
 from shared.identity import discovery_url
 from shared.settings import Settings
 
@@ -31,7 +31,7 @@ INTERFACES = (("JSONRPC", "1.0"), ("JSONRPC", "0.3"), ("HTTP+JSON", "1.0"), ("HT
 GOOGLE_DISCOVERY = "https://accounts.google.com/.well-known/openid-configuration"
 
 
-@dataclass(frozen=True)
+@frozen
 class Security:
     """The identity mode's scheme as the card names it, in each version's form."""
 
@@ -154,8 +154,10 @@ def extended_skills(module: HandlerModule, settings: Settings) -> list[dict[str,
     return [_skill(s) for s in module.extended_skills]
 
 
-@dataclass(frozen=True)
+@frozen
 class CardDocument:
+    """The agent card as served: its bytes and their cache validators."""
+
     body: bytes
     etag: str
     last_modified: datetime

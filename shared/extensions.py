@@ -28,10 +28,11 @@ strict 1.0 shape.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from shared.agent import KIT_EXTENSIONS, Extension
 from shared.errors import A2AError, ExtensionSupportRequiredError, InvalidRequestError
+from shared.frozen import frozen
 from shared.model import Message
 
 HEADER = "A2A-Extensions"
@@ -81,7 +82,7 @@ def requested(values: Sequence[str]) -> frozenset[str]:
     return uris
 
 
-@dataclass(frozen=True)
+@frozen
 class Activation:
     """The extensions one request activates, and the required ones it leaves out."""
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any, ClassVar, TypeVar
 
+from shared.frozen import frozen
 from shared.ports import BadPayload
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_-]{1,400}")
@@ -32,7 +32,7 @@ J = TypeVar("J", "TurnJob", "PushJob")
 _Fields = tuple[tuple[str, str, type[str] | type[int]], ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class TurnJob:
     """One queued turn of a task (the worker's job)."""
 
@@ -69,7 +69,7 @@ class TurnJob:
         return _parse(cls, payload, cls._FIELDS)
 
 
-@dataclass(frozen=True)
+@frozen
 class PushJob:
     """Deliver a task's events up to `seq` to one of its push configs (the deliverer's job)."""
 

@@ -15,17 +15,20 @@ take the dialect's names).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from shared import model_json
 from shared.errors import InvalidParamsError
+from shared.frozen import frozen
 from shared.model import ArtifactUpdate, Message, Task
 from shared.model_json import M, Model, Unservable
 
 
-@dataclass(frozen=True)
+@frozen
 class Limits:
+    """What one message, artifact and task history may hold (the A2A_MAX_* settings)."""
+
     parts: int = 100  # A2A_MAX_PARTS
     metadata_bytes: int = 64 * 1024  # A2A_MAX_METADATA_BYTES
     # A2A_MAX_MESSAGE_BYTES: a message, or one artifact update; every event then fits one

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
+
+from shared.frozen import frozen
 
 # Random bytes for server-side ids, drawn from the OS a block at a time: each os.urandom call
 # lets go of the GIL, and under concurrent requests getting it back costs a thread up to a
@@ -95,7 +97,7 @@ class Role(StrEnum):
     AGENT = "agent"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class Part:
     """One piece of content: text, raw bytes (base64), a URL, or any JSON value as data.
 
@@ -122,8 +124,10 @@ class Part:
         return "data"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class Message:
+    """A message of a conversation: the user's, or the agent's in a task."""
+
     message_id: str
     role: Role
     parts: tuple[Part, ...]
@@ -150,15 +154,19 @@ def agent_message(
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class TaskStatus:
+    """Where a task stands: its state, the agent's message with it, and since when."""
+
     state: TaskState
     message: Message | None = None
     timestamp: datetime = field(default_factory=utc_now)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class Artifact:
+    """An output of a task, in parts."""
+
     artifact_id: str
     parts: tuple[Part, ...]
     name: str | None = None
@@ -167,8 +175,10 @@ class Artifact:
     metadata: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class Task:
+    """A unit of work: its status, its conversation (history) and its outputs (artifacts)."""
+
     id: str
     context_id: str
     status: TaskStatus
@@ -177,7 +187,7 @@ class Task:
     metadata: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class StatusUpdate:
     """The task moved to a new status (the v0.x `final` flag is derived, not stored)."""
 
@@ -187,7 +197,7 @@ class StatusUpdate:
     metadata: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class ArtifactUpdate:
     """An artifact was added, replaced, or (with `append`) extended by a chunk."""
 
@@ -199,7 +209,7 @@ class ArtifactUpdate:
     metadata: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class PushAuthentication:
     """How the agent authenticates to a webhook: `Authorization: <scheme> <credentials>`."""
 
@@ -207,7 +217,7 @@ class PushAuthentication:
     credentials: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class PushConfig:
     """Where and how to notify a client of a task's events."""
 

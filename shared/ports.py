@@ -18,14 +18,15 @@ import builtins
 import json
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from typing import Any, Protocol
 
+from shared.frozen import frozen
 from shared.model import Event, PushConfig, Task, TaskState
 
 
-@dataclass(frozen=True)
+@frozen
 class Lease:
     """A turn of a task: queued for a worker, or held by a run (a worker's, or an inline turn
     of a request) until `expires`.
@@ -52,7 +53,7 @@ class Lease:
     outbox: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class StoredTask:
     """A task as the store holds it, with what optimistic concurrency needs."""
 
@@ -80,13 +81,15 @@ class StoredTask:
     token: object = field(default=None, compare=False, repr=False)
 
 
-@dataclass(frozen=True)
+@frozen
 class LoggedEvent:
+    """An event of a task's log with its place in it."""
+
     seq: int  # dense from 1 within a task
     event: Event
 
 
-@dataclass(frozen=True)
+@frozen
 class TaskQuery:
     """ListTasks filters and paging. Results come newest status timestamp first; equal
     timestamps in an order of the store's own, the same on every page."""
@@ -98,8 +101,10 @@ class TaskQuery:
     page_token: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class TaskPage:
+    """One page of a task listing, and where the next one starts."""
+
     tasks: list[StoredTask]
     next_page_token: str  # "" on the last page
     total_size: int
@@ -116,7 +121,7 @@ class TaskExists(Exception):
 _TASK_IDS = uuid.UUID("0b7f3c1e-5d2a-4c8e-9f61-2a4e8d9c7b35")  # uuid5 namespace of task ids
 
 
-@dataclass(frozen=True)
+@frozen
 class MessageKey:
     """A client's message as de-duplication knows it: its messageId and a digest of its
     content (shared.service.message_key). A resend is the same owner, messageId and digest;
@@ -242,8 +247,10 @@ class TaskStore(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@frozen
 class StoredPushConfig:
+    """A push config as stored: its owner, dialect and how far its deliveries got."""
+
     config: PushConfig
     owner: str  # the owner of the config's task: every read and write filters on it
     dialect: str  # notifications go out in the dialect the config was made in
@@ -351,7 +358,7 @@ class PushConfigStore(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@frozen
 class Delivery:
     """Which attempt of a queue a target is handed a payload in."""
 

@@ -24,8 +24,9 @@ from __future__ import annotations
 import ipaddress
 import socket
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+from shared.frozen import frozen
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 ALLOWED_PORTS = (80, 443)
@@ -37,7 +38,7 @@ class PushURLRefused(ValueError):
     """The URL may not receive notifications; the message says why."""
 
 
-@dataclass(frozen=True)
+@frozen
 class PushTarget:
     """Where one POST goes: the URL, and the checked addresses to connect to for its host."""
 

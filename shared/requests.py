@@ -7,14 +7,14 @@ from any version's params.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from shared.frozen import frozen
 from shared.model import Message, PushAuthentication, PushConfig, TaskState
 
 
-@dataclass(frozen=True)
+@frozen
 class InlinePushConfig:
     """A push config sent with a message: its task is known only once the send is decided."""
 
@@ -33,7 +33,7 @@ class InlinePushConfig:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class SendRequest:
     """A message to start or continue a task (send and streamed send alike)."""
 
@@ -48,7 +48,7 @@ class SendRequest:
     push_config: InlinePushConfig | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class TaskSelector:
     """A task to read, and how much of its history (None: all of it)."""
 
@@ -56,19 +56,21 @@ class TaskSelector:
     history_length: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class CancelRequest:
+    """Cancel a task."""
+
     task_id: str
 
 
-@dataclass(frozen=True)
+@frozen
 class MessagesRequest:
     """The seeds' `messages/list`: a task's whole conversation."""
 
     task_id: str
 
 
-@dataclass(frozen=True)
+@frozen
 class SubscribeRequest:
     """Follow a task's events: from now on, or after `after_seq` when a stream resumes."""
 
@@ -76,8 +78,10 @@ class SubscribeRequest:
     after_seq: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class ListTasksRequest:
+    """A page of the owner's tasks, filtered."""
+
     context_id: str | None
     state: TaskState | None
     status_after: datetime | None
@@ -87,23 +91,31 @@ class ListTasksRequest:
     include_artifacts: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class SetPushConfigRequest:
+    """Create or replace a push config of a task."""
+
     config: PushConfig  # for its task, which must exist
 
 
-@dataclass(frozen=True)
+@frozen
 class GetPushConfigRequest:
+    """Read a push config of a task."""
+
     task_id: str
     config_id: str | None  # None: the task's first config (v0.x reads without an id)
 
 
-@dataclass(frozen=True)
+@frozen
 class ListPushConfigsRequest:
+    """List a task's push configs."""
+
     task_id: str
 
 
-@dataclass(frozen=True)
+@frozen
 class DeletePushConfigRequest:
+    """Delete a push config of a task."""
+
     task_id: str
     config_id: str

@@ -16,9 +16,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from typing import TYPE_CHECKING, Any, Literal, get_args
 from urllib.parse import urlsplit
+
+from shared.frozen import frozen
 
 if TYPE_CHECKING:
     from shared.limits import Limits
@@ -286,7 +288,7 @@ def _threads() -> int:
 
 
 # Not slotted: one instance per process, and slots would make the class twice at each start.
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Settings:
     """Every setting of a function, checked (each field's variable, default and rule are its
     `_setting`); `from_env` reads them from the environment at start-up."""

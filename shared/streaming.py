@@ -20,10 +20,10 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
 from typing import Any
 
 from shared.errors import StreamLimitError
+from shared.frozen import frozen
 from shared.lifecycle import apply
 from shared.model import ArtifactUpdate, StatusUpdate, Task
 from shared.ports import EventTail, LoggedEvent, StoredTask, TaskStore
@@ -32,8 +32,10 @@ from shared.runtime import Turn
 log = logging.getLogger("a2a.streaming")
 
 
-@dataclass(frozen=True)
+@frozen
 class Frame:
+    """One frame of a stream: an item for the client, and the task as of it."""
+
     seq: int  # the log's sequence number of the event, or the snapshot's last one
     item: Task | StatusUpdate | ArtifactUpdate
     task: Task  # the task as of this frame (v0.1 numbers artifacts by their place in it)
@@ -133,8 +135,10 @@ class HeldStream(Generator[Frame | None, None, None]):
                 release()
 
 
-@dataclass(frozen=True)
+@frozen
 class StreamPolicy:
+    """How this instance's streams run: their timings and their slots."""
+
     keepalive: float  # seconds of silence before a keep-alive tick
     duration: float  # seconds a stream stays open at most (less than the function's timeout)
     # Seconds a stream on a task that waits for input (input- or auth-required) stays open

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from shared.bindings import body as json_body
@@ -36,6 +35,7 @@ from shared.errors import (
     MethodNotFoundError,
     VersionNotSupportedError,
 )
+from shared.frozen import frozen
 from shared.model import new_id
 from shared.observability.context import note
 
@@ -44,7 +44,7 @@ log = logging.getLogger("a2a.jsonrpc")
 _NO_ID = object()  # a notification: no "id" member at all
 
 
-@dataclass(frozen=True)
+@frozen
 class StreamAnswer:
     """A streaming method's answer: its frames, each sent as a response to `request_id`."""
 

@@ -11,7 +11,7 @@ attribute at fault in its errors; `run` puts the wire field the caller used ther
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 from shared import streaming
@@ -23,6 +23,7 @@ from shared.dialects.v0_3 import V03, V03_LEGACY
 from shared.dialects.v1_0 import V1
 from shared.errors import A2AError, UnauthenticatedError, UnsupportedOperationError
 from shared.extensions import DELIVERY_STATUS, Activation
+from shared.frozen import frozen
 from shared.identity import Principal
 from shared.observability.context import note
 from shared.ports import StoredPushConfig
@@ -30,7 +31,7 @@ from shared.requests import SendRequest
 from shared.service import A2AService, view
 
 
-@dataclass(frozen=True)
+@frozen
 class Call:
     """What an operation gets: the service, the caller and the capabilities in force."""
 
@@ -45,7 +46,7 @@ class Call:
     streaming: bool = True  # A2A_STREAMING: whether stream and subscribe are served
 
 
-@dataclass(frozen=True)
+@frozen
 class Streamed:
     """A streaming operation's answer: frames to send as events, in the answer's dialect."""
 

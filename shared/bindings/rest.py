@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from shared.bindings import body as json_body
@@ -25,14 +24,17 @@ from shared.dialects.base import Dialect
 from shared.dialects.registry import require_version
 from shared.dialects.v1_0 import V1, bad_request, error_info
 from shared.errors import A2AError, InternalError, InvalidParamsError
+from shared.frozen import frozen
 from shared.model import new_id
 from shared.observability.context import note
 
 log = logging.getLogger("a2a.rest")
 
 
-@dataclass(frozen=True)
+@frozen
 class Route:
+    """A route of the table: a method and a path template to an operation."""
+
     method: str
     template: str  # `{name}` is a path segment that becomes `params[name]`
     operation: str  # a name in shared.bindings.operations.OPERATIONS

@@ -17,8 +17,9 @@ naming what to send; a token's own content is never echoed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Protocol
+
+from shared.frozen import frozen
 
 ANONYMOUS = "anonymous"
 REALM = "a2a"
@@ -30,8 +31,10 @@ MAX_OWNER_LENGTH = 256
 Headers = Callable[[str], str | None]
 
 
-@dataclass(frozen=True)
+@frozen
 class Principal:
+    """The caller: the owner its tasks are scoped to."""
+
     owner: str
     # Whether the caller proved who it is (the extended card is for these callers only).
     authenticated: bool = False

@@ -24,8 +24,9 @@ import os
 import random
 import re
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any
+
+from shared.frozen import frozen
 
 # Longer headers are not parsed at all (a W3C traceparent of version 00 has 55 characters;
 # later versions may append fields, which are ignored).
@@ -49,7 +50,7 @@ def new_span_id() -> str:
     return f"{random.getrandbits(64) or 1:016x}"
 
 
-@dataclass(frozen=True)
+@frozen
 class Trace:
     """Where a unit of work sits in a trace: the trace, its own span and the caller's."""
 

@@ -58,7 +58,7 @@ import json
 import logging
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -68,6 +68,7 @@ from google.cloud.firestore_v1 import FieldFilter
 
 from shared import ids, lifecycle, model_json
 from shared.errors import InvalidParamsError
+from shared.frozen import frozen
 from shared.limits import LimitExceeded
 from shared.model import ArtifactUpdate, Event, Message, Part, StatusUpdate, Task, new_id, utc_now
 from shared.ports import (
@@ -123,7 +124,7 @@ def document_id(*names: str) -> str:
     return hashlib.sha256(json.dumps(names).encode()).hexdigest()
 
 
-@dataclass(frozen=True)
+@frozen
 class _Revision:
     """StoredTask.token: the update time a commit must find, bound to whom it was issued."""
 

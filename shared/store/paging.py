@@ -11,13 +11,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from dataclasses import dataclass
 from datetime import datetime
 
+from shared.frozen import frozen
 from shared.ports import InvalidPageToken, TaskQuery
 
 
-@dataclass(frozen=True)
+@frozen
 class Cursor:
     timestamp: datetime
     task_id: str

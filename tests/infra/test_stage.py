@@ -153,7 +153,8 @@ def test_staging_is_reproducible_and_tracks_changes(fake_repo: Path, tmp_path: P
 
 
 # Imports the staged `a2a` entry point in a fresh interpreter (-I -S: the stage and the installed
-# packages only) and prints how many of the stage's modules were compiled from source.
+# packages only), serves its first request (a blocking send: the app's build loads more, such as
+# the embedded store) and prints which of the stage's modules were compiled from source.
 IMPORT_COUNTING_COMPILES = """
 import json, sys
 from importlib import _bootstrap_external as external
@@ -164,7 +165,13 @@ def counting(self, data, path, *args, **kwargs):
     return to_code(self, data, path, *args, **kwargs)
 external.SourceLoader.source_to_code = counting
 sys.path[:0] = [sys.argv[1], sys.argv[2]]
-import main
+import flask, main
+first = flask.Flask("first")
+first.add_url_rule("/", view_func=lambda: main.a2a(flask.request), methods=["POST"])
+message = {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}
+body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+answer = first.test_client().post("/", json=body, headers={"A2A-Version": "1.0"}).json
+assert answer["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", answer
 print(json.dumps([path for path in compiled if path.startswith(sys.argv[1])]))
 """
 
