@@ -478,6 +478,9 @@ def test_a_messages_key_is_the_one_the_pydantic_models_made() -> None:
     assert message_key(bare).digest == (
         "b0746c05274e3f0d397bdb6450458568babc88fc7e571419bcfd1855257f4c7b"
     )
+    # The task ids derived from them are stored too (a new task's id is its first message's).
+    assert message_key(sent).task_id("alice") == "aace6df3-e7a1-58c5-9150-12dd06ced6a9"
+    assert message_key(bare).task_id("bob") == "df39f0cf-b1a6-53e6-aca1-6244bb004155"
 
 
 def test_deduplication_can_be_turned_off(make_client: Any) -> None:

@@ -306,6 +306,7 @@ def test_a_keys_own_task_id_is_an_id_and_its_alone(
     assert key.recorded_by(owner, derived)
     assert not replace(key, replaces=derived).recorded_by(owner, derived)
     assert other == owner or key.task_id(other) != derived
+    assert key.task_id(owner) == derived  # asked again after another owner's
     assert MessageKey(message_id, digest + "x").task_id(owner) != derived
     assert MessageKey(message_id + "x", digest).task_id(owner) != derived
 
