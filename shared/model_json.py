@@ -335,11 +335,12 @@ def _text(
     values, fields = _LAYOUT[type(model)]
     pieces = []
     for value, field in zip(values(model), fields, strict=True):
-        _, kind, _, of, required, key = field
         if value is None:
-            if required:
+            if field[4]:  # required
                 raise _Refused
-        elif kind == _STR:
+            continue
+        _, kind, _, of, _, key = field
+        if kind == _STR:
             if not isinstance(value, str) or len(value) > _LARGEST:
                 raise _Refused
             pieces.append(key + encode_basestring(value))
