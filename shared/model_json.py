@@ -12,7 +12,7 @@ client's). A stored value was encoded here, so every later answer can serve it.
 
 Each model is encoded once per send, though a send's task, events, limits and stores all ask
 for it: a model's JSON is composed of its own fields' and its nested models' JSON, and the
-texts made lately are kept by the identity of their models (`_Recent`), so the task composes
+texts made lately are kept by the identity of their models (`shared.recent`), so the task composes
 from its status, messages and artifacts already encoded as events (or the other way round).
 A model is frozen, and `owned` made the turn its own copy of a handler's nested data: the
 same object always has the same JSON.
@@ -47,6 +47,7 @@ from shared.model import (
     TaskState,
     TaskStatus,
 )
+from shared.recent import Recent
 
 # The nesting a data or metadata value may have: a request body may nest 64 levels in all
 # (bindings/body.py), so any value a client sent fits; a document holding one stays far
@@ -392,40 +393,8 @@ def _checked_text(value: Any, field: _Field, nested: list[tuple[str, Any]]) -> s
     return text
 
 
-class _Recent:
-    """The JSON texts of the models encoded lately, by the models' identity: a send's task
-    and events share their status, messages and artifacts, and each is walked once.
-
-    An entry holds its model, so its id cannot be another object's while the entry lives, and
-    a look-up checks that it is that very object. Two generations of at most GENERATION
-    entries or GENERATION_CHARS characters (of texts of at most _LARGEST): when the young
-    one is full it becomes the old one, and the old one is dropped. No lock: a request's threads
-    interleave only between dict operations, each atomic, and a race costs a miss, never a
-    wrong text (the identity check)."""
-
-    GENERATION = 256  # a send makes ~11; 16 clients' sends in flight fit in one generation
-    GENERATION_CHARS = 256 * 1024
-
-    def __init__(self) -> None:
-        self._young: dict[int, tuple[Any, str]] = {}
-        self._old: dict[int, tuple[Any, str]] = {}
-        self._chars = 0
-
-    def get(self, model: Any) -> str | None:
-        key = id(model)
-        entry = self._young.get(key) or self._old.get(key)
-        return entry[1] if entry is not None and entry[0] is model else None
-
-    def add(self, made: list[tuple[Any, str]]) -> None:
-        young = self._young
-        for model, text in made:
-            young[id(model)] = (model, text)
-            self._chars += len(text)
-        if len(young) >= self.GENERATION or self._chars >= self.GENERATION_CHARS:
-            self._old, self._young, self._chars = young, {}, 0
-
-
-_RECENT = _Recent()
+# A send makes ~11 texts: the sends of 16 clients in flight fit in one generation.
+_RECENT: Recent[str] = Recent(entries=256, weight=256 * 1024, weigh=len)
 
 
 def to_dict(model: Model) -> dict[str, Any]:

@@ -401,10 +401,9 @@ def test_a_text_kept_is_its_very_objects_and_the_texts_kept_are_bounded() -> Non
     model_json.encode(first)
     assert recent.get(first) == '{"text":"a"}'
     assert recent.get(Part(text="a")) is None
-    for n in range(3 * recent.GENERATION):
+    for n in range(3 * recent.entries):
         model_json.encode(Part(text=str(n)))
-    kept = len(recent._young) + len(recent._old)
-    assert recent.GENERATION <= kept <= 2 * recent.GENERATION
+    assert recent.entries <= len(recent) <= 2 * recent.entries
     assert recent.get(first) is None
     large = Part(text="x" * model_json._LARGEST)
     assert model_json.encode(large) == walked(large)
