@@ -22,6 +22,7 @@ from shared import model_json
 from shared.errors import InvalidParamsError
 from shared.model import ArtifactUpdate, Message, Task
 from shared.model_json import M, Model, Unservable
+from shared.recent import Recent
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,18 @@ def check_message(message: Message, limits: Limits, field: str) -> None:
         )
 
 
+# The size of the JSON a store read or wrote a task as, by the task's identity (note_stored):
+# its history's messages are in that JSON, each whole, so a task whose stored size and the new
+# message fit A2A_MAX_HISTORY_BYTES needs none of them measured.
+_STORED: Recent[int] = Recent(entries=256)
+
+
+def note_stored(task: Task, size: int) -> None:
+    """A store read or wrote `task` as `size` bytes of JSON holding its whole history (or
+    more: the bound may be loose, never short)."""
+    _STORED.add([(task, size)])
+
+
 def check_history(task: Task, message: Message, limits: Limits) -> None:
     """Refuse a message that would take the task's history past a limit."""
     count = len(task.history) + 1
@@ -113,7 +126,11 @@ def check_history(task: Task, message: Message, limits: Limits) -> None:
             "a taskId (same contextId) to go on in a new task",
             field="task_id",
         )
-    size = sum(model_bytes(m) for m in (*task.history, message))
+    added = model_bytes(message)
+    stored = _STORED.get(task)
+    if stored is not None and stored + added <= limits.history_bytes:
+        return  # the history is within its stored JSON: nothing more to measure
+    size = sum(model_bytes(m) for m in task.history) + added
     if size > limits.history_bytes:
         raise InvalidParamsError(
             f"task {task.id}'s history would hold {size} bytes of JSON; the limit is "

@@ -68,7 +68,7 @@ from google.cloud.firestore_v1 import FieldFilter
 
 from shared import ids, lifecycle, model_json
 from shared.errors import InvalidParamsError
-from shared.limits import LimitExceeded
+from shared.limits import LimitExceeded, note_stored
 from shared.model import ArtifactUpdate, Event, Message, Part, StatusUpdate, Task, new_id, utc_now
 from shared.ports import (
     DuplicateMessage,
@@ -368,9 +368,12 @@ class FirestoreTaskStore:
     def _stored(self, snapshot: Any) -> StoredTask:
         owner: str = snapshot.get("owner")
         fields = snapshot.to_dict()
-        task = model_json.decode(Task, snapshot.get("task"))
+        text: str = snapshot.get("task")
+        task = model_json.decode(Task, text)
         if snapshot.get("inLog"):
             task = self._rebuild(owner, task, snapshot.get("lastSeq"))
+        else:  # the document holds the whole history (older ones with nulls: a loose bound)
+            note_stored(task, len(text) if text.isascii() else len(text.encode()))
         return StoredTask(
             task,
             owner,
@@ -406,6 +409,8 @@ class FirestoreTaskStore:
         in_log = len(data) > self._task_budget
         if in_log:
             data = model_json.encode(replace(task, history=(), artifacts=()))
+        else:
+            note_stored(task, len(data))  # the next send's check_history
         return {
             "owner": stored.owner,
             "taskId": task.id,

@@ -24,7 +24,7 @@ from dataclasses import fields, replace
 from datetime import datetime, timedelta
 from typing import Any, overload
 
-from shared import ids, model_json
+from shared import ids, limits, model_json
 from shared.clock import SYSTEM, Clock
 from shared.model import ArtifactUpdate, Event, Message, StatusUpdate, Task, TaskState, utc_now
 from shared.ports import (
@@ -356,7 +356,8 @@ class _Record:
 
     def __init__(self, stored: StoredTask) -> None:
         values: list[Any] = [getattr(stored, name) for name in _FIELDS]
-        values[_TASK_FIELD] = _pack_task(stored.task)
+        values[_TASK_FIELD] = packed = _pack_task(stored.task)
+        limits.note_stored(stored.task, len(packed))  # the next send's check_history
         self.values = tuple(values)
         status = stored.task.status
         self.context_id: str = stored.task.context_id
@@ -375,7 +376,9 @@ class _Record:
 
     def unpack(self) -> StoredTask:
         values = list(self.values)
-        values[_TASK_FIELD] = model_json.decode(Task, values[_TASK_FIELD])
+        packed = values[_TASK_FIELD]
+        values[_TASK_FIELD] = task = model_json.decode(Task, packed)
+        limits.note_stored(task, len(packed))
         return StoredTask(*values)
 
 
