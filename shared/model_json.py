@@ -12,10 +12,11 @@ client's). A stored value was encoded here, so every later answer can serve it.
 
 Each model is encoded once per send, though a send's task, events, limits and stores all ask
 for it: a model's JSON is composed of its own fields' and its nested models' JSON, and the
-texts made lately are kept by the identity of their models (`shared.recent`), so the task composes
-from its status, messages and artifacts already encoded as events (or the other way round).
-A model is frozen, and `owned` made the turn its own copy of a handler's nested data: the
-same object always has the same JSON.
+texts made lately are kept by the identity of their models (`shared.recent`), so the task
+composes from its status, messages and artifacts already encoded as events (or the other way
+round). A model is frozen, and `owned` made the turn its own copy of a handler's nested data:
+the same object always has the same JSON. A document larger than _LARGEST, or one a check
+refuses, is written by the walk of its whole dict instead, as before.
 
 `decode` and `from_dict` read back what `encode` wrote, and what the pydantic models wrote
 before it (`model_dump_json`: the same names, with `null` fields; a deployed project's
@@ -318,7 +319,7 @@ _LARGEST = 64 * 1024
 
 class _Refused(Exception):
     """The composer leaves the document to the walk of its whole dict: a check refused a
-    value (the walk names it), or the document is larger than LARGEST (the walk writes it in
+    value (the walk names it), or the document is larger than _LARGEST (the walk writes it in
     one go, where composing would copy it once per level)."""
 
 
