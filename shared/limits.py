@@ -106,8 +106,10 @@ def check_message(message: Message, limits: Limits, field: str) -> None:
 
 # The size of the JSON a store read or wrote a task as, by the task's identity (note_stored):
 # its history's messages are in that JSON, each whole, so a task whose stored size and the new
-# message fit A2A_MAX_HISTORY_BYTES needs none of them measured.
-_STORED: Recent[int] = Recent(entries=256)
+# message fit A2A_MAX_HISTORY_BYTES needs none of them measured. A note is needed only for
+# the request that read the task: the tasks kept alive by it (Firestore's would be freed)
+# weigh 1 MiB of JSON a generation, beside the largest.
+_STORED: Recent[int] = Recent(entries=64, weight=1024 * 1024, weigh=int)
 
 
 def note_stored(task: Task, size: int) -> None:
