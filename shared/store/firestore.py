@@ -303,7 +303,7 @@ class FirestoreTaskStore:
 
     def _check_size(self, task_id: str, fields: dict[str, Any], encoded: list[str]) -> None:
         """Refuse a commit too big for one request, before anything is written."""
-        size = len(fields["task"].encode()) + sum(len(text.encode()) for text in encoded)
+        size = _utf8_size(fields["task"]) + sum(map(_utf8_size, encoded))
         if size > COMMIT_BUDGET:
             raise LimitExceeded(
                 f"task {task_id}: a commit of {size} bytes of events is more than one Firestore "
@@ -373,7 +373,7 @@ class FirestoreTaskStore:
         if snapshot.get("inLog"):
             task = self._rebuild(owner, task, snapshot.get("lastSeq"))
         else:  # the document holds the whole history (older ones with nulls: a loose bound)
-            note_stored(task, len(text) if text.isascii() else len(text.encode()))
+            note_stored(task, _utf8_size(text))
         return StoredTask(
             task,
             owner,
@@ -445,7 +445,7 @@ class FirestoreTaskStore:
                             field=f"{field}[{index}]",
                         )
             text = _encode_event(event)
-            size = len(text.encode())
+            size = _utf8_size(text)
             if size > EVENT_DOCUMENT_BUDGET:
                 raise InvalidParamsError(
                     f"an event of {size} bytes is larger than this store's limit of "
@@ -569,7 +569,7 @@ def _pack(first_seq: int, encoded: list[str]) -> list[tuple[int, list[str]]]:
     chunk: list[str] = []
     size = 0
     for text in encoded:
-        length = len(text.encode())
+        length = _utf8_size(text)
         if chunk and size + length > EVENT_DOCUMENT_BUDGET:
             documents.append((first_seq, chunk))
             first_seq, chunk, size = first_seq + len(chunk), [], 0
@@ -578,6 +578,11 @@ def _pack(first_seq: int, encoded: list[str]) -> list[tuple[int, list[str]]]:
     if chunk:
         documents.append((first_seq, chunk))
     return documents
+
+
+def _utf8_size(text: str) -> int:
+    """The bytes of `text` in UTF-8, copying nothing when it is ASCII (most JSON)."""
+    return len(text) if text.isascii() else len(text.encode())
 
 
 def _logged(snapshot: Any, after_seq: int) -> list[LoggedEvent]:
