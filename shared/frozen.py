@@ -78,14 +78,21 @@ _FACTORY = _Factory()
 def _init(cls: type) -> Callable[..., None]:
     """The class's __init__, as the dataclass decorator writes a frozen class's: its fields
     as parameters in order (those after kw_only keyword-only), each default or factory, each
-    value set with object.__setattr__, then __post_init__ if the class has one."""
+    value set with object.__setattr__ (a field not in __init__ from its default or factory),
+    then __post_init__ if the class has one."""
     names: dict[str, Any] = {"_set": object.__setattr__, "_FACTORY": _FACTORY}
     positional: list[str] = []
     keyword: list[str] = []
     body: list[str] = []
     for f in fields(cls):
-        if not f.init:
-            raise TypeError(f"{cls.__qualname__}.{f.name}: @frozen fields are all in __init__")
+        if not f.init:  # set from its default alone (a memo, say), as the dataclass sets it
+            if f.default is not MISSING:
+                names[f"_default_{f.name}"] = f.default
+                body.append(f"    _set(self, {f.name!r}, _default_{f.name})")
+            elif f.default_factory is not MISSING:
+                names[f"_factory_{f.name}"] = f.default_factory
+                body.append(f"    _set(self, {f.name!r}, _factory_{f.name}())")
+            continue
         parameter, value = f.name, f.name
         if f.default is not MISSING:
             names[f"_default_{f.name}"] = f.default

@@ -10,6 +10,14 @@ surrogate, a value JSON has no form for (a set, bytes, an object); `owned`, the 
 makes, also refuses data or metadata nested deeper than MAX_DEPTH (the front door does for a
 client's). A stored value was encoded here, so every later answer can serve it.
 
+Each model is encoded once per send, though a send's task, events, limits and stores all ask
+for it: a model's JSON is composed of its own fields' and its nested models' JSON, and the
+texts made lately are kept by the identity of their models (`shared.recent`), so the task
+composes from its status, messages and artifacts already encoded as events (or the other way
+round). A model is frozen, and `owned` made the turn its own copy of a handler's nested data:
+the same object always has the same JSON. A document larger than _LARGEST, or one a check
+refuses, is written by the walk of its whole dict instead, as before.
+
 `decode` and `from_dict` read back what `encode` wrote, and what the pydantic models wrote
 before it (`model_dump_json`: the same names, with `null` fields; a deployed project's
 Firestore documents hold it): a field that is null or absent takes its default. They check
@@ -24,6 +32,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from enum import Enum
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+from operator import attrgetter
 from typing import Any, TypeVar, cast
 
 from shared.model import (
@@ -39,6 +48,7 @@ from shared.model import (
     TaskState,
     TaskStatus,
 )
+from shared.recent import Recent
 
 # The nesting a data or metadata value may have: a request body may nest 64 levels in all
 # (bindings/body.py), so any value a client sent fits; a document holding one stays far
@@ -271,6 +281,123 @@ def _dict(model: Any, nested: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+# -- the composed text, and the texts made lately -----------------------------------------------
+
+# The kinds of fields the composer writes itself (the checks above stay the dict walk's, which
+# to_dict and the refusals' messages take); any other is written as its check returns it.
+_STR, _TEXT_ENUM, _TIME, _STRS, _MODEL, _MODELS, _VALUE, _OTHER = range(8)
+
+
+def _kind(check: _Check, of: Any) -> int:
+    if check is _enum:
+        # A str enum's member is its value's text: written without reading `.value`.
+        return _TEXT_ENUM if issubclass(of, str) else _OTHER
+    kinds = {_str: _STR, _time: _TIME, _strs: _STRS, _model: _MODEL, _models: _MODELS}
+    return _VALUE if check in (_json, _object) else kinds.get(check, _OTHER)
+
+
+# Per class: its fields' values in one call, and per field (its name, its kind, its check, the
+# class a check takes, whether it is required, `"field":`).
+_Field = tuple[str, int, _Check, Any, bool, str]
+_LAYOUT: dict[type, tuple[Callable[[Any], tuple[Any, ...]], tuple[_Field, ...]]] = {
+    cls: (
+        attrgetter(*(name for name, *_ in spec)),
+        tuple(
+            (name, _kind(check, of), check, of, required, f'"{name}":')
+            for name, check, of, required in spec
+        ),
+    )
+    for cls, spec in _SPECS.items()
+}
+# A data or metadata value whose JSON may nest this deep is left to the walk of the whole
+# document, which refuses what is too deep to write at all exactly as it always did.
+_DEEP = 512
+# The largest JSON composed (and kept): a larger document is written by the walk of its
+# dict in one go, as a copy per level of nesting would add to the peak of a large request.
+_LARGEST = 64 * 1024
+
+
+class _Refused(Exception):
+    """The composer leaves the document to the walk of its whole dict: a check refused a
+    value (the walk names it), or the document is larger than _LARGEST (the walk writes it in
+    one go, where composing would copy it once per level)."""
+
+
+def _text(
+    model: Any, nested: list[tuple[str, Any]], made: list[tuple[Any, str]], *, recent: bool
+) -> str:
+    """The model's JSON text, as _json_text(_dict(model)) writes it, composed field by field;
+    each model composed is added to `made`, its data and metadata containers to `nested`.
+    With `recent`, a model encoded lately is not walked again. Raises _Refused, or the
+    encoder's ValueError, TypeError or RecursionError, for what the dict walk refuses."""
+    if recent:
+        known = _RECENT.get(model)
+        if known is not None:
+            return known
+    values, fields = _LAYOUT[type(model)]
+    pieces = []
+    for value, field in zip(values(model), fields, strict=True):
+        if value is None:
+            if field[4]:  # required
+                raise _Refused
+            continue
+        _, kind, _, of, _, key = field
+        if kind == _STR:
+            if not isinstance(value, str) or len(value) > _LARGEST:
+                raise _Refused
+            pieces.append(key + encode_basestring(value))
+        elif kind == _MODELS:
+            if not isinstance(value, tuple | list):
+                raise _Refused
+            items, size = [], 0
+            for item in value:
+                if type(item) is not of:
+                    raise _Refused
+                items.append(text := _text(item, nested, made, recent=recent))
+                size += len(text)
+                if size > _LARGEST:
+                    raise _Refused
+            pieces.append(key + "[" + ",".join(items) + "]")
+        elif kind == _MODEL:
+            if type(value) is not of:
+                raise _Refused
+            pieces.append(key + _text(value, nested, made, recent=recent))
+        elif kind == _TEXT_ENUM:
+            if not isinstance(value, of):
+                raise _Refused
+            pieces.append(key + encode_basestring(value))
+        elif kind == _STRS and not value and isinstance(value, tuple | list):
+            pieces.append(key + "[]")
+        else:
+            pieces.append(key + _checked_text(value, field, nested))
+    text = "{" + ",".join(pieces) + "}"
+    if len(text) > _LARGEST:
+        raise _Refused
+    made.append((model, text))
+    return text
+
+
+def _checked_text(value: Any, field: _Field, nested: list[tuple[str, Any]]) -> str:
+    """A field's JSON as the dict walk checks it: data and metadata, times, lists of strings."""
+    name, kind, check, of, _, _ = field
+    try:
+        checked = check(value, of, name, nested)
+    except _Fault:
+        raise _Refused from None
+    if kind == _TIME:
+        return encode_basestring(checked)
+    text = _json_text(checked)
+    if kind == _VALUE and (
+        len(text) > _LARGEST or (len(text) >= _DEEP and text.count("[") + text.count("{") >= _DEEP)
+    ):
+        raise _Refused
+    return text
+
+
+# A send makes ~11 texts: the sends of 16 clients in flight fit in one generation.
+_RECENT: Recent[str] = Recent(entries=256, weight=256 * 1024, weigh=len)
+
+
 def to_dict(model: Model) -> dict[str, Any]:
     """The model as JSON-ready values, fields that are None left out, each field's type
     checked (raises Unservable); what JSON cannot carry inside data and metadata is found only
@@ -283,7 +410,10 @@ def encode(model: Model) -> bytes:
     what JSON cannot carry (the message names the field). Data nested too deep to write at
     all is refused too; MAX_DEPTH is `owned`'s check, made once where a value enters (a
     client's by the front door): a store writing a task again walks none of its data."""
-    return _encoded(model, [])[1]
+    made: list[tuple[Any, str]] = []
+    data = _encoded(model, [], made, recent=True)[1]
+    _RECENT.add(made)
+    return data
 
 
 def owned(model: M) -> tuple[M, bytes]:
@@ -293,7 +423,9 @@ def owned(model: M) -> tuple[M, bytes]:
     still change its own objects after handing them over (reusing a dict in a loop, say), and
     the turn keeps what was checked."""
     nested: list[tuple[str, Any]] = []
-    text, data = _encoded(model, nested)
+    made: list[tuple[Any, str]] = []
+    # Walked whole, whatever was encoded lately: the check, and the data to copy, are found.
+    text, data = _encoded(model, nested, made, recent=False)
     # A document with fewer brackets than the limit has no value nested deeper (most events).
     if text.count("[") + text.count("{") > MAX_DEPTH:
         for name, found in nested:
@@ -302,7 +434,12 @@ def owned(model: M) -> tuple[M, bytes]:
                     f"{type(model).__name__} holds {name} nested deeper than {MAX_DEPTH} "
                     "levels of objects and arrays: flatten it"
                 )
-    return (decode(type(model), data) if nested else model), data
+    if not nested:  # nothing its maker could change: the model and its parts are the turn's
+        _RECENT.add(made)
+        return model, data
+    copy = decode(type(model), data)  # the turn's own: its parts are the copy's, not these
+    _RECENT.add([(copy, text)])
+    return copy, data
 
 
 def _fields(model: Model, nested: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -314,9 +451,20 @@ def _fields(model: Model, nested: list[tuple[str, Any]]) -> dict[str, Any]:
         raise Unservable(_where(model, fault.path) + f" is {fault.problem}") from None
 
 
-def _encoded(model: Model, nested: list[tuple[str, Any]]) -> tuple[str, bytes]:
-    """The model's JSON as text and as UTF-8; adds its data and metadata values that are
-    objects or arrays to `nested`."""
+def _encoded(
+    model: Model, nested: list[tuple[str, Any]], made: list[tuple[Any, str]], *, recent: bool
+) -> tuple[str, bytes]:
+    """The model's JSON as text and as UTF-8 (`_text`'s, with `recent` as there); adds its
+    data and metadata values that are objects or arrays to `nested`, and the models composed
+    to `made` (to be kept: what JSON cannot carry raises Unservable)."""
+    if type(model) in _LAYOUT:
+        try:
+            text = _text(model, nested, made, recent=recent)
+            return text, text.encode()
+        except (_Refused, ValueError, TypeError, RecursionError):
+            # Refused: the walk of the whole document finds what and where, as it always did.
+            nested.clear()
+            made.clear()
     value = _fields(model, nested)
     try:
         text = _json_text(value)

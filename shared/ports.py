@@ -134,13 +134,21 @@ class MessageKey:
     # it, without checking that it still names that task (Firestore has no transaction
     # here): two concurrent sends of such a reused key both run.
     replaces: str | None = field(default=None, compare=False)
+    # The owner `task_id` was last asked for, and its id: a new task asks twice (the service
+    # names the task, the store recognises it as the record), and uuid5 over JSON is not free.
+    _derived: tuple[str, str] | None = field(default=None, init=False, compare=False, repr=False)
 
     def task_id(self, owner: str) -> str:
         """The id of the task this message starts when it names none: derived from the owner
         and the key, so a resend derives the same id and the store finds it taken when it
         creates the task (its document is the message's record: no look-up, no record of its
         own). Another message, or this one under another owner, derives another id."""
-        return str(uuid.uuid5(_TASK_IDS, json.dumps([owner, self.message_id, self.digest])))
+        derived = self._derived
+        if derived is not None and derived[0] == owner:
+            return derived[1]
+        task_id = str(uuid.uuid5(_TASK_IDS, json.dumps([owner, self.message_id, self.digest])))
+        object.__setattr__(self, "_derived", (owner, task_id))  # frozen: a memo, not state
+        return task_id
 
     def recorded_by(self, owner: str, task_id: str) -> bool:
         """Whether creating this task records the message: it has the key's own id, and the

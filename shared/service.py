@@ -134,6 +134,27 @@ def _addressed(message: Message, task: Task) -> Message:
     return replace(message, task_id=task.id, context_id=task.context_id)
 
 
+def _not_json(value: object) -> object:
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+# message_key's canonical text: keys sorted, compact, ASCII, NaN as NaN, as json.dumps wrote it
+# for every digest stored since (a task id derives from one). Its C encoder is built once:
+# json.dumps builds one at every call.
+if json.encoder.c_make_encoder is not None:  # type: ignore[attr-defined]
+    _encoder = json.encoder.c_make_encoder(  # type: ignore[attr-defined]
+        None, _not_json, json.encoder.encode_basestring_ascii, None, ":", ",", True, False, True
+    )
+
+    def _canonical(value: object) -> str:
+        return "".join(_encoder(value, 0))
+
+else:  # pragma: no cover - a Python without json's C part
+
+    def _canonical(value: object) -> str:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
 def message_key(request: SendRequest) -> MessageKey:
     """The sent message as de-duplication knows it: its messageId and a SHA-256 of its
     content and address (role, parts, metadata, references, extensions, taskId, contextId)
@@ -167,7 +188,7 @@ def message_key(request: SendRequest) -> MessageKey:
             },
         },
     }
-    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"))
+    canonical = _canonical(content)
     return MessageKey(message.message_id, hashlib.sha256(canonical.encode()).hexdigest())
 
 

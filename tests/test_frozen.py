@@ -120,6 +120,30 @@ def test_a_factory_makes_a_new_default_for_each_value() -> None:
     assert Note(text="a", marks=[1]).marks == [1]
 
 
+def test_a_field_not_in_init_starts_from_its_default_or_factory() -> None:
+    @frozen(slots=True)
+    class Memo:
+        """A value with memos beside its fields (as MessageKey keeps its derived id)."""
+
+        key: str
+        last: str | None = field(default=None, init=False, compare=False, repr=False)
+        seen: list[str] = field(default_factory=list, init=False, compare=False, repr=False)
+
+    @dataclass(frozen=True, slots=True)
+    class Reference:
+        key: str
+        last: str | None = field(default=None, init=False, compare=False, repr=False)
+        seen: list[str] = field(default_factory=list, init=False, compare=False, repr=False)
+
+    memo, reference = Memo("k"), Reference("k")
+    assert (memo.last, memo.seen) == (reference.last, reference.seen) == (None, [])
+    assert memo.seen is not Memo("k").seen
+    assert list(inspect.signature(Memo).parameters) == list(inspect.signature(Reference).parameters)
+    assert replace(memo, key="j").last is None
+    with pytest.raises(TypeError):
+        Memo("k", "given")  # type: ignore[call-arg]
+
+
 def test_post_init_runs_after_the_fields_are_set() -> None:
     assert Checked(2).count == 4
     with pytest.raises(ValueError, match="negative"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -367,6 +368,73 @@ def test_every_model_reads_back_equal_from_its_json(model: Any) -> None:
     assert data == json.dumps(json.loads(data), ensure_ascii=False, separators=(",", ":")).encode()
     if not isinstance(model, Task | PushConfig):  # an event: and in a Firestore event document
         assert firestore._decode_event(firestore._encode_event(model)) == model
+
+
+def walked(model: Any) -> bytes:
+    """The model's JSON as the walk of its whole document writes it (to_dict's, encoded once):
+    what the composed text must equal, byte for byte."""
+    return model_json._json_text(model_json.to_dict(model)).encode()
+
+
+@given(model=TASKS | EVENTS | PUSH_CONFIGS)
+def test_the_json_composed_of_its_parts_is_the_whole_documents(model: Any) -> None:
+    """Byte for byte what the walk of the whole document writes: made fresh, made again from
+    the texts kept of it, and a task's made from its status, messages and artifacts encoded
+    before it (as a send encodes its events, then its task)."""
+    expected = walked(model)
+    assert model_json.encode(model) == expected
+    assert model_json.encode(model) == expected  # from the text kept
+    if isinstance(model, Task):
+        parts: list[Any] = [model.status, *model.history, *model.artifacts]
+        for part in parts:
+            model_json.encode(part)
+        assert model_json.encode(replace(model)) == expected  # another task of those parts
+    assert model_json.owned(model)[1] == expected
+
+
+def test_a_text_kept_is_its_very_objects_and_the_texts_kept_are_bounded() -> None:
+    """Equal models are not the same object (their data may be another's), and however many
+    models are encoded, at most two generations of texts are kept, none over _LARGEST (a
+    larger document is written as a whole, not composed)."""
+    recent = model_json._RECENT
+    first = Part(text="a")
+    model_json.encode(first)
+    assert recent.get(first) == '{"text":"a"}'
+    assert recent.get(Part(text="a")) is None
+    for n in range(3 * recent.entries):
+        model_json.encode(Part(text=str(n)))
+    assert recent.entries <= len(recent) <= 2 * recent.entries
+    assert recent.get(first) is None
+    large = Part(text="x" * model_json._LARGEST)
+    assert model_json.encode(large) == walked(large)
+    assert recent.get(large) is None
+    for many in (
+        Message(message_id="m", role=Role.USER, parts=(Part(text="x" * 40_000),) * 2),
+        Part(data=["x" * 1000] * 70),
+    ):
+        assert model_json.encode(many) == walked(many)
+        assert recent.get(many) is None
+
+
+def test_owned_copies_data_it_found_whatever_was_encoded_before() -> None:
+    """A handler may hand over a model whose data was encoded before (a part of the message
+    it was sent, say): the turn still gets its own copy, and keeps what was checked."""
+    data: dict[str, Any] = {"n": 1}
+    part = Part(data=data)
+    model_json.encode(part)
+    copy, written = model_json.owned(part)
+    assert copy == part and copy is not part and copy.data is not data
+    data["n"] = float("nan")  # its maker spoils it after handing it over
+    assert model_json.encode(copy) == written == b'{"data":{"n":1}}'
+
+
+def test_a_model_refused_once_is_refused_again() -> None:
+    """What JSON cannot carry is never kept: a second encode refuses it as the first did."""
+    bad = artifact(Part(text="\ud800 half"))
+    for _ in range(2):
+        with pytest.raises(Unservable, match="lone UTF-16 surrogate"):
+            model_json.encode(bad)
+    assert model_json._RECENT.get(bad.artifact) is None
 
 
 # -- what JSON cannot carry --------------------------------------------------------------------

@@ -25,7 +25,7 @@ from shared.model import Event, PushAuthentication, StatusUpdate, Task, TaskStat
 from shared.ports import Lease, StoredTask, TaskQuery
 from shared.queue.inline import InlineQueue
 from shared.requests import InlinePushConfig, SendRequest
-from shared.service import MAX_PENDING_MESSAGES, message_key
+from shared.service import MAX_PENDING_MESSAGES, _canonical, message_key
 from shared.settings import Settings
 from shared.store.memory import MemoryTaskStore
 from tests.conftest import Client, wait_for_state, wait_until
@@ -478,6 +478,25 @@ def test_a_messages_key_is_the_one_the_pydantic_models_made() -> None:
     assert message_key(bare).digest == (
         "b0746c05274e3f0d397bdb6450458568babc88fc7e571419bcfd1855257f4c7b"
     )
+    # The task ids derived from them are stored too (a new task's id is its first message's).
+    assert message_key(sent).task_id("alice") == "aace6df3-e7a1-58c5-9150-12dd06ced6a9"
+    assert message_key(bare).task_id("bob") == "df39f0cf-b1a6-53e6-aca1-6244bb004155"
+
+
+# Any JSON value a message's content may hold, NaN and non-ASCII text too (json.loads reads both).
+CONTENT = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@given(content=st.dictionaries(st.text(), CONTENT, max_size=4))
+def test_a_keys_digest_is_of_the_text_json_dumps_made(content: dict[str, Any]) -> None:
+    """The digests stored so far were of json.dumps' sorted, compact, ASCII text: the encoder
+    built once writes the same, whatever the content."""
+    expected = json.dumps(content, sort_keys=True, separators=(",", ":"))
+    assert _canonical(content) == expected
 
 
 def test_deduplication_can_be_turned_off(make_client: Any) -> None:

@@ -69,7 +69,7 @@ from google.cloud.firestore_v1 import FieldFilter
 from shared import ids, lifecycle, model_json
 from shared.errors import InvalidParamsError
 from shared.frozen import frozen
-from shared.limits import LimitExceeded
+from shared.limits import LimitExceeded, note_stored
 from shared.model import ArtifactUpdate, Event, Message, Part, StatusUpdate, Task, new_id, utc_now
 from shared.ports import (
     DuplicateMessage,
@@ -304,7 +304,7 @@ class FirestoreTaskStore:
 
     def _check_size(self, task_id: str, fields: dict[str, Any], encoded: list[str]) -> None:
         """Refuse a commit too big for one request, before anything is written."""
-        size = len(fields["task"].encode()) + sum(len(text.encode()) for text in encoded)
+        size = _utf8_size(fields["task"]) + sum(map(_utf8_size, encoded))
         if size > COMMIT_BUDGET:
             raise LimitExceeded(
                 f"task {task_id}: a commit of {size} bytes of events is more than one Firestore "
@@ -369,9 +369,12 @@ class FirestoreTaskStore:
     def _stored(self, snapshot: Any) -> StoredTask:
         owner: str = snapshot.get("owner")
         fields = snapshot.to_dict()
-        task = model_json.decode(Task, snapshot.get("task"))
+        text: str = snapshot.get("task")
+        task = model_json.decode(Task, text)
         if snapshot.get("inLog"):
             task = self._rebuild(owner, task, snapshot.get("lastSeq"))
+        else:  # the document holds the whole history (older ones with nulls: a loose bound)
+            note_stored(task, _utf8_size(text))
         return StoredTask(
             task,
             owner,
@@ -407,6 +410,8 @@ class FirestoreTaskStore:
         in_log = len(data) > self._task_budget
         if in_log:
             data = model_json.encode(replace(task, history=(), artifacts=()))
+        else:
+            note_stored(task, len(data))  # the next send's check_history
         return {
             "owner": stored.owner,
             "taskId": task.id,
@@ -441,7 +446,7 @@ class FirestoreTaskStore:
                             field=f"{field}[{index}]",
                         )
             text = _encode_event(event)
-            size = len(text.encode())
+            size = _utf8_size(text)
             if size > EVENT_DOCUMENT_BUDGET:
                 raise InvalidParamsError(
                     f"an event of {size} bytes is larger than this store's limit of "
@@ -565,7 +570,7 @@ def _pack(first_seq: int, encoded: list[str]) -> list[tuple[int, list[str]]]:
     chunk: list[str] = []
     size = 0
     for text in encoded:
-        length = len(text.encode())
+        length = _utf8_size(text)
         if chunk and size + length > EVENT_DOCUMENT_BUDGET:
             documents.append((first_seq, chunk))
             first_seq, chunk, size = first_seq + len(chunk), [], 0
@@ -574,6 +579,11 @@ def _pack(first_seq: int, encoded: list[str]) -> list[tuple[int, list[str]]]:
     if chunk:
         documents.append((first_seq, chunk))
     return documents
+
+
+def _utf8_size(text: str) -> int:
+    """The bytes of `text` in UTF-8, copying nothing when it is ASCII (most JSON)."""
+    return len(text) if text.isascii() else len(text.encode())
 
 
 def _logged(snapshot: Any, after_seq: int) -> list[LoggedEvent]:

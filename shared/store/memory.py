@@ -24,7 +24,7 @@ from dataclasses import fields, replace
 from datetime import datetime, timedelta
 from typing import Any, overload
 
-from shared import ids, model_json
+from shared import ids, limits, model_json
 from shared.clock import SYSTEM, Clock
 from shared.model import ArtifactUpdate, Event, Message, StatusUpdate, Task, TaskState, utc_now
 from shared.ports import (
@@ -138,7 +138,7 @@ class MemoryTaskStore:
                 push_configs=not self._push_tracked,
             )
             self._tasks[key] = stored
-            self._events[key] = [LoggedEvent(i + 1, e) for i, e in enumerate(events)]
+            self._events.start(key, events)
             self._bill(key, events, recorded)
             self._trim()
             self._changed.notify_all()
@@ -160,7 +160,7 @@ class MemoryTaskStore:
                 raise VersionConflict(task.id)
             recorded = self._claim(current.owner, message_key, task.id)
             log = self._events[key]
-            log.extend(LoggedEvent(stored.last_seq + i + 1, e) for i, e in enumerate(events))
+            log.extend(stored.last_seq + 1, events)
             new = replace(
                 stored,
                 task=task,
@@ -356,7 +356,8 @@ class _Record:
 
     def __init__(self, stored: StoredTask) -> None:
         values: list[Any] = [getattr(stored, name) for name in _FIELDS]
-        values[_TASK_FIELD] = _pack_task(stored.task)
+        values[_TASK_FIELD] = packed = _pack_task(stored.task)
+        limits.note_stored(stored.task, len(packed))  # the next send's check_history
         self.values = tuple(values)
         status = stored.task.status
         self.context_id: str = stored.task.context_id
@@ -375,7 +376,9 @@ class _Record:
 
     def unpack(self) -> StoredTask:
         values = list(self.values)
-        values[_TASK_FIELD] = model_json.decode(Task, values[_TASK_FIELD])
+        packed = values[_TASK_FIELD]
+        values[_TASK_FIELD] = task = model_json.decode(Task, packed)
+        limits.note_stored(task, len(packed))
         return StoredTask(*values)
 
 
@@ -468,8 +471,9 @@ class _PackedLog:
         seq, data = self._events[index]
         return LoggedEvent(seq, _unpack_event(data))
 
-    def extend(self, logged: Iterable[LoggedEvent]) -> None:
-        packed = [(e.seq, _pack_event(e.event)) for e in logged]
+    def extend(self, first_seq: int, events: Iterable[Event]) -> None:
+        """Append `events`, the first of them at `first_seq` (packed: no LoggedEvent made)."""
+        packed = [(seq, _pack_event(event)) for seq, event in enumerate(events, first_seq)]
         self._events.extend(packed)
         self._size.used += sum(len(data) for _, data in packed)
 
@@ -479,7 +483,7 @@ class _PackedLog:
 
 
 class _CompactLogs:
-    """(owner, task id) -> its _PackedLog; setting a list of LoggedEvent packs it."""
+    """(owner, task id) -> its _PackedLog, started with a new task's first events."""
 
     def __init__(self, size: _Size) -> None:
         self._size = size
@@ -488,10 +492,11 @@ class _CompactLogs:
     def __getitem__(self, key: tuple[str, str]) -> _PackedLog:
         return self._logs[key]
 
-    def __setitem__(self, key: tuple[str, str], logged: Iterable[LoggedEvent]) -> None:
+    def start(self, key: tuple[str, str], events: Iterable[Event]) -> None:
+        """The task's log anew, holding `events` from seq 1."""
         self._drop(key)
         log = self._logs[key] = _PackedLog(self._size)
-        log.extend(logged)
+        log.extend(1, events)
 
     def __delitem__(self, key: tuple[str, str]) -> None:
         if key not in self._logs:

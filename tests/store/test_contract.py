@@ -5,12 +5,14 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared import ids, lifecycle
+from shared import ids, lifecycle, limits
+from shared.errors import InvalidParamsError
 from shared.model import Artifact, ArtifactUpdate, Event, Part, Task, TaskState, TaskStatus
 from shared.ports import (
     DuplicateMessage,
@@ -306,6 +308,7 @@ def test_a_keys_own_task_id_is_an_id_and_its_alone(
     assert key.recorded_by(owner, derived)
     assert not replace(key, replaces=derived).recorded_by(owner, derived)
     assert other == owner or key.task_id(other) != derived
+    assert key.task_id(owner) == derived  # asked again after another owner's
     assert MessageKey(message_id, digest + "x").task_id(owner) != derived
     assert MessageKey(message_id + "x", digest).task_id(owner) != derived
 
@@ -572,3 +575,42 @@ def test_readers_and_writers_at_once(store: TaskStore) -> None:
     final = store.list(ALICE, TaskQuery(page_size=writers * tasks_each))
     assert final.total_size == len(created) == writers * tasks_each
     assert all(s.version == 3 and s.last_seq == 4 for s in final.tasks)
+
+
+@pytest.mark.parametrize("slack", [-1, 0, None])
+def test_a_task_read_back_checks_its_history_without_measuring_it(
+    store: TaskStore, slack: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store notes the size of the JSON it read a task from (limits.note_stored), which
+    holds the whole history: a new message that fits with it is not measured against each
+    message again, and one near or over the limit is measured, and refused exactly as before,
+    at the same byte (`slack`: the limit's distance from the exact size; None: the default)."""
+    task, events = new_task()
+    said = [message(f"message {n}, \N{SNOWMAN} and all", task.id) for n in range(20)]
+    everything = [*events, *said]
+    store.create(ALICE, lifecycle.apply_all(task, everything), everything, dialect="v1.0")
+    read = store.get(ALICE, task.id)
+    assert read is not None
+    new = message("one more", task.id)
+    exact = sum(limits.model_bytes(m) for m in (*read.task.history, new))
+    bound = limits.Limits() if slack is None else limits.Limits(history_bytes=exact + slack)
+    measured: list[Any] = []
+    real = limits.model_bytes
+
+    def measuring(model: Any) -> int:
+        measured.append(model)
+        return real(model)
+
+    monkeypatch.setattr(limits, "model_bytes", measuring)
+    outcomes: list[str | None] = []
+    for checked in (read.task, replace(read.task)):  # the copy: nobody noted its size
+        measured.clear()
+        try:
+            limits.check_history(checked, new, bound)
+            outcomes.append(None)
+        except InvalidParamsError as refused:
+            outcomes.append(str(refused))
+        whole = len(read.task.history) + 1
+        assert len(measured) == (1 if checked is read.task and slack is None else whole)
+    assert outcomes[0] == outcomes[1]
+    assert (outcomes[0] is None) == (slack != -1)

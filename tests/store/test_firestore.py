@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from google.cloud import firestore
 from google.cloud.firestore_v1.batch import WriteBatch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from emulator.firestore import FirestoreEmulator
 from shared import lifecycle, model_json
@@ -22,6 +24,7 @@ from shared.store.firestore import (
     EVENT_DOCUMENT_BUDGET,
     LOG_SLACK,
     PUSH_CONFIGS,
+    _utf8_size,
     document_id,
 )
 from shared.store.firestore_push import FirestorePushConfigStore
@@ -330,3 +333,9 @@ def test_a_task_stored_before_the_push_config_flag_reads_its_configs(
     document.update({"pushConfigs": firestore.DELETE_FIELD})
     old = store.get(ALICE, task.id)
     assert old is not None and old.push_configs
+
+
+@given(text=st.text())
+def test_a_texts_size_is_its_utf8s(text: str) -> None:
+    """The sizes checked against Firestore's limits: ASCII text measured without a copy."""
+    assert _utf8_size(text) == len(text.encode("utf-8", "surrogatepass"))
