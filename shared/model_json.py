@@ -442,6 +442,30 @@ def owned(model: M) -> tuple[M, bytes]:
     return copy, data
 
 
+def detached(model: M) -> M:
+    """The model as its reader may change nothing of it: the model itself when it holds no
+    data or metadata object or array (its classes are frozen and its other values immutable),
+    else a copy read back from its JSON. A handler reads its task's messages and artifacts
+    so: changing what it reads changes nothing stored or served."""
+    return decode(type(model), encode(model)) if _holds_containers(model) else model
+
+
+def _holds_containers(model: Any) -> bool:
+    for name, check, _, _ in _SPECS[type(model)]:
+        value = getattr(model, name)
+        if value is None:
+            continue
+        if check is _json or check is _object:
+            if isinstance(value, dict | list | tuple):
+                return True
+        elif check is _model:
+            if _holds_containers(value):
+                return True
+        elif check is _models and any(_holds_containers(item) for item in value):
+            return True
+    return False
+
+
 def _fields(model: Model, nested: list[tuple[str, Any]]) -> dict[str, Any]:
     if type(model) not in _SPECS:
         raise Unservable(f"{_type_name(model)} is not a model class")

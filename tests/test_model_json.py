@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
+from dataclasses import fields, replace
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -571,3 +571,53 @@ def test_a_bad_value_anywhere_in_data_is_refused(data: Any, where: int, bad: Any
         target.append(bad)
     with pytest.raises(Unservable, match=r"finite number|lone UTF-16 surrogate"):
         model_json.encode(artifact(Part(data=holder)))
+
+
+def test_a_detached_model_shares_nothing_its_reader_could_change() -> None:
+    plain = Message(message_id="m", role=Role.USER, parts=(Part(text="hi"),))
+    assert model_json.detached(plain) is plain  # nothing in it can change: no copy
+    task = Task(
+        id="t",
+        context_id="c",
+        status=TaskStatus(state=TaskState.WORKING, message=plain),
+        history=(plain,),
+        artifacts=(Artifact(artifact_id="a", parts=(Part(text="x"),)),),
+    )
+    assert model_json.detached(task) is task
+    holding = [
+        Message(message_id="m", role=Role.USER, parts=(Part(data={"a": [1]}),)),
+        Message(message_id="m", role=Role.USER, parts=(Part(data=[1]),)),
+        Message(message_id="m", role=Role.USER, parts=(Part(text="x", metadata={"k": 1}),)),
+        Message(message_id="m", role=Role.USER, parts=(Part(text="x"),), metadata={"k": 1}),
+        replace(task, status=TaskStatus(state=TaskState.WORKING, message=holding_message())),
+        replace(task, artifacts=(Artifact(artifact_id="a", parts=(Part(data={}),)),)),
+    ]
+    for model in holding:
+        copy = model_json.detached(model)
+        assert copy == model and copy is not model
+        assert model_json.encode(copy) == model_json.encode(model)
+        assert not any(a is b for a, b in zip(containers(copy), containers(model), strict=True)), (
+            type(model).__name__
+        )
+
+
+def holding_message() -> Message:
+    return Message(message_id="q", role=Role.AGENT, parts=(Part(text="?"),), metadata={"k": []})
+
+
+def containers(model: Any) -> list[Any]:
+    """The dicts and lists a model holds, in field order."""
+    found: list[Any] = []
+    for value in vars_of(model):
+        if isinstance(value, dict | list):
+            found.append(value)
+        elif isinstance(value, tuple):
+            for item in value:
+                found += containers(item) if hasattr(item, "__slots__") else []
+        elif hasattr(value, "__slots__"):
+            found += containers(value)
+    return found
+
+
+def vars_of(model: Any) -> list[Any]:
+    return [getattr(model, f.name) for f in fields(model)]
