@@ -36,6 +36,9 @@ _UNSHOWN = frozenset({"kind", "httpRequest"})
 
 _line = logging.getLogger(LINE_LOGGER)
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
+# A line's: its values are this code's own, never circular, so the encoder keeps no record of
+# the containers it is in (a dict operation per container, for every line).
+_LINE_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str, check_circular=False)
 
 
 def enabled(level: int) -> bool:
@@ -127,7 +130,7 @@ class CloudLoggingFormatter(logging.Formatter):
             entry["logging.googleapis.com/trace"] = self._traces + trace.trace_id
             entry["logging.googleapis.com/spanId"] = trace.span_id
             entry["logging.googleapis.com/trace_sampled"] = trace.sampled
-        return _ENCODER.encode(entry)
+        return _LINE_ENCODER.encode(entry)
 
 
 class TextFormatter(logging.Formatter):
