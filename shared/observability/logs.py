@@ -15,6 +15,7 @@ other line first writes those waiting, so the stream keeps their order; exit wri
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -286,7 +287,8 @@ def configure(
     root = logging.getLogger()
     for old in [h for h in root.handlers if isinstance(h, _Handler)]:
         root.removeHandler(old)
-        old.close()  # its waiting lines written
+        with contextlib.suppress(OSError, ValueError):  # a stream gone: nothing to write to
+            old.close()  # its waiting lines written
     handler = _Handler(CloudLoggingFormatter(project) if chosen == "json" else TextFormatter())
     root.addHandler(handler)
     if root.level > logging.INFO or root.level == logging.NOTSET:
