@@ -125,6 +125,9 @@ class Activation:
         return replace(message, extensions=(*message.extensions, *added))
 
 
+_NOTHING = Activation()  # what most requests activate: one value for all (it is frozen)
+
+
 def activate(
     declared: Sequence[Extension],
     header: Callable[[str], list[str]],
@@ -135,7 +138,8 @@ def activate(
     the header breaks its limits."""
     found = [(name, listed) for name in HEADERS if (listed := header(name))]
     if not found:  # most requests: nothing asked, only the required ones missing
-        return Activation(missing=tuple(e.uri for e in declared if e.required))
+        missing = tuple(e.uri for e in declared if e.required)
+        return Activation(missing=missing) if missing else _NOTHING
     used = tuple(name for name, _ in found)
     asked = requested([value for _, listed in found for value in listed])
     return Activation(

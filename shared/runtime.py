@@ -37,6 +37,7 @@ ends the task: its waiting messages are never run (a terminal task never changes
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import logging
 import math
@@ -62,6 +63,7 @@ from shared.model import (
     TaskStatus,
     agent_message,
     new_id,
+    utc_now,
 )
 from shared.observability import tracing
 from shared.observability.context import note
@@ -153,11 +155,11 @@ class Turn:
         self._not_before = self._last_commit  # after a failed timed commit: not again before
         self._handler_done = False
         queued = lease is not None
-        self._lease = lease or Lease(
-            turn=1 if stored is None else stored.version + 1,
-            holder=new_id(),
-            message_id=message.message_id,
-            inline=True,
+        # An inline turn's own lease is made at its first commit that holds one (_renewed):
+        # a blocking send ends at its first commit, which gives none.
+        self._lease = lease
+        self._turn = (
+            lease.turn if lease is not None else 1 if stored is None else stored.version + 1
         )
         self._lease_seconds = lease_seconds
         self._renew_after = lease_seconds / 3  # a heartbeat when no commit did for this long
@@ -165,8 +167,12 @@ class Turn:
         self._ending = False  # the handler returned: the next commit ends the turn
         self._artifacts = 0
         self._artifact_sizes = ArtifactMeter(limits)
+        # A new task starts working at the time it was submitted (one clock read per send).
+        at = task.status.timestamp if stored is None else utc_now()
         working = StatusUpdate(
-            task_id=task.id, context_id=task.context_id, status=TaskStatus(state=TaskState.WORKING)
+            task_id=task.id,
+            context_id=task.context_id,
+            status=TaskStatus(state=TaskState.WORKING, timestamp=at),
         )
         if queued:
             self._apply(working)
@@ -310,8 +316,7 @@ class Turn:
     def artifact_id(self) -> str:
         with self._lock:
             self._artifacts += 1
-            key = f"{self._task.id}/{self._lease.turn}/{self._artifacts}"
-            return str(uuid.uuid5(_ARTIFACT_IDS, key))
+            return _artifact_id(f"{self._task.id}/{self._turn}/{self._artifacts}")
 
     # -- internals -------------------------------------------------------------------------
 
@@ -349,7 +354,11 @@ class Turn:
         ended elsewhere (canceled), or another run took over this turn's lease."""
         if current is None or current.task.status.state.terminal:
             return True
-        return current.lease is None or current.lease.holder != self._lease.holder
+        return current.lease is None or current.lease.holder != self._holder()
+
+    def _holder(self) -> str | None:
+        """This run's lease holder id (None: it has taken no lease yet)."""
+        return None if self._lease is None else self._lease.holder
 
     def _holds_lease(self) -> bool:
         """Whether the stored task still names this run as its lease's holder (the commit
@@ -359,7 +368,7 @@ class Turn:
             not self._canceled
             and stored is not None
             and stored.lease is not None
-            and stored.lease.holder == self._lease.holder
+            and stored.lease.holder == self._holder()
         )
 
     def _next_timer(self) -> tuple[float, str]:
@@ -452,6 +461,10 @@ class Turn:
             self._hand_over(self._stored)
 
     def _renewed(self) -> Lease:
+        if self._lease is None:
+            self._lease = Lease(
+                turn=self._turn, holder=new_id(), message_id=self._message.message_id, inline=True
+            )
         return replace(
             self._lease, expires=self._clock.now() + timedelta(seconds=self._lease_seconds)
         )
@@ -522,3 +535,17 @@ class Turn:
 
 async def _await(awaitable: Awaitable[None]) -> None:
     await awaitable
+
+
+# uuid5's namespace as bytes: an id is uuid.uuid5(_ARTIFACT_IDS, key), made without the UUID
+# object (its int round trip and formatting were most of its cost).
+_ARTIFACT_PREFIX = _ARTIFACT_IDS.bytes
+
+
+def _artifact_id(key: str) -> str:
+    """str(uuid.uuid5(_ARTIFACT_IDS, key)): the same id for the same key, in every version."""
+    digest = bytearray(hashlib.sha1(_ARTIFACT_PREFIX + key.encode()).digest()[:16])
+    digest[6] = digest[6] & 0x0F | 0x50  # the version, 5
+    digest[8] = digest[8] & 0x3F | 0x80  # the variant, RFC 4122's
+    h = digest.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

@@ -199,6 +199,19 @@ class HttpApp:
             return json_response(keys, headers={"Cache-Control": "public, max-age=300"})
         if path == "/sse":
             return self._seed_sse(request)
+        if path == "/":
+            # JSON-RPC's own path, which no route of either binding takes (decided without
+            # walking their tables: most requests come here).
+            problem = _path_problem(request)  # `/%2F` is `/` to the router
+            if problem is not None:
+                return _status_error(400, "INVALID_ARGUMENT", problem)
+            if request.method == "POST":
+                return self._rpc(request)
+            return _status_error(
+                405,
+                "METHOD_NOT_ALLOWED",
+                "POST JSON-RPC requests here; the agent card is at /.well-known/agent-card.json",
+            )
         binding: RestBinding = rest_v0_3 if path.startswith(rest_v0_3.PREFIX + "/") else rest
         found = binding.match(request.method, path)
         if found is not None:
@@ -220,15 +233,9 @@ class HttpApp:
                 MethodNotFoundError(f"no route for {request.method} {_shown(path)}"), binding
             )
         if request.method == "POST":
-            # JSON-RPC at the root, and at any other path a deployment puts in front of it
-            # (seed 002 posts to /api/a2a).
+            # JSON-RPC at any other path a deployment puts in front of it (seed 002 posts to
+            # /api/a2a).
             return self._rpc(request)
-        if path == "/":
-            return _status_error(
-                405,
-                "METHOD_NOT_ALLOWED",
-                "POST JSON-RPC requests here; the agent card is at /.well-known/agent-card.json",
-            )
         return _rest_error(
             MethodNotFoundError(f"no route for {request.method} {_shown(request.path)}")
         )
@@ -339,14 +346,19 @@ class HttpApp:
 
     def _body(self, request: flask.Request) -> bytes:
         limit = self.settings.max_body_bytes
-        if request.content_length is not None and request.content_length > limit:
+        length = request.content_length  # None when chunked
+        if length is not None and length > limit:
             raise PayloadTooLargeError(
-                f"the body has {request.content_length} bytes; the limit is {limit} "
-                "(A2A_MAX_BODY_BYTES)"
+                f"the body has {length} bytes; the limit is {limit} (A2A_MAX_BODY_BYTES)"
             )
+        # werkzeug's stream, read to its end: functions-framework reads it again after the
+        # answer, which must then find it at its end (the WSGI input itself would not say).
         body: bytes = request.stream.read(limit + 1)
         if len(body) > limit:
-            raise PayloadTooLargeError(f"the body exceeds {limit} bytes")
+            raise PayloadTooLargeError(
+                f"the body exceeds {limit} bytes (A2A_MAX_BODY_BYTES): send less, or "
+                "send large content as a file part by URL"
+            )
         return body
 
     def _authenticate(self, request: flask.Request) -> Principal:

@@ -11,8 +11,10 @@ from shared.errors import ContentTypeNotSupportedError
 
 JSON = "application/json"
 JSON_MEDIA_TYPES = frozenset({JSON, "application/a2a+json", "application/json-rpc"})
-# Made once: json.dumps with any option builds a new encoder for every answer.
-ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+# Made once: json.dumps with any option builds a new encoder for every answer. Without the
+# circular-reference bookkeeping: an answer is built by the dialects from the model, whose
+# data values came parsed from JSON or checked by model_json (a cycle never gets that far).
+ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, check_circular=False)
 
 
 def media_type(content_type: str | None) -> str | None:

@@ -49,9 +49,10 @@ class Dialect(Protocol):
 
 def timestamp(moment: datetime) -> str:
     """ISO 8601 in UTC with milliseconds and `Z`, as the v1.0 spec recommends."""
-    return (
-        moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-    )
+    if moment.tzinfo is not UTC:  # every stored time is UTC already: no conversion
+        moment = moment.astimezone(UTC)
+    # isoformat cuts to milliseconds as the wire has them, ending "+00:00" for UTC.
+    return moment.isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def v0_error_data(error: A2AError) -> dict[str, Any] | None:

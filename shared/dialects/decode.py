@@ -171,14 +171,24 @@ def part(obj: Any, field: str) -> Part:
     if not isinstance(obj, dict):
         raise InvalidParamsError(f"'{field}' must be an object", field=field)
     kind = _get(obj, "kind", "type")
-    metadata = _object(obj.get("metadata"), f"{field}.metadata")
-    filename = _str(obj.get("filename"), f"{field}.filename")
-    media_type = _str(_get(obj, "mediaType", "media_type"), f"{field}.mediaType")
+    # Each member checked as it is read, its field named only when it is there (most are not).
+    metadata = obj.get("metadata")
+    if metadata is not None:
+        _object(metadata, f"{field}.metadata")
+    filename = obj.get("filename")
+    if filename is not None:
+        _str(filename, f"{field}.filename")
+    media_type = _get(obj, "mediaType", "media_type")
+    if media_type is not None:
+        _str(media_type, f"{field}.mediaType")
     common: dict[str, Any] = {"metadata": metadata, "filename": filename, "media_type": media_type}
     if kind == "file" or (kind is None and "file" in obj):
         return _file_part(obj.get("file"), f"{field}.file", common)
     if kind == "text" or (kind is None and "text" in obj):
-        return Part(text=_str(obj.get("text"), f"{field}.text", required=True), **common)
+        text = obj.get("text")
+        if not isinstance(text, str):
+            _str(text, f"{field}.text", required=True)  # raises: absent, or not a string
+        return Part(text=text, **common)
     if kind == "data" or (kind is None and "data" in obj):
         if "data" not in obj:
             raise InvalidParamsError(f"'{field}.data' is required", field=f"{field}.data")
@@ -219,9 +229,10 @@ def message(obj: Any, field: str, limits: Limits = DEFAULT_LIMITS) -> Message:
     over `limits` (parts counted before they are read)."""
     if not isinstance(obj, dict):
         raise InvalidParamsError(f"'{field}' is required and must be an object", field=field)
-    role_value = _str(obj.get("role"), f"{field}.role", required=True)
-    role = _ROLES.get((role_value or "").lower())
+    role_value = obj.get("role")
+    role = _ROLES.get(role_value.lower()) if isinstance(role_value, str) else None
     if role is None:
+        _str(role_value, f"{field}.role", required=True)  # absent, or not a string
         raise InvalidParamsError(
             f"'{field}.role' must be user or agent, got {role_value!r}", field=f"{field}.role"
         )
@@ -232,17 +243,25 @@ def message(obj: Any, field: str, limits: Limits = DEFAULT_LIMITS) -> Message:
     if not isinstance(raw_parts, list) or not raw_parts:
         raise InvalidParamsError(f"'{parts_field}' must be a non-empty list", field=parts_field)
     check_parts(len(raw_parts), limits, parts_field)
+    # The optional members' fields are named only when they are there (most are not).
+    message_id = _get(obj, "messageId", "message_id")
+    context_id = _get(obj, "contextId", "context_id")
+    task_id = _get(obj, "taskId", "task_id")
+    references = _get(obj, "referenceTaskIds", "reference_task_ids")
+    extensions = obj.get("extensions")
+    metadata = obj.get("metadata")
     read = Message(
-        message_id=_id(_get(obj, "messageId", "message_id"), f"{field}.messageId") or new_id(),
+        message_id=(None if message_id is None else _id(message_id, f"{field}.messageId"))
+        or new_id(),
         role=role,
         parts=tuple(part(p, f"{parts_field}[{i}]") for i, p in enumerate(raw_parts)),
-        context_id=_id(_get(obj, "contextId", "context_id"), f"{field}.contextId"),
-        task_id=_id(_get(obj, "taskId", "task_id"), f"{field}.taskId"),
-        reference_task_ids=_ids(
-            _get(obj, "referenceTaskIds", "reference_task_ids"), f"{field}.referenceTaskIds"
-        ),
-        extensions=_strings(obj.get("extensions"), f"{field}.extensions"),
-        metadata=_object(obj.get("metadata"), f"{field}.metadata"),
+        context_id=None if context_id is None else _id(context_id, f"{field}.contextId"),
+        task_id=None if task_id is None else _id(task_id, f"{field}.taskId"),
+        reference_task_ids=()
+        if references is None
+        else _ids(references, f"{field}.referenceTaskIds"),
+        extensions=() if extensions is None else _strings(extensions, f"{field}.extensions"),
+        metadata=None if metadata is None else _object(metadata, f"{field}.metadata"),
     )
     check_message(read, limits, field)
     return read
@@ -257,6 +276,14 @@ def state(value: Any, field: str) -> TaskState | None:
     return found
 
 
+# The names a push config sent with a message goes by in `params.configuration`, in order.
+_INLINE_PUSH = (
+    "taskPushNotificationConfig",
+    "task_push_notification_config",
+    "pushNotificationConfig",
+)
+
+
 def send(
     params: Mapping[str, Any], default_history: int | None, limits: Limits = DEFAULT_LIMITS
 ) -> tuple[SendRequest, WireFields]:
@@ -265,54 +292,60 @@ def send(
     config = _object(params.get("configuration"), "params.configuration") or {}
     legacy_id = _id(params.get("id"), "params.id")
     alias_id = _id(params.get("taskId"), "params.taskId")
-    named = [
-        (i, f)
-        for i, f in (
-            (msg.task_id, "params.message.taskId"),
-            (alias_id, "params.taskId"),
-            (legacy_id, "params.id"),
-        )
-        if i is not None
-    ]
-    chosen = [i for i, _ in named]
-    if len(set(chosen)) > 1:
-        raise InvalidParamsError(
-            "the task id is given twice with different values "
-            "(params.message.taskId, params.taskId, params.id)",
-            field="params.message.taskId",
-        )
+    task_id: str | None = None
+    task_field = ""
+    for named, wire in (
+        (msg.task_id, "params.message.taskId"),
+        (alias_id, "params.taskId"),
+        (legacy_id, "params.id"),
+    ):
+        if named is None:
+            continue
+        if task_id is None:
+            task_id, task_field = named, wire
+        elif named != task_id:
+            raise InvalidParamsError(
+                "the task id is given twice with different values "
+                "(params.message.taskId, params.taskId, params.id)",
+                field="params.message.taskId",
+            )
     # v0.1's sessionId only groups tasks, and v0.1 clients echo whatever they last saw: it
     # names the context of a new task but never contradicts an existing one.
     session = _id(params.get("sessionId"), "params.sessionId")
-    history = _int(
-        _get(config, "historyLength", "history_length"), "params.configuration.historyLength", low=0
-    )
-    if history is None:  # v0.1 put historyLength beside the message
-        history = _int(_get(params, "historyLength"), "params.historyLength", low=0)
-    return_immediately = _bool(
-        _get(config, "returnImmediately", "return_immediately"),
-        "params.configuration.returnImmediately",
-    )
-    blocking = _bool(config.get("blocking"), "params.configuration.blocking")
-    inline_push = [
-        (_object(config.get(name), f"params.configuration.{name}"), f"params.configuration.{name}")
-        for name in (
-            "taskPushNotificationConfig",
-            "task_push_notification_config",
-            "pushNotificationConfig",
+    history = None
+    if config:
+        history = _int(
+            _get(config, "historyLength", "history_length"),
+            "params.configuration.historyLength",
+            low=0,
         )
-    ] + [
-        (
-            _object(params.get("pushNotification"), "params.pushNotification"),
-            "params.pushNotification",
+    if history is None and "historyLength" in params:  # v0.1 put historyLength beside the message
+        history = _int(params["historyLength"], "params.historyLength", low=0)
+    return_immediately = blocking = None
+    push: dict[str, Any] | None = None
+    push_field = ""
+    if config:
+        return_immediately = _bool(
+            _get(config, "returnImmediately", "return_immediately"),
+            "params.configuration.returnImmediately",
         )
-    ]
-    push, push_field = next(((c, f) for c, f in inline_push if c is not None), (None, ""))
-    metadata = _object(params.get("metadata"), "params.metadata")
-    check_metadata(metadata, limits, "params.metadata")
+        blocking = _bool(config.get("blocking"), "params.configuration.blocking")
+        # Every form present is checked; the first one present is the config.
+        for name in _INLINE_PUSH:
+            if config.get(name) is not None:
+                found = _object(config[name], f"params.configuration.{name}")
+                if push is None:
+                    push, push_field = found, f"params.configuration.{name}"
+    if params.get("pushNotification") is not None:
+        found = _object(params["pushNotification"], "params.pushNotification")
+        if push is None:
+            push, push_field = found, "params.pushNotification"
+    metadata = params.get("metadata")
+    if metadata is not None:
+        check_metadata(_object(metadata, "params.metadata"), limits, "params.metadata")
     request = SendRequest(
         message=msg,
-        task_id=chosen[0] if chosen else None,
+        task_id=task_id,
         context_id=msg.context_id,
         session_id=session,
         create_if_missing=legacy_id is not None and msg.task_id is None and alias_id is None,
@@ -323,7 +356,7 @@ def send(
         metadata=metadata,
         push_config=None if push is None else _inline_push_config(push, push_field),
     )
-    fields = {"task_id": named[0][1]} if named else {}
+    fields = {"task_id": task_field} if task_id is not None else {}
     fields["context_id"] = "params.message.contextId"
     return request, fields
 

@@ -140,13 +140,20 @@ def snapshot() -> tuple[Record | None, Any]:
     return current(), otel_context.get_current()
 
 
-@contextlib.contextmanager
-def resumed(taken: tuple[Record | None, Any]) -> Iterator[None]:
+def resumed(taken: tuple[Record | None, Any]) -> AbstractContextManager[None]:
     """Run the block in the unit of work `taken` (by `snapshot`) on another thread: its log
-    lines and spans then belong to it."""
+    lines and spans then belong to it. Nothing to do on the thread that took it, still in
+    that unit (a blocking send's turn), when no span context came with it."""
+    record, otel = taken
+    if otel is None and current() is record:
+        return _NULL
+    return _resumed(record, otel)
+
+
+@contextlib.contextmanager
+def _resumed(record: Record | None, otel: Any) -> Iterator[None]:
     from shared.observability.context import enter, leave
 
-    record, otel = taken
     token = enter(record)
     attached = None
     if otel is not None:

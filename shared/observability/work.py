@@ -10,6 +10,7 @@ busy outcome (a queue target's 503 asking for a retry), INFO otherwise.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from contextlib import AbstractContextManager
@@ -126,12 +127,20 @@ def http_request(
 def _client_address(forwarded_for: str | None, remote_addr: str | None) -> str:
     """The caller's address: the first X-Forwarded-For entry (Google's front end puts the
     client there), if it is an address at all, else the connection's."""
+    if forwarded_for:
+        first = _address(forwarded_for.split(",", 1)[0].strip()[:64])
+        if first is not None:
+            return first
+    return remote_addr or ""
+
+
+@functools.lru_cache(maxsize=1024)
+def _address(text: str) -> str | None:
+    """`text` as an IP address in its normal form, or None: parsed once per address (a
+    deployed function sees every request's, and callers come again; the cache is bounded)."""
     import ipaddress
 
-    if forwarded_for:
-        first = forwarded_for.split(",", 1)[0].strip()[:64]
-        try:
-            return str(ipaddress.ip_address(first))
-        except ValueError:
-            pass
-    return remote_addr or ""
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        return None

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import flask
 import pytest
 
 from shared.bindings import rest
 from shared.bindings.operations import OPERATIONS, STREAMING
 from shared.dialects.registry import METHODS
-from tests.conftest import Client
+from tests.conftest import Client, flask_app
 
 # Every answer these tests get is valid in its version's official schema.
 pytestmark = pytest.mark.usefixtures("schema_checked")
@@ -199,6 +200,52 @@ def test_oversized_body_is_refused_before_reading(make_client: Any) -> None:
     answer = response.get_json()
     assert answer["error"]["code"] == -32600
     assert "A2A_MAX_BODY_BYTES" in answer["error"]["message"]
+
+
+def _chunked(client: Client, data: bytes) -> Any:
+    """A POST without Content-Length, its input ended by the server (gunicorn's chunked)."""
+    return client.http.post(
+        "/",
+        data=data,
+        headers={"Transfer-Encoding": "chunked"},  # werkzeug: no length, input terminated
+        content_type="application/json",
+        environ_overrides={"wsgi.input_terminated": True},
+    )
+
+
+def test_a_chunked_body_over_the_limit_is_refused(make_client: Any) -> None:
+    small = make_client(max_body_bytes=2048)
+    big = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"pad": "x" * 4096}}
+    response = _chunked(small, json.dumps(big).encode())
+    assert response.status_code == 413
+    message = response.get_json()["error"]["message"]
+    assert "exceeds 2048 bytes" in message and "A2A_MAX_BODY_BYTES" in message
+
+
+def test_a_chunked_body_within_the_limit_is_served(client: Client) -> None:
+    request = {"jsonrpc": "2.0", "id": 7, "method": "SendMessage", "params": SEND_V1}
+    response = _chunked(client, json.dumps(request).encode())
+    assert response.status_code == 200
+    assert response.get_json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_the_body_is_left_read_for_functions_framework(client: Client) -> None:
+    """functions-framework reads the body again once the function answered (its after-request
+    `read_request`): werkzeug's stream must then be at its end, not the WSGI input read
+    behind its back (werkzeug takes that for a client that went away, and the host for a
+    failed request)."""
+    web = flask_app(client.app)
+    reread: list[bytes] = []
+
+    @web.after_request
+    def read_request(response: flask.Response) -> flask.Response:
+        reread.append(flask.request.get_data())
+        return response
+
+    request = {"jsonrpc": "2.0", "id": 7, "method": "SendMessage", "params": SEND_V1}
+    response = web.test_client().post("/", json=request)
+    assert response.status_code == 200 and "result" in response.get_json()
+    assert reread == [b""]
 
 
 def test_a_handler_crash_is_a_failed_task_not_a_500(make_client: Any) -> None:

@@ -12,12 +12,14 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import flask
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shared.bindings.queue_target import QueueTargetApp
 from shared.jobs import Outcome
 from shared.observability.context import note, owner_tag
+from shared.observability.work import http_request
 from shared.ports import Delivery
 from tests.conftest import Client
 from tests.observability.conftest import PROJECT, Lines
@@ -234,3 +236,22 @@ def hostile_client(make_client: Callable[..., Client]) -> Client:
     if not _HOSTILE:
         _HOSTILE.append(make_client())
     return _HOSTILE[0]
+
+
+@pytest.mark.parametrize(
+    ("forwarded", "remote", "logged"),
+    [
+        ("203.0.113.9, 10.0.0.1", "10.0.0.1", "203.0.113.9"),
+        ("2001:DB8:0:0::1", "10.0.0.1", "2001:db8::1"),  # its normal form
+        ("not an address, 203.0.113.9", "10.0.0.1", "10.0.0.1"),
+        (None, "10.0.0.1", "10.0.0.1"),
+    ],
+)
+def test_the_caller_address_is_the_first_forwarded_one_if_an_address(
+    forwarded: str | None, remote: str, logged: str
+) -> None:
+    for _ in range(2):  # parsed once, then remembered: the same answer
+        got = http_request(
+            "POST", "/", 200, user_agent=None, forwarded_for=forwarded, remote_addr=remote
+        )
+        assert got["remoteIp"] == logged
