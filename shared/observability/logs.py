@@ -15,7 +15,6 @@ other line first writes those waiting, so the stream keeps their order; exit wri
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import math
@@ -287,8 +286,7 @@ def configure(
     root = logging.getLogger()
     for old in [h for h in root.handlers if isinstance(h, _Handler)]:
         root.removeHandler(old)
-        with contextlib.suppress(OSError, ValueError):  # a stream gone: nothing to write to
-            old.close()  # its waiting lines written
+        old.close()  # its waiting lines written
     handler = _Handler(CloudLoggingFormatter(project) if chosen == "json" else TextFormatter())
     root.addHandler(handler)
     if root.level > logging.INFO or root.level == logging.NOTSET:

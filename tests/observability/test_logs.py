@@ -249,21 +249,3 @@ def test_a_waiting_line_is_written_within_the_batch_time(monkeypatch: pytest.Mon
         assert signalling.wrote.wait(5)
         assert _written(signalling) == ["a", "b"] and stream.getvalue() == ""
         handler.close()
-
-
-def test_configure_again_over_a_closed_stream_replaces_the_handler() -> None:
-    with json_only() as stream:
-        [before] = logging.getLogger().handlers
-        with unit("a"):  # written
-            pass
-        clock = _Clock()
-        with pytest.MonkeyPatch.context() as patched:
-            patched.setattr(logs, "time", clock)
-            with unit("b"):  # at once (the clock says so)
-                pass
-            with unit("c"):  # waits
-                pass
-        stream.close()
-        assert logs.configure("json", project="p", environ={}) == "json"
-        [handler] = logging.getLogger().handlers
-        assert handler is not before
