@@ -7,21 +7,15 @@ Cloud Logging groups every line of one request, worker turn or delivery. A unit 
 own line (`write`) carries all its fields (README, "Logs, traces and metrics").
 
 One JSON encoding per line, by an encoder made once (json.dumps with options makes one per
-call). A deployed function's unit lines go out at once when none went out for BATCH_SECONDS,
-else together with the next write, at most BATCH_SECONDS later (`_Handler`): each write lets
-go of the GIL, which under the server's threads cost a request a few context switches. Any
-other line first writes those waiting, so the stream keeps their order; exit writes them too.
+call).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import sys
-import threading
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -168,14 +162,6 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-# Under load, the unit lines that come within BATCH_SECONDS of a write go out together in
-# the next one. Every write lets go of the GIL, and under the server's threads each one cost
-# its request a few context switches and ~0.1 ms of system CPU (tests/bench). A line that
-# comes BATCH_SECONDS or more after the last write goes out at once, as every line did.
-BATCH_SECONDS = 0.05
-MAX_BATCH = 256  # lines: a batch this long goes out at once
-
-
 class _Handler(logging.StreamHandler):  # type: ignore[type-arg]
     """The handler `configure` installs (found and replaced when it is called again)."""
 
@@ -184,89 +170,18 @@ class _Handler(logging.StreamHandler):  # type: ignore[type-arg]
         self.setFormatter(formatter)
         # Its formatter, when the lines are JSON (`write` formats a unit's line itself).
         self.json = formatter if isinstance(formatter, CloudLoggingFormatter) else None
-        # Unit lines waiting for the batch's write, and the LogRecord to report its failure.
-        self._pending: list[str] = []
-        self._failure: Callable[[], logging.LogRecord] | None = None
-        self._written_at = -math.inf  # time.monotonic() of the last write
-        # The thread that writes a batch BATCH_SECONDS after its first line (this process's:
-        # a forked child starts its own), woken by `_batch`; `_closed` ends it.
-        self._writer: tuple[int, threading.Thread] | None = None
-        self._batch = threading.Event()
-        self._stopped = threading.Event()
 
     def write_line(self, text: str, entry: Callable[[], logging.LogRecord]) -> None:
-        """Write one formatted line as `emit` does (at once, or with the batch it comes in);
-        a failure is reported as `emit` reports it, naming the `entry` of the batch's first
-        line."""
+        """Write one formatted line as `emit` does; a failure is reported as `emit` reports
+        it, naming the `entry` made then."""
         self.acquire()
         try:
-            if not self._pending:
-                self._failure = entry
-            self._pending.append(text + self.terminator)
-            if (
-                time.monotonic() - self._written_at >= BATCH_SECONDS
-                or len(self._pending) >= MAX_BATCH
-            ):
-                self._write_pending()
-            elif len(self._pending) == 1:
-                self._wake_writer()
-        finally:
-            self.release()
-
-    def _write_pending(self) -> None:
-        """Write the waiting lines in one write (under the lock)."""
-        if not self._pending:
-            return
-        text, failure = "".join(self._pending), self._failure
-        self._pending.clear()
-        self._failure = None
-        self._written_at = time.monotonic()
-        try:
-            self.stream.write(text)
+            self.stream.write(text + self.terminator)
             self.stream.flush()
         except Exception:
-            if failure is not None:
-                self.handleError(failure())
-
-    def _wake_writer(self) -> None:
-        """Have the batch written BATCH_SECONDS from now at the latest (under the lock)."""
-        pid = os.getpid()
-        if self._writer is None or self._writer[0] != pid:
-            thread = threading.Thread(target=self._write_batches, name="log lines", daemon=True)
-            self._writer = (pid, thread)
-            thread.start()
-        self._batch.set()
-
-    def _write_batches(self) -> None:
-        while not self._stopped.is_set():
-            self._batch.wait()
-            self._batch.clear()
-            if self._stopped.wait(BATCH_SECONDS):
-                return  # closed: `close` wrote what waited
-            self.acquire()
-            try:
-                self._write_pending()
-            finally:
-                self.release()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self._write_pending()  # the lines before it first: the stream keeps their order
-        super().emit(record)
-
-    def flush(self) -> None:
-        """Write what waits, then flush the stream (logging.shutdown does, at exit)."""
-        self.acquire()
-        try:
-            self._write_pending()
+            self.handleError(entry())
         finally:
             self.release()
-        super().flush()
-
-    def close(self) -> None:
-        self.flush()
-        self._stopped.set()
-        self._batch.set()
-        super().close()
 
 
 def resolve(setting: str, environ: Mapping[str, str]) -> str:
@@ -286,7 +201,6 @@ def configure(
     root = logging.getLogger()
     for old in [h for h in root.handlers if isinstance(h, _Handler)]:
         root.removeHandler(old)
-        old.close()  # its waiting lines written
     handler = _Handler(CloudLoggingFormatter(project) if chosen == "json" else TextFormatter())
     root.addHandler(handler)
     if root.level > logging.INFO or root.level == logging.NOTSET:

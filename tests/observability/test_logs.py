@@ -8,7 +8,6 @@ import io
 import json
 import logging
 import sys
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -181,71 +180,3 @@ def test_a_failed_write_is_reported_as_logging_reports_it(
             pass
     [entry] = reported
     assert entry.getMessage() == "request" and entry.name == logs.LINE_LOGGER
-
-
-class _Clock:
-    """The batching's time.monotonic, set by the test."""
-
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-
-def _written(stream: io.StringIO) -> list[str]:
-    return [json.loads(line)["message"] for line in stream.getvalue().splitlines()]
-
-
-def test_lines_within_a_batch_go_out_together_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = _Clock()
-    monkeypatch.setattr(logs, "time", clock)
-    with json_only() as stream:
-        [handler] = logging.getLogger().handlers
-        with unit("a"):
-            pass
-        assert _written(stream) == ["a"]  # none for a while: at once
-        clock.now += logs.BATCH_SECONDS / 2
-        with unit("b"):
-            pass
-        assert _written(stream) == ["a"]  # waits for the batch
-        logging.getLogger("a2a.test").warning("other")
-        assert _written(stream) == ["a", "b", "other"]  # another line: in the stream's order
-        with unit("c"):
-            pass
-        handler.flush()  # as logging.shutdown does at exit
-        assert _written(stream) == ["a", "b", "other", "c"]
-        clock.now += logs.BATCH_SECONDS * 2
-        with unit("d"):
-            pass
-        assert _written(stream) == ["a", "b", "other", "c", "d"]
-
-
-class _Signalling(io.StringIO):
-    """A stream that says when it was written to."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.wrote = threading.Event()
-
-    def write(self, text: str) -> int:
-        self.wrote.set()
-        return super().write(text)
-
-
-def test_a_waiting_line_is_written_within_the_batch_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = _Clock()
-    monkeypatch.setattr(logs, "time", clock)
-    with json_only() as stream:
-        [handler] = logging.getLogger().handlers
-        assert isinstance(handler, logging.StreamHandler)
-        signalling = _Signalling()
-        handler.setStream(signalling)
-        with unit("a"):
-            pass
-        signalling.wrote.clear()
-        with unit("b"):  # the clock stands still: b waits for the batch's writer
-            pass
-        assert signalling.wrote.wait(5)
-        assert _written(signalling) == ["a", "b"] and stream.getvalue() == ""
-        handler.close()
