@@ -64,6 +64,7 @@ from shared.model import (
     TaskStatus,
     agent_message,
 )
+from shared.model_json import detached
 from shared.ports import TaskPage, TaskQuery
 
 __all__ = [
@@ -230,7 +231,8 @@ class Context:
                 for message in (*stored.task.history, stored.task.status.message)
                 if message is not None
             ]
-            self._context_history = tuple(messages[-CONTEXT_MESSAGES:])
+            # The handler's own copies: the store keeps these very objects.
+            self._context_history = tuple(detached(m) for m in messages[-CONTEXT_MESSAGES:])
         return self._context_history
 
     # -- answers that keep the turn open ---------------------------------------------------

@@ -65,6 +65,7 @@ from shared.model import (
     new_id,
     utc_now,
 )
+from shared.model_json import detached
 from shared.observability import tracing
 from shared.observability.context import note
 from shared.ports import (
@@ -221,12 +222,16 @@ class Turn:
         with self._lock:
             self._started = self._not_before = self._clock.monotonic()
             self._arm()
+        # What the handler reads is its own: changing a dict in it changes nothing stored or
+        # served (the store keeps these very objects).
+        message = detached(self._message)
+        history = tuple(message if m is self._message else detached(m) for m in self._task.history)
         ctx = Context(
             task_id=self._task.id,
             context_id=self._task.context_id,
-            message=self._message,
-            history=self._task.history,
-            artifacts=self._task.artifacts,
+            message=message,
+            history=history,
+            artifacts=tuple(detached(artifact) for artifact in self._task.artifacts),
             _sink=self,
             extensions=self._handler.active_extensions(self._message),
             _list_tasks=lambda query: self._store.list(self._owner, query),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import textwrap
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -257,3 +258,13 @@ def test_the_context_history_keeps_the_newest_tasks_and_messages() -> None:
 
 def test_a_context_without_a_store_has_no_history() -> None:
     assert context_of("t", None).context_history() == ()
+
+
+def test_the_context_history_is_the_handler_s_own_copy() -> None:
+    noted = agent_message("noted", task_id="t1", context_id="c")
+    noted = replace(noted, metadata={"seen": ["a"]})
+    earlier = replace(context_task(1, 0), task=replace(context_task(1, 0).task, history=(noted,)))
+    [read, _] = context_of("me", ListedContext([earlier])).context_history()
+    assert read == noted
+    read.metadata["seen"].append("b")  # type: ignore[index]
+    assert earlier.task.history[0].metadata == {"seen": ["a"]}

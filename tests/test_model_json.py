@@ -584,7 +584,7 @@ def test_a_detached_model_shares_nothing_its_reader_could_change() -> None:
         artifacts=(Artifact(artifact_id="a", parts=(Part(text="x"),)),),
     )
     assert model_json.detached(task) is task
-    holding = [
+    holding: list[Message | Task] = [
         Message(message_id="m", role=Role.USER, parts=(Part(data={"a": [1]}),)),
         Message(message_id="m", role=Role.USER, parts=(Part(data=[1]),)),
         Message(message_id="m", role=Role.USER, parts=(Part(text="x", metadata={"k": 1}),)),

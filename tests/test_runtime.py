@@ -275,3 +275,39 @@ def test_an_artifact_id_is_the_uuid5_of_its_task_turn_and_order(key: str) -> Non
     """The ids a re-run turn gives its artifacts are the ones the crashed run gave them
     (it replaces what that run stored), whichever version of this code made them."""
     assert _artifact_id(key) == str(uuid.uuid5(_ARTIFACT_IDS, key))
+
+
+def test_a_handler_that_changes_what_it_reads_changes_nothing_stored() -> None:
+    """The message, history and artifacts a handler reads are its own copies: changing
+    their data (even to what JSON cannot carry) changes neither the task nor its log."""
+    store = CountingStore()
+    data_request = replace(
+        request("x"),
+        message=Message(
+            message_id="m",
+            role=Role.USER,
+            parts=(Part(data={"a": [1]}, metadata={"k": "v"}),),
+            metadata={"m": {"n": 1}},
+        ),
+    )
+
+    def handle(ctx: Context) -> None:
+        ctx.data[0]["a"].append(float("nan"))
+        ctx.message.parts[0].metadata["k"] = {1, 2}  # type: ignore[index]
+        ctx.message.metadata["m"]["n"] = 2  # type: ignore[index]
+        ctx.history[0].parts[0].data["b"] = 1
+        ctx.artifact(text="done")
+
+    task = service(handle, store).send("o", data_request, dialect="1.0", message_results=True)
+    assert isinstance(task, Task)
+    assert task.status.state == TaskState.COMPLETED
+    [sent] = task.history
+    assert (sent.parts[0].data, sent.parts[0].metadata, sent.metadata) == (
+        {"a": [1]},
+        {"k": "v"},
+        {"m": {"n": 1}},
+    )
+    stored = store.get("o", task.id)
+    assert stored is not None and stored.task == task
+    [logged] = [e.event for e in store.events("o", task.id) if isinstance(e.event, Message)]
+    assert logged == sent
