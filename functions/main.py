@@ -86,6 +86,8 @@ def _once(make: Callable[..., App]) -> Callable[[], App]:
     made: list[App] = []
 
     def get() -> App:
+        if made:  # every request after the first: no lock to contend for among the threads
+            return made[0]
         with lock:
             if not made:
                 app = make(_SETTINGS, module=_MODULE)
