@@ -13,14 +13,18 @@ place, so a snapshot handed to a caller or a store can't change under it.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from shared.frozen import frozen
+
+if TYPE_CHECKING:
+    from uuid import UUID
 
 # Random bytes for server-side ids, drawn from the OS a block at a time: each os.urandom call
 # lets go of the GIL, and under concurrent requests getting it back costs a thread up to a
@@ -48,9 +52,21 @@ def new_id() -> str:
         block = os.urandom(_RANDOM_BLOCK)
         _random.extend([block[i : i + 16] for i in range(16, _RANDOM_BLOCK, 16)])
         drawn = bytearray(block[:16])
-    drawn[6] = drawn[6] & 0x0F | 0x40  # the version, 4
-    drawn[8] = drawn[8] & 0x3F | 0x80  # the variant, RFC 4122's
-    h = drawn.hex()
+    return _uuid_text(drawn, 4)
+
+
+def derived_id(namespace: UUID, name: str) -> str:
+    """The identifier derived from `name`: str(uuid.uuid5(namespace, name)), the same for the
+    same name in every version, made without the UUID object (its int round trip and its
+    formatting were most of its cost)."""
+    return _uuid_text(bytearray(hashlib.sha1(namespace.bytes + name.encode()).digest()[:16]), 5)
+
+
+def _uuid_text(raw: bytearray, version: int) -> str:
+    """16 bytes as a UUID of `version` (and RFC 4122's variant), in its usual text."""
+    raw[6] = raw[6] & 0x0F | version << 4
+    raw[8] = raw[8] & 0x3F | 0x80
+    h = raw.hex()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 

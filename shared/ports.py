@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from shared.frozen import frozen
-from shared.model import Event, PushConfig, Task, TaskState
+from shared.model import Event, PushConfig, Task, TaskState, derived_id
 
 
 @frozen
@@ -146,7 +146,7 @@ class MessageKey:
         derived = self._derived
         if derived is not None and derived[0] == owner:
             return derived[1]
-        task_id = str(uuid.uuid5(_TASK_IDS, json.dumps([owner, self.message_id, self.digest])))
+        task_id = derived_id(_TASK_IDS, json.dumps([owner, self.message_id, self.digest]))
         object.__setattr__(self, "_derived", (owner, task_id))  # frozen: a memo, not state
         return task_id
 

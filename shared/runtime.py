@@ -37,7 +37,6 @@ ends the task: its waiting messages are never run (a terminal task never changes
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import logging
 import math
@@ -62,6 +61,7 @@ from shared.model import (
     TaskState,
     TaskStatus,
     agent_message,
+    derived_id,
     new_id,
     utc_now,
 )
@@ -321,7 +321,7 @@ class Turn:
     def artifact_id(self) -> str:
         with self._lock:
             self._artifacts += 1
-            return _artifact_id(f"{self._task.id}/{self._turn}/{self._artifacts}")
+            return derived_id(_ARTIFACT_IDS, f"{self._task.id}/{self._turn}/{self._artifacts}")
 
     # -- internals -------------------------------------------------------------------------
 
@@ -540,17 +540,3 @@ class Turn:
 
 async def _await(awaitable: Awaitable[None]) -> None:
     await awaitable
-
-
-# uuid5's namespace as bytes: an id is uuid.uuid5(_ARTIFACT_IDS, key), made without the UUID
-# object (its int round trip and formatting were most of its cost).
-_ARTIFACT_PREFIX = _ARTIFACT_IDS.bytes
-
-
-def _artifact_id(key: str) -> str:
-    """str(uuid.uuid5(_ARTIFACT_IDS, key)): the same id for the same key, in every version."""
-    digest = bytearray(hashlib.sha1(_ARTIFACT_PREFIX + key.encode()).digest()[:16])
-    digest[6] = digest[6] & 0x0F | 0x50  # the version, 5
-    digest[8] = digest[8] & 0x3F | 0x80  # the variant, RFC 4122's
-    h = digest.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

@@ -12,6 +12,8 @@ from dataclasses import FrozenInstanceError, replace
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from shared.model import (
     Artifact,
@@ -26,6 +28,7 @@ from shared.model import (
     TaskState,
     TaskStatus,
     agent_message,
+    derived_id,
     new_id,
 )
 
@@ -107,6 +110,14 @@ def test_an_agent_message_puts_its_text_first_and_needs_some_content() -> None:
     assert (made.role, made.task_id, made.context_id) == (Role.AGENT, "t", "c")
     with pytest.raises(ValueError, match="needs text or parts"):
         agent_message(None, task_id="t", context_id="c")
+
+
+@given(st.uuids(), st.text(alphabet=st.characters(codec="utf-8")))
+def test_a_derived_id_is_the_uuid5_of_its_name(namespace: uuid.UUID, name: str) -> None:
+    """Ids derived from a name (a task's from its message, an artifact's from its task, turn
+    and order) are uuid5's: a re-run turn replaces what a crashed run stored, and a resent
+    message finds its task, whichever version of this code made them."""
+    assert derived_id(namespace, name) == str(uuid.uuid5(namespace, name))
 
 
 def test_new_ids_are_distinct_random_uuids() -> None:

@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import threading
-import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from shared.agent import AgentInfo, Context, HandlerModule, TurnEnded
 from shared.model import Event, Message, Part, Role, Task, TaskState, TaskStatus
 from shared.ports import StoredTask, TaskQuery
 from shared.requests import CancelRequest, SendRequest
-from shared.runtime import _ARTIFACT_IDS, Turn, _artifact_id
+from shared.runtime import Turn
 from shared.service import A2AService
 from shared.store.memory import MemoryTaskStore
 from shared.worker import TurnQueue
@@ -268,13 +265,6 @@ def test_bad_handler_module_names_the_setting(bad: str) -> None:
 
     with pytest.raises(HandlerModuleError, match="A2A_HANDLER"):
         load_handler_module(bad)
-
-
-@given(st.text(alphabet=st.characters(codec="utf-8")))
-def test_an_artifact_id_is_the_uuid5_of_its_task_turn_and_order(key: str) -> None:
-    """The ids a re-run turn gives its artifacts are the ones the crashed run gave them
-    (it replaces what that run stored), whichever version of this code made them."""
-    assert _artifact_id(key) == str(uuid.uuid5(_ARTIFACT_IDS, key))
 
 
 def test_a_handler_that_changes_what_it_reads_changes_nothing_stored() -> None:
