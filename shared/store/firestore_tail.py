@@ -15,7 +15,8 @@ poll the log instead; when it dies, they poll until one of them opens another (a
 POLL_MAX_SECONDS), which the others then join. A listener that stays open but falls silent
 (a stream the emulator cut without closing it; seen on a busy machine) is found by one read
 of the log after SILENT_SECONDS without a snapshot while its tails wait: events there that
-it never handed over close it, and its tails listen again.
+it never handed over, and does not hand over within LATE_SECONDS more, close it, and its
+tails listen again.
 
 An event document holds the events of one commit (`first`..`last`). Event documents are
 only ever created, and commits are ordered by the task document's precondition, so a
@@ -47,6 +48,11 @@ POLL_MAX_SECONDS = 1.0
 # this, and an idle task's stream costs a read a period (an empty query bills one: ~110 reads
 # for a 9-minute stream, a few millionths of a dollar).
 SILENT_SECONDS = 5.0
+# How long such a read waits for the listener to hand over what it found in the log before it
+# calls the listener silent: after a quiet spell, the snapshot of a commit may merely be on its
+# way when a tail's wait ends (a busy emulator: a false alarm, and a listener closed for
+# nothing, failed a test once).
+LATE_SECONDS = 1.0
 
 # Bytes of event JSON one listener keeps for tails that have not read them yet. An event
 # document holds up to 1 MB: this is several commits of the largest, and thousands of
@@ -252,14 +258,19 @@ class FirestoreTail:
 
     def _check(self, watch: LogWatch) -> list[LoggedEvent]:
         """Read the log in a silent listener's place: what is there that it never handed
-        over closes it (its tails listen again)."""
+        over, nor does within LATE_SECONDS, closes it (its tails listen again)."""
         found = self._read(self._owner, self._task_id, self.position)
         if found:
-            log.warning(
-                "the listener on task %s's events fell silent: listening again", self._task_id
-            )
-            watch.close()
-            self.position = found[-1].seq
+            last = found[-1].seq
+            with watch.arrived:
+                late = watch.arrived.wait_for(lambda: watch.newest >= last, timeout=LATE_SECONDS)
+            if not late:
+                log.warning(
+                    "the listener on task %s's events fell silent: listening again",
+                    self._task_id,
+                )
+                watch.close()
+            self.position = last
         return found
 
     def _poll(self, timeout: float) -> list[LoggedEvent]:

@@ -166,14 +166,29 @@ class Log:
         self.documents: list[Document] = []
         self.last = 0
         self.listeners: list[Watch] = []
+        self.held: list[Document] | None = None
 
     def commit(self, events: list[Event]) -> None:
         document = Document(self.last + 1, events)
         self.documents.append(document)
         self.last += len(events)
+        if self.held is None:
+            self.hand_over([document])
+        else:
+            self.held.append(document)
+
+    def hand_over(self, documents: list[Document]) -> None:
         for listener in self.listeners:
             if listener.is_active:
-                listener.callback(None, [Change(document)], None)
+                listener.callback(None, [Change(d) for d in documents], None)
+
+    def hold(self) -> None:
+        """The listeners' snapshots are late: on their way until `release`."""
+        self.held = []
+
+    def release(self) -> None:
+        held, self.held = self.held or [], None
+        self.hand_over(held)
 
     def cut(self) -> None:
         """Every listener's stream is cut (as the emulator does now and then)."""
@@ -304,6 +319,7 @@ def test_a_silent_listener_is_found_by_one_read_and_its_tails_listen_again(
 ) -> None:
     clock = Clock()
     monkeypatch.setattr(firestore_tail, "time", clock)
+    monkeypatch.setattr(firestore_tail, "LATE_SECONDS", 0)  # silent: nothing is on its way
     log = Log()
     task, _ = new_task()
     event = status(task, TaskState.WORKING, text="x")
@@ -332,5 +348,36 @@ def test_a_silent_listener_is_found_by_one_read_and_its_tails_listen_again(
     log.commit([event])  # to the next listener, which the three share
     assert [[e.seq for e in t.next(0)] for t in tails] == [[4]] * 3
     assert watches.opened == 2 and watches.open == 1 and all(t.listening for t in tails)
+    for tail in tails:
+        tail.close()
+
+
+def test_a_listener_whose_snapshot_is_on_its_way_is_not_called_silent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # After a quiet spell a commit's snapshot may still be on its way when a tail's wait ends
+    # and its read of the log finds the commit: the listener hands it over meanwhile.
+    clock = Clock()
+    monkeypatch.setattr(firestore_tail, "time", clock)
+    log = Log()
+    task, _ = new_task()
+    event = status(task, TaskState.WORKING, text="x")
+
+    def read(owner: str, task_id: str, after: int) -> list[LoggedEvent]:
+        found = log.read(owner, task_id, after)
+        log.release()  # the snapshot arrives just after the read
+        return found
+
+    watches = LogWatches(log.query, _logged, Cost())
+    tails = [FirestoreTail(ALICE, "t", 0, read=read, watches=watches) for _ in range(2)]
+    log.commit([event])
+    assert [[e.seq for e in t.next(0)] for t in tails] == [[1]] * 2
+    log.hold()
+    clock.now += firestore_tail.SILENT_SECONDS  # quiet, then a commit late to arrive
+    log.commit([event])
+    assert [[e.seq for e in t.next(0)] for t in tails] == [[2]] * 2
+    log.commit([event])  # to the same listener
+    assert [[e.seq for e in t.next(0)] for t in tails] == [[3]] * 2
+    assert watches.opened == 1 and all(t.listening for t in tails)
     for tail in tails:
         tail.close()
