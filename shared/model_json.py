@@ -31,10 +31,11 @@ import math
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from enum import Enum
-from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+from json.encoder import encode_basestring
 from operator import attrgetter
 from typing import Any, TypeVar, cast
 
+from shared import json_text
 from shared.model import (
     Artifact,
     ArtifactUpdate,
@@ -71,27 +72,8 @@ Model = (
 M = TypeVar("M", bound=Model)
 
 
-def _not_json(value: Any) -> Any:
-    raise TypeError(f"{_type_name(value)} is not JSON")
-
-
-# Compact JSON, NaN refused, UTF-8 (not ASCII-escaped). json.dumps builds its C encoder on
-# every call: this one is built once. No circular check (a bookkeeping dict per container):
-# a cycle overflows the recursion, refused as such.
-if c_make_encoder is not None:
-    _c_encoder = c_make_encoder(
-        None, _not_json, encode_basestring, None, ":", ",", False, False, False
-    )
-
-    def _json_text(value: Any) -> str:
-        return "".join(_c_encoder(value, 0))
-
-else:  # pragma: no cover - a Python without json's C part
-
-    def _json_text(value: Any) -> str:
-        return json.dumps(
-            value, ensure_ascii=False, allow_nan=False, separators=(",", ":"), check_circular=False
-        )
+# Compact JSON, NaN refused, UTF-8 (not ASCII-escaped).
+_json_text = json_text.encoder(ensure_ascii=False, allow_nan=False)
 
 
 class Unservable(ValueError):

@@ -41,12 +41,11 @@ from __future__ import annotations
 
 import builtins
 import hashlib
-import json
 import threading
 from collections.abc import Callable
 from dataclasses import replace
 
-from shared import model_json, streaming
+from shared import json_text, model_json, streaming
 from shared.agent import HandlerModule
 from shared.clock import SYSTEM, Clock
 from shared.conflicts import retry_on_conflict
@@ -134,25 +133,9 @@ def _addressed(message: Message, task: Task) -> Message:
     return replace(message, task_id=task.id, context_id=task.context_id)
 
 
-def _not_json(value: object) -> object:
-    raise TypeError(f"{type(value).__name__} is not JSON")
-
-
 # message_key's canonical text: keys sorted, compact, ASCII, NaN as NaN, as json.dumps wrote it
-# for every digest stored since (a task id derives from one). Its C encoder is built once:
-# json.dumps builds one at every call.
-if json.encoder.c_make_encoder is not None:  # type: ignore[attr-defined]
-    _encoder = json.encoder.c_make_encoder(  # type: ignore[attr-defined]
-        None, _not_json, json.encoder.encode_basestring_ascii, None, ":", ",", True, False, True
-    )
-
-    def _canonical(value: object) -> str:
-        return "".join(_encoder(value, 0))
-
-else:  # pragma: no cover - a Python without json's C part
-
-    def _canonical(value: object) -> str:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+# for every digest stored since (a task id derives from one).
+_canonical = json_text.encoder(sort_keys=True)
 
 
 def message_key(request: SendRequest) -> MessageKey:
