@@ -8,11 +8,13 @@ The settings and the handler module are read at import: a bad setting, a module 
 not load or a misspelt declaration stops start-up whichever function this is, instead of
 failing its first request.
 
+All three are served on functions-framework's ASGI stack (uvicorn's event loop; their
+apps run on the function's own threads: shared/bindings/asgi.py).
+
 SIGTERM (Cloud Run's notice before it stops an instance) and Ctrl-C stop what this process
 built at once: its streams end within a second, cleanly (their clients resume elsewhere with
-Last-Event-ID), and its in-process queues start nothing more. The server (gunicorn, under
-functions-framework) would otherwise wait for open streams for its graceful timeout (30 s),
-past Cloud Run's 10 s, and cut them.
+Last-Event-ID), and its in-process queues start nothing more. The server would otherwise
+wait for open streams until its graceful timeout (30 s), past Cloud Run's 10 s, and cut them.
 """
 
 # ruff: noqa: E402 - the collector is off before the imports below (see gc.disable)
@@ -28,13 +30,15 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import flask
-import functions_framework
-from gunicorn.workers.gthread import ThreadWorker  # type: ignore[import-untyped]
+import functions_framework.aio
+from starlette.requests import Request
+from uvicorn.server import Server
+from uvicorn_worker import UvicornWorker  # type: ignore[import-untyped]
 
 from shared import observability
 from shared.agent import load_handler_module
 from shared.app import build, build_deliver, build_worker
+from shared.bindings.asgi import Answer, Front
 from shared.bindings.http import HttpApp
 from shared.settings import Settings
 
@@ -54,26 +58,27 @@ _BUILT: list[HttpApp] = []  # what a shutdown stops (the worker's and deliver's 
 def _stop_on_shutdown() -> None:
     """Stop every app built here, then let the server's own handler of the signal go on.
 
-    The server's worker process sets its own handlers for SIGTERM (handle_exit) and SIGINT
-    (handle_quit) after this module is imported, and offers no hook for SIGTERM: its worker
-    class's (gthread, functions-framework's) two handlers are wrapped before it is forked.
+    The server's worker process (uvicorn's, under gunicorn) handles SIGTERM and SIGINT in
+    uvicorn's `Server.handle_exit`, installed after this module is imported, and SIGQUIT
+    (what gunicorn's arbiter sends its worker at Ctrl-C) in the worker's own `handle_exit`;
+    neither offers a hook, so both are wrapped before the worker is forked.
 
-    Ctrl-C reaches the worker twice: from the terminal, then from the server's arbiter (as
-    SIGQUIT), and the second may come while the first is still closing, in the same thread.
-    Only the first closes and hands on: closing again there would wait forever on a lock the
-    interrupted close holds."""
+    Ctrl-C reaches the worker twice: from the terminal, then from the arbiter, and the
+    second may come while the first is still closing, in the same thread. Only the first
+    closes and hands on: closing again there would wait forever on a lock the interrupted
+    close holds."""
     first = threading.Lock()
-    for name in ("handle_exit", "handle_quit"):
-        original = getattr(ThreadWorker, name)
+    for owner in (Server, UvicornWorker):
+        original = owner.handle_exit
 
-        def handler(worker: Any, sig: int, frame: Any, original: Any = original) -> None:
+        def handler(self: Any, sig: int, frame: Any, original: Any = original) -> None:
             if not first.acquire(blocking=False):
                 return  # the first signal's handler is closing, then hands on
             for app in list(_BUILT):
                 app.close()
-            original(worker, sig, frame)
+            original(self, sig, frame)
 
-        setattr(ThreadWorker, name, handler)
+        owner.handle_exit = handler  # type: ignore[method-assign]
 
 
 _stop_on_shutdown()
@@ -104,19 +109,26 @@ _worker: Callable[[], QueueTargetApp] = _once(build_worker)
 _deliver: Callable[[], QueueTargetApp] = _once(build_deliver)
 
 
-@functions_framework.http
-def a2a(request: flask.Request) -> flask.Response:
-    return _a2a()(request)
+# Each function's requests run on a pool of THREADS threads (its concurrency, set by `make
+# deploy`); the body is read first, within A2A_MAX_BODY_BYTES.
+_a2a_front = Front(_a2a, _SETTINGS.threads, _SETTINGS.max_body_bytes)
+_worker_front = Front(_worker, _SETTINGS.threads, _SETTINGS.max_body_bytes)
+_deliver_front = Front(_deliver, _SETTINGS.threads, _SETTINGS.max_body_bytes)
 
 
-@functions_framework.http
-def worker(request: flask.Request) -> flask.Response:
-    return _worker()(request)
+@functions_framework.aio.http
+async def a2a(request: Request) -> Answer:
+    return await _a2a_front(request)
 
 
-@functions_framework.http
-def deliver(request: flask.Request) -> flask.Response:
-    return _deliver()(request)
+@functions_framework.aio.http
+async def worker(request: Request) -> Answer:
+    return await _worker_front(request)
+
+
+@functions_framework.aio.http
+async def deliver(request: Request) -> Answer:
+    return await _deliver_front(request)
 
 
 # functions-framework imports this module in gunicorn's arbiter, then forks the worker that

@@ -20,6 +20,7 @@ import requests
 
 from infra.stage import StageError, pinned_requirements, stage
 from tests.conftest import wait_until
+from tests.first_send import SERVE_FIRST_SEND
 from tests.infra.conftest import REAL_ROOT
 
 CARD = "/.well-known/agent-card.json"
@@ -165,12 +166,8 @@ def counting(self, data, path, *args, **kwargs):
     return to_code(self, data, path, *args, **kwargs)
 external.SourceLoader.source_to_code = counting
 sys.path[:0] = [sys.argv[1], sys.argv[2]]
-import flask, main
-first = flask.Flask("first")
-first.add_url_rule("/", view_func=lambda: main.a2a(flask.request), methods=["POST"])
-message = {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}
-body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
-answer = first.test_client().post("/", json=body, headers={"A2A-Version": "1.0"}).json
+MAIN = sys.argv[1] + "/main.py"
+%s
 assert answer["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", answer
 print(json.dumps([path for path in compiled if path.startswith(sys.argv[1])]))
 """
@@ -190,7 +187,7 @@ def test_staged_functions_ship_bytecode_that_survives_new_file_times(tmp_path: P
             "-S",
             "-B",
             "-c",
-            IMPORT_COUNTING_COMPILES,
+            IMPORT_COUNTING_COMPILES % SERVE_FIRST_SEND,
             str(staged.path),
             packages,
         ],

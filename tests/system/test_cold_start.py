@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 from tests.conftest import ROOT
+from tests.first_send import SERVE_FIRST_SEND
 
 HEAVY = (
     "google.cloud.firestore",
@@ -37,12 +38,11 @@ HEAVY = (
     "shared.tasks_auth",
     "shared.queue.off_path",
 )
-# Not for the first request either: asyncio (~20 ms; only async handlers need it) and an SSL
-# context (loading the system's certificates, ~60 ms; only https webhooks need one). And what
-# the import made is frozen (gc.freeze) before gunicorn forks its worker from the arbiter, so
-# the worker's collections leave those pages shared (~8 MiB less memory per instance); the
-# collector, off during the import (nothing it makes is garbage), is on again.
-FIRST_REQUEST_HEAVY = (*HEAVY, "asyncio")
+# Not for the first request either: an SSL context (loading the system's certificates, ~60 ms;
+# only https webhooks need one). And what the import made is frozen (gc.freeze) before
+# gunicorn forks its worker from the arbiter, so the worker's collections leave those pages
+# shared (~8 MiB less memory per instance); the collector, off during the import (nothing it
+# makes is garbage), is on again.
 
 # Methods compiled from source while a process imports and serves its first request: the
 # dataclass decorator compiles each method it makes (~0.1 ms each, ~300 of them before
@@ -54,17 +54,15 @@ import builtins, gc, json, ssl, sys
 contexts = []
 make_context = ssl.create_default_context
 ssl.create_default_context = lambda *a, **k: contexts.append(1) or make_context(*a, **k)
-import flask, functions_framework  # what the floor, a bare function, imports too
+# What the floor, a bare aio function, loads too: functions-framework, its ASGI stack.
+import functions_framework.aio, uvicorn_worker
 compiled = []
 run = builtins.exec
 builtins.exec = lambda code, *a, **k: compiled.append(isinstance(code, str)) or run(code, *a, **k)
 import functions.main
 frozen, collecting = gc.get_freeze_count(), gc.isenabled()
-app = flask.Flask("first")
-app.add_url_rule("/", view_func=lambda: functions.main.a2a(flask.request), methods=["POST"])
-message = {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}
-body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
-answer = app.test_client().post("/", json=body, headers={"A2A-Version": "1.0"}).json
+MAIN = "functions/main.py"
+%s
 print(json.dumps({
     "state": answer["result"]["task"]["status"]["state"],
     "heavy": sorted(m for m in sys.modules if m.startswith(%r)),
@@ -92,9 +90,9 @@ def test_importing_main_on_the_embedded_backend_loads_no_google_client() -> None
     assert json.loads(out.stdout) == []
 
 
-def test_the_first_request_loads_no_client_no_asyncio_no_certificates_and_compiles_little() -> None:
+def test_the_first_request_loads_no_client_no_certificates_and_compiles_little() -> None:
     out = subprocess.run(
-        [sys.executable, "-c", FIRST_REQUEST % (FIRST_REQUEST_HEAVY,)],
+        [sys.executable, "-c", FIRST_REQUEST % (SERVE_FIRST_SEND, HEAVY)],
         cwd=ROOT,
         env={"A2A_BACKEND": "memory", "A2A_HANDLER": "functions.handlers.echo", "PATH": ""},
         capture_output=True,

@@ -1,0 +1,118 @@
+"""The functions as served (functions-framework's ASGI stack, shared/bindings/asgi.py), over
+real sockets: what a client can do to the server's side of a request."""
+
+from __future__ import annotations
+
+import http.client
+import json
+from collections.abc import Callable
+
+from tests.conftest import Server, wait_until
+
+SEND = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "SendMessage",
+    "params": {"message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}},
+}
+
+
+def test_a_body_over_the_limit_is_refused_however_it_is_framed(
+    start_server: Callable[..., Server],
+) -> None:
+    server = start_server(A2A_HANDLER="functions.handlers.echo", A2A_MAX_BODY_BYTES="2000")
+    body = json.dumps({**SEND, "pad": "x" * 5000}).encode()
+    # Declared: refused by its length, with nothing read.
+    declared = http.client.HTTPConnection("localhost", server.port, timeout=30)
+    declared.putrequest("POST", "/")
+    declared.putheader("Content-Type", "application/json")
+    declared.putheader("Content-Length", "50000000")
+    declared.endheaders()
+    answer = declared.getresponse()
+    assert answer.status == 413
+    assert "A2A_MAX_BODY_BYTES" in json.loads(answer.read())["error"]["message"]
+    declared.close()
+    # Chunked (no length): read one byte past the limit, then refused.
+    chunked = http.client.HTTPConnection("localhost", server.port, timeout=30)
+    chunked.request(
+        "POST",
+        "/",
+        iter([body[:1500], body[1500:]]),
+        {"Content-Type": "application/json"},
+        encode_chunked=True,
+    )
+    answer = chunked.getresponse()
+    assert answer.status == 413
+    assert "A2A_MAX_BODY_BYTES" in json.loads(answer.read())["error"]["message"]
+    # Within the limit, chunked too: served.
+    small = json.dumps(SEND).encode()
+    chunked.close()
+    chunked = http.client.HTTPConnection("localhost", server.port, timeout=30)
+    chunked.request(
+        "POST",
+        "/",
+        iter([small[:10], small[10:]]),
+        {"Content-Type": "application/json", "A2A-Version": "1.0"},
+        encode_chunked=True,
+    )
+    answer = chunked.getresponse()
+    assert json.loads(answer.read())["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    chunked.close()
+
+
+def test_a_header_named_with_an_underscore_does_not_choose_the_card_s_url(
+    start_server: Callable[..., Server],
+) -> None:
+    server = start_server()
+    connection = http.client.HTTPConnection("localhost", server.port, timeout=30)
+    connection.request(
+        "GET", "/.well-known/agent-card.json", headers={"X_Forwarded_Host": "evil.example"}
+    )
+    card = json.loads(connection.getresponse().read())
+    connection.close()
+    assert "evil.example" not in json.dumps(card)
+    assert f"localhost:{server.port}" in card["supportedInterfaces"][0]["url"]
+
+
+def test_a_stream_whose_client_went_away_frees_its_slot(
+    start_server: Callable[..., Server],
+) -> None:
+    server = start_server(
+        A2A_MAX_STREAMS="1", A2A_STREAM_KEEPALIVE_SECONDS="0.2", A2A_STREAM_IDLE_SECONDS="600"
+    )
+    message = {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "new phone"}]}
+    send = {**SEND, "params": {"message": message}}
+    task = server.rpc(send, {"A2A-Version": "1.0"})["result"]["task"]
+    subscribe = json.dumps(
+        {"jsonrpc": "2.0", "id": 2, "method": "SubscribeToTask", "params": {"id": task["id"]}}
+    )
+
+    def open_stream() -> tuple[http.client.HTTPConnection, http.client.HTTPResponse] | None:
+        """The stream, once its first event came; None when refused (the answer read)."""
+        connection = http.client.HTTPConnection("localhost", server.port, timeout=30)
+        connection.request(
+            "POST", "/", subscribe, {"Content-Type": "application/json", "A2A-Version": "1.0"}
+        )
+        answer = connection.getresponse()
+        if answer.getheader("Content-Type", "").startswith("text/event-stream"):
+            while not answer.readline().startswith(b"data:"):
+                pass
+            return connection, answer
+        assert "A2A_MAX_STREAMS" in answer.read().decode()
+        connection.close()
+        return None
+
+    held = open_stream()
+    assert held is not None
+    assert open_stream() is None  # the one slot is held
+    held[1].close()  # the client goes away: its stream ends at its next keep-alive
+    held[0].close()
+
+    def slot_free() -> bool:
+        opened = open_stream()
+        if opened is not None:
+            opened[1].close()
+            opened[0].close()
+        return opened is not None
+
+    wait_until(slot_free, 20, lambda: f"the slot stayed held:\n{server.output()}")
