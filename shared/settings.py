@@ -408,7 +408,7 @@ class Settings:
     # A stream on a task that waits for input (input- or auth-required) ends after this many
     # seconds without news; the client resubscribes to wait on.
     stream_idle: float = _setting("A2A_STREAM_IDLE_SECONDS", 15, _Seconds())
-    # Streams one instance holds at once (each holds a server thread); unset: THREADS less
+    # Streams one instance holds at once (each holds one of its THREADS); unset: THREADS less
     # two, so that other requests still find a thread.
     max_streams: int | None = _setting("A2A_MAX_STREAMS", None, _Count(1, optional=True))
     # Streams one owner holds at once on an instance; unset: one less than the instance's
@@ -423,8 +423,8 @@ class Settings:
     # out once committed, so this is also how late a frame may be): a burst of events costs
     # one Firestore write batch rather than one per event.
     stream_commit_interval: float = _setting("A2A_STREAM_COMMIT_INTERVAL_SECONDS", 0.05, _Seconds())
-    # functions-framework's own THREADS variable (its default is 4 per CPU): the server's
-    # threads, read here only to size the stream limit.
+    # functions-framework's own THREADS variable (its default is 4 per CPU): the function's
+    # pool, which runs its requests and holds its streams (shared/bindings/asgi.py).
     threads: int = _setting("THREADS", _threads, _Count(1))
     # The browser console at /console (shared/bindings/console.py): static files over the
     # agent's own API, for development (`make run` turns it on); deployed agents leave it off.

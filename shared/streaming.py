@@ -49,8 +49,9 @@ Stream = Generator[Frame | None, None, None]
 
 
 class StreamSlots:
-    """The streams one instance may hold open at once (each holds a server thread), and one
-    owner of them: a caller with many streams open cannot starve everyone else."""
+    """The streams one instance may hold open at once (each holds one of the function's
+    threads), and one owner of them: a caller with many streams open cannot starve everyone
+    else."""
 
     def __init__(self, limit: int, per_owner: int | None = None) -> None:
         self.limit = limit

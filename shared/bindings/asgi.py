@@ -221,14 +221,24 @@ class Front:
     def _answer(self, env: dict[str, Any]) -> Answer:
         """On a pool thread: the app's response, with its body unless it is streamed."""
         response = self.app()(flask.Request(env))
-        chunks, status, headers = response.get_wsgi_response(env)
-        fields = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
-        code = int(status.split(" ", 1)[0])
-        if response.is_streamed:
-            return Answer(self.pool, code, fields, chunks=chunks)
+        if response.is_streamed:  # closed by its stream, however that ends
+            chunks, status, headers = response.get_wsgi_response(env)
+            return Answer(self.pool, _code(status), _fields(headers), chunks=chunks)
         try:
-            return Answer(self.pool, code, fields, body=b"".join(chunks))
+            if response.status_code == 200 and env["REQUEST_METHOD"] != "HEAD":
+                # What werkzeug's get_wsgi_response gives (most answers), without its pass
+                # over the headers: a 200's, its length included, are final as they are.
+                fields = _fields(response.headers.items())
+                return Answer(self.pool, 200, fields, body=response.get_data())
+            body, status, headers = response.get_wsgi_response(env)
+            return Answer(self.pool, _code(status), _fields(headers), body=b"".join(body))
         finally:
-            close = getattr(chunks, "close", None)
-            if close is not None:
-                close()
+            response.close()
+
+
+def _code(status: str) -> int:
+    return int(status.split(" ", 1)[0])
+
+
+def _fields(headers: Iterable[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+    return [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers]

@@ -82,7 +82,7 @@ def spawn(kind: str, extra: dict[str, str] | None = None) -> Process:
     elif kind == "floor":
         command = [str(FUNCTIONS_FRAMEWORK), "--target=hello", "--source=tests/bench/hello/main.py"]
         command.append(f"--port={port}")
-        # Served as ours is: the same threads.
+        # Its environment as ours: the same THREADS (unused by an async function).
         env = {**os.environ, "PYTHONPATH": str(ROOT), "THREADS": OURS_ENV["THREADS"]}
     else:
         cwd = staged()

@@ -116,3 +116,29 @@ def test_a_stream_whose_client_went_away_frees_its_slot(
         return opened is not None
 
     wait_until(slot_free, 20, lambda: f"the slot stayed held:\n{server.output()}")
+
+
+def test_answers_without_a_body_are_written_as_werkzeug_wrote_them(
+    start_server: Callable[..., Server],
+) -> None:
+    """A HEAD, a 304 and an error: the same headers a GET would give, and no body."""
+    server = start_server()
+    path = "/.well-known/agent-card.json"
+    connection = http.client.HTTPConnection("localhost", server.port, timeout=30)
+    connection.request("GET", path)
+    full = connection.getresponse()
+    body = full.read()
+    assert full.status == 200 and int(full.getheader("Content-Length", "0")) == len(body) > 0
+    connection.request("HEAD", path)
+    head = connection.getresponse()
+    assert head.read() == b""
+    assert (head.status, head.getheader("Content-Length")) == (200, str(len(body)))
+    connection.request("GET", path, headers={"If-None-Match": full.getheader("ETag", "")})
+    unchanged = connection.getresponse()
+    assert (unchanged.status, unchanged.read()) == (304, b"")
+    assert unchanged.getheader("ETag") == full.getheader("ETag")
+    connection.request("DELETE", path)
+    refused = connection.getresponse()
+    assert refused.status == 405
+    assert "GET" in json.loads(refused.read())["error"]["message"]
+    connection.close()
