@@ -10,19 +10,25 @@ A message's record (`MessageKey`) costs nothing when the task has the key's own 
 is the record, and a resend finds the id taken. With a push config store bound to it
 (`track_push_configs`), a task says whether it has push configs (`StoredTask.push_configs`).
 
-Bounded and compact: a task and its events are kept serialized (a few KiB a short task, where
-the objects took ~10), the most recently used ones also as objects; past `max_bytes`, or
-`retention` after their last write, the least recently written tasks are forgotten, as
-Firestore's TTL forgets them: their readers find no task.
+Bounded and compact: a task and its events are kept serialized, in one record per task (its
+JSON, one bytes per commit of events, its other fields in slots: ~2.3 KiB a short task, where
+the objects took ~10); past `max_bytes`, or `retention` after their last write, the least
+recently written tasks are forgotten, as Firestore's TTL forgets them: their readers find no
+task. The bound counts what a record really holds in the process (each object's own size, its
+share of the dict; `_Record.weigh`), and the message records beside the tasks. Not counted, as
+their size does not grow with the tasks: the `_HOT_TASKS` kept as objects, and the texts and
+sizes `shared.recent` keeps of models lately encoded.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import fields, replace
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any, overload
+from typing import Any
 
 from shared import ids, limits, model_json
 from shared.clock import SYSTEM, Clock
@@ -55,15 +61,17 @@ class MemoryTaskStore:
         # per commit that logs events, the message's record when it needs a document, and
         # the reads after a refused batch.
         self.cost = Cost()
-        # Per (owner, task id): the last seq of each commit, the task, its log.
-        self._commit_ends: dict[tuple[str, str], list[int]] = {}
         self._lock = threading.Lock()
         self._size = _Size(max_bytes)
         self._retention = retention
         self._clock = clock
         self._tasks = _CompactTasks(self._size)
-        self._events = _CompactLogs(self._size)
-        self._messages: dict[tuple[str, MessageKey], str] = {}
+        # A message's record, when it needs one: (owner, message id, digest), as MessageKey
+        # compares, -> the task it went to; the oldest first.
+        self._messages: dict[tuple[str, str, str], str] = {}
+        # Message records kept whatever the tasks (a long conversation in a small store keeps
+        # recognising its resent messages), in at most a quarter of the bound.
+        self._messages_kept = min(_MESSAGES_KEPT, max_bytes // 4 // _MESSAGE_BYTES)
         # Whether tasks keep track of their push configs (a push config store marks them).
         self._push_tracked = False
         # Tails wait on this for commits: the embedded backend's own change notification.
@@ -77,10 +85,8 @@ class MemoryTaskStore:
     def _owned(self, owner: str, task_id: str) -> StoredTask | None:
         return self._tasks.get((owner, task_id))
 
-    def _bill(self, key: tuple[str, str], events: Sequence[Event], recorded: bool) -> None:
+    def _bill(self, events: Sequence[Event], recorded: bool) -> None:
         """The task document, one event document, the message's record if it has one."""
-        if events:
-            self._commit_ends.setdefault(key, []).append(self._tasks[key].last_seq)
         self.cost.add(writes=1 + bool(events) + recorded)
 
     def track_push_configs(self) -> None:
@@ -99,7 +105,7 @@ class MemoryTaskStore:
             if not stored.push_configs:
                 # The stored record, which `commit` builds on: no commit after this one drops
                 # the mark, whatever snapshot it was given.
-                self._tasks[key] = replace(stored, push_configs=True)
+                self._tasks.mark(key, replace(stored, push_configs=True))
             return True
 
     def create(
@@ -137,9 +143,8 @@ class MemoryTaskStore:
                 lease,
                 push_configs=not self._push_tracked,
             )
-            self._tasks[key] = stored
-            self._events.start(key, events)
-            self._bill(key, events, recorded)
+            self._tasks.write(key, stored, events)
+            self._bill(events, recorded)
             self._trim()
             self._changed.notify_all()
         return stored
@@ -159,8 +164,6 @@ class MemoryTaskStore:
                 self.cost.add(reads=1)  # as Firestore's, after its failed batch
                 raise VersionConflict(task.id)
             recorded = self._claim(current.owner, message_key, task.id)
-            log = self._events[key]
-            log.extend(stored.last_seq + 1, events)
             new = replace(
                 stored,
                 task=task,
@@ -170,8 +173,8 @@ class MemoryTaskStore:
                 lease=current.lease,
                 pending=current.pending,
             )
-            self._tasks[key] = new
-            self._bill(key, events, recorded)
+            self._tasks.write(key, new, events)
+            self._bill(events, recorded)
             self._trim()
             self._changed.notify_all()
         return new
@@ -183,17 +186,22 @@ class MemoryTaskStore:
         ids.require(key.message_id, "message id")
         if key.recorded_by(owner, task_id):
             return False
-        previous = self._messages.get((owner, key))
-        if previous is not None and key.replaces is None:
-            # Firestore's batch fails on the record: it reads the task, then the record.
-            self.cost.add(reads=2)
-            raise DuplicateMessage(previous)
-        self._messages[(owner, key)] = task_id
+        record = (owner, key.message_id, key.digest)
+        previous = self._messages.pop(record, None)
+        if previous is not None:
+            if key.replaces is None:
+                # Firestore's batch fails on the record: it reads the task, then the record.
+                self._messages[record] = previous
+                self.cost.add(reads=2)
+                raise DuplicateMessage(previous)
+            self._size.used -= _message_bytes(record, previous)
+        self._messages[record] = task_id  # and at the end: the newest
+        self._size.used += _message_bytes(record, task_id)
         return True
 
     def find_message(self, owner: str, key: MessageKey) -> str | None:
         with self._lock:
-            found = self._messages.get((owner, key))
+            found = self._messages.get((owner, key.message_id, key.digest))
             if found is None:  # as Firestore: the record, then the task of the key's own id
                 self.cost.add(reads=1)
                 derived = key.task_id(owner)
@@ -203,13 +211,13 @@ class MemoryTaskStore:
 
     def events(self, owner: str, task_id: str, after_seq: int = 0) -> list[LoggedEvent]:
         with self._lock:
-            # One read per event document (commit) with news, as the Firestore query bills.
-            ends = self._commit_ends.get((owner, task_id), [])
-            self.cost.add(reads=max(1, sum(end > after_seq for end in ends)))
-            if self._owned(owner, task_id) is None:
+            record = self._tasks.record((owner, task_id))
+            if record is None:
+                self.cost.add(reads=1)  # the query, which finds nothing
                 return []
-            # Sequences are dense from 1, so the slice starts at index after_seq.
-            return list(self._events[(owner, task_id)][max(after_seq, 0) :])
+            # One read per event document (commit) with news, as the Firestore query bills.
+            self.cost.add(reads=max(1, record.commits_after(after_seq)))
+            return record.logged(after_seq)
 
     def tail(self, owner: str, task_id: str, after_seq: int = 0) -> MemoryTail:
         return MemoryTail(self, owner, task_id, after_seq)
@@ -253,7 +261,7 @@ class MemoryTaskStore:
             matching_after = [m for m in matching if (m[1].timestamp, m[0]) < key]
         else:
             matching_after = matching
-        page = [r.unpack() for _, r in matching_after[: query.page_size]]
+        page = [r.unpack(owner) for _, r in matching_after[: query.page_size]]
         token = ""
         if len(matching_after) > query.page_size:
             last = page[-1].task
@@ -271,13 +279,13 @@ class MemoryTaskStore:
         ):
             key = self._tasks.oldest_key()
             del self._tasks[key]
-            del self._events[key]
-            self._commit_ends.pop(key, None)
-        # Message records: past _MESSAGES_KEPT, two per stored task (their bytes are in
-        # _TASK_OVERHEAD), the oldest forgotten first. A resend of a forgotten message, like
-        # one whose task is gone, is a new message to the service.
-        while len(self._messages) > max(2 * len(self._tasks), _MESSAGES_KEPT):
-            del self._messages[next(iter(self._messages))]
+        # Message records: past those always kept, two per stored task, the oldest forgotten
+        # first. A resend of a forgotten message, like one whose task is gone, is a new
+        # message to the service.
+        messages = self._messages
+        while len(messages) > max(2 * len(self._tasks), self._messages_kept):
+            record = next(iter(messages))
+            self._size.used -= _message_bytes(record, messages.pop(record))
 
 
 class MemoryTail:
@@ -285,20 +293,20 @@ class MemoryTail:
 
     def __init__(self, store: MemoryTaskStore, owner: str, task_id: str, after_seq: int) -> None:
         self._store = store
-        self._owner = owner
-        self._task_id = task_id
+        self._key = (owner, task_id)
         self._last = max(after_seq, 0)
 
     def _ahead(self) -> bool:
-        stored = self._store._owned(self._owner, self._task_id)
-        return stored is not None and stored.last_seq > self._last
+        record = self._store._tasks.record(self._key)
+        return record is not None and record.last_seq > self._last
 
     def next(self, timeout: float) -> list[LoggedEvent]:
         with self._store._changed:
             if not self._store._changed.wait_for(self._ahead, timeout=max(timeout, 0)):
                 return []
-            # Sequences are dense from 1, so the slice starts at index _last.
-            found = self._store._events[(self._owner, self._task_id)][self._last :]
+            record = self._store._tasks.record(self._key)
+            assert record is not None  # _ahead found it, under the same lock
+            found = record.logged(self._last)
         self._last = found[-1].seq
         return found
 
@@ -308,28 +316,29 @@ class MemoryTail:
 
 # -- the compact form --------------------------------------------------------------------------
 
-# Fixed allowance per task for what its serialized form does not hold: keys, index, records.
-_TASK_OVERHEAD = 1024
 # Tasks kept as objects too, most recently used first: a running turn's reads decode nothing.
 _HOT_TASKS = 64
-# Message records always kept (~0.4 KiB each): a long conversation in a small store keeps
-# recognising its resent messages.
+# Message records always kept (at most): a long conversation keeps recognising its resent
+# messages, however many tasks the bound holds.
 _MESSAGES_KEPT = 10_000
-_FIELDS = [f.name for f in fields(StoredTask)]
-_TASK_FIELD = _FIELDS.index("task")
-_LEASE_FIELD = _FIELDS.index("lease")
+# A dict's share per entry at most: a full dict grows to the next power of two of slots past
+# three times its entries, so just after, each entry has up to 4 slots of 24 bytes (two
+# thirds of the slots are usable) and 6 indices of up to 4 bytes.
+_DICT_ENTRY = 4 * 24 + 6 * 4
 _EVENT_KINDS: dict[type, bytes] = {Message: b"m", StatusUpdate: b"s", ArtifactUpdate: b"a"}
 _EVENT_MODELS: dict[int, Any] = {kind[0]: model for model, kind in _EVENT_KINDS.items()}
+# Between a commit's events: compact JSON holds no newline byte (JSON escapes a newline in
+# a string, and no UTF-8 sequence of another character holds the byte 0x0A).
+_SEPARATOR = b"\n"
 
 
-def _pack_task(task: Task) -> bytes:
-    # The model's JSON leaves out fields that are None (a short task's JSON shrinks by a
-    # third); reading puts them back, so the task read back equals the one stored.
-    return model_json.encode(task)
-
-
-def _pack_event(event: Event) -> bytes:
-    return _EVENT_KINDS[type(event)] + model_json.encode(event)
+def _pack_commit(events: Sequence[Event]) -> bytes:
+    """A commit's events as one bytes: each its kind and its JSON, one to a line. The model's
+    JSON leaves out fields that are None; reading puts them back, so the events read back
+    equal those stored."""
+    return _SEPARATOR.join(
+        [_EVENT_KINDS[type(event)] + model_json.encode(event) for event in events]
+    )
 
 
 def _unpack_event(data: bytes) -> Event:
@@ -348,43 +357,152 @@ class _Size:
         return self.used > self.limit
 
 
+def _message_bytes(record: tuple[str, str, str], task_id: str) -> int:
+    """What a message record holds: its key (the owner is the store's, shared), the task id
+    (the task's own while it is kept, its record's alone after), its dict entry."""
+    _, message_id, digest = record
+    return (
+        _KEY3_BYTES + sys.getsizeof(message_id) + sys.getsizeof(digest) + sys.getsizeof(task_id)
+    ) + _DICT_ENTRY
+
+
+_KEY2_BYTES = sys.getsizeof(("", ""))
+_KEY3_BYTES = sys.getsizeof(("", "", ""))
+# A short message id, a digest (sha-256 hex) and a uuid task id: what `_messages_kept` is
+# reckoned in.
+_MESSAGE_BYTES = _message_bytes(("", "m" * 36, "d" * 64), "t" * 36)
+
+
 class _Record:
-    """One stored task: StoredTask's fields with the task serialized, and what ListTasks
-    filters and sorts on."""
+    """One stored task: its JSON, its log (one bytes per commit with events, and the last seq
+    of each), StoredTask's other fields (the owner is its key's), and what ListTasks filters
+    and sorts on. Written again in place by each commit."""
 
-    __slots__ = ("context_id", "state", "timestamp", "updated_at", "values")
+    __slots__ = (
+        "commits",
+        "context_id",
+        "created_at",
+        "dialect",
+        "ends",
+        "lease",
+        "pending",
+        "push_configs",
+        "size",
+        "state",
+        "task",
+        "timestamp",
+        "updated_at",
+        "version",
+    )
 
-    def __init__(self, stored: StoredTask) -> None:
-        values: list[Any] = [getattr(stored, name) for name in _FIELDS]
-        values[_TASK_FIELD] = packed = _pack_task(stored.task)
-        limits.note_stored(stored.task, len(packed))  # the next send's check_history
-        self.values = tuple(values)
-        status = stored.task.status
-        self.context_id: str = stored.task.context_id
+    def __init__(self, created_at: datetime) -> None:
+        self.commits: list[bytes] = []
+        self.ends: list[int] = []
+        self.created_at = created_at
+        self.size = 0
+
+    def write(self, stored: StoredTask, events: Sequence[Event]) -> None:
+        """Hold `stored`, and `events` as its log's next commit (packed first: a model that
+        cannot be written changes nothing)."""
+        task = stored.task
+        packed = model_json.encode(task)
+        if events:
+            self.commits.append(_pack_commit(events))
+            self.ends.append(stored.last_seq)
+        limits.note_stored(task, len(packed))  # the next send's check_history
+        status = task.status
+        self.task = packed
+        self.version = stored.version
+        self.dialect = stored.dialect
+        self.updated_at = stored.updated_at
+        self.lease = stored.lease
+        self.pending = stored.pending
+        self.push_configs = stored.push_configs
+        self.context_id: str = task.context_id
         self.state: TaskState = status.state
         self.timestamp: datetime = status.timestamp
-        self.updated_at: datetime = stored.updated_at
 
     @property
-    def size(self) -> int:
-        return len(self.values[_TASK_FIELD]) + _TASK_OVERHEAD
+    def last_seq(self) -> int:
+        return self.ends[-1] if self.ends else 0
 
-    @property
-    def lease(self) -> Lease | None:
-        lease: Lease | None = self.values[_LEASE_FIELD]
-        return lease
+    def weigh(self, task_id: str) -> int:
+        """The bytes this record holds in the process, with its key and dict entries: each
+        object's own size (`sys.getsizeof`), the strings it shares with others counted as its
+        own, so the bound is never short. (The datetimes: created, updated, the status's.)"""
+        getsizeof = sys.getsizeof
+        size = (
+            _RECORD_BYTES
+            + getsizeof(self.task)
+            + getsizeof(self.commits)
+            + getsizeof(self.ends)
+            + getsizeof(task_id)
+            + getsizeof(self.context_id)
+        )
+        for commit in self.commits:
+            size += getsizeof(commit)
+        # Past 256, an int is an object of its own.
+        size += sum(_INT_BYTES for end in self.ends if end > 256)
+        if self.lease is not None:
+            lease = self.lease
+            size += _LEASE_BYTES + getsizeof(lease.holder) + getsizeof(lease.message_id)
+        if self.pending:
+            size += getsizeof(self.pending) + sum(getsizeof(m) for m in self.pending)
+        return size
 
-    def unpack(self) -> StoredTask:
-        values = list(self.values)
-        packed = values[_TASK_FIELD]
-        values[_TASK_FIELD] = task = model_json.decode(Task, packed)
+    def commits_after(self, seq: int) -> int:
+        """How many commits logged events after `seq`."""
+        return len(self.ends) - bisect_right(self.ends, seq)
+
+    def logged(self, after_seq: int) -> list[LoggedEvent]:
+        """The events after `after_seq`, read back."""
+        first = bisect_right(self.ends, after_seq)
+        seq = self.ends[first - 1] if first else 0
+        found = []
+        for commit in self.commits[first:]:
+            for data in commit.split(_SEPARATOR):
+                seq += 1
+                if seq > after_seq:
+                    found.append(LoggedEvent(seq, _unpack_event(data)))
+        return found
+
+    def unpack(self, owner: str) -> StoredTask:
+        packed = self.task
+        task = model_json.decode(Task, packed)
         limits.note_stored(task, len(packed))
-        return StoredTask(*values)
+        return StoredTask(
+            task,
+            owner,
+            self.version,
+            self.last_seq,
+            self.dialect,
+            self.created_at,
+            self.updated_at,
+            self.lease,
+            self.pending,
+            self.push_configs,
+        )
+
+
+def _fixed_bytes() -> int:
+    """A record's own size, its key's, and its datetimes' (what `weigh` adds to the parts
+    whose sizes vary), with its entry in the store's dict."""
+    now = utc_now()
+    return sys.getsizeof(_Record(now)) + _KEY2_BYTES + 3 * sys.getsizeof(now) + _DICT_ENTRY
+
+
+_RECORD_BYTES = _fixed_bytes()
+_INT_BYTES = sys.getsizeof(1 << 20)
+# A lease's object and its dict of fields, and its expiry (its strings are counted apart).
+_LEASE_BYTES = (
+    sys.getsizeof(Lease(turn=1)) + sys.getsizeof(Lease(turn=1).__dict__) + sys.getsizeof(utc_now())
+)
 
 
 class _CompactTasks:
-    """(owner, task id) -> StoredTask, kept as `_Record`s in the order of their last write
-    (the least recently written first), with the most recently used also as objects."""
+    """(owner, task id) -> StoredTask and its log, kept as `_Record`s in the order of their
+    last write (the least recently written first), with the most recently used tasks also as
+    objects."""
 
     def __init__(self, size: _Size) -> None:
         self._size = size
@@ -410,26 +528,43 @@ class _CompactTasks:
         record = self._records.get(key)
         if record is None:
             return None
-        stored = record.unpack()
+        stored = record.unpack(key[0])
         self._keep_hot(key, stored)
         return stored
 
-    def __setitem__(self, key: tuple[str, str], stored: StoredTask) -> None:
-        self._drop(key)  # and back in at the end: the most recently written
-        record = _Record(stored)
-        self._records[key] = record
-        self._size.used += record.size
+    def record(self, key: tuple[str, str]) -> _Record | None:
+        return self._records.get(key)
+
+    def write(self, key: tuple[str, str], stored: StoredTask, events: Sequence[Event]) -> None:
+        """Store `stored`, its log's next commit `events` (a new task: its first), as the
+        most recently written."""
+        record = self._records.get(key)
+        if record is None:
+            record = _Record(stored.created_at)
+            record.write(stored, events)
+        else:
+            record.write(stored, events)  # raises before it changes anything
+            del self._records[key]  # and back in at the end: the most recently written
+            self._size.used -= record.size
+        self._put(key, record)
         self._keep_hot(key, stored)
 
-    def __delitem__(self, key: tuple[str, str]) -> None:
-        if key not in self._records:
-            raise KeyError(key)
-        self._drop(key)
+    def mark(self, key: tuple[str, str], stored: StoredTask) -> None:
+        """`stored`, the task of `key` with only its push-config mark changed."""
+        record = self._records.pop(key)
+        self._size.used -= record.size
+        record.push_configs = stored.push_configs
+        self._put(key, record)
+        self._keep_hot(key, stored)
 
-    def _drop(self, key: tuple[str, str]) -> None:
-        record = self._records.pop(key, None)
-        if record is not None:
-            self._size.used -= record.size
+    def _put(self, key: tuple[str, str], record: _Record) -> None:
+        record.size = record.weigh(key[1])
+        self._size.used += record.size
+        self._records[key] = record
+
+    def __delitem__(self, key: tuple[str, str]) -> None:
+        record = self._records.pop(key)
+        self._size.used -= record.size
         self._hot.pop(key, None)
 
     def _keep_hot(self, key: tuple[str, str], stored: StoredTask) -> None:
@@ -446,64 +581,3 @@ class _CompactTasks:
 
     def oldest(self) -> _Record:
         return self._records[self.oldest_key()]
-
-
-class _PackedLog:
-    """One task's event log, each event serialized: a list of LoggedEvent to its callers."""
-
-    def __init__(self, size: _Size) -> None:
-        self._size = size
-        self._events: list[tuple[int, bytes]] = []
-
-    def __len__(self) -> int:
-        return len(self._events)
-
-    def __iter__(self) -> Iterator[LoggedEvent]:
-        return (LoggedEvent(seq, _unpack_event(data)) for seq, data in self._events)
-
-    @overload
-    def __getitem__(self, index: int) -> LoggedEvent: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[LoggedEvent]: ...
-    def __getitem__(self, index: int | slice) -> LoggedEvent | list[LoggedEvent]:
-        if isinstance(index, slice):
-            return [LoggedEvent(seq, _unpack_event(data)) for seq, data in self._events[index]]
-        seq, data = self._events[index]
-        return LoggedEvent(seq, _unpack_event(data))
-
-    def extend(self, first_seq: int, events: Iterable[Event]) -> None:
-        """Append `events`, the first of them at `first_seq` (packed: no LoggedEvent made)."""
-        packed = [(seq, _pack_event(event)) for seq, event in enumerate(events, first_seq)]
-        self._events.extend(packed)
-        self._size.used += sum(len(data) for _, data in packed)
-
-    def clear(self) -> None:
-        self._size.used -= sum(len(data) for _, data in self._events)
-        self._events.clear()
-
-
-class _CompactLogs:
-    """(owner, task id) -> its _PackedLog, started with a new task's first events."""
-
-    def __init__(self, size: _Size) -> None:
-        self._size = size
-        self._logs: dict[tuple[str, str], _PackedLog] = {}
-
-    def __getitem__(self, key: tuple[str, str]) -> _PackedLog:
-        return self._logs[key]
-
-    def start(self, key: tuple[str, str], events: Iterable[Event]) -> None:
-        """The task's log anew, holding `events` from seq 1."""
-        self._drop(key)
-        log = self._logs[key] = _PackedLog(self._size)
-        log.extend(1, events)
-
-    def __delitem__(self, key: tuple[str, str]) -> None:
-        if key not in self._logs:
-            raise KeyError(key)
-        self._drop(key)
-
-    def _drop(self, key: tuple[str, str]) -> None:
-        log = self._logs.pop(key, None)
-        if log is not None:
-            log.clear()

@@ -7,7 +7,8 @@ from __future__ import annotations
 import gc
 import tracemalloc
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -17,8 +18,8 @@ from hypothesis import strategies as st
 
 from shared import lifecycle
 from shared.app import build
-from shared.model import Artifact, ArtifactUpdate, Event, Part, TaskState
-from shared.ports import TaskQuery
+from shared.model import Artifact, ArtifactUpdate, Event, Part, TaskState, utc_now
+from shared.ports import Lease, TaskQuery
 from shared.settings import Settings
 from shared.store import memory
 from shared.store.memory import MemoryTaskStore
@@ -120,11 +121,17 @@ def test_message_records_are_bounded_and_a_small_store_keeps_them_all() -> None:
         created = store.get(ALICE, task.id)  # type: ignore[assignment]
     assert all(store.find_message(ALICE, sent(f"m-{i}")) == task.id for i in range(30))
 
-    for i in range(memory._MESSAGES_KEPT + 10):  # many messages: the oldest are forgotten
-        store._messages[(MALLORY, sent(f"n-{i}"))] = "elsewhere"
-    big_task(store)
-    assert len(store._messages) == memory._MESSAGES_KEPT
+    # Many messages: past those always kept (fewer than _MESSAGES_KEPT, a quarter of 1 MiB's
+    # worth), the oldest are forgotten, and the bytes stay within the bound.
+    kept = store._messages_kept
+    assert 0 < kept < memory._MESSAGES_KEPT
+    for i in range(kept + 10):
+        store.commit(created, created.task, [], message_key=sent(f"n-{i}"))
+        created = store.get(ALICE, task.id)  # type: ignore[assignment]
+    assert len(store._messages) == kept
     assert store.find_message(ALICE, sent("m-0")) is None
+    assert store.find_message(ALICE, sent(f"n-{kept + 9}")) == task.id
+    assert store._size.used <= MIB
 
 
 @pytest.fixture
@@ -161,19 +168,43 @@ def echo_task(store: MemoryTaskStore, number: int) -> None:
     store.commit(created, lifecycle.apply_all(created.task, more), more)
 
 
-def test_a_short_task_takes_under_4_kib() -> None:
-    """Bytes allocated per stored echo task: ~9.5 KiB as objects, ~3.3 KiB serialized."""
+def leased_task(store: MemoryTaskStore, number: int) -> None:
+    """A task a turn still runs: its lease held, a message waiting on it, the message's record."""
+    task, events = new_task()
+    lease = Lease(turn=1, holder=f"h-{number:030}", expires=utc_now(), message_id=f"m-{number}")
+    created = store.create(ALICE, task, events, dialect="v1.0", lease=lease)
+    waiting = replace(created, pending=(f"w-{number:034}",))
+    store.commit(waiting, created.task, [], message_key=sent(f"w-{number:034}"))
+
+
+def allocated_and_counted(store_task: Callable[[MemoryTaskStore, int], None]) -> tuple[int, int]:
+    """Bytes allocated and bytes the store's bound counts, per stored task (1000 of them)."""
     store = MemoryTaskStore()
-    for number in range(100):  # past the objects kept hot: from here on, only stored bytes
-        echo_task(store, number)
+    for number in range(300):  # past the objects kept hot: from here on, only records
+        store_task(store, number)
     gc.collect()
     tracemalloc.start()
     try:
-        before = tracemalloc.get_traced_memory()[0]
-        for number in range(100, 1100):
-            echo_task(store, number)
+        before, counted = tracemalloc.get_traced_memory()[0], store._size.used
+        for number in range(300, 1300):
+            store_task(store, number)
         gc.collect()
         grown = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
-    assert grown / 1000 < 4096
+    return grown // 1000, (store._size.used - counted) // 1000
+
+
+@pytest.mark.parametrize("store_task", [echo_task, leased_task])
+def test_the_bound_counts_what_a_task_holds(
+    store_task: Callable[[MemoryTaskStore, int], None],
+) -> None:
+    """The store's bound is honest: it counts at least what a stored task allocates (the
+    process holds no more than A2A_MEMORY_MAX_BYTES of tasks), and not much more."""
+    allocated, counted = allocated_and_counted(store_task)
+    assert allocated <= counted <= allocated * 1.25
+
+
+def test_a_short_task_takes_under_2_5_kib() -> None:
+    """Bytes allocated per stored echo task: ~9.5 KiB as objects, ~2.2 KiB as a record."""
+    assert allocated_and_counted(echo_task)[0] < 2560
