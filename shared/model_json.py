@@ -305,58 +305,99 @@ class _Refused(Exception):
     one go, where composing would copy it once per level)."""
 
 
-def _text(
-    model: Any, nested: list[tuple[str, Any]], made: list[tuple[Any, str]], *, recent: bool
-) -> str:
-    """The model's JSON text, as _json_text(_dict(model)) writes it, composed field by field;
-    each model composed is added to `made`, its data and metadata containers to `nested`.
-    With `recent`, a model encoded lately is not walked again. Raises _Refused, or the
-    encoder's ValueError, TypeError or RecursionError, for what the dict walk refuses."""
-    if recent:
-        known = _RECENT.get(model)
-        if known is not None:
-            return known
-    values, fields = _LAYOUT[type(model)]
-    pieces = []
-    for value, field in zip(values(model), fields, strict=True):
-        if value is None:
-            if field[4]:  # required
-                raise _Refused
-            continue
-        _, kind, _, of, _, key = field
+# A class's composer: (model, nested, made, recent) -> the model's JSON text, as
+# _json_text(_dict(model)) writes it, composed field by field; each model composed is added
+# to `made`, its data and metadata containers to `nested`. With `recent`, a model encoded
+# lately is not walked again. Raises _Refused, or the encoder's ValueError, TypeError or
+# RecursionError, for what the dict walk refuses.
+_Composer = Callable[[Any, list[tuple[str, Any]], list[tuple[Any, str]], bool], str]
+
+
+def _composer(cls: type) -> _Composer:
+    """The composer of one class, its fields written out one by one, each as its kind needs
+    (a loop over the fields, asking each its kind, took a send a good part of its JSON's
+    time)."""
+    env: dict[str, Any] = {
+        "_Refused": _Refused,
+        "_LARGEST": _LARGEST,
+        "_COMPOSERS": _COMPOSERS,
+        "encode_basestring": encode_basestring,
+        "_checked_text": _checked_text,
+        "_recent": _RECENT.get,
+    }
+    lines = [
+        "def text(model, nested, made, recent):",
+        "    if recent:",
+        "        known = _recent(model)",
+        "        if known is not None:",
+        "            return known",
+        "    pieces = []",
+    ]
+    for number, field in enumerate(_LAYOUT[cls][1]):
+        name, kind, _, of, required, key = field
+        env[f"field{number}"], env[f"key{number}"], env[f"of{number}"] = field, key, of
+        lines += [f"    value = model.{name}", "    if value is None:"]
+        lines.append("        raise _Refused" if required else "        pass")
         if kind == _STR:
-            if not isinstance(value, str) or len(value) > _LARGEST:
-                raise _Refused
-            pieces.append(key + encode_basestring(value))
+            lines += [
+                "    elif not isinstance(value, str) or len(value) > _LARGEST:",
+                "        raise _Refused",
+                "    else:",
+                f"        pieces.append(key{number} + encode_basestring(value))",
+            ]
         elif kind == _MODELS:
-            if not isinstance(value, tuple | list):
-                raise _Refused
-            items, size = [], 0
-            for item in value:
-                if type(item) is not of:
-                    raise _Refused
-                items.append(text := _text(item, nested, made, recent=recent))
-                size += len(text)
-                if size > _LARGEST:
-                    raise _Refused
-            pieces.append(key + "[" + ",".join(items) + "]")
+            lines += [
+                "    elif not isinstance(value, tuple | list):",
+                "        raise _Refused",
+                "    else:",
+                f"        compose = _COMPOSERS[of{number}]",
+                "        items, size = [], 0",
+                "        for item in value:",
+                f"            if type(item) is not of{number}:",
+                "                raise _Refused",
+                "            items.append(text := compose(item, nested, made, recent))",
+                "            size += len(text)",
+                "            if size > _LARGEST:",
+                "                raise _Refused",
+                f"        pieces.append(key{number} + '[' + ','.join(items) + ']')",
+            ]
         elif kind == _MODEL:
-            if type(value) is not of:
-                raise _Refused
-            pieces.append(key + _text(value, nested, made, recent=recent))
+            lines += [
+                f"    elif type(value) is not of{number}:",
+                "        raise _Refused",
+                "    else:",
+                f"        compose = _COMPOSERS[of{number}]",
+                f"        pieces.append(key{number} + compose(value, nested, made, recent))",
+            ]
         elif kind == _TEXT_ENUM:
-            if not isinstance(value, of):
-                raise _Refused
-            pieces.append(key + encode_basestring(value))
-        elif kind == _STRS and not value and isinstance(value, tuple | list):
-            pieces.append(key + "[]")
+            lines += [
+                f"    elif not isinstance(value, of{number}):",
+                "        raise _Refused",
+                "    else:",
+                f"        pieces.append(key{number} + encode_basestring(value))",
+            ]
+        elif kind == _STRS:
+            lines += [
+                "    elif not value and isinstance(value, tuple | list):",
+                f"        pieces.append(key{number} + '[]')",
+                "    else:",
+                f"        pieces.append(key{number} + _checked_text(value, field{number}, nested))",
+            ]
         else:
-            pieces.append(key + _checked_text(value, field, nested))
-    text = "{" + ",".join(pieces) + "}"
-    if len(text) > _LARGEST:
-        raise _Refused
-    made.append((model, text))
-    return text
+            lines += [
+                "    else:",
+                f"        pieces.append(key{number} + _checked_text(value, field{number}, nested))",
+            ]
+    lines += [
+        "    text = '{' + ','.join(pieces) + '}'",
+        "    if len(text) > _LARGEST:",
+        "        raise _Refused",
+        "    made.append((model, text))",
+        "    return text",
+    ]
+    exec("\n".join(lines), env)  # our own text, made of the field names above
+    composer: _Composer = env["text"]
+    return composer
 
 
 def _checked_text(value: Any, field: _Field, nested: list[tuple[str, Any]]) -> str:
@@ -378,6 +419,10 @@ def _checked_text(value: Any, field: _Field, nested: list[tuple[str, Any]]) -> s
 
 # A send makes ~11 texts: the sends of 16 clients in flight fit in one generation.
 _RECENT: Recent[str] = Recent(entries=256, weight=256 * 1024, weigh=len)
+# Each class's composer, made once (filled in after the table exists: a composer calls its
+# nested classes' through it).
+_COMPOSERS: dict[type, _Composer] = {}
+_COMPOSERS.update({cls: _composer(cls) for cls in _LAYOUT})
 
 
 def to_dict(model: Model) -> dict[str, Any]:
@@ -460,12 +505,13 @@ def _fields(model: Model, nested: list[tuple[str, Any]]) -> dict[str, Any]:
 def _encoded(
     model: Model, nested: list[tuple[str, Any]], made: list[tuple[Any, str]], *, recent: bool
 ) -> tuple[str, bytes]:
-    """The model's JSON as text and as UTF-8 (`_text`'s, with `recent` as there); adds its
+    """The model's JSON as text and as UTF-8 (its composer's, with `recent` as there); adds its
     data and metadata values that are objects or arrays to `nested`, and the models composed
     to `made` (to be kept: what JSON cannot carry raises Unservable)."""
-    if type(model) in _LAYOUT:
+    composer = _COMPOSERS.get(type(model))
+    if composer is not None:
         try:
-            text = _text(model, nested, made, recent=recent)
+            text = composer(model, nested, made, recent)
             return text, text.encode()
         except (_Refused, ValueError, TypeError, RecursionError):
             # Refused: the walk of the whole document finds what and where, as it always did.
