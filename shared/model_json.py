@@ -395,7 +395,8 @@ def _composer(cls: type) -> _Composer:
         "    made.append((model, text))",
         "    return text",
     ]
-    exec("\n".join(lines), env)  # our own text, made of the field names above
+    # Our own text, made of the field names above; named so a traceback names the class.
+    exec(compile("\n".join(lines), f"<model_json composer of {cls.__name__}>", "exec"), env)
     composer: _Composer = env["text"]
     return composer
 
