@@ -11,13 +11,14 @@ is the record, and a resend finds the id taken. With a push config store bound t
 (`track_push_configs`), a task says whether it has push configs (`StoredTask.push_configs`).
 
 Bounded and compact: a task and its events are kept serialized, in one record per task (its
-JSON, one bytes per commit of events, its other fields in slots: ~2.3 KiB a short task, where
-the objects took ~10); past `max_bytes`, or `retention` after their last write, the least
-recently written tasks are forgotten, as Firestore's TTL forgets them: their readers find no
-task. The bound counts what a record really holds in the process (each object's own size, its
-share of the dict; `_Record.weigh`), and the message records beside the tasks. Not counted, as
-their size does not grow with the tasks: the `_HOT_TASKS` kept as objects, and the texts and
-sizes `shared.recent` keeps of models lately encoded.
+JSON and its updates' without the ids they start with, one bytes per commit of events, its
+other fields in slots: ~1.8 KiB a short task, where the objects took ~10); past
+`max_bytes`, or `retention` after their last write, the least recently written tasks are
+forgotten, as Firestore's TTL forgets them: their readers find no task. The bound counts
+what a record really holds in the process (each object's own size, its share of the dict;
+`_Record.weigh`), and the message records beside the tasks. Not counted, as their size does
+not grow with the tasks: the `_HOT_TASKS` kept as objects, and the texts and sizes
+`shared.recent` keeps of models lately encoded.
 """
 
 from __future__ import annotations
@@ -217,7 +218,7 @@ class MemoryTaskStore:
                 return []
             # One read per event document (commit) with news, as the Firestore query bills.
             self.cost.add(reads=max(1, record.commits_after(after_seq)))
-            return record.logged(after_seq)
+            return record.logged(task_id, after_seq)
 
     def tail(self, owner: str, task_id: str, after_seq: int = 0) -> MemoryTail:
         return MemoryTail(self, owner, task_id, after_seq)
@@ -261,7 +262,7 @@ class MemoryTaskStore:
             matching_after = [m for m in matching if (m[1].timestamp, m[0]) < key]
         else:
             matching_after = matching
-        page = [r.unpack(owner) for _, r in matching_after[: query.page_size]]
+        page = [r.unpack(owner, task_id) for task_id, r in matching_after[: query.page_size]]
         token = ""
         if len(matching_after) > query.page_size:
             last = page[-1].task
@@ -306,7 +307,7 @@ class MemoryTail:
                 return []
             record = self._store._tasks.record(self._key)
             assert record is not None  # _ahead found it, under the same lock
-            found = record.logged(self._last)
+            found = record.logged(self._key[1], self._last)
         self._last = found[-1].seq
         return found
 
@@ -326,23 +327,50 @@ _MESSAGES_KEPT = 10_000
 # thirds of the slots are usable) and 6 indices of up to 4 bytes.
 _DICT_ENTRY = 4 * 24 + 6 * 4
 _EVENT_KINDS: dict[type, bytes] = {Message: b"m", StatusUpdate: b"s", ArtifactUpdate: b"a"}
+# An update's JSON starts with its task's id and context id (as its task's JSON does): kept
+# without that start (a short task's JSON and log hold it four times, a sixth of their
+# bytes), under a kind of its own.
+_SHORTENED: dict[bytes, bytes] = {b"s": b"S", b"a": b"A"}
 _EVENT_MODELS: dict[int, Any] = {kind[0]: model for model, kind in _EVENT_KINDS.items()}
+_FULL_KINDS = {kind[0] for kind in _EVENT_KINDS.values()}
+_EVENT_MODELS |= {
+    _SHORTENED[kind][0]: model for model, kind in _EVENT_KINDS.items() if kind in _SHORTENED
+}
+# A task's JSON kept without its start is kept from the comma that ends it: no JSON document
+# starts with one.
+_SHORT_TASK = b","
 # Between a commit's events: compact JSON holds no newline byte (JSON escapes a newline in
 # a string, and no UTF-8 sequence of another character holds the byte 0x0A).
 _SEPARATOR = b"\n"
 
 
-def _pack_commit(events: Sequence[Event]) -> bytes:
-    """A commit's events as one bytes: each its kind and its JSON, one to a line. The model's
-    JSON leaves out fields that are None; reading puts them back, so the events read back
-    equal those stored."""
-    return _SEPARATOR.join(
-        [_EVENT_KINDS[type(event)] + model_json.encode(event) for event in events]
+def _starts(task_id: str, context_id: str) -> tuple[bytes, bytes]:
+    """How the model's JSON of a task of these ids starts, and of its updates. (Ids are
+    written as they are: the stores refuse ids with characters JSON escapes, `shared.ids`.)"""
+    ids = f'"{task_id}","context_id":"{context_id}",'.encode()
+    return b'{"id":' + ids, b'{"task_id":' + ids
+
+
+def _pack_commit(events: Sequence[Event], start: bytes) -> bytes:
+    """A commit's events as one bytes: each its kind and its JSON, one to a line, an update
+    that starts with `start` without it. The model's JSON leaves out fields that are None;
+    reading puts them back, so the events read back equal those stored."""
+    packed = []
+    for event in events:
+        kind = _EVENT_KINDS[type(event)]
+        data = model_json.encode(event)
+        if kind in _SHORTENED and data.startswith(start):
+            packed.append(_SHORTENED[kind] + data[len(start) :])
+        else:
+            packed.append(kind + data)
+    return _SEPARATOR.join(packed)
+
+
+def _unpack_event(data: bytes, start: bytes) -> Event:
+    kind = data[0]
+    event: Event = model_json.decode(
+        _EVENT_MODELS[kind], data[1:] if kind in _FULL_KINDS else start + data[1:]
     )
-
-
-def _unpack_event(data: bytes) -> Event:
-    event: Event = model_json.decode(_EVENT_MODELS[data[0]], data[1:])
     return event
 
 
@@ -376,7 +404,8 @@ _MESSAGE_BYTES = _message_bytes(("", "m" * 36, "d" * 64), "t" * 36)
 class _Record:
     """One stored task: its JSON, its log (one bytes per commit with events, and the last seq
     of each), StoredTask's other fields (the owner is its key's), and what ListTasks filters
-    and sorts on. Written again in place by each commit."""
+    and sorts on. Written again in place by each commit. The JSON that starts with the task's
+    id and the context id it was created in (`first_context`) is kept without that start."""
 
     __slots__ = (
         "commits",
@@ -384,6 +413,7 @@ class _Record:
         "created_at",
         "dialect",
         "ends",
+        "first_context",
         "lease",
         "pending",
         "push_configs",
@@ -395,10 +425,11 @@ class _Record:
         "version",
     )
 
-    def __init__(self, created_at: datetime) -> None:
+    def __init__(self, created_at: datetime, context_id: str) -> None:
         self.commits: list[bytes] = []
         self.ends: list[int] = []
         self.created_at = created_at
+        self.first_context = context_id
         self.size = 0
 
     def write(self, stored: StoredTask, events: Sequence[Event]) -> None:
@@ -406,11 +437,14 @@ class _Record:
         cannot be written changes nothing)."""
         task = stored.task
         packed = model_json.encode(task)
+        task_start, update_start = _starts(task.id, self.first_context)
         if events:
-            self.commits.append(_pack_commit(events))
+            self.commits.append(_pack_commit(events, update_start))
             self.ends.append(stored.last_seq)
         limits.note_stored(task, len(packed))  # the next send's check_history
         status = task.status
+        if packed.startswith(task_start):
+            packed = packed[len(task_start) - 1 :]  # from the comma
         self.task = packed
         self.version = stored.version
         self.dialect = stored.dialect
@@ -438,6 +472,7 @@ class _Record:
             + getsizeof(self.ends)
             + getsizeof(task_id)
             + getsizeof(self.context_id)
+            + (0 if self.first_context is self.context_id else getsizeof(self.first_context))
         )
         for commit in self.commits:
             size += getsizeof(commit)
@@ -454,20 +489,23 @@ class _Record:
         """How many commits logged events after `seq`."""
         return len(self.ends) - bisect_right(self.ends, seq)
 
-    def logged(self, after_seq: int) -> list[LoggedEvent]:
-        """The events after `after_seq`, read back."""
+    def logged(self, task_id: str, after_seq: int) -> list[LoggedEvent]:
+        """The events after `after_seq` of the task `task_id` (this record's), read back."""
         first = bisect_right(self.ends, after_seq)
         seq = self.ends[first - 1] if first else 0
         found = []
+        start = _starts(task_id, self.first_context)[1]
         for commit in self.commits[first:]:
             for data in commit.split(_SEPARATOR):
                 seq += 1
                 if seq > after_seq:
-                    found.append(LoggedEvent(seq, _unpack_event(data)))
+                    found.append(LoggedEvent(seq, _unpack_event(data, start)))
         return found
 
-    def unpack(self, owner: str) -> StoredTask:
+    def unpack(self, owner: str, task_id: str) -> StoredTask:
         packed = self.task
+        if packed.startswith(_SHORT_TASK):
+            packed = _starts(task_id, self.first_context)[0][:-1] + packed
         task = model_json.decode(Task, packed)
         limits.note_stored(task, len(packed))
         return StoredTask(
@@ -488,7 +526,7 @@ def _fixed_bytes() -> int:
     """A record's own size, its key's, and its datetimes' (what `weigh` adds to the parts
     whose sizes vary), with its entry in the store's dict."""
     now = utc_now()
-    return sys.getsizeof(_Record(now)) + _KEY2_BYTES + 3 * sys.getsizeof(now) + _DICT_ENTRY
+    return sys.getsizeof(_Record(now, "")) + _KEY2_BYTES + 3 * sys.getsizeof(now) + _DICT_ENTRY
 
 
 _RECORD_BYTES = _fixed_bytes()
@@ -528,7 +566,7 @@ class _CompactTasks:
         record = self._records.get(key)
         if record is None:
             return None
-        stored = record.unpack(key[0])
+        stored = record.unpack(*key)
         self._keep_hot(key, stored)
         return stored
 
@@ -540,7 +578,7 @@ class _CompactTasks:
         most recently written."""
         record = self._records.get(key)
         if record is None:
-            record = _Record(stored.created_at)
+            record = _Record(stored.created_at, stored.task.context_id)
             record.write(stored, events)
         else:
             record.write(stored, events)  # raises before it changes anything

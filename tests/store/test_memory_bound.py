@@ -73,6 +73,50 @@ def test_what_is_read_back_equals_what_was_stored(parts: list[Part], metadata: A
     assert store.list(ALICE, TaskQuery()).tasks == [committed]
 
 
+IDS = st.from_regex(r"[A-Za-z0-9\-_.:~@+]{1,12}", fullmatch=True).filter(
+    lambda i: i not in (".", "..")
+)
+
+
+@given(
+    task_id=IDS,
+    context_id=IDS,
+    later_context=st.none() | IDS,
+    pieces=st.lists(st.sampled_from(['"', "\\", "\x01", "\x02", "\n", "x"]) | IDS, max_size=8),
+)
+def test_a_task_s_ids_are_kept_short_and_read_back_exactly(
+    task_id: str, context_id: str, later_context: str | None, pieces: list[str]
+) -> None:
+    """The record keeps a task's id and context id as a byte each: whatever its text holds
+    (the ids themselves, quoted or escaped, control characters), and whatever the context
+    a later commit names, what is read back is what was stored."""
+    quoted = [f'"{task_id}"', f'\\"{context_id}"', f'"{context_id}', task_id + context_id]
+    text = "".join(pieces) + "".join(quoted[: len(pieces) % 5])
+    store = MemoryTaskStore()
+    task, events = new_task(context_id=context_id, task_id=task_id, text=text)
+    created = store.create(ALICE, task, events, dialect="v1.0")
+    moved = task if later_context is None else replace(task, context_id=later_context)
+    more: list[Event] = [
+        ArtifactUpdate(
+            task_id=task_id,
+            context_id=moved.context_id,
+            artifact=Artifact(
+                artifact_id=text or "a", parts=(Part(text=text, metadata={text: task_id}),)
+            ),
+        )
+    ]
+    committed = store.commit(created, lifecycle.apply_all(moved, more), more)
+    record = store._tasks.record((ALICE, task_id))
+    assert record is not None
+    if later_context is None:  # kept without the ids they start with
+        assert record.task[:1] == memory._SHORT_TASK
+        assert [data[:1] for data in record.commits[1].split(b"\n")] == [b"A"]
+    store._tasks._hot.clear()  # read back from the record's bytes
+    assert store.get(ALICE, task_id) == committed
+    assert [e.event for e in store.events(ALICE, task_id)] == [*events, *more]
+    assert [e.event for e in store.events(ALICE, task_id, after_seq=2)] == more
+
+
 def test_past_its_bytes_the_least_recently_written_tasks_are_forgotten() -> None:
     store = MemoryTaskStore(max_bytes=2 * MIB)
     first = big_task(store)
@@ -206,5 +250,6 @@ def test_the_bound_counts_what_a_task_holds(
 
 
 def test_a_short_task_takes_under_2_5_kib() -> None:
-    """Bytes allocated per stored echo task: ~9.5 KiB as objects, ~2.2 KiB as a record."""
+    """Bytes allocated per stored echo task: ~9.5 KiB as objects, ~2.1 KiB as a record (and
+    its message's record)."""
     assert allocated_and_counted(echo_task)[0] < 2560
