@@ -267,14 +267,21 @@ def _dict(model: Any, nested: list[tuple[str, Any]]) -> dict[str, Any]:
 
 # The kinds of fields the composer writes itself (the checks above stay the dict walk's, which
 # to_dict and the refusals' messages take); any other is written as its check returns it.
-_STR, _TEXT_ENUM, _TIME, _STRS, _MODEL, _MODELS, _VALUE, _OTHER = range(8)
+_STR, _TEXT_ENUM, _TIME, _STRS, _MODEL, _MODELS, _VALUE, _BOOL, _OTHER = range(9)
 
 
 def _kind(check: _Check, of: Any) -> int:
     if check is _enum:
         # A str enum's member is its value's text: written without reading `.value`.
         return _TEXT_ENUM if issubclass(of, str) else _OTHER
-    kinds = {_str: _STR, _time: _TIME, _strs: _STRS, _model: _MODEL, _models: _MODELS}
+    kinds = {
+        _str: _STR,
+        _time: _TIME,
+        _strs: _STRS,
+        _model: _MODEL,
+        _models: _MODELS,
+        _bool: _BOOL,
+    }
     return _VALUE if check in (_json, _object) else kinds.get(check, _OTHER)
 
 
@@ -324,6 +331,7 @@ def _composer(cls: type) -> _Composer:
         "encode_basestring": encode_basestring,
         "_checked_text": _checked_text,
         "_recent": _RECENT.get,
+        "datetime": datetime,
     }
     lines = [
         "def text(model, nested, made, recent):",
@@ -380,6 +388,26 @@ def _composer(cls: type) -> _Composer:
             lines += [
                 "    elif not value and isinstance(value, tuple | list):",
                 f"        pieces.append(key{number} + '[]')",
+                "    else:",
+                f"        pieces.append(key{number} + _checked_text(value, field{number}, nested))",
+            ]
+        elif kind == _BOOL:
+            lines += [
+                "    elif value is True:",
+                f"        pieces.append(key{number} + 'true')",
+                "    elif value is False:",
+                f"        pieces.append(key{number} + 'false')",
+                "    else:",
+                f"        pieces.append(key{number} + _checked_text(value, field{number}, nested))",
+            ]
+        elif kind == _TIME:
+            # A datetime's ISO text needs no escaping (a subclass's might: it is checked).
+            lines += [
+                "    elif type(value) is datetime:",
+                "        text = value.isoformat()",
+                "        if text.endswith('+00:00'):",
+                "            text = text[:-6] + 'Z'",
+                f"        pieces.append(key{number} + '\"' + text + '\"')",
                 "    else:",
                 f"        pieces.append(key{number} + _checked_text(value, field{number}, nested))",
             ]
@@ -479,7 +507,7 @@ def detached(model: M) -> M:
 
 
 def _holds_containers(model: Any) -> bool:
-    for name, check, _, _ in _SPECS[type(model)]:
+    for name, check in _MAY_HOLD_CONTAINERS[type(model)]:
         value = getattr(model, name)
         if value is None:
             continue
@@ -492,6 +520,16 @@ def _holds_containers(model: Any) -> bool:
         elif check is _models and any(_holds_containers(item) for item in value):
             return True
     return False
+
+
+# Per class: the fields that may hold a data or metadata object or array (its own, or a
+# nested model's), and their checks.
+_MAY_HOLD_CONTAINERS: dict[type, tuple[tuple[str, _Check], ...]] = {
+    cls: tuple(
+        (name, check) for name, check, _, _ in spec if check in (_json, _object, _model, _models)
+    )
+    for cls, spec in _SPECS.items()
+}
 
 
 def _fields(model: Model, nested: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -41,12 +41,14 @@ class Recent(Generic[V]):
         return entry[1] if entry is not None and entry[0] is of else None
 
     def add(self, computed: Iterable[tuple[object, V]]) -> None:
+        young, weighed, weigh = self._young, self._weighed, self._weigh
         for of, value in computed:
-            young = self._young
             young[id(of)] = (of, value)
-            self._weighed += self._weigh(value)
-            if len(young) >= self.entries or self._weighed >= self._weight:
-                self._old, self._young, self._weighed = young, {}, 0
+            weighed += weigh(value)
+            if len(young) >= self.entries or weighed >= self._weight:
+                self._old, self._young = young, {}
+                young, weighed = self._young, 0
+        self._weighed = weighed
 
     def __len__(self) -> int:
         return len(self._young) + len(self._old)

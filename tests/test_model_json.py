@@ -392,6 +392,36 @@ def test_the_json_composed_of_its_parts_is_the_whole_documents(model: Any) -> No
     assert model_json.owned(model)[1] == expected
 
 
+class OddTime(datetime):
+    """A datetime whose ISO text JSON must escape."""
+
+    def isoformat(self, sep: str = "T", timespec: str = "auto") -> str:
+        return 'a"b\\c\n'
+
+
+@given(
+    at=st.datetimes(
+        timezones=st.none()
+        | st.just(UTC)
+        | st.builds(timezone, st.timedeltas(timedelta(hours=-23), timedelta(hours=23)))
+    )
+)
+def test_a_timestamp_is_written_as_the_walk_writes_it_whatever_its_zone(at: datetime) -> None:
+    for stamp in (at, OddTime.fromisoformat(at.isoformat())):
+        status = TaskStatus(state=TaskState.WORKING, timestamp=stamp)
+        assert model_json.encode(status) == walked(status)
+
+
+def test_flags_are_written_as_the_walk_writes_them_and_a_flag_that_is_no_bool_is_refused() -> None:
+    for append, last_chunk in [(True, False), (False, True)]:
+        update = ArtifactUpdate(
+            task_id="t", context_id="c", artifact=ARTIFACT, append=append, last_chunk=last_chunk
+        )
+        assert model_json.encode(update) == walked(update)
+    with pytest.raises(Unservable, match=r"ArtifactUpdate\.append is 1, not true or false"):
+        model_json.encode(ArtifactUpdate(task_id="t", context_id="c", artifact=ARTIFACT, append=1))  # type: ignore[arg-type]
+
+
 def test_a_text_kept_is_its_very_objects_and_the_texts_kept_are_bounded() -> None:
     """Equal models are not the same object (their data may be another's), and however many
     models are encoded, at most two generations of texts are kept, none over _LARGEST (a
