@@ -77,6 +77,9 @@ class MemoryTaskStore:
         self._push_tracked = False
         # Tails wait on this for commits: the embedded backend's own change notification.
         self._changed = threading.Condition(self._lock)
+        # Tails waiting on it: a commit notifies only then (a notify with nobody waiting still
+        # costs a commit a check of the lock and a deque).
+        self._waiting = 0
 
     def get(self, owner: str, task_id: str) -> StoredTask | None:
         self.cost.add(reads=1)
@@ -147,7 +150,8 @@ class MemoryTaskStore:
             self._tasks.write(key, stored, events)
             self._bill(events, recorded)
             self._trim()
-            self._changed.notify_all()
+            if self._waiting:
+                self._changed.notify_all()
         return stored
 
     def commit(
@@ -177,7 +181,8 @@ class MemoryTaskStore:
             self._tasks.write(key, new, events)
             self._bill(events, recorded)
             self._trim()
-            self._changed.notify_all()
+            if self._waiting:
+                self._changed.notify_all()
         return new
 
     def _claim(self, owner: str, key: MessageKey | None, task_id: str) -> bool:
@@ -302,10 +307,15 @@ class MemoryTail:
         return record is not None and record.last_seq > self._last
 
     def next(self, timeout: float) -> list[LoggedEvent]:
-        with self._store._changed:
-            if not self._store._changed.wait_for(self._ahead, timeout=max(timeout, 0)):
-                return []
-            record = self._store._tasks.record(self._key)
+        store = self._store
+        with store._changed:
+            store._waiting += 1
+            try:
+                if not store._changed.wait_for(self._ahead, timeout=max(timeout, 0)):
+                    return []
+            finally:
+                store._waiting -= 1
+            record = store._tasks.record(self._key)
             assert record is not None  # _ahead found it, under the same lock
             found = record.logged(self._key[1], self._last)
         self._last = found[-1].seq
