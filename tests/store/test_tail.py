@@ -133,3 +133,29 @@ def test_firestore_polls_when_no_listener_can_be_had(
         assert drain(tail, 1) == [3]
     finally:
         tail.close()
+
+
+def test_a_commit_wakes_a_waiting_tail_of_the_embedded_store_at_once() -> None:
+    """A tail waiting with a long timeout returns as soon as a commit lands, not at its
+    timeout: the embedded store notifies the tails that wait (and only then)."""
+    store = MemoryTaskStore()
+    task, events = new_task()
+    created = store.create(ALICE, task, events, dialect="v1.0")
+    tail = store.tail(ALICE, task.id, after_seq=len(events))
+    asked = threading.Event()
+    ahead = tail._ahead
+
+    def watched() -> bool:
+        asked.set()  # asked under the store's lock: the commit below waits for the tail to wait
+        return ahead()
+
+    tail._ahead = watched  # type: ignore[method-assign]
+    found: list[int] = []
+    waiting = threading.Thread(
+        target=lambda: found.extend(e.seq for e in tail.next(60)), daemon=True
+    )
+    waiting.start()
+    assert asked.wait(10)
+    step(store, created, [status(created.task, TaskState.COMPLETED)])
+    waiting.join(10)
+    assert found == [len(events) + 1]
