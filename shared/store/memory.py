@@ -486,8 +486,9 @@ class _Record:
         )
         for commit in self.commits:
             size += getsizeof(commit)
-        # Past 256, an int is an object of its own.
-        size += sum(_INT_BYTES for end in self.ends if end > 256)
+        ends = self.ends
+        if ends and ends[-1] > 256:  # past 256, an int is an object of its own (ends ascend)
+            size += _INT_BYTES * (len(ends) - bisect_right(ends, 256))
         if self.lease is not None:
             lease = self.lease
             size += _LEASE_BYTES + getsizeof(lease.holder) + getsizeof(lease.message_id)
