@@ -341,10 +341,10 @@ _EVENT_KINDS: dict[type, bytes] = {Message: b"m", StatusUpdate: b"s", ArtifactUp
 # without that start (a short task's JSON and log hold it four times, a sixth of their
 # bytes), under a kind of its own.
 _SHORTENED: dict[bytes, bytes] = {b"s": b"S", b"a": b"A"}
-_EVENT_MODELS: dict[int, Any] = {kind[0]: model for model, kind in _EVENT_KINDS.items()}
 _FULL_KINDS = {kind[0] for kind in _EVENT_KINDS.values()}
-_EVENT_MODELS |= {
-    _SHORTENED[kind][0]: model for model, kind in _EVENT_KINDS.items() if kind in _SHORTENED
+_EVENT_MODELS: dict[int, Any] = {
+    **{kind[0]: model for model, kind in _EVENT_KINDS.items()},
+    **{_SHORTENED[kind][0]: model for model, kind in _EVENT_KINDS.items() if kind in _SHORTENED},
 }
 # A task's JSON kept without its start is kept from the comma that ends it: no JSON document
 # starts with one.
@@ -377,6 +377,7 @@ def _pack_commit(events: Sequence[Event], start: bytes) -> bytes:
 
 
 def _unpack_event(data: bytes, start: bytes) -> Event:
+    """An event `_pack_commit` packed with `start`, read back."""
     kind = data[0]
     event: Event = model_json.decode(
         _EVENT_MODELS[kind], data[1:] if kind in _FULL_KINDS else start + data[1:]
