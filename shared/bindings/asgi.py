@@ -239,7 +239,7 @@ class Front:
             if response.status_code == 200 and env["REQUEST_METHOD"] != "HEAD":
                 # What werkzeug's get_wsgi_response gives (most answers), without its pass
                 # over the headers: a 200's, its length included, are final as they are.
-                fields = _fields(response.headers.items())
+                fields = _fields(response.headers.to_wsgi_list())
                 return Answer(self.pool, 200, fields, body=response.get_data())
             body, status, headers = response.get_wsgi_response(env)
             return Answer(self.pool, _code(status), _fields(headers), body=b"".join(body))

@@ -36,4 +36,6 @@ def json_response(
     payload: Any, status: int = 200, headers: dict[str, str] | None = None
 ) -> flask.Response:
     body = encode(payload)
-    return flask.Response(body, status=status, mimetype=JSON, headers=headers)
+    # The Content-Type as it stands: werkzeug would derive it from a mimetype (JSON takes no
+    # charset) at every answer.
+    return flask.Response(body, status=status, headers=headers, content_type=JSON)
