@@ -182,7 +182,9 @@ class HttpApp:
                 forwarded_for=header(request, "X-Forwarded-For"),
                 remote_addr=request.remote_addr,
             )
-            if response.mimetype == sse.MEDIA_TYPE:
+            # An event stream is always streamed (sse.response): a plain answer's headers
+            # are not searched for its media type.
+            if response.is_streamed and response.mimetype == sse.MEDIA_TYPE:
                 record.fields["openStreams"] = self.streams.slots.held
         return response
 
