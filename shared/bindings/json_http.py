@@ -12,9 +12,9 @@ from shared.errors import ContentTypeNotSupportedError
 JSON = "application/json"
 JSON_MEDIA_TYPES = frozenset({JSON, "application/a2a+json", "application/json-rpc"})
 # An answer's (and a stream frame's) JSON text, by an encoder made once (JSONEncoder.encode
-# makes one per answer: about half of an answer's cost). Without the circular-reference
-# bookkeeping: an answer is built by the dialects from the model, whose data values came
-# parsed from JSON or checked by model_json (a cycle never gets that far).
+# makes one per answer: a quarter of what a small answer's text costs). Without the
+# circular-reference bookkeeping: an answer is built by the dialects from the model, whose
+# data values came parsed from JSON or checked by model_json (a cycle never gets that far).
 encode = json_text.encoder(ensure_ascii=False)
 
 

@@ -38,9 +38,10 @@ _UNSHOWN = frozenset({"kind", "httpRequest"})
 _line = logging.getLogger(LINE_LOGGER)
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
 # A line's: its values are this code's own, never circular, so the encoder keeps no record of
-# the containers it is in (a dict operation per container, for every line). Its values are
-# JSON's own but for a rare one a handler noted: the encoder made once writes those lines
-# (JSONEncoder.encode makes one per line, half of its cost), this one the others.
+# the containers it is in (a dict operation per container, for every line). A line whose
+# values are all JSON's (nearly every one) is written by the encoder made once below
+# (JSONEncoder.encode makes one per line: a tenth of a line's cost); this one writes a line
+# holding a value a handler noted that JSON has no form for, as its str().
 _LINE_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str, check_circular=False)
 _line_text = json_text.encoder()
 
