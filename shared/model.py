@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -70,11 +71,15 @@ def _uuid_text(raw: bytearray, version: int) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def utc_now() -> datetime:
     """Now, to the millisecond: the wire's precision, so a timestamp a client read back
     compares equal to the stored one (ListTasks' statusTimestampAfter relies on it)."""
-    now = datetime.now(UTC)
-    return now.replace(microsecond=now.microsecond // 1000 * 1000)
+    # The epoch plus whole milliseconds, in integers (exact at any date): a third of what
+    # datetime.now(UTC).replace(microsecond=...) costs, read a few times a send.
+    return _EPOCH + timedelta(milliseconds=time.time_ns() // 1_000_000)
 
 
 class TaskState(StrEnum):

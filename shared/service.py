@@ -129,8 +129,19 @@ def view(task: Task, history_length: int | None, *, artifacts: bool = True) -> T
 
 
 def _addressed(message: Message, task: Task) -> Message:
-    """The client's message as the task records it: with the task's id and context."""
-    return replace(message, task_id=task.id, context_id=task.context_id)
+    """The client's message as the task records it: with the task's id and context. (Built
+    directly: `dataclasses.replace` costs twice as much; tests/test_service.py holds this to
+    Message's fields.)"""
+    return Message(
+        message_id=message.message_id,
+        role=message.role,
+        parts=message.parts,
+        context_id=task.context_id,
+        task_id=task.id,
+        reference_task_ids=message.reference_task_ids,
+        extensions=message.extensions,
+        metadata=message.metadata,
+    )
 
 
 # message_key's canonical text: keys sorted, compact, ASCII, NaN as NaN, as json.dumps wrote it

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import uuid
 from dataclasses import FrozenInstanceError, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -30,6 +31,7 @@ from shared.model import (
     agent_message,
     derived_id,
     new_id,
+    utc_now,
 )
 
 TASK = Task(
@@ -80,6 +82,15 @@ def test_each_status_has_its_own_time_and_defaults_are_the_wire_s_empties() -> N
     assert first.timestamp.utcoffset() is not None and first.timestamp <= second.timestamp
     message = Message(message_id="m", role=Role.USER, parts=())
     assert (message.reference_task_ids, message.extensions, message.metadata) == ((), (), None)
+
+
+def test_now_is_utc_to_the_millisecond_and_never_behind_the_system_clock() -> None:
+    for _ in range(1000):
+        before = datetime.now(UTC)
+        now = utc_now()
+        after = datetime.now(UTC)
+        assert now.tzinfo is UTC and now.microsecond % 1000 == 0
+        assert before - timedelta(microseconds=before.microsecond % 1000) <= now <= after
 
 
 @pytest.mark.parametrize(

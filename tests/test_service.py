@@ -9,7 +9,7 @@ import queue
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any
 
@@ -21,11 +21,20 @@ from shared.agent import AgentInfo, Context, HandlerModule
 from shared.app import build
 from shared.dialects import decode
 from shared.identity.api_key import hashed
-from shared.model import Event, PushAuthentication, StatusUpdate, Task, TaskState, utc_now
+from shared.model import (
+    Event,
+    Message,
+    PushAuthentication,
+    StatusUpdate,
+    Task,
+    TaskState,
+    TaskStatus,
+    utc_now,
+)
 from shared.ports import Lease, StoredTask, TaskQuery
 from shared.queue.inline import InlineQueue
 from shared.requests import InlinePushConfig, SendRequest
-from shared.service import MAX_PENDING_MESSAGES, _canonical, message_key
+from shared.service import MAX_PENDING_MESSAGES, _addressed, _canonical, message_key
 from shared.settings import Settings
 from shared.store.memory import MemoryTaskStore
 from tests.conftest import Client, wait_for_state, wait_until
@@ -44,6 +53,18 @@ def send(client: Client, text: str, **message: Any) -> dict[str, Any]:
         params["configuration"] = configuration
     task: dict[str, Any] = client.result("SendMessage", params, version="1.0")["task"]
     return task
+
+
+def test_a_message_addressed_to_its_task_keeps_every_other_field() -> None:
+    # Each field holds a value of its own: one the copy forgot (a field added to Message,
+    # say) would come back as its default.
+    values: dict[str, Any] = {f.name: ("sent", f.name) for f in fields(Message)}
+    sent = Message(**values)
+    task = Task(id="t-1", context_id="c-1", status=TaskStatus(state=TaskState.SUBMITTED))
+    addressed = _addressed(sent, task)
+    assert (addressed.task_id, addressed.context_id) == ("t-1", "c-1")
+    kept = {f.name for f in fields(Message)} - {"task_id", "context_id"}
+    assert {n: getattr(addressed, n) for n in kept} == {n: getattr(sent, n) for n in kept}
 
 
 def test_multi_turn_continues_the_same_task(client: Client) -> None:

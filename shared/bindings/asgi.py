@@ -24,6 +24,7 @@ holds back its own stream, never the memory). A client that goes away is noticed
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
@@ -77,15 +78,25 @@ def environ(scope: Scope, body: bytes | None) -> dict[str, Any]:
         "wsgi.version": (1, 0),
     }
     for name, value in scope["headers"]:
-        key = name.decode("latin-1").upper()
-        if "_" in key:
+        key = _environ_key(name)
+        if key is None:
             continue
-        key = key.replace("-", "_")
-        if key not in ("CONTENT_TYPE", "CONTENT_LENGTH"):
-            key = "HTTP_" + key
         text = value.decode("latin-1")
         result[key] = result[key] + "," + text if key in result else text
     return result
+
+
+# Clients send the same few header names again and again: each one's key is made once (a
+# quarter of an environ's cost), and a client's made-up names only cycle through the bound.
+@functools.lru_cache(maxsize=256)
+def _environ_key(name: bytes) -> str | None:
+    """A header's environ key (`HTTP_X_Y` for `x-y`, the body's two without the prefix);
+    None for a name holding `_`, which gunicorn drops."""
+    key = name.decode("latin-1").upper()
+    if "_" in key:
+        return None
+    key = key.replace("-", "_")
+    return key if key in ("CONTENT_TYPE", "CONTENT_LENGTH") else "HTTP_" + key
 
 
 def declared_length(scope: Scope) -> int | None:
@@ -228,7 +239,7 @@ class Front:
             if response.status_code == 200 and env["REQUEST_METHOD"] != "HEAD":
                 # What werkzeug's get_wsgi_response gives (most answers), without its pass
                 # over the headers: a 200's, its length included, are final as they are.
-                fields = _fields(response.headers.items())
+                fields = _fields(response.headers.to_wsgi_list())
                 return Answer(self.pool, 200, fields, body=response.get_data())
             body, status, headers = response.get_wsgi_response(env)
             return Answer(self.pool, _code(status), _fields(headers), body=b"".join(body))

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import flask
+from werkzeug.sansio.utils import get_content_length
 
 from shared import extensions, streaming
 from shared.bindings import body as front_door
@@ -181,7 +182,9 @@ class HttpApp:
                 forwarded_for=header(request, "X-Forwarded-For"),
                 remote_addr=request.remote_addr,
             )
-            if response.mimetype == sse.MEDIA_TYPE:
+            # An event stream is always streamed (sse.response): a plain answer's headers
+            # are not searched for its media type.
+            if response.is_streamed and response.mimetype == sse.MEDIA_TYPE:
                 record.fields["openStreams"] = self.streams.slots.held
         return response
 
@@ -346,14 +349,23 @@ class HttpApp:
 
     def _body(self, request: flask.Request) -> bytes:
         limit = self.settings.max_body_bytes
-        length = request.content_length  # None when chunked
+        environ = request.environ
+        # werkzeug's rule (None when chunked), read without the request's properties: they
+        # and its stream were a few percent of a send.
+        length = get_content_length(
+            environ.get("CONTENT_LENGTH"), environ.get("HTTP_TRANSFER_ENCODING")
+        )
         if length is not None and length > limit:
             raise PayloadTooLargeError(
                 f"the body has {length} bytes; the limit is {limit} (A2A_MAX_BODY_BYTES)"
             )
-        # werkzeug's stream, read to its end: functions-framework reads it again after the
-        # answer, which must then find it at its end (the WSGI input itself would not say).
-        body: bytes = request.stream.read(limit + 1)
+        # A server that ends the input itself (shared.bindings.asgi: the body the loop read,
+        # at most limit + 1 bytes) says so, and werkzeug's stream is then that very input
+        # (these apps set no MAX_CONTENT_LENGTH); otherwise werkzeug's stream reads no more
+        # than Content-Length, and nothing without one.
+        terminated = "wsgi.input_terminated" in environ
+        stream = environ["wsgi.input"] if terminated else request.stream
+        body: bytes = stream.read(limit + 1)
         if len(body) > limit:
             raise PayloadTooLargeError(
                 f"the body exceeds {limit} bytes (A2A_MAX_BODY_BYTES): send less, or "
@@ -400,7 +412,9 @@ class HttpApp:
 
 def _echo(response: flask.Response, call: operations.Call) -> flask.Response:
     """The answer, with the extensions its request activated in the header(s) it used."""
-    response.headers.update(call.extensions.echo())
+    echoed = call.extensions.echo()
+    if echoed:  # most requests activate none: no pass over the answer's headers
+        response.headers.update(echoed)
     return response
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import flask
 
 from shared import streaming
-from shared.bindings.json_http import ENCODER
+from shared.bindings.json_http import encode
 from shared.dialects.base import Dialect
 from shared.dialects.v1_0 import part as v1_part
 from shared.errors import A2AError, InternalError
@@ -35,7 +35,7 @@ def event(data: Any, *, seq: int | None = None, name: str | None = None) -> str:
     if seq is not None:
         lines.append(f"id: {seq}")
     # JSON escapes newlines inside strings: the data is always a single line.
-    lines.append("data: " + ENCODER.encode(data))
+    lines.append("data: " + encode(data))
     return "\n".join(lines) + "\n\n"
 
 

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from shared import json_text
 from shared.observability.context import Record, current
 
 LINE_LOGGER = "a2a.line"
@@ -37,8 +38,12 @@ _UNSHOWN = frozenset({"kind", "httpRequest"})
 _line = logging.getLogger(LINE_LOGGER)
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
 # A line's: its values are this code's own, never circular, so the encoder keeps no record of
-# the containers it is in (a dict operation per container, for every line).
+# the containers it is in (a dict operation per container, for every line). A line whose
+# values are all JSON's (nearly every one) is written by the encoder made once below
+# (JSONEncoder.encode makes one per line: a tenth of a line's cost); this one writes a line
+# holding a value a handler noted that JSON has no form for, as its str().
 _LINE_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str, check_circular=False)
+_line_text = json_text.encoder()
 
 
 def enabled(level: int) -> bool:
@@ -130,7 +135,10 @@ class CloudLoggingFormatter(logging.Formatter):
             entry["logging.googleapis.com/trace"] = self._traces + trace.trace_id
             entry["logging.googleapis.com/spanId"] = trace.span_id
             entry["logging.googleapis.com/trace_sampled"] = trace.sampled
-        return _LINE_ENCODER.encode(entry)
+        try:
+            return _line_text(entry)
+        except TypeError:  # a value JSON has no form for: written as its str()
+            return _LINE_ENCODER.encode(entry)
 
 
 class TextFormatter(logging.Formatter):

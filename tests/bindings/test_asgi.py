@@ -71,6 +71,26 @@ def test_a_header_named_with_an_underscore_is_dropped() -> None:
     assert made["HTTP_X_FORWARDED_PROTO"] == "https"
 
 
+def test_a_header_s_key_is_its_name_s_in_any_case_its_lines_joined() -> None:
+    """Each name's key is made once (a bounded cache): the same in every case it comes in,
+    and a name holding `_` is dropped however often it comes."""
+    for _ in range(2):  # made, then found
+        made = environ(
+            scope(
+                headers=[
+                    (b"X-Trace-Me", b"1"),
+                    (b"x-trace-me", b"2"),
+                    (b"X_Trace_Me", b"3"),
+                    (b"Content-Type", b"application/json"),
+                ]
+            ),
+            b"",
+        )
+        assert made["HTTP_X_TRACE_ME"] == "1,2"
+        assert made["CONTENT_TYPE"] == "application/json"
+        assert "HTTP_CONTENT_TYPE" not in made
+
+
 def test_a_body_not_read_is_no_body() -> None:
     """Declared over the limit, the body is left unread: the app refuses the length."""
     request = flask.Request(environ(scope(headers=[(b"content-length", b"99999999")]), None))

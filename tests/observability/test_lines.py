@@ -24,6 +24,7 @@ from shared.ports import Delivery
 from tests.conftest import Client
 from tests.observability.conftest import PROJECT, Lines
 from tests.test_push_delivery import drained
+from tests.test_streaming import frames, open_stream
 from tests.webhook import Webhook
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -255,3 +256,16 @@ def test_the_caller_address_is_the_first_forwarded_one_if_an_address(
             "POST", "/", 200, user_agent=None, forwarded_for=forwarded, remote_addr=remote
         )
         assert got["remoteIp"] == logged
+
+
+def test_only_an_event_stream_s_line_counts_the_open_streams(
+    make_client: Callable[..., Client], lines: Lines
+) -> None:
+    client = make_client()
+    client.rpc("SendMessage", {"message": message("hi", "m-plain")}, version="1.0")
+    streamed = open_stream(client, "SendStreamingMessage", {"message": message("hi", "m-sse")})
+    list(frames(streamed))
+    streamed.close()
+    plain, stream = lines.of("request")
+    assert "openStreams" not in plain
+    assert stream["method"] == "SendStreamingMessage" and stream["openStreams"] == 1

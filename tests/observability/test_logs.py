@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from shared import observability
 from shared.observability import logs, tracing
@@ -145,6 +147,7 @@ def test_a_unit_s_line_written_directly_is_the_line_logging_would_write(
     assert written == expected
     line = json.loads(written)
     assert (line["severity"], line["taskId"]) == ("INFO", "t-3")
+    assert line["weird"].startswith("<object object at ")  # no JSON form: its str()
     assert line["message"] == "request SendMessage"
     assert line["logging.googleapis.com/trace"] == f"projects/p/traces/{TRACE}"
 
@@ -180,3 +183,22 @@ def test_a_failed_write_is_reported_as_logging_reports_it(
             pass
     [entry] = reported
     assert entry.getMessage() == "request" and entry.name == logs.LINE_LOGGER
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(fields=st.dictionaries(st.text(), _JSON | st.builds(object), max_size=6))
+def test_a_unit_s_line_is_its_fields_as_json_dumps_writes_them(fields: dict[str, Any]) -> None:
+    unit = Record("request", incoming(None))
+    unit.fields.update(fields)
+    line = logs.CloudLoggingFormatter("p").unit_line(logging.INFO, "request", unit)
+    entry = {"severity": "INFO", "message": "request", "logger": logs.LINE_LOGGER, **fields}
+    entry["logging.googleapis.com/trace"] = f"projects/p/traces/{unit.trace.trace_id}"
+    entry["logging.googleapis.com/spanId"] = unit.trace.span_id
+    entry["logging.googleapis.com/trace_sampled"] = False
+    assert line == json.dumps(entry, separators=(",", ":"), default=str)
