@@ -29,9 +29,9 @@ if TYPE_CHECKING:
 # (shared.store.firestore refuses larger parts and events).
 MAX_FIRESTORE_EVENT = 900_000
 
-# What the embedded store may hold (A2A_MEMORY_MAX_BYTES): its tasks and events serialized,
-# and a fixed allowance per task for its keys. 32 MiB fits a 256 MiB function with room for
-# requests, about 10,000 short tasks.
+# What the embedded store may hold (A2A_MEMORY_MAX_BYTES): what its records of tasks (their
+# events serialized) and of messages really take in the process. 32 MiB fits a 256 MiB
+# function with room for requests: about 18,000 short tasks (~1.8 KiB each).
 MEMORY_MAX_BYTES = 32 * 1024 * 1024
 
 # Every duration is at most a month: no wait here means more (the work queue retries a turn
