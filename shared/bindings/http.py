@@ -363,7 +363,7 @@ class HttpApp:
         # at most limit + 1 bytes) says so, and werkzeug's stream is then that very input
         # (these apps set no MAX_CONTENT_LENGTH); otherwise werkzeug's stream reads no more
         # than Content-Length, and nothing without one.
-        terminated = "wsgi.input_terminated" in environ
+        terminated = bool(environ.get("wsgi.input_terminated"))
         stream = environ["wsgi.input"] if terminated else request.stream
         body: bytes = stream.read(limit + 1)
         if len(body) > limit:
