@@ -315,6 +315,22 @@ class Server:
         self.process.wait()
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failed test that used a server (a fixture's value) shows the server's output: what
+    it logged is often the cause, and the process is gone once the test ends."""
+    report = yield
+    if report.failed:
+        for name, value in getattr(item, "funcargs", {}).items():
+            if isinstance(value, Server):
+                try:
+                    text = value.output()
+                except ValueError:  # its log is closed: the server was stopped
+                    continue
+                report.sections.append((f"server {name} ({value.url}) output", text[-20_000:]))
+    return report
+
+
 @pytest.fixture
 def start_server() -> Iterator[Callable[..., Server]]:
     """Start servers with extra environment variables; all are stopped after the test."""
