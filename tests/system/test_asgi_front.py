@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.client
 import json
 from collections.abc import Callable
+from typing import Any
 
 from tests.conftest import Server, wait_until
 
@@ -33,31 +34,31 @@ def test_a_body_over_the_limit_is_refused_however_it_is_framed(
     assert "A2A_MAX_BODY_BYTES" in json.loads(answer.read())["error"]["message"]
     declared.close()
     # Chunked (no length): read one byte past the limit, then refused.
-    chunked = http.client.HTTPConnection("localhost", server.port, timeout=30)
-    chunked.request(
-        "POST",
-        "/",
-        iter([body[:1500], body[1500:]]),
-        {"Content-Type": "application/json"},
-        encode_chunked=True,
-    )
-    answer = chunked.getresponse()
-    assert answer.status == 413
-    assert "A2A_MAX_BODY_BYTES" in json.loads(answer.read())["error"]["message"]
+    status, answer = _post_chunked(server, body, 1500, {})
+    assert status == 413
+    assert "A2A_MAX_BODY_BYTES" in answer["error"]["message"]
     # Within the limit, chunked too: served.
-    small = json.dumps(SEND).encode()
-    chunked.close()
-    chunked = http.client.HTTPConnection("localhost", server.port, timeout=30)
-    chunked.request(
+    _, answer = _post_chunked(server, json.dumps(SEND).encode(), 10, {"A2A-Version": "1.0"})
+    assert answer["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def _post_chunked(
+    server: Server, body: bytes, cut: int, headers: dict[str, str]
+) -> tuple[int, Any]:
+    """POST `body` to / in two chunks (cut at `cut`), without a length: status and JSON."""
+    connection = http.client.HTTPConnection("localhost", server.port, timeout=30)
+    connection.request(
         "POST",
         "/",
-        iter([small[:10], small[10:]]),
-        {"Content-Type": "application/json", "A2A-Version": "1.0"},
+        iter([body[:cut], body[cut:]]),
+        {"Content-Type": "application/json", **headers},
         encode_chunked=True,
     )
-    answer = chunked.getresponse()
-    assert json.loads(answer.read())["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
-    chunked.close()
+    answer = connection.getresponse()
+    try:
+        return answer.status, json.loads(answer.read())
+    finally:
+        connection.close()
 
 
 def test_a_header_named_with_an_underscore_does_not_choose_the_card_s_url(
