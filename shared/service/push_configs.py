@@ -32,6 +32,8 @@ from shared.settings import ENVIRONMENT
 
 
 class PushConfigs:
+    """The owner's push notification configs, and the checks of one sent with a message."""
+
     def __init__(self, ports: Ports, settings: ServiceSettings) -> None:
         self._ports = ports
         self._limit = settings.max_push_configs_per_task

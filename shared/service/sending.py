@@ -89,6 +89,8 @@ def _taken(request: SendRequest) -> TaskNotFoundError:
 
 
 class Sending:
+    """A message sent: stored, and its turn run here, queued for the worker, or joined."""
+
     def __init__(
         self, ports: Ports, settings: ServiceSettings, push: PushConfigs, resends: Resends
     ) -> None:

@@ -38,6 +38,8 @@ def _ended(stored: StoredTask) -> streaming.Stream:
 
 
 class Tasks:
+    """The owner's tasks read, listed, followed and canceled."""
+
     def __init__(self, ports: Ports) -> None:
         self._ports = ports
 
