@@ -27,7 +27,9 @@ _DEFAULTS = ServiceSettings()
 
 
 class A2AService:
-    """The operations, by part: `sending`, `tasks`, `push`; `ports` is what they work over."""
+    """The operations, by part: `sending`, `tasks`, `push`; `ports` is what they work over.
+    The wire reads two things of it besides: the handler module (its extensions, which a
+    request activates) and the limits a message is decoded under."""
 
     def __init__(self, ports: Ports, settings: ServiceSettings = _DEFAULTS) -> None:
         self.ports = ports
