@@ -413,7 +413,7 @@ class A2AService:
             try:
                 stored = self._target(owner, request)
                 if stored is not None:  # before any write: a refused message leaves it as it was
-                    check_history(stored.task, request.message, self.limits)
+                    check_history(stored, request.message, self.limits)
             except A2AError:
                 # The task may have moved on because of this very message (it ended the
                 # task): a resend gets its first answer, not the refusal.
