@@ -17,8 +17,7 @@ other fields in slots: ~1.8 KiB a short task, where the objects took ~10); past
 forgotten, as Firestore's TTL forgets them: their readers find no task. The bound counts
 what a record really holds in the process (each object's own size, its share of the dict;
 `_Record.weigh`), and the message records beside the tasks. Not counted, as their size does
-not grow with the tasks: the `_HOT_TASKS` kept as objects, and the texts `shared.recent`
-keeps of models lately encoded.
+not grow with the tasks: the `_HOT_TASKS` kept as objects.
 """
 
 from __future__ import annotations
