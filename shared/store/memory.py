@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from array import array
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
@@ -441,7 +442,9 @@ class _Record:
 
     def __init__(self, created_at: datetime, context_id: str) -> None:
         self.commits: list[bytes] = []
-        self.ends: list[int] = []
+        # Machine integers in the array's own buffer, which its getsizeof counts: no int
+        # objects of their own to weigh, whatever the interpreter shares of small ones.
+        self.ends = array("q")
         self.created_at = created_at
         self.first_context = context_id
         self.size = 0
@@ -488,9 +491,6 @@ class _Record:
         )
         for commit in self.commits:
             size += getsizeof(commit)
-        ends = self.ends
-        if ends and ends[-1] > 256:  # past 256, an int is an object of its own (ends ascend)
-            size += _INT_BYTES * (len(ends) - bisect_right(ends, 256))
         if self.lease is not None:
             lease = self.lease
             size += _LEASE_BYTES + getsizeof(lease.holder) + getsizeof(lease.message_id)
@@ -542,7 +542,6 @@ def _fixed_bytes() -> int:
 
 
 _RECORD_BYTES = _fixed_bytes()
-_INT_BYTES = sys.getsizeof(1 << 20)
 # A lease's object and its dict of fields, and its expiry (its strings are counted apart).
 _LEASE_BYTES = (
     sys.getsizeof(Lease(turn=1)) + sys.getsizeof(Lease(turn=1).__dict__) + sys.getsizeof(utc_now())
