@@ -23,7 +23,7 @@ from shared.errors import InvalidParamsError
 from shared.frozen import frozen
 from shared.model import ArtifactUpdate, Message, Task
 from shared.model_json import M, Model, Unservable
-from shared.recent import Recent
+from shared.ports import StoredTask
 
 
 @frozen
@@ -107,22 +107,11 @@ def check_message(message: Message, limits: Limits, field: str) -> None:
         )
 
 
-# The size of the JSON a store read or wrote a task as, by the task's identity (note_stored):
-# its history's messages are in that JSON, each whole, so a task whose stored size and the new
-# message fit A2A_MAX_HISTORY_BYTES needs none of them measured. A note is needed only for
-# the request that read the task: the tasks kept alive by it (Firestore's would be freed)
-# weigh 1 MiB of JSON a generation, beside the largest.
-_STORED: Recent[int] = Recent(entries=64, weight=1024 * 1024, weigh=int)
-
-
-def note_stored(task: Task, size: int) -> None:
-    """A store read or wrote `task` as `size` bytes of JSON holding its whole history (or
-    more: the bound may be loose, never short)."""
-    _STORED.add([(task, size)])
-
-
-def check_history(task: Task, message: Message, limits: Limits) -> None:
-    """Refuse a message that would take the task's history past a limit."""
+def check_history(stored: StoredTask, message: Message, limits: Limits) -> None:
+    """Refuse a message that would take the stored task's history past a limit. The JSON the
+    store holds the task in (`stored.size`) holds each message of the history whole: while it
+    and the new message fit A2A_MAX_HISTORY_BYTES, none of them is measured."""
+    task = stored.task
     count = len(task.history) + 1
     if count > limits.history_messages:
         raise InvalidParamsError(
@@ -132,8 +121,7 @@ def check_history(task: Task, message: Message, limits: Limits) -> None:
             field="task_id",
         )
     added = model_bytes(message)
-    stored = _STORED.get(task)
-    if stored is not None and stored + added <= limits.history_bytes:
+    if stored.size is not None and stored.size + added <= limits.history_bytes:
         return  # the history is within its stored JSON: nothing more to measure
     size = sum(model_bytes(m) for m in task.history) + added
     if size > limits.history_bytes:

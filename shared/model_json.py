@@ -10,13 +10,10 @@ surrogate, a value JSON has no form for (a set, bytes, an object); `owned`, the 
 makes, also refuses data or metadata nested deeper than MAX_DEPTH (the front door does for a
 client's). A stored value was encoded here, so every later answer can serve it.
 
-Each model is encoded once per send, though a send's task, events, limits and stores all ask
-for it: a model's JSON is composed of its own fields' and its nested models' JSON, and the
-texts made lately are kept by the identity of their models (`shared.recent`), so the task
-composes from its status, messages and artifacts already encoded as events (or the other way
-round). A model is frozen, and `owned` made the turn its own copy of a handler's nested data:
-the same object always has the same JSON. A document larger than _LARGEST, or one a check
-refuses, is written by the walk of its whole dict instead, as before.
+One way to write a model: its fields are walked into a dict of JSON-ready values, each
+checked against its type (`to_dict`), and the dict is written by one compact encoder
+(`shared.json_text`); the walk that names what JSON could not carry, and where, runs only
+when writing fails.
 
 `decode` and `from_dict` read back what `encode` wrote, and what the pydantic models wrote
 before it (`model_dump_json`: the same names, with `null` fields; a deployed project's
@@ -31,8 +28,6 @@ import math
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from enum import Enum
-from json.encoder import encode_basestring
-from operator import attrgetter
 from typing import Any, TypeVar, cast
 
 from shared import json_text
@@ -49,7 +44,6 @@ from shared.model import (
     TaskState,
     TaskStatus,
 )
-from shared.recent import Recent
 
 # The nesting a data or metadata value may have: a request body may nest 64 levels in all
 # (bindings/body.py), so any value a client sent fits; a document holding one stays far
@@ -163,6 +157,13 @@ def _models(
 ) -> list[dict[str, Any]]:
     if not isinstance(value, tuple | list):
         raise _Fault(f"{_type_name(value)}, not a sequence of {cls.__name__}", name)
+    return _items(value, cls, name, nested)
+
+
+def _items(
+    value: tuple[Any, ...] | list[Any], cls: type, name: str, nested: list[tuple[str, Any]]
+) -> list[dict[str, Any]]:
+    """A sequence of models, each checked to be of `cls`."""
     items = []
     for index, item in enumerate(value):
         if type(item) is not cls:
@@ -256,202 +257,18 @@ def _dict(model: Any, nested: list[tuple[str, Any]]) -> dict[str, Any]:
         if value is None:
             if required:
                 raise _Fault("missing (None)", name)
-        elif check is _str and isinstance(value, str):  # most fields: no call
+        # The common cases without a call to their check (a send walks ~30 models).
+        elif check is _str and isinstance(value, str):
             out[name] = value
+        elif check is _models and type(value) is tuple:
+            out[name] = _items(value, cls, name, nested)
+        elif check is _enum and type(value) is cls:
+            out[name] = value.value
+        elif check is _strs and type(value) is tuple and not value:
+            out[name] = []
         else:
             out[name] = check(value, cls, name, nested)
     return out
-
-
-# -- the composed text, and the texts made lately -----------------------------------------------
-
-# The kinds of fields the composer writes itself (the checks above stay the dict walk's, which
-# to_dict and the refusals' messages take); any other is written as its check returns it.
-_STR, _TEXT_ENUM, _TIME, _STRS, _MODEL, _MODELS, _VALUE, _BOOL, _OTHER = range(9)
-
-
-def _kind(check: _Check, of: Any) -> int:
-    if check is _enum:
-        # A str enum's member is its value's text: written without reading `.value`.
-        return _TEXT_ENUM if issubclass(of, str) else _OTHER
-    kinds = {
-        _str: _STR,
-        _time: _TIME,
-        _strs: _STRS,
-        _model: _MODEL,
-        _models: _MODELS,
-        _bool: _BOOL,
-    }
-    return _VALUE if check in (_json, _object) else kinds.get(check, _OTHER)
-
-
-# Per class: its fields' values in one call, and per field (its name, its kind, its check, the
-# class a check takes, whether it is required, `"field":`).
-_Field = tuple[str, int, _Check, Any, bool, str]
-_LAYOUT: dict[type, tuple[Callable[[Any], tuple[Any, ...]], tuple[_Field, ...]]] = {
-    cls: (
-        attrgetter(*(name for name, *_ in spec)),
-        tuple(
-            (name, _kind(check, of), check, of, required, f'"{name}":')
-            for name, check, of, required in spec
-        ),
-    )
-    for cls, spec in _SPECS.items()
-}
-# A data or metadata value whose JSON may nest this deep is left to the walk of the whole
-# document, which refuses what is too deep to write at all exactly as it always did.
-_DEEP = 512
-# The largest JSON composed (and kept): a larger document is written by the walk of its
-# dict in one go, as a copy per level of nesting would add to the peak of a large request.
-_LARGEST = 64 * 1024
-
-
-class _Refused(Exception):
-    """The composer leaves the document to the walk of its whole dict: a check refused a
-    value (the walk names it), or the document is larger than _LARGEST (the walk writes it in
-    one go, where composing would copy it once per level)."""
-
-
-# A class's composer: (model, nested, made, recent) -> the model's JSON text, as
-# _json_text(_dict(model)) writes it, composed field by field; each model composed is added
-# to `made`, its data and metadata containers to `nested`. With `recent`, a model encoded
-# lately is not walked again. Raises _Refused, or the encoder's ValueError, TypeError or
-# RecursionError, for what the dict walk refuses.
-_Composer = Callable[[Any, list[tuple[str, Any]], list[tuple[Any, str]], bool], str]
-
-
-def _composer(cls: type) -> _Composer:
-    """The composer of one class, its fields written out one by one, each as its kind needs
-    (a loop over the fields, asking each its kind, took a send a good part of its JSON's
-    time)."""
-    env: dict[str, Any] = {
-        "_Refused": _Refused,
-        "_LARGEST": _LARGEST,
-        "_COMPOSERS": _COMPOSERS,
-        "encode_basestring": encode_basestring,
-        "_checked_text": _checked_text,
-        "_recent": _RECENT.get,
-        "datetime": datetime,
-    }
-    lines = [
-        "def text(model, nested, made, recent):",
-        "    if recent:",
-        "        known = _recent(model)",
-        "        if known is not None:",
-        "            return known",
-        "    pieces = []",
-    ]
-    for number, field in enumerate(_LAYOUT[cls][1]):
-        name, kind, _, of, required, key = field
-        env[f"field{number}"], env[f"key{number}"], env[f"of{number}"] = field, key, of
-        lines += [f"    value = model.{name}", "    if value is None:"]
-        lines.append("        raise _Refused" if required else "        pass")
-        if kind == _STR:
-            lines += [
-                "    elif not isinstance(value, str) or len(value) > _LARGEST:",
-                "        raise _Refused",
-                "    else:",
-                f"        pieces.append(key{number} + encode_basestring(value))",
-            ]
-        elif kind == _MODELS:
-            lines += [
-                "    elif not isinstance(value, tuple | list):",
-                "        raise _Refused",
-                "    else:",
-                f"        compose = _COMPOSERS[of{number}]",
-                "        items, size = [], 0",
-                "        for item in value:",
-                f"            if type(item) is not of{number}:",
-                "                raise _Refused",
-                "            items.append(text := compose(item, nested, made, recent))",
-                "            size += len(text)",
-                "            if size > _LARGEST:",
-                "                raise _Refused",
-                f"        pieces.append(key{number} + '[' + ','.join(items) + ']')",
-            ]
-        elif kind == _MODEL:
-            lines += [
-                f"    elif type(value) is not of{number}:",
-                "        raise _Refused",
-                "    else:",
-                f"        compose = _COMPOSERS[of{number}]",
-                f"        pieces.append(key{number} + compose(value, nested, made, recent))",
-            ]
-        elif kind == _TEXT_ENUM:
-            lines += [
-                f"    elif not isinstance(value, of{number}):",
-                "        raise _Refused",
-                "    else:",
-                f"        pieces.append(key{number} + encode_basestring(value))",
-            ]
-        elif kind == _STRS:
-            lines += [
-                "    elif not value and isinstance(value, tuple | list):",
-                f"        pieces.append(key{number} + '[]')",
-                "    else:",
-                f"        pieces.append(key{number} + _checked_text(value, field{number}, nested))",
-            ]
-        elif kind == _BOOL:
-            lines += [
-                "    elif value is True:",
-                f"        pieces.append(key{number} + 'true')",
-                "    elif value is False:",
-                f"        pieces.append(key{number} + 'false')",
-                "    else:",
-                f"        pieces.append(key{number} + _checked_text(value, field{number}, nested))",
-            ]
-        elif kind == _TIME:
-            # A datetime's ISO text needs no escaping (a subclass's might: it is checked).
-            lines += [
-                "    elif type(value) is datetime:",
-                "        text = value.isoformat()",
-                "        if text.endswith('+00:00'):",
-                "            text = text[:-6] + 'Z'",
-                f"        pieces.append(key{number} + '\"' + text + '\"')",
-                "    else:",
-                f"        pieces.append(key{number} + _checked_text(value, field{number}, nested))",
-            ]
-        else:
-            lines += [
-                "    else:",
-                f"        pieces.append(key{number} + _checked_text(value, field{number}, nested))",
-            ]
-    lines += [
-        "    text = '{' + ','.join(pieces) + '}'",
-        "    if len(text) > _LARGEST:",
-        "        raise _Refused",
-        "    made.append((model, text))",
-        "    return text",
-    ]
-    # Our own text, made of the field names above; named so a traceback names the class.
-    exec(compile("\n".join(lines), f"<model_json composer of {cls.__name__}>", "exec"), env)
-    composer: _Composer = env["text"]
-    return composer
-
-
-def _checked_text(value: Any, field: _Field, nested: list[tuple[str, Any]]) -> str:
-    """A field's JSON as the dict walk checks it: data and metadata, times, lists of strings."""
-    name, kind, check, of, _, _ = field
-    try:
-        checked = check(value, of, name, nested)
-    except _Fault:
-        raise _Refused from None
-    if kind == _TIME:
-        return encode_basestring(checked)
-    text = _json_text(checked)
-    if kind == _VALUE and (
-        len(text) > _LARGEST or (len(text) >= _DEEP and text.count("[") + text.count("{") >= _DEEP)
-    ):
-        raise _Refused
-    return text
-
-
-# A send makes ~11 texts: the sends of 16 clients in flight fit in one generation.
-_RECENT: Recent[str] = Recent(entries=256, weight=256 * 1024, weigh=len)
-# Each class's composer, made once (filled in after the table exists: a composer calls its
-# nested classes' through it).
-_COMPOSERS: dict[type, _Composer] = {}
-_COMPOSERS.update({cls: _composer(cls) for cls in _LAYOUT})
 
 
 def to_dict(model: Model) -> dict[str, Any]:
@@ -466,10 +283,7 @@ def encode(model: Model) -> bytes:
     what JSON cannot carry (the message names the field). Data nested too deep to write at
     all is refused too; MAX_DEPTH is `owned`'s check, made once where a value enters (a
     client's by the front door): a store writing a task again walks none of its data."""
-    made: list[tuple[Any, str]] = []
-    data = _encoded(model, [], made, recent=True)[1]
-    _RECENT.add(made)
-    return data
+    return _encoded(model, [])[1]
 
 
 def owned(model: M) -> tuple[M, bytes]:
@@ -479,9 +293,7 @@ def owned(model: M) -> tuple[M, bytes]:
     still change its own objects after handing them over (reusing a dict in a loop, say), and
     the turn keeps what was checked."""
     nested: list[tuple[str, Any]] = []
-    made: list[tuple[Any, str]] = []
-    # Walked whole, whatever was encoded lately: the check, and the data to copy, are found.
-    text, data = _encoded(model, nested, made, recent=False)
+    text, data = _encoded(model, nested)
     # A document with fewer brackets than the limit has no value nested deeper (most events).
     if text.count("[") + text.count("{") > MAX_DEPTH:
         for name, found in nested:
@@ -491,11 +303,8 @@ def owned(model: M) -> tuple[M, bytes]:
                     "levels of objects and arrays: flatten it"
                 )
     if not nested:  # nothing its maker could change: the model and its parts are the turn's
-        _RECENT.add(made)
         return model, data
-    copy = decode(type(model), data)  # the turn's own: its parts are the copy's, not these
-    _RECENT.add([(copy, text)])
-    return copy, data
+    return decode(type(model), data), data  # the turn's own: its parts are the copy's
 
 
 def detached(model: M) -> M:
@@ -541,21 +350,10 @@ def _fields(model: Model, nested: list[tuple[str, Any]]) -> dict[str, Any]:
         raise Unservable(_where(model, fault.path) + f" is {fault.problem}") from None
 
 
-def _encoded(
-    model: Model, nested: list[tuple[str, Any]], made: list[tuple[Any, str]], *, recent: bool
-) -> tuple[str, bytes]:
-    """The model's JSON as text and as UTF-8 (its composer's, with `recent` as there); adds its
-    data and metadata values that are objects or arrays to `nested`, and the models composed
-    to `made` (to be kept: what JSON cannot carry raises Unservable)."""
-    composer = _COMPOSERS.get(type(model))
-    if composer is not None:
-        try:
-            text = composer(model, nested, made, recent)
-            return text, text.encode()
-        except (_Refused, ValueError, TypeError, RecursionError):
-            # Refused: the walk of the whole document finds what and where, as it always did.
-            nested.clear()
-            made.clear()
+def _encoded(model: Model, nested: list[tuple[str, Any]]) -> tuple[str, bytes]:
+    """The model's JSON as text and as UTF-8, its dict written in one go; adds its data and
+    metadata values that are objects or arrays to `nested`. Raises Unservable for what JSON
+    cannot carry (the walk that finds what and where runs only then)."""
     value = _fields(model, nested)
     try:
         text = _json_text(value)

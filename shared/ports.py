@@ -75,6 +75,11 @@ class StoredTask:
     # was ever put on the task (the notifier then reads none); a config's `put` marks the task
     # so that every later commit sees it. True (the default): unknown, read them.
     push_configs: bool = True
+    # The bytes of the JSON the store read or wrote `task` as, when that JSON holds the whole
+    # history (a bound of the history's JSON: `limits.check_history` measures none of its
+    # messages while the bound leaves room); None: unknown (a task its store rebuilds from
+    # its log). Not part of equality, like `token`: how the task is stored, not what it is.
+    size: int | None = field(default=None, compare=False, repr=False)
     # What the store that issued this snapshot needs to detect a concurrent write without a
     # transaction (Firestore: the document's update time); opaque to callers, None in stores
     # that need nothing beyond `version`. Not part of equality: two reads of one version agree.

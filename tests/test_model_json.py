@@ -372,15 +372,17 @@ def test_every_model_reads_back_equal_from_its_json(model: Any) -> None:
 
 def walked(model: Any) -> bytes:
     """The model's JSON as the walk of its whole document writes it (to_dict's, encoded once):
-    what the composed text must equal, byte for byte."""
+    what encode must write, byte for byte."""
     return model_json._json_text(model_json.to_dict(model)).encode()
 
 
 @given(model=TASKS | EVENTS | PUSH_CONFIGS)
-def test_the_json_composed_of_its_parts_is_the_whole_documents(model: Any) -> None:
-    """Byte for byte what the walk of the whole document writes: made fresh, made again from
-    the texts kept of it, and a task's made from its status, messages and artifacts encoded
-    before it (as a send encodes its events, then its task)."""
+def test_the_json_of_a_model_is_the_whole_documents_however_often_it_is_written(
+    model: Any,
+) -> None:
+    """Byte for byte what the walk of the whole document writes: made fresh, made again, and
+    a task's made after its status, messages and artifacts were encoded (as a send encodes
+    its events, then its task), and what owned writes."""
     expected = walked(model)
     assert model_json.encode(model) == expected
     assert model_json.encode(model) == expected  # from the text kept
@@ -422,30 +424,6 @@ def test_flags_are_written_as_the_walk_writes_them_and_a_flag_that_is_no_bool_is
         model_json.encode(ArtifactUpdate(task_id="t", context_id="c", artifact=ARTIFACT, append=1))  # type: ignore[arg-type]
 
 
-def test_a_text_kept_is_its_very_objects_and_the_texts_kept_are_bounded() -> None:
-    """Equal models are not the same object (their data may be another's), and however many
-    models are encoded, at most two generations of texts are kept, none over _LARGEST (a
-    larger document is written as a whole, not composed)."""
-    recent = model_json._RECENT
-    first = Part(text="a")
-    model_json.encode(first)
-    assert recent.get(first) == '{"text":"a"}'
-    assert recent.get(Part(text="a")) is None
-    for n in range(3 * recent.entries):
-        model_json.encode(Part(text=str(n)))
-    assert recent.entries <= len(recent) <= 2 * recent.entries
-    assert recent.get(first) is None
-    large = Part(text="x" * model_json._LARGEST)
-    assert model_json.encode(large) == walked(large)
-    assert recent.get(large) is None
-    for many in (
-        Message(message_id="m", role=Role.USER, parts=(Part(text="x" * 40_000),) * 2),
-        Part(data=["x" * 1000] * 70),
-    ):
-        assert model_json.encode(many) == walked(many)
-        assert recent.get(many) is None
-
-
 def test_owned_copies_data_it_found_whatever_was_encoded_before() -> None:
     """A handler may hand over a model whose data was encoded before (a part of the message
     it was sent, say): the turn still gets its own copy, and keeps what was checked."""
@@ -464,7 +442,6 @@ def test_a_model_refused_once_is_refused_again() -> None:
     for _ in range(2):
         with pytest.raises(Unservable, match="lone UTF-16 surrogate"):
             model_json.encode(bad)
-    assert model_json._RECENT.get(bad.artifact) is None
 
 
 # -- what JSON cannot carry --------------------------------------------------------------------

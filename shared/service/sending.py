@@ -213,7 +213,7 @@ class Sending:
             try:
                 stored = self._target(owner, request)
                 if stored is not None:  # before any write: a refused message leaves it as it was
-                    check_history(stored.task, request.message, self._settings.limits)
+                    check_history(stored, request.message, self._settings.limits)
             except A2AError:
                 # The task may have moved on because of this very message (it ended the
                 # task): a resend gets its first answer, not the refusal.

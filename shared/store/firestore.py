@@ -69,7 +69,7 @@ from google.cloud.firestore_v1 import FieldFilter
 from shared import ids, lifecycle, model_json
 from shared.errors import InvalidParamsError
 from shared.frozen import frozen
-from shared.limits import LimitExceeded, note_stored
+from shared.limits import LimitExceeded
 from shared.model import ArtifactUpdate, Event, Message, Part, StatusUpdate, Task, new_id, utc_now
 from shared.ports import (
     DuplicateMessage,
@@ -192,14 +192,15 @@ class FirestoreTaskStore:
         ids.require(task.id, "task id")
         ids.require(task.context_id, "context id")
         encoded = self._encode_events(events)
+        text, size = self._task_text(task)
         now = utc_now()
         stored = StoredTask(
-            task, owner, 1, len(events), dialect, now, now, lease, push_configs=False
+            task, owner, 1, len(events), dialect, now, now, lease, push_configs=False, size=size
         )
         commit_id = new_id()
         log_expires = now + self.log_retention
         # Written here only: commits leave it to the push config store.
-        fields = {**self._task_fields(stored, commit_id, log_expires), "pushConfigs": False}
+        fields = {**self._task_fields(stored, text, commit_id, log_expires), "pushConfigs": False}
         self._check_size(task.id, fields, encoded)
         batch = self._client.batch()
         batch.create(self.task_ref(owner, task.id), fields)
@@ -237,6 +238,7 @@ class FirestoreTaskStore:
         ):
             raise VersionConflict(task.id)
         encoded = self._encode_events(events)
+        text, size = self._task_text(task)
         now = utc_now()
         new = replace(
             current,
@@ -244,6 +246,7 @@ class FirestoreTaskStore:
             version=current.version + 1,
             last_seq=current.last_seq + len(events),
             updated_at=now,
+            size=size,
         )
         commit_id = new_id()
         log_expires = revision.log_expires
@@ -252,7 +255,7 @@ class FirestoreTaskStore:
             # commit that then loses its race has only made them live longer).
             log_expires = now + self.log_retention
             self._refresh_log(current.owner, task.id, log_expires)
-        fields = self._task_fields(new, commit_id, log_expires)
+        fields = self._task_fields(new, text, commit_id, log_expires)
         self._check_size(task.id, fields, encoded)
         batch = self._client.batch()
         batch.update(
@@ -371,10 +374,11 @@ class FirestoreTaskStore:
         fields = snapshot.to_dict()
         text: str = snapshot.get("task")
         task = model_json.decode(Task, text)
+        size = None
         if snapshot.get("inLog"):
             task = self._rebuild(owner, task, snapshot.get("lastSeq"))
         else:  # the document holds the whole history (older ones with nulls: a loose bound)
-            note_stored(task, _utf8_size(text))
+            size = _utf8_size(text)
         return StoredTask(
             task,
             owner,
@@ -386,6 +390,7 @@ class FirestoreTaskStore:
             _decode_lease(fields.get("lease")),
             tuple(fields.get("pending") or ()),  # absent in documents stored before it
             push_configs=fields.get("pushConfigs", True),  # absent before it: unknown
+            size=size,
             token=_Revision(owner, task.id, snapshot.update_time, fields.get("logExpireAt")),
         )
 
@@ -402,16 +407,20 @@ class FirestoreTaskStore:
         folded = lifecycle.apply_all(start, (e.event for e in logged if e.seq <= last_seq))
         return replace(folded, status=outline.status)
 
-    def _task_fields(
-        self, stored: StoredTask, commit_id: str, log_expires: datetime
-    ) -> dict[str, Any]:
-        task = stored.task
+    def _task_text(self, task: Task) -> tuple[str, int | None]:
+        """The task's JSON as its document keeps it, and its size when that is the whole task
+        (None: the task outgrew `task_budget`, and the document keeps only its status and
+        metadata, `inLog`)."""
         data = model_json.encode(task)
-        in_log = len(data) > self._task_budget
-        if in_log:
-            data = model_json.encode(replace(task, history=(), artifacts=()))
-        else:
-            note_stored(task, len(data))  # the next send's check_history
+        if len(data) > self._task_budget:
+            return model_json.encode(replace(task, history=(), artifacts=())).decode(), None
+        return data.decode(), len(data)
+
+    def _task_fields(
+        self, stored: StoredTask, text: str, commit_id: str, log_expires: datetime
+    ) -> dict[str, Any]:
+        """The task document's fields: `stored`, its task's JSON `text` (`_task_text`)."""
+        task = stored.task
         return {
             "owner": stored.owner,
             "taskId": task.id,
@@ -424,8 +433,8 @@ class FirestoreTaskStore:
             "createdAt": stored.created_at,
             "updatedAt": stored.updated_at,
             "expireAt": stored.updated_at + self.retention,
-            "task": data.decode(),
-            "inLog": in_log,
+            "task": text,
+            "inLog": stored.size is None,  # `text` is the outline: the rest is in the log
             "lease": _encode_lease(stored.lease),
             "pending": list(stored.pending),
             "commitId": commit_id,

@@ -17,21 +17,21 @@ other fields in slots: ~1.8 KiB a short task, where the objects took ~10); past
 forgotten, as Firestore's TTL forgets them: their readers find no task. The bound counts
 what a record really holds in the process (each object's own size, its share of the dict;
 `_Record.weigh`), and the message records beside the tasks. Not counted, as their size does
-not grow with the tasks: the `_HOT_TASKS` kept as objects, and the texts and sizes
-`shared.recent` keeps of models lately encoded.
+not grow with the tasks: the `_HOT_TASKS` kept as objects.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
+from array import array
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from shared import ids, limits, model_json
+from shared import ids, model_json
 from shared.clock import SYSTEM, Clock
 from shared.model import ArtifactUpdate, Event, Message, StatusUpdate, Task, TaskState, utc_now
 from shared.ports import (
@@ -134,6 +134,7 @@ class MemoryTaskStore:
                 if message_key is not None and message_key.replaces is None:
                     self.cost.add(reads=1)  # and the message's record, whose it was
                 raise TaskExists(task.id)
+            packed = model_json.encode(task)  # before the claim: a task JSON refuses claims nothing
             recorded = self._claim(owner, message_key, task.id)
             now = utc_now()
             stored = StoredTask(
@@ -146,8 +147,9 @@ class MemoryTaskStore:
                 now,
                 lease,
                 push_configs=not self._push_tracked,
+                size=len(packed),
             )
-            self._tasks.write(key, stored, events)
+            self._tasks.write(key, stored, packed, events)
             self._bill(events, recorded)
             self._trim()
             if self._waiting:
@@ -168,6 +170,7 @@ class MemoryTaskStore:
             if stored is None or stored.version != current.version:
                 self.cost.add(reads=1)  # as Firestore's, after its failed batch
                 raise VersionConflict(task.id)
+            packed = model_json.encode(task)
             recorded = self._claim(current.owner, message_key, task.id)
             new = replace(
                 stored,
@@ -177,8 +180,9 @@ class MemoryTaskStore:
                 updated_at=utc_now(),
                 lease=current.lease,
                 pending=current.pending,
+                size=len(packed),
             )
-            self._tasks.write(key, new, events)
+            self._tasks.write(key, new, packed, events)
             self._bill(events, recorded)
             self._trim()
             if self._waiting:
@@ -438,21 +442,21 @@ class _Record:
 
     def __init__(self, created_at: datetime, context_id: str) -> None:
         self.commits: list[bytes] = []
-        self.ends: list[int] = []
+        # Machine integers in the array's own buffer, which its getsizeof counts: no int
+        # objects of their own to weigh, whatever the interpreter shares of small ones.
+        self.ends = array("q")
         self.created_at = created_at
         self.first_context = context_id
         self.size = 0
 
-    def write(self, stored: StoredTask, events: Sequence[Event]) -> None:
-        """Hold `stored`, and `events` as its log's next commit (packed first: a model that
-        cannot be written changes nothing)."""
+    def write(self, stored: StoredTask, packed: bytes, events: Sequence[Event]) -> None:
+        """Hold `stored`, its task's JSON `packed`, and `events` as its log's next commit
+        (packed first: an event that cannot be written changes nothing)."""
         task = stored.task
-        packed = model_json.encode(task)
         task_start, update_start = _starts(task.id, self.first_context)
         if events:
             self.commits.append(_pack_commit(events, update_start))
             self.ends.append(stored.last_seq)
-        limits.note_stored(task, len(packed))  # the next send's check_history
         status = task.status
         if packed.startswith(task_start):
             packed = packed[len(task_start) - 1 :]  # from the comma
@@ -487,9 +491,6 @@ class _Record:
         )
         for commit in self.commits:
             size += getsizeof(commit)
-        ends = self.ends
-        if ends and ends[-1] > 256:  # past 256, an int is an object of its own (ends ascend)
-            size += _INT_BYTES * (len(ends) - bisect_right(ends, 256))
         if self.lease is not None:
             lease = self.lease
             size += _LEASE_BYTES + getsizeof(lease.holder) + getsizeof(lease.message_id)
@@ -518,10 +519,8 @@ class _Record:
         packed = self.task
         if packed.startswith(_SHORT_TASK):
             packed = _starts(task_id, self.first_context)[0][:-1] + packed
-        task = model_json.decode(Task, packed)
-        limits.note_stored(task, len(packed))
         return StoredTask(
-            task,
+            model_json.decode(Task, packed),
             owner,
             self.version,
             self.last_seq,
@@ -531,6 +530,7 @@ class _Record:
             self.lease,
             self.pending,
             self.push_configs,
+            size=len(packed),
         )
 
 
@@ -542,7 +542,6 @@ def _fixed_bytes() -> int:
 
 
 _RECORD_BYTES = _fixed_bytes()
-_INT_BYTES = sys.getsizeof(1 << 20)
 # A lease's object and its dict of fields, and its expiry (its strings are counted apart).
 _LEASE_BYTES = (
     sys.getsizeof(Lease(turn=1)) + sys.getsizeof(Lease(turn=1).__dict__) + sys.getsizeof(utc_now())
@@ -585,15 +584,17 @@ class _CompactTasks:
     def record(self, key: tuple[str, str]) -> _Record | None:
         return self._records.get(key)
 
-    def write(self, key: tuple[str, str], stored: StoredTask, events: Sequence[Event]) -> None:
-        """Store `stored`, its log's next commit `events` (a new task: its first), as the
-        most recently written."""
+    def write(
+        self, key: tuple[str, str], stored: StoredTask, packed: bytes, events: Sequence[Event]
+    ) -> None:
+        """Store `stored` (its task's JSON `packed`), its log's next commit `events` (a new
+        task: its first), as the most recently written."""
         record = self._records.get(key)
         if record is None:
             record = _Record(stored.created_at, stored.task.context_id)
-            record.write(stored, events)
+            record.write(stored, packed, events)
         else:
-            record.write(stored, events)  # raises before it changes anything
+            record.write(stored, packed, events)  # raises before it changes anything
             del self._records[key]  # and back in at the end: the most recently written
             self._size.used -= record.size
         self._put(key, record)

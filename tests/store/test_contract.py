@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared import ids, lifecycle, limits
+from shared import ids, lifecycle, limits, model_json
 from shared.errors import InvalidParamsError
 from shared.model import Artifact, ArtifactUpdate, Event, Part, Task, TaskState, TaskStatus
 from shared.ports import (
@@ -577,11 +577,27 @@ def test_readers_and_writers_at_once(store: TaskStore) -> None:
     assert all(s.version == 3 and s.last_seq == 4 for s in final.tasks)
 
 
+def test_the_size_a_store_returns_is_its_stored_json_s(store: TaskStore) -> None:
+    """Every snapshot carries the size of the JSON its task is stored as, in UTF-8 bytes (what
+    limits.check_history bounds the history by): created, committed, read, listed."""
+    task, events = new_task(text="h\N{SNOWMAN}llo")
+    created = store.create(ALICE, task, events, dialect="v1.0")
+    said: list[Event] = [message("\N{SNOWMAN} and more", task.id)]
+    committed = step(store, created, said)
+    got = store.get(ALICE, task.id)
+    assert got is not None
+    (listed,) = store.list(ALICE, TaskQuery()).tasks
+    for stored in (created, committed, got, listed):
+        assert stored.size == len(model_json.encode(stored.task))
+    assert committed.size is not None and created.size is not None
+    assert committed.size > created.size
+
+
 @pytest.mark.parametrize("slack", [-1, 0, None])
 def test_a_task_read_back_checks_its_history_without_measuring_it(
     store: TaskStore, slack: int | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The store notes the size of the JSON it read a task from (limits.note_stored), which
+    """The store returns the size of the JSON it read a task from (StoredTask.size), which
     holds the whole history: a new message that fits with it is not measured against each
     message again, and one near or over the limit is measured, and refused exactly as before,
     at the same byte (`slack`: the limit's distance from the exact size; None: the default)."""
@@ -603,7 +619,7 @@ def test_a_task_read_back_checks_its_history_without_measuring_it(
 
     monkeypatch.setattr(limits, "model_bytes", measuring)
     outcomes: list[str | None] = []
-    for checked in (read.task, replace(read.task)):  # the copy: nobody noted its size
+    for checked in (read, replace(read, size=None)):  # the copy: its size unknown
         measured.clear()
         try:
             limits.check_history(checked, new, bound)
@@ -611,6 +627,6 @@ def test_a_task_read_back_checks_its_history_without_measuring_it(
         except InvalidParamsError as refused:
             outcomes.append(str(refused))
         whole = len(read.task.history) + 1
-        assert len(measured) == (1 if checked is read.task and slack is None else whole)
+        assert len(measured) == (1 if checked is read and slack is None else whole)
     assert outcomes[0] == outcomes[1]
     assert (outcomes[0] is None) == (slack != -1)
