@@ -34,6 +34,10 @@ MAX_FIRESTORE_EVENT = 900_000
 # function with room for requests: about 18,000 short tasks (~1.8 KiB each).
 MEMORY_MAX_BYTES = 32 * 1024 * 1024
 
+# An owner's share of an instance's streams by default (A2A_MAX_STREAMS_PER_OWNER): a
+# quarter, so four owners streaming at once each get all of theirs (deployed: 19 of 78).
+OWNER_STREAM_SHARE = 4
+
 # Every duration is at most a month: no wait here means more (the work queue retries a turn
 # for about an hour), and timers and dates overflow on far larger values.
 MAX_SECONDS = 31 * 86400
@@ -411,8 +415,9 @@ class Settings:
     # Streams one instance holds at once (each holds one of its THREADS); unset: THREADS less
     # two, so that other requests still find a thread.
     max_streams: int | None = _setting("A2A_MAX_STREAMS", None, _Count(1, optional=True))
-    # Streams one owner holds at once on an instance; unset: one less than the instance's
-    # limit (at least one), so that one caller can never take every stream.
+    # Streams one owner holds at once on an instance; unset: an OWNER_STREAM_SHARE of the
+    # instance's limit (at least one), so that that many owners each get theirs whatever the
+    # others hold (A2A_AUTH=none: the instance's, every caller being one owner).
     max_owner_streams: int | None = _setting(
         "A2A_MAX_STREAMS_PER_OWNER", None, _Count(1, optional=True)
     )
@@ -497,7 +502,11 @@ class Settings:
 
     @property
     def owner_stream_limit(self) -> int:
-        return min(self.max_owner_streams or max(self.stream_limit - 1, 1), self.stream_limit)
+        if self.max_owner_streams is not None:
+            return min(self.max_owner_streams, self.stream_limit)
+        if self.auth == "none":
+            return self.stream_limit
+        return max(self.stream_limit // OWNER_STREAM_SHARE, 1)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
