@@ -13,8 +13,9 @@ not received yet, in sequence order, through a PushSender (http.client unless on
   what a webhook already accepted (at least once, and once after success);
 - any non-2xx answer, a timeout (10 s) or a refused connection fails the delivery, and the
   queue retries it with backoff; after the queue's last attempt the config records the
-  error and its time (`lastError`, `failedAt`: its owner sees them) and the log says so at
-  ERROR; the URL is checked against SSRF again before each POST and
+  error and its time (`lastError`, `failedAt`: its owner sees them; a refused or unreachable
+  host only as REFUSED or UNREACHABLE) and the log says so at ERROR, naming the webhook as
+  `scheme://host/…` (its path and query often hold a secret); the URL is checked against SSRF again before each POST and
   at every redirect, its host resolved once, and the POST connects to the checked addresses
   (shared.push_url); a redirect to another origin goes without the config's credentials
   (`Authorization`, the token).
@@ -54,7 +55,7 @@ from shared.ports import (
 )
 from shared.push_notify import RETRY_WINDOW
 from shared.push_signing import SIGNATURE_HEADER, NotificationSigner
-from shared.push_url import DEFAULT_PORTS, PushTarget, PushURLRefused
+from shared.push_url import DEFAULT_PORTS, PushTarget, PushURLRefused, shown
 
 log = logging.getLogger("a2a.push")
 
@@ -72,8 +73,20 @@ WAIT_SECONDS = 2.0
 MAX_ERROR_CHARS = 500
 
 
+# What a config records of a failure the owner may not learn more of (lastError): never
+# which internal address a name resolved to, nor whether it resolved at all (either would map
+# the network the deliverer sits in for the caller). The log says which.
+REFUSED = "refused: not a public address"
+UNREACHABLE = "could not connect"
+
+
 class DeliveryFailed(Exception):
-    """The webhook did not accept a notification; the message says how."""
+    """The webhook did not accept a notification: `recorded` is what its config records (its
+    owner sees it), the message what the log says."""
+
+    def __init__(self, message: str, recorded: str | None = None) -> None:
+        super().__init__(message)
+        self.recorded = recorded or message
 
 
 class PushSender(Protocol):
@@ -221,7 +234,7 @@ class Deliverer:
                 return Outcome.NOTHING_TO_DO
             marked = self._send_pending(job, config, holder)
         except DeliveryFailed as exc:
-            self._failed(job, config, holder, delivery, str(exc))
+            self._failed(job, config, holder, delivery, exc)
             return Outcome.FAILED
         finally:
             self._configs.end_delivery(job.owner, job.task_id, job.config_id, holder)
@@ -251,7 +264,7 @@ class Deliverer:
         config: StoredPushConfig,
         holder: str,
         delivery: Delivery,
-        error: str,
+        error: DeliveryFailed,
     ) -> None:
         now = self._clock.now()
         self._configs.attempt_failed(
@@ -259,7 +272,7 @@ class Deliverer:
             job.task_id,
             job.config_id,
             holder,
-            error[:MAX_ERROR_CHARS],
+            error.recorded[:MAX_ERROR_CHARS],
             at=now,
             retry_at=None if delivery.final else now + RETRY_WINDOW,
         )
@@ -268,7 +281,7 @@ class Deliverer:
                 "push to %s for task %s, config %s failed at the queue's last attempt (%d): "
                 "%s; the config records it, and the next event or an update of the config "
                 "retries",
-                config.config.url,
+                shown(config.config.url),
                 job.task_id,
                 job.config_id,
                 delivery.attempt + 1,
@@ -277,7 +290,7 @@ class Deliverer:
             return
         log.warning(
             "push to %s for task %s, config %s failed (attempt %d): %s",
-            config.config.url,
+            shown(config.config.url),
             job.task_id,
             job.config_id,
             delivery.attempt + 1,
@@ -334,7 +347,7 @@ class Deliverer:
             try:
                 target = self._resolve_url(url)
             except PushURLRefused as exc:
-                raise DeliveryFailed(f"URL refused: {exc}") from None
+                raise DeliveryFailed(f"URL refused: {exc}", REFUSED) from None
             if self._signer is not None:
                 headers[SIGNATURE_HEADER] = self._signer.sign(
                     task_id=config.config.task_id, body=body, audience=url
@@ -347,7 +360,7 @@ class Deliverer:
                         headers[TRACEPARENT] = traceparent
                     status, location = self._sender.post(target, body, headers, TIMEOUT_SECONDS)
             except OSError as exc:
-                raise DeliveryFailed(f"no answer from the webhook ({exc})") from None
+                raise DeliveryFailed(f"no answer from the webhook ({exc})", UNREACHABLE) from None
             if 200 <= status < 300:
                 return
             if status in (301, 302, 303, 307, 308) and location:

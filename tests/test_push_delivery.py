@@ -588,3 +588,70 @@ def test_a_message_only_commit_queues_nothing() -> None:
     notify.commit(stored, stored.task, [message])
     assert queue.entries == []
     assert configs.lagging(utc_now() + timedelta(days=1), 10) == []
+
+
+class Unreachable:
+    """A PushSender whose every connection is refused."""
+
+    def post(
+        self, target: PushTarget, body: bytes, headers: Mapping[str, str], timeout: float
+    ) -> tuple[int, str | None]:
+        raise ConnectionRefusedError(111, "Connection refused")
+
+
+@pytest.mark.parametrize(
+    ("host", "recorded"),
+    [
+        ("loopback.example.com", "refused: not a public address"),
+        ("private.example.com", "refused: not a public address"),
+        ("nowhere.example.com", "refused: not a public address"),  # does not resolve
+        ("public.example.com", "could not connect"),
+    ],
+)
+def test_last_error_never_tells_how_a_host_was_refused(
+    host: str, recorded: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # An owner reading lastError must not learn which internal names exist: one that
+    # resolves to loopback and one that does not resolve read alike.
+    table = {
+        "loopback.example.com": ["127.0.0.1"],
+        "private.example.com": ["10.1.2.3"],
+        "public.example.com": [PUBLIC],
+    }
+
+    def resolve(url: str) -> PushTarget:
+        def answer(name: str, port: int) -> list[str]:
+            if name not in table:
+                raise OSError("Name or service not known")
+            return table[name]
+
+        return resolve_push_url(url, resolve=answer)
+
+    url = f"https://{host}/hooks/T0/secret-path?token=s3cret"
+    store, configs = lone_task(url)
+    configs.want("anonymous", "t", "p", 1, utc_now())
+    deliverer = Deliverer(store, configs, resolve_url=resolve, sender=Unreachable())
+    with caplog.at_level(logging.WARNING, logger="a2a.push"):
+        assert deliverer.deliver(LONE_JOB, Delivery(attempt=2, final=True)) is Outcome.FAILED
+    stored = configs.get("anonymous", "t", "p")
+    assert stored is not None and stored.last_error == recorded
+    # The operator's log says which, and names the webhook without its path or query.
+    [line] = [r.getMessage() for r in caplog.records if r.name == "a2a.push"]
+    assert f"push to https://{host}/… for task t" in line
+    assert "secret-path" not in line and "s3cret" not in line
+    assert ("does not resolve" in line) == (host == "nowhere.example.com")
+
+
+def test_a_failed_attempt_logs_the_webhook_without_its_path(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    url = "https://hooks.slack.com/services/T000/B000/XXXXSECRET"
+    store, configs = lone_task(url)
+    configs.want("anonymous", "t", "p", 1, utc_now())
+    sender = Scripted({url: (500, None)})
+    deliverer = Deliverer(store, configs, resolve_url=public, sender=sender)
+    with caplog.at_level(logging.WARNING, logger="a2a.push"):
+        assert deliverer.deliver(LONE_JOB, Delivery(attempt=0)) is Outcome.FAILED
+    [line] = [r.getMessage() for r in caplog.records if r.name == "a2a.push"]
+    assert "https://hooks.slack.com/… for task t, config p failed (attempt 1)" in line
+    assert "XXXXSECRET" not in line and "/services" not in line
