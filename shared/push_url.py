@@ -76,7 +76,8 @@ def _embedded(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
     value = int(ip)
     if ip.ipv4_mapped is not None:
         return ip.ipv4_mapped
-    if value >> 32 in (0, 0xFFFF0000) or ip in _NAT64:
+    # (:: and ::1 are no IPv4-compatible addresses: the unspecified one and loopback.)
+    if (value >> 32 == 0 and value > 1) or value >> 32 == 0xFFFF0000 or ip in _NAT64:
         return ipaddress.IPv4Address(value & _LOW32)
     if ip.sixtofour is not None:
         return ip.sixtofour
