@@ -56,7 +56,12 @@ from shared.requests import (
 # A canonical request attribute (as the service names it in errors) -> the wire field read.
 WireFields = dict[str, str]
 
-_ROLES = {"user": Role.USER, "role_user": Role.USER, "agent": Role.AGENT, "role_agent": Role.AGENT}
+# A client's message is the user's, whatever role it names. The official a2a-python server
+# (DefaultRequestHandler, TaskManager.update_with_message) accepts a ROLE_AGENT message and
+# keeps it as sent; we accept it too, so the clients that send it keep working (an agent
+# calling another often names itself `agent`), but store it as the user's: kept as sent, a
+# handler (and the ADK adapter's rebuilt session) would read the client's words as its own.
+_ROLES = {"user": Role.USER, "role_user": Role.USER, "agent": Role.USER, "role_agent": Role.USER}
 
 _STATES: dict[str, TaskState] = {s.value: s for s in TaskState}
 _STATES.update({f"task_state_{s.value.replace('-', '_')}": s for s in TaskState})
