@@ -123,6 +123,7 @@ def _deliverer(
         resolve_url=lambda url: resolve_push_url(url, allowed_hosts=hosts, allowed_ports=ports),
         signer=_signer(settings, module),
         function_timeout=settings.function_timeout,
+        owner_posts_per_minute=settings.max_push_deliveries_per_owner_per_minute,
     )
 
 

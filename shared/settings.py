@@ -366,6 +366,13 @@ class Settings:
     push_max_attempts: int = _setting("A2A_PUSH_MAX_ATTEMPTS", 34, _Count(1))
     # Push configs one task may have: each event of the task is one POST per config.
     max_push_configs_per_task: int = _setting("A2A_MAX_PUSH_CONFIGS_PER_TASK", 10, _Count(1))
+    # Push configs one owner may have, on all its tasks (kept as long as their task).
+    max_push_configs_per_owner: int = _setting("A2A_MAX_PUSH_CONFIGS_PER_OWNER", 1000, _Count(1))
+    # POSTs one instance makes to one owner's webhooks in a minute, failed ones too; past it
+    # the rest waits (queued again for when the minute has room), nothing is dropped.
+    max_push_deliveries_per_owner_per_minute: int = _setting(
+        "A2A_MAX_PUSH_DELIVERIES_PER_OWNER_PER_MINUTE", 120, _Count(1)
+    )
     # Webhook hosts allowed even though they resolve to non-public addresses (tests, dev).
     push_allowed_hosts: tuple[str, ...] = _setting("A2A_PUSH_ALLOWED_HOSTS", (), _Names())
     # Webhook ports; others (an internal admin port on a public address) are refused.
