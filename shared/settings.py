@@ -508,6 +508,13 @@ class Settings:
         )
 
     @property
+    def memory_push_bytes(self) -> int:
+        """The embedded push config store's share of A2A_MEMORY_MAX_BYTES (the task store has
+        the rest): an eighth with push notifications on (~3,000 configs at their largest,
+        their URLs and secrets at the limits; ~10 times that of usual ones), none off."""
+        return self.memory_max_bytes // 8 if self.push_notifications else 0
+
+    @property
     def owner_stream_limit(self) -> int:
         if self.max_owner_streams is not None:
             return min(self.max_owner_streams, self.stream_limit)

@@ -640,3 +640,33 @@ def test_push_config_fields_are_bounded_on_every_binding(
     error = push.error("SendMessage", inline, version="1.0")
     assert error["code"] == -32602 and "taskPushNotificationConfig" in error["message"]
     assert push.result("ListTasks", {}, version="1.0")["tasks"][0]["id"] == task_id
+
+
+def test_configs_per_owner_are_limited_on_all_its_tasks(make_client: Any) -> None:
+    keys = {hashed("ka"): "alice", hashed("kb"): "bob"}
+    client = make_client(
+        auth="api-key",
+        api_keys=keys,
+        push_allowed_hosts=("hooks.example.com",),
+        max_push_configs_per_owner=2,
+    )
+    alice, bob = {"X-API-Key": "ka"}, {"X-API-Key": "kb"}
+    first, second = new_task(client, "one", **alice), new_task(client, "two", **alice)
+    for task_id in (first, second):
+        params = {"taskId": task_id, "id": "c", "url": HOOK}
+        client.result("CreateTaskPushNotificationConfig", params, version="1.0", headers=alice)
+    params = {"taskId": second, "id": "d", "url": HOOK}
+    error = client.error("CreateTaskPushNotificationConfig", params, version="1.0", headers=alice)
+    assert error["code"] == -32602
+    assert "A2A_MAX_PUSH_CONFIGS_PER_OWNER=2" in error["message"]
+    response = client.post(
+        {"id": "d", "url": HOOK}, {**V1, **alice}, path=f"/tasks/{second}/pushNotificationConfigs"
+    )
+    assert response.status_code == 400
+    assert "A2A_MAX_PUSH_CONFIGS_PER_OWNER" in json.loads(response.get_data())["error"]["message"]
+    # Another owner has its own; replacing one by its id stays allowed.
+    bobs = new_task(client, "three", **bob)
+    params = {"taskId": bobs, "id": "c", "url": HOOK}
+    client.result("CreateTaskPushNotificationConfig", params, version="1.0", headers=bob)
+    params = {"taskId": second, "id": "c", "url": HOOK + "/2"}
+    client.result("CreateTaskPushNotificationConfig", params, version="1.0", headers=alice)

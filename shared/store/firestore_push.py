@@ -23,6 +23,14 @@ that counted the same configs one commits and the others re-read (as a task comm
 does), and the limit holds. That costs what the service's list before the put did: the
 task's document and its configs read, two writes.
 
+With an `owner_limit` (A2A_MAX_PUSH_CONFIGS_PER_OWNER), a new config is counted against the
+owner's configs on every task: one aggregation query over the collection group (`owner`
+equal: its single-field index is declared in infra/firestore.indexes.json), and the batch
+that writes it also writes the owner's document (`pushOwners/{document_id(owner)}`, with a
+precondition on the update time read before the count, or none existed), so of concurrent
+puts of one owner that counted alike one commits and the others count again. Configs of an
+expired task count until the TTL deletes them (`expireAt`, a day after at most).
+
 Lagging is state too: `wanted` is the newest event a delivery was asked for (raised with a
 server-side maximum, so concurrent commits need no read), `sweepAt` (epoch seconds, lowered
 with a server-side minimum; absent when nothing lags) when a sweep re-drives the config, found
@@ -45,18 +53,44 @@ from google.cloud.firestore_v1.transforms import Maximum, Minimum
 
 from shared import ids, model_json
 from shared.conflicts import retry_on_conflict
+from shared.errors import PushConfigQuotaError
 from shared.model import PushConfig, utc_now
 from shared.ports import StoredPushConfig, TooManyPushConfigs, VersionConflict
 from shared.store.cost import Cost
 from shared.store.firestore import LOG_SLACK, PUSH_CONFIGS, TASKS, document_id
 
+# One document per owner with push configs: what its concurrent new configs serialize on.
+PUSH_OWNERS = "pushOwners"
+
 
 class FirestorePushConfigStore:
-    def __init__(self, client: firestore.Client, *, retention: timedelta, cost: Cost) -> None:
+    def __init__(
+        self,
+        client: firestore.Client,
+        *,
+        retention: timedelta,
+        cost: Cost,
+        owner_limit: int | None = None,
+    ) -> None:
         self._client = client
         # As the task's events: they live as long as the task (shared.store.firestore).
         self._retention = retention * LOG_SLACK
         self.cost = cost
+        self._owner_limit = owner_limit
+
+    def _owner_room(self, owner: str) -> Any:
+        """The owner's document as read before its configs are counted, once the count
+        leaves room for one more; raises PushConfigQuotaError when it does not."""
+        assert self._owner_limit is not None
+        snapshot = self._client.collection(PUSH_OWNERS).document(document_id(owner)).get()
+        query = self._client.collection_group(PUSH_CONFIGS).where(
+            filter=FieldFilter("owner", "==", owner)
+        )
+        [[counted]] = query.count().get()
+        self.cost.add(reads=2)  # the document; the count, one read a thousand entries
+        if counted.value >= self._owner_limit:
+            raise PushConfigQuotaError(int(counted.value), self._owner_limit)
+        return snapshot
 
     def _task(self, owner: str, task_id: str) -> Any:
         return self._client.collection(TASKS).document(document_id(owner, task_id))
@@ -130,6 +164,17 @@ class FirestorePushConfigStore:
             return stored
         batch = self._client.batch()
         batch.set(ref, fields, merge=True)
+        if self._owner_limit is not None:
+            # Counted, then written with a precondition on the owner's document as read
+            # before the count: a racing new config of the owner changed it, and this one
+            # counts again.
+            counted = self._owner_room(owner)
+            added = {"pushConfigsAdded": firestore.Increment(1), "expireAt": fields["expireAt"]}
+            if counted.exists:
+                option = self._client.write_option(last_update_time=counted.update_time)
+                batch.update(counted.reference, added, option=option)
+            else:
+                batch.create(counted.reference, added)
         # Every new config changes its task (a write that changes nothing keeps the update
         # time): of two racing for the last place, one fails the precondition on its read,
         # reads again and counts the other's config.
@@ -141,7 +186,8 @@ class FirestorePushConfigStore:
             batch.update(task_ref, flag, option=option)
         try:
             self.cost.add(writes=len(batch.commit()))
-        except google_errors.FailedPrecondition:
+        except (google_errors.FailedPrecondition, google_errors.Conflict):
+            # (Conflict: the owner's document, absent when read, was created since.)
             raise VersionConflict(f"{config.task_id}/{config.id}") from None
         except google_errors.NotFound:
             # No task (see above), gone since it was read, or not read (no limit).
