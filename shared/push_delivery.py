@@ -15,10 +15,12 @@ not received yet, in sequence order, through a PushSender (http.client unless on
   queue retries it with backoff; after the queue's last attempt the config records the
   error and its time (`lastError`, `failedAt`: its owner sees them; a refused or unreachable
   host only as REFUSED or UNREACHABLE) and the log says so at ERROR, naming the webhook as
-  `scheme://host/…` (its path and query often hold a secret); the URL is checked against SSRF again before each POST and
-  at every redirect, its host resolved once, and the POST connects to the checked addresses
-  (shared.push_url); a redirect to another origin goes without the config's credentials
-  (`Authorization`, the token).
+  `scheme://host/…` (its path and query often hold a secret); the URL is checked against
+  SSRF again before each POST and at every redirect, its host resolved once, and the POST
+  connects to the checked addresses (shared.push_url); a redirect to another origin goes
+  without the config's credentials (`Authorization`, the token);
+- an owner's POSTs in a minute are counted (OwnerRate, per instance): past its setting, the
+  rest of a delivery is queued again for when the minute has room (RESCHEDULED).
 
 Payloads follow the dialect the config was made in: v1.0 gets one `StreamResponse` per event
 (`application/a2a+json`); v0.3 and v0.1 get the task as it stands (`application/json`).
@@ -396,13 +398,14 @@ class Deliverer:
                 if self._clock.monotonic() > deadline:
                     return marked  # out of time: the next delivery carries on from `marked`
                 update = dialect.stream_update(event, stored.task)
-                self._post(job.owner, url, update, config, A2A_JSON, marked)
+                self._post(job.owner, url, update, config, content_type=A2A_JSON, marked=marked)
                 self._configs.delivered(job.owner, job.task_id, config_id, holder, seq)
                 marked = seq
         elif news:
             # v0.x: the task as it stands, once for everything new.
             task = dialect.task(stored.task)
-            self._post(job.owner, url, task, config, "application/json", marked)
+            json_type = "application/json"
+            self._post(job.owner, url, task, config, content_type=json_type, marked=marked)
         if marked < batch[-1].seq:
             # Messages joining the history are no news for a webhook, but they are passed too.
             marked = batch[-1].seq
@@ -415,6 +418,7 @@ class Deliverer:
         url: str,
         payload: dict[str, Any],
         config: StoredPushConfig,
+        *,
         content_type: str,
         marked: int,
     ) -> None:

@@ -17,8 +17,8 @@ from shared.app import build
 from shared.dialects import decode
 from shared.extensions import DELIVERY_STATUS
 from shared.identity.api_key import hashed
-from shared.model import utc_now
 from shared.limits import MAX_PUSH_SECRET_BYTES, MAX_PUSH_URL_CHARS
+from shared.model import utc_now
 from shared.service import message_key
 from shared.settings import Settings
 from shared.store.memory import MemoryTaskStore

@@ -467,9 +467,7 @@ def _inline_push_config(obj: Any, field: str) -> InlinePushConfig:
             check_push_secret(name, f"{listed}[{i}]", limit=MAX_PUSH_SCHEME_CHARS)
         scheme = _str(auth.get("scheme"), f"{field}.authentication.scheme")
         if scheme:
-            check_push_secret(
-                scheme, f"{field}.authentication.scheme", limit=MAX_PUSH_SCHEME_CHARS
-            )
+            check_push_secret(scheme, f"{field}.authentication.scheme", limit=MAX_PUSH_SCHEME_CHARS)
             schemes = (scheme, *schemes)
         if not schemes:
             raise InvalidParamsError(

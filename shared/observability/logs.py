@@ -167,13 +167,13 @@ class TextFormatter(logging.Formatter):
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
 
-    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+    def formatMessage(self, record: logging.LogRecord) -> str:
         return escaped(super().formatMessage(record))
 
-    def formatException(self, ei: Any) -> str:  # noqa: N802 - logging's name
+    def formatException(self, ei: Any) -> str:
         return _indented(super().formatException(ei))
 
-    def formatStack(self, stack_info: str) -> str:  # noqa: N802 - logging's name
+    def formatStack(self, stack_info: str) -> str:
         return _indented(super().formatStack(stack_info))
 
     def format(self, record: logging.LogRecord) -> str:

@@ -44,7 +44,7 @@ import builtins
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from google.api_core import exceptions as google_errors
 from google.cloud import firestore
@@ -86,7 +86,8 @@ class FirestorePushConfigStore:
         query = self._client.collection_group(PUSH_CONFIGS).where(
             filter=FieldFilter("owner", "==", owner)
         )
-        [[counted]] = query.count().get()
+        # (The library's annotations make count() a class, not the query it returns.)
+        [[counted]] = cast(Any, query.count()).get()
         self.cost.add(reads=2)  # the document; the count, one read a thousand entries
         if counted.value >= self._owner_limit:
             raise PushConfigQuotaError(int(counted.value), self._owner_limit)

@@ -224,7 +224,7 @@ def test_an_unverified_email_owner_is_401_with_its_reason(
     client = make_client(
         auth="oidc", oidc_issuer=issuer.url, oidc_audience="agent", oidc_owner_claim="email"
     )
-    claims = {"aud": "agent", "email": "alice@example.com"}
+    claims: dict[str, Any] = {"aud": "agent", "email": "alice@example.com"}
     body = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}
     version = {"A2A-Version": "1.0"}
     for verified in (False, None):

@@ -94,7 +94,7 @@ def test_owner_claim_and_required_scopes(issuer: Issuer) -> None:
     tokens = OidcTokens(
         issuer.url, AUDIENCE, owner_claim="email", required_scopes=("a2a.call", "openid")
     )
-    bob = {"aud": AUDIENCE, "email": "bob@example.com", "email_verified": True}
+    bob: dict[str, Any] = {"aud": AUDIENCE, "email": "bob@example.com", "email_verified": True}
     token = issuer.token(**bob, scope="openid a2a.call profile")
     assert tokens.authenticate(bearer(token)).owner == "bob@example.com"
     listed = issuer.token(**bob, scp=["a2a.call", "openid"])
@@ -109,7 +109,11 @@ def test_an_email_owner_must_be_verified(issuer: Issuer, verified: object) -> No
     # Anyone can sign up at most issuers with an address they do not hold: unverified, the
     # token would be alice's owner and see all her tasks.
     tokens = OidcTokens(issuer.url, AUDIENCE, owner_claim="email")
-    claims = {"aud": AUDIENCE, "email": "alice@example.com", "email_verified": verified}
+    claims: dict[str, Any] = {
+        "aud": AUDIENCE,
+        "email": "alice@example.com",
+        "email_verified": verified,
+    }
     error = refusal(tokens, issuer.token(**claims))
     assert "(e-mail not verified)" in str(error)
     assert error.challenge.endswith('error_description="e-mail not verified"')
