@@ -35,7 +35,9 @@ MAX_FIRESTORE_EVENT = 900_000
 MEMORY_MAX_BYTES = 32 * 1024 * 1024
 
 # An owner's share of an instance's streams by default (A2A_MAX_STREAMS_PER_OWNER): a
-# quarter, so four owners streaming at once each get all of theirs (deployed: 19 of 78).
+# quarter, so four owners streaming at once each get all of theirs (deployed: 19 of 78), and
+# at least two on a small instance (a client often holds a send's stream and a subscription:
+# the console does).
 OWNER_STREAM_SHARE = 4
 
 # Every duration is at most a month: no wait here means more (the work queue retries a turn
@@ -371,7 +373,7 @@ class Settings:
     # POSTs one instance makes to one owner's webhooks in a minute, failed ones too; past it
     # the rest waits (queued again for when the minute has room), nothing is dropped.
     max_push_deliveries_per_owner_per_minute: int = _setting(
-        "A2A_MAX_PUSH_DELIVERIES_PER_OWNER_PER_MINUTE", 120, _Count(1)
+        "A2A_MAX_PUSH_DELIVERIES_PER_OWNER_PER_MINUTE", 600, _Count(1)
     )
     # Webhook hosts allowed even though they resolve to non-public addresses (tests, dev).
     push_allowed_hosts: tuple[str, ...] = _setting("A2A_PUSH_ALLOWED_HOSTS", (), _Names())
@@ -423,7 +425,7 @@ class Settings:
     # two, so that other requests still find a thread.
     max_streams: int | None = _setting("A2A_MAX_STREAMS", None, _Count(1, optional=True))
     # Streams one owner holds at once on an instance; unset: an OWNER_STREAM_SHARE of the
-    # instance's limit (at least one), so that that many owners each get theirs whatever the
+    # instance's limit (at least two, or the limit), so that that many owners each get theirs whatever the
     # others hold (A2A_AUTH=none: the instance's, every caller being one owner).
     max_owner_streams: int | None = _setting(
         "A2A_MAX_STREAMS_PER_OWNER", None, _Count(1, optional=True)
@@ -520,7 +522,7 @@ class Settings:
             return min(self.max_owner_streams, self.stream_limit)
         if self.auth == "none":
             return self.stream_limit
-        return max(self.stream_limit // OWNER_STREAM_SHARE, 1)
+        return max(self.stream_limit // OWNER_STREAM_SHARE, min(2, self.stream_limit))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

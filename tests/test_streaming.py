@@ -314,9 +314,10 @@ KEYS = {hashed("ka"): "alice", hashed("kb"): "bob"}
 
 
 def test_the_owner_limit_defaults_to_a_quarter_of_the_instance_limit() -> None:
-    assert Settings(auth="api-key", api_keys=KEYS, max_streams=6).owner_stream_limit == 1
-    assert Settings(auth="api-key", api_keys=KEYS, max_streams=8).owner_stream_limit == 2
     assert Settings(auth="api-key", api_keys=KEYS, threads=80).owner_stream_limit == 19
+    assert Settings(auth="api-key", api_keys=KEYS, max_streams=12).owner_stream_limit == 3
+    # At least two on a small instance (a send's stream and a subscription), or its limit.
+    assert Settings(auth="api-key", api_keys=KEYS, max_streams=6).owner_stream_limit == 2
     assert Settings(auth="api-key", api_keys=KEYS, max_streams=1).owner_stream_limit == 1
     assert Settings(max_streams=6, max_owner_streams=9).owner_stream_limit == 6
     assert Settings(max_streams=6, max_owner_streams=2).owner_stream_limit == 2

@@ -549,3 +549,30 @@ def test_racing_puts_on_several_tasks_never_pass_the_owners_limit(
         stored = list(pool.map(put, range(RACERS)))
     assert stored.count(True) == 3
     assert sum(len(configs.list(A, task_id)) for task_id in task_ids) == 3
+
+
+def test_many_concurrent_new_configs_far_below_the_owners_limit_all_succeed(
+    make_firestore_store: MakeStore,
+) -> None:
+    # 50 sends of one owner, each with a push config, at once (tests/system/test_faults_
+    # stack.py): serialized on one owner document, each would count again after every commit
+    # of another, and most would give up. Far below the limit they need not wait.
+    tasks = make_firestore_store()
+    configs = FirestorePushConfigStore(
+        tasks.client, retention=tasks.retention, cost=tasks.cost, owner_limit=1000
+    )
+    racers = 50
+    task_ids = []
+    for _ in range(racers):
+        task, events = new_task()
+        tasks.create(A, task, events, dialect="v1.0")
+        task_ids.append(task.id)
+    start = threading.Barrier(racers)
+
+    def put(n: int) -> None:
+        start.wait(timeout=10)
+        configs.put(A, config("c", task_id=task_ids[n]), dialect="1.0", limit=10)
+
+    with ThreadPoolExecutor(racers) as pool:
+        list(pool.map(put, range(racers)))
+    assert all(len(configs.list(A, task_id)) == 1 for task_id in task_ids)
