@@ -425,8 +425,9 @@ class Settings:
     # two, so that other requests still find a thread.
     max_streams: int | None = _setting("A2A_MAX_STREAMS", None, _Count(1, optional=True))
     # Streams one owner holds at once on an instance; unset: an OWNER_STREAM_SHARE of the
-    # instance's limit (at least two, or the limit), so that that many owners each get theirs whatever the
-    # others hold (A2A_AUTH=none: the instance's, every caller being one owner).
+    # instance's limit (at least two, or the limit), so that that many owners each get
+    # theirs whatever the others hold (A2A_AUTH=none: the instance's, every caller being one
+    # owner).
     max_owner_streams: int | None = _setting(
         "A2A_MAX_STREAMS_PER_OWNER", None, _Count(1, optional=True)
     )
