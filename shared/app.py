@@ -31,9 +31,10 @@ from shared.ports import DelayingTaskQueue, PushConfigStore, TaskQueue, TaskStor
 from shared.push_delivery import Deliverer
 from shared.push_notify import PushNotifier, PushSweeper
 from shared.push_signing import NotificationSigner
-from shared.push_url import check_push_url, resolve_push_url
+from shared.push_url import resolve_push_url
 from shared.queue.inline import InlineQueue
 from shared.service import A2AService
+from shared.service.base import Ports, ServiceSettings
 from shared.settings import Settings, SettingsError
 from shared.store.notifying import NotifyingTaskStore
 from shared.sweep import Sweep, Sweeper, SweepTimer
@@ -263,7 +264,6 @@ def build(
     settings = settings or Settings.from_env()
     module = module or load_handler_module(settings.handler)
     tasks = _tasks(settings, module, store)
-    hosts, ports = settings.push_allowed_hosts, settings.push_allowed_ports
     work_queue = _cloud_queue(settings, settings.work_queue, settings.worker_url)
     if work_queue is None:  # the embedded backend: the worker runs in this process
         work_queue = InlineQueue(
@@ -287,17 +287,8 @@ def build(
     else:
         turns = _turns(settings, tasks.store, work_queue, settings.work_retry_seconds, module)
     service = A2AService(
-        tasks.store,
-        module,
-        turns=turns,
-        lease_seconds=settings.lease_seconds,
-        commit_interval=settings.commit_interval,
-        deduplicate=settings.deduplicate_messages,
-        push_configs=tasks.push_configs,
-        check_push_url=lambda url: check_push_url(url, allowed_hosts=hosts, allowed_ports=ports),
-        blocking_wait=settings.blocking_wait,
-        max_push_configs=settings.max_push_configs_per_task,
-        limits=settings.limits,
+        Ports(tasks.store, module, turns, tasks.push_configs),
+        ServiceSettings.from_settings(settings),
     )
     card = AgentCard(
         {hybrid: card_template(module, settings, hybrid=hybrid) for hybrid in (True, False)},

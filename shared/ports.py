@@ -124,8 +124,9 @@ _TASK_IDS = uuid.UUID("0b7f3c1e-5d2a-4c8e-9f61-2a4e8d9c7b35")  # uuid5 namespace
 @frozen
 class MessageKey:
     """A client's message as de-duplication knows it: its messageId and a digest of its
-    content (shared.service.message_key). A resend is the same owner, messageId and digest;
-    the same messageId with other content is another message, recorded under its own key."""
+    content (shared.service.resends.message_key). A resend is the same owner, messageId and
+    digest; the same messageId with other content is another message, recorded under its own
+    key."""
 
     message_id: str
     digest: str  # hex; a function of the content alone, whatever the dialect it came in

@@ -265,7 +265,7 @@ def test_a_turn_on_the_worker_sees_the_extensions_of_its_request(agent: Client) 
     params = {"message": _message("later"), "configuration": {"returnImmediately": True}}
     response = _rpc(agent, "SendMessage", params, **V1, **{"A2A-Extensions": REQUIRED})
     task_id = response.get_json()["result"]["task"]["id"]
-    wait_for_state(agent.app.service.store, "anonymous", task_id, TaskState.COMPLETED)
+    wait_for_state(agent.app.service.ports.store, "anonymous", task_id, TaskState.COMPLETED)
     task = agent.result("GetTask", {"id": task_id}, version="1.0")
     assert _artifact_text(task) == REQUIRED
 

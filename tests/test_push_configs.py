@@ -19,7 +19,7 @@ from shared.extensions import DELIVERY_STATUS
 from shared.identity.api_key import hashed
 from shared.limits import MAX_PUSH_SECRET_BYTES, MAX_PUSH_URL_CHARS
 from shared.model import utc_now
-from shared.service import message_key
+from shared.service.resends import message_key
 from shared.settings import Settings
 from shared.store.memory import MemoryTaskStore
 from tests import schema
@@ -343,7 +343,7 @@ def test_an_inline_config_over_the_limit_leaves_the_task_as_it_was(two_per_task:
             {"taskId": task_id, "id": f"c{n}", "url": HOOK},
             version="1.0",
         )
-    store = push.app.service.store
+    store = push.app.service.ports.store
     before = store.get("anonymous", task_id)
     follow = follow_up_with_config(task_id)
     error = push.error("SendMessage", follow, version="1.0")
@@ -387,7 +387,7 @@ def test_an_inline_config_on_a_new_task_hears_every_event(make_client: Any) -> N
 
 def fail_for_good(client: Client, task_id: str, config_id: str, error: str) -> datetime:
     """The config's deliveries failed at the queue's last attempt, as the deliverer records."""
-    configs = client.app.service.push_configs
+    configs = client.app.service.ports.push_configs
     assert configs is not None
     at = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
     until = utc_now() + timedelta(minutes=1)
@@ -483,7 +483,7 @@ def test_a_v01_config_shows_its_failure_too(push: Client) -> None:
     task_id = new_task(push)
     set_params = {"id": task_id, "pushNotificationConfig": {"url": HOOK}}
     push.result("tasks/pushNotification/set", set_params)
-    [stored] = push.app.service.push_configs.list("anonymous", task_id)  # type: ignore[union-attr]
+    [stored] = push.app.service.ports.push_configs.list("anonymous", task_id)  # type: ignore[union-attr]
     fail_for_good(push, task_id, stored.config.id, "refused")
     got = push.result("tasks/pushNotification/get", {"id": task_id})
     assert got["metadata"] == {"lastError": "refused", "failedAt": "2026-01-02T03:04:05.678Z"}
@@ -498,7 +498,7 @@ def test_a_config_that_loses_the_race_for_the_last_place_gets_the_same_error(
     task_id = new_task(push)
     first = {"taskId": task_id, "id": "c0", "url": HOOK}
     push.result("CreateTaskPushNotificationConfig", first, version="1.0")
-    configs = push.app.service.push_configs
+    configs = push.app.service.ports.push_configs
     assert configs is not None
     checked = configs.list
 

@@ -86,7 +86,7 @@ def start(client: Client, hook: Webhook, text: str, **config: Any) -> str:
 def drained(client: Client) -> None:
     """Wait until the app's in-process push queue has nothing left to do: no delivery or retry
     is under way, so nothing more will be posted."""
-    store = client.app.service.store
+    store = client.app.service.ports.store
     assert isinstance(store, NotifyingTaskStore)
     assert isinstance(store.on_commit, PushNotifier)
     queue = store.on_commit.queue
@@ -98,7 +98,7 @@ def news(client: Client, task_id: str) -> list[dict[str, Any]]:
     """The task's status and artifact events, as the v1.0 webhook should receive them."""
     from shared.dialects.v1_0 import V1
 
-    store = client.app.service.store
+    store = client.app.service.ports.store
     task = store.get("anonymous", task_id)
     assert task is not None
     return [
@@ -262,9 +262,9 @@ def test_redirects_are_followed_and_every_target_is_checked() -> None:
 def test_a_deleted_config_gets_nothing(make_client: Any, hook: Webhook) -> None:
     client = agent(make_client)
     task_id = start(client, hook, "steps=0 delay=0")
-    configs = client.app.service.push_configs
+    configs = client.app.service.ports.push_configs
     assert configs is not None
-    deliverer = Deliverer(client.app.service.store, configs, resolve_url=resolve_push_url)
+    deliverer = Deliverer(client.app.service.ports.store, configs, resolve_url=resolve_push_url)
     payload = {"owner": "anonymous", "taskId": task_id, "configId": "gone", "seq": 5}
     assert deliverer.deliver(payload, Delivery()) is Outcome.NOTHING_TO_DO
     with pytest.raises(ValueError, match="configId"):

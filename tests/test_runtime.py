@@ -15,6 +15,7 @@ from shared.ports import StoredTask, TaskQuery
 from shared.requests import CancelRequest, SendRequest
 from shared.runtime import Turn
 from shared.service import A2AService
+from shared.service.base import Ports, ServiceSettings
 from shared.store.memory import MemoryTaskStore
 from shared.worker import TurnQueue
 from tests.clock import ManualClock
@@ -80,7 +81,9 @@ def service(
 ) -> A2AService:
     store = store or MemoryTaskStore()
     turns = TurnQueue(store, NoQueue(), lease_seconds=30, queue_span=60)
-    return A2AService(store, module(handle), turns=turns, commit_interval=interval)
+    return A2AService(
+        Ports(store, module(handle), turns), ServiceSettings(commit_interval=interval)
+    )
 
 
 def test_a_short_turn_is_one_commit() -> None:
@@ -91,7 +94,9 @@ def test_a_short_turn_is_one_commit() -> None:
         ctx.artifact(text="a")
         ctx.artifact(text="b")
 
-    task = service(handle, store).send("o", request("x"), dialect="1.0", message_results=True)
+    task = service(handle, store).sending.send(
+        "o", request("x"), dialect="1.0", message_results=True
+    )
     assert isinstance(task, Task)
     assert store.commits == 1
     assert [e.seq for e in store.events("o", task.id)] == [1, 2, 3, 4, 5, 6]
@@ -112,7 +117,9 @@ def test_a_turn_keeps_what_the_handler_handed_over_whatever_it_changes_after() -
         row["i"] = float("nan")  # what JSON cannot carry, after it was checked
         said["n"] = None
 
-    task = service(handle, store).send("o", request("x"), dialect="1.0", message_results=True)
+    task = service(handle, store).sending.send(
+        "o", request("x"), dialect="1.0", message_results=True
+    )
     assert isinstance(task, Task)
     assert [a.parts[0].data for a in task.artifacts] == [{"i": 0}, {"i": 1}, {"i": 2}]
     assert [a.metadata for a in task.artifacts] == [{"n": 0}] * 3
@@ -173,18 +180,20 @@ def test_cancel_from_another_thread_stops_the_handler() -> None:
     result: list[Any] = []
     worker = threading.Thread(
         target=lambda: result.append(
-            svc.send("o", request("steps=100 delay=0.02"), dialect="1.0", message_results=True)
+            svc.sending.send(
+                "o", request("steps=100 delay=0.02"), dialect="1.0", message_results=True
+            )
         )
     )
     worker.start()
     assert store.created.wait(5)
-    [stored] = svc.store.list("o", TaskQuery()).tasks
-    svc.cancel("o", CancelRequest(stored.task.id))
+    [stored] = svc.ports.store.list("o", TaskQuery()).tasks
+    svc.tasks.cancel("o", CancelRequest(stored.task.id))
     worker.join(5)
     assert not worker.is_alive()
     final = result[0]
     assert final.status.state is TaskState.CANCELED
-    assert svc.store.get("o", stored.task.id).task.status.state is TaskState.CANCELED  # type: ignore[union-attr]
+    assert svc.ports.store.get("o", stored.task.id).task.status.state is TaskState.CANCELED  # type: ignore[union-attr]
     assert slow.seen.get(stored.task.id) == "canceled"
     assert not final.artifacts  # what the handler did after the cancel is not recorded
 
@@ -204,7 +213,7 @@ def test_acting_after_the_turn_ended_fails_the_task() -> None:
         ctx.complete("done")
         ctx.artifact(text="too late")
 
-    task = service(handle).send("o", request("x"), dialect="1.0", message_results=True)
+    task = service(handle).sending.send("o", request("x"), dialect="1.0", message_results=True)
     assert isinstance(task, Task)
     assert task.status.state is TaskState.COMPLETED  # the first end stands
     assert not task.artifacts
@@ -220,7 +229,7 @@ def test_turn_ended_is_raised_to_the_handler() -> None:
         except TurnEnded as exc:
             raised.append(exc)
 
-    task = service(handle).send("o", request("x"), dialect="1.0", message_results=True)
+    task = service(handle).sending.send("o", request("x"), dialect="1.0", message_results=True)
     assert isinstance(task, Task) and task.status.state is TaskState.INPUT_REQUIRED
     assert raised and "already ended" in str(raised[0])
 
@@ -229,7 +238,7 @@ def test_artifact_needs_exactly_one_content() -> None:
     def handle(ctx: Context) -> None:
         ctx.artifact(text="a", data={"b": 1})
 
-    task = service(handle).send("o", request("x"), dialect="1.0", message_results=True)
+    task = service(handle).sending.send("o", request("x"), dialect="1.0", message_results=True)
     assert isinstance(task, Task) and task.status.state is TaskState.FAILED
 
 
@@ -239,7 +248,7 @@ def test_chunked_artifact_is_assembled() -> None:
         ctx.artifact(text="two ", artifact_id=first, append=True)
         ctx.artifact(text="three", artifact_id=first, append=True, last_chunk=True)
 
-    task = service(handle).send("o", request("x"), dialect="1.0", message_results=True)
+    task = service(handle).sending.send("o", request("x"), dialect="1.0", message_results=True)
     assert isinstance(task, Task)
     [artifact] = task.artifacts
     assert [p.text for p in artifact.parts] == ["one ", "two ", "three"]
@@ -251,7 +260,7 @@ def test_reply_after_output_becomes_a_completed_task() -> None:
         ctx.artifact(text="a")
         ctx.reply("and a message")
 
-    result = service(handle).send("o", request("x"), dialect="1.0", message_results=True)
+    result = service(handle).sending.send("o", request("x"), dialect="1.0", message_results=True)
     assert isinstance(result, Task)
     assert result.status.state is TaskState.COMPLETED
     assert (
@@ -288,7 +297,9 @@ def test_a_handler_that_changes_what_it_reads_changes_nothing_stored() -> None:
         ctx.history[0].parts[0].data["b"] = 1
         ctx.artifact(text="done")
 
-    task = service(handle, store).send("o", data_request, dialect="1.0", message_results=True)
+    task = service(handle, store).sending.send(
+        "o", data_request, dialect="1.0", message_results=True
+    )
     assert isinstance(task, Task)
     assert task.status.state == TaskState.COMPLETED
     [sent] = task.history

@@ -34,7 +34,8 @@ from shared.model import (
 from shared.ports import Lease, StoredTask, TaskQuery
 from shared.queue.inline import InlineQueue
 from shared.requests import InlinePushConfig, SendRequest
-from shared.service import MAX_PENDING_MESSAGES, _addressed, _canonical, message_key
+from shared.service.resends import _canonical, message_key
+from shared.service.sending import MAX_PENDING_MESSAGES, _addressed
 from shared.settings import Settings
 from shared.store.memory import MemoryTaskStore
 from tests.conftest import Client, wait_for_state, wait_until
@@ -533,7 +534,7 @@ def test_non_blocking_send_returns_at_once_then_completes(make_client: Any) -> N
     )
     assert time.monotonic() - started < 0.4
     assert task["status"]["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
-    wait_for_state(app.app.service.store, "anonymous", task["id"], TaskState.COMPLETED)
+    wait_for_state(app.app.service.ports.store, "anonymous", task["id"], TaskState.COMPLETED)
     got = app.result("GetTask", {"id": task["id"]}, version="1.0")
     assert got["status"]["state"] == "TASK_STATE_COMPLETED"
     assert got["artifacts"][0]["parts"] == [{"text": "done"}]
@@ -560,7 +561,7 @@ def test_message_to_a_working_task_joins_its_history(make_client: Any) -> None:
     task = send(
         app, "steps=20 delay=0.05", messageId="a", configuration={"returnImmediately": True}
     )
-    wait_for_state(app.app.service.store, "anonymous", task["id"], TaskState.WORKING)
+    wait_for_state(app.app.service.ports.store, "anonymous", task["id"], TaskState.WORKING)
     joined = send(app, "by the way", messageId="b", taskId=task["id"])
     assert joined["id"] == task["id"]
     assert any(m["parts"][0]["text"] == "by the way" for m in joined["history"])
@@ -718,12 +719,12 @@ class Gated:
         return send(self.client, text, messageId=message_id or text, taskId=self.task_id)
 
     def stored(self) -> StoredTask:
-        stored = self.client.app.service.store.get("anonymous", self.task_id)
+        stored = self.client.app.service.ports.store.get("anonymous", self.task_id)
         assert stored is not None
         return stored
 
     def wait_state(self, state: TaskState) -> None:
-        wait_for_state(self.client.app.service.store, "anonymous", self.task_id, state)
+        wait_for_state(self.client.app.service.ports.store, "anonymous", self.task_id, state)
 
     def close(self) -> None:
         self.gate.open_all()  # nothing waits on after the test
@@ -734,7 +735,7 @@ class Gated:
         if self.first is not None:
             self.first.join(10)
             assert not self.first.is_alive()
-        queue = self.client.app.service.queue
+        queue = self.client.app.service.ports.turns.queue
         assert isinstance(queue, InlineQueue) and queue.join(10)
 
 
@@ -813,7 +814,7 @@ def test_a_question_is_answered_by_the_waiting_message(mode: str) -> None:
         assert texts(task)[-1] == ("ROLE_AGENT", "what about ask:first?")
         states = [
             e.event.status.state
-            for e in gated.client.app.service.store.events("anonymous", gated.task_id)
+            for e in gated.client.app.service.ports.store.events("anonymous", gated.task_id)
             if isinstance(e.event, StatusUpdate)
         ]
         assert TaskState.INPUT_REQUIRED not in states
@@ -920,7 +921,7 @@ def test_a_resend_while_the_first_run_works_is_answered_by_it_without_errors(
     check); its first commit finds the first run's task, and the resend stops quietly and is
     answered with that task, as it stands."""
     gated = start("inline")
-    store = gated.client.app.service.store
+    store = gated.client.app.service.ports.store
     counting = getattr(store, "inner", store)
     assert isinstance(counting, CountingStore)
     before = counting.commits

@@ -94,7 +94,7 @@ def test_v1_stream_opens_with_the_task_and_ends_after_its_final_state(slow: Clie
     assert events[-1].data["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
     # Every status and artifact event of the log, once, in order, each with its seq as id.
     assert [int(e.id or "") for e in events[1:]] == logged_seqs(
-        slow.app.service.store, task["id"], int(events[0].id or "")
+        slow.app.service.ports.store, task["id"], int(events[0].id or "")
     )
     assert "final" not in json.dumps([e.data for e in events])  # 1.0 has no `final`
 
@@ -143,7 +143,7 @@ def test_streams_are_not_batched(client: Client) -> None:
 
 
 def test_drop_and_resume_loses_and_repeats_nothing(slow: Client) -> None:
-    store = slow.app.service.store
+    store = slow.app.service.ports.store
     stream = frames(
         open_stream(slow, "SendStreamingMessage", send_params("steps=12 delay=0.02", "m1"))
     )
@@ -172,7 +172,7 @@ def test_drop_and_resume_loses_and_repeats_nothing(slow: Client) -> None:
 def test_a_resume_past_the_tasks_last_event_is_refused(make_client: MakeClient, past: int) -> None:
     client = make_client(stream_idle=0.2)
     task = client.result("SendMessage", send_params("new phone", "m1"), version="1.0")["task"]
-    stored = client.app.service.store.get("anonymous", task["id"])
+    stored = client.app.service.ports.store.get("anonymous", task["id"])
     assert stored is not None
     params = {"id": task["id"]}
     after = {"Last-Event-ID": str(stored.last_seq + past)}
@@ -273,12 +273,12 @@ def test_an_error_before_the_first_frame_frees_its_slot(client: Client, monkeypa
     def broken_tail(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("tail exploded")
 
-    monkeypatch.setattr(client.app.service.store, "tail", broken_tail)
+    monkeypatch.setattr(client.app.service.ports.store, "tail", broken_tail)
     params = {"id": task["id"], "lastEventId": "0"}  # resuming: the tail is the first read
     text = open_stream(client, "SubscribeToTask", params).get_data(as_text=True)
     assert "event: error" in text and "tail exploded" not in text
     assert slots.held == 0
-    monkeypatch.setattr(client.app.service.store, "get", broken_tail)
+    monkeypatch.setattr(client.app.service.ports.store, "get", broken_tail)
     error = client.error("SubscribeToTask", {"id": task["id"]}, version="1.0")
     assert error["code"] == -32603
     assert slots.held == 0

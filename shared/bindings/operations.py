@@ -28,7 +28,8 @@ from shared.identity import Principal
 from shared.observability.context import note
 from shared.ports import StoredPushConfig
 from shared.requests import SendRequest
-from shared.service import A2AService, view
+from shared.service import A2AService
+from shared.service.base import view
 
 
 @frozen
@@ -112,7 +113,7 @@ def _send(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
     dialect = _send_dialect(params, dialect)
     request, fields = _message_request(call, params, dialect)
     try:
-        result = call.service.send(
+        result = call.service.sending.send(
             call.principal.owner,
             request,
             dialect=dialect.name,
@@ -129,7 +130,7 @@ def _stream(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Streamed
     dialect = _send_dialect(params, dialect)
     request, fields = _message_request(call, params, dialect)
     try:
-        frames = call.service.stream(
+        frames = call.service.sending.stream(
             call.principal.owner, request, dialect=dialect.name, policy=call.streams
         )
     except A2AError as error:
@@ -140,7 +141,7 @@ def _stream(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Streamed
 
 def _get(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
     selector = decode.task_selector(params, None)
-    stored = call.service.get(call.principal.owner, selector)
+    stored = call.service.tasks.get(call.principal.owner, selector)
     dialect = _reader_dialect(dialect, stored.dialect)
     if selector.history_length is None:  # the reader's default
         return dialect.task(view(stored.task, dialect.default_history))
@@ -148,26 +149,26 @@ def _get(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
 
 
 def _cancel(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
-    stored = call.service.cancel(call.principal.owner, decode.cancel(params))
+    stored = call.service.tasks.cancel(call.principal.owner, decode.cancel(params))
     dialect = _reader_dialect(dialect, stored.dialect)
     return dialect.task(view(stored.task, dialect.default_history))
 
 
 def _list(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
     request = decode.list_tasks(params)
-    page, tasks = call.service.list(call.principal.owner, request)
+    page, tasks = call.service.tasks.list(call.principal.owner, request)
     return dialect.task_list(page, tasks, request.page_size)
 
 
 def _messages(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
-    messages = call.service.messages(call.principal.owner, decode.messages(params))
+    messages = call.service.tasks.messages(call.principal.owner, decode.messages(params))
     return [dialect.message(m) for m in messages]
 
 
 def _subscribe(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Streamed:
     _require_streaming(call)
     request = decode.subscribe(params, call.last_event_id)
-    stored, frames = call.service.subscribe(call.principal.owner, request, call.streams)
+    stored, frames = call.service.tasks.subscribe(call.principal.owner, request, call.streams)
     return Streamed(frames, _reader_dialect(dialect, stored.dialect))
 
 
@@ -176,14 +177,14 @@ def _watch(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Streamed:
     _require_streaming(call)
     request = decode.subscribe(params, call.last_event_id)
     owner = call.principal.owner
-    stored, frames = call.service.subscribe(owner, request, call.streams, final_frame=True)
+    stored, frames = call.service.tasks.subscribe(owner, request, call.streams, final_frame=True)
     return Streamed(frames, _reader_dialect(dialect, stored.dialect))
 
 
 def _push_set(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
-    call.service.require_push()  # before reading params: unsupported is the answer
+    call.service.push.require()  # before reading params: unsupported is the answer
     request = decode.set_push_config(params, dialect.version)
-    stored = call.service.set_push_config(call.principal.owner, request, dialect.name)
+    stored = call.service.push.set(call.principal.owner, request, dialect.name)
     return dialect.push_config(stored)
 
 
@@ -199,16 +200,16 @@ def _delivery_status(
 
 
 def _push_get(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
-    call.service.require_push()  # before reading params: unsupported is the answer
+    call.service.push.require()  # before reading params: unsupported is the answer
     request = decode.get_push_config(params, dialect.version)
-    stored = call.service.get_push_config(call.principal.owner, request)
+    stored = call.service.push.get(call.principal.owner, request)
     return _delivery_status(call, dialect, stored, dialect.push_config(stored))
 
 
 def _push_list(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
-    call.service.require_push()  # before reading params: unsupported is the answer
+    call.service.push.require()  # before reading params: unsupported is the answer
     request = decode.list_push_configs(params, dialect.version)
-    configs = call.service.list_push_configs(call.principal.owner, request)
+    configs = call.service.push.list(call.principal.owner, request)
     if dialect.version != "1.0":
         return dialect.push_configs(configs, "")
     size, offset = decode.page(params)
@@ -221,9 +222,9 @@ def _push_list(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
 
 
 def _push_delete(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
-    call.service.require_push()  # before reading params: unsupported is the answer
+    call.service.push.require()  # before reading params: unsupported is the answer
     request = decode.delete_push_config(params, dialect.version)
-    call.service.delete_push_config(call.principal.owner, request)
+    call.service.push.delete(call.principal.owner, request)
     return None
 
 

@@ -49,7 +49,7 @@ def store_costs(project: str | None) -> list[tuple[str, int, int]]:
     backend: Backend = "firestore" if project else "memory"
     settings = Settings(handler="functions.handlers.echo", backend=backend, project=project)
     client = Client(build(settings))
-    store = getattr(client.app.service.store, "inner", client.app.service.store)
+    store = getattr(client.app.service.ports.store, "inner", client.app.service.ports.store)
     assert isinstance(store, FirestoreTaskStore | MemoryTaskStore)
     rows: list[tuple[str, int, int]] = []
 

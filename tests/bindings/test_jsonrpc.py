@@ -262,7 +262,7 @@ def test_an_unexpected_server_error_is_an_internal_error(client: Client, monkeyp
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("store exploded")
 
-    monkeypatch.setattr(client.app.service.store, "get", broken)
+    monkeypatch.setattr(client.app.service.ports.store, "get", broken)
     error = client.error("GetTask", {"id": "x"}, version="1.0")
     assert error["code"] == -32603
     assert "store exploded" not in json.dumps(error)

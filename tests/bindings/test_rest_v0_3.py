@@ -93,7 +93,7 @@ def test_absent_blocking_is_false_as_in_the_proto(client: Client) -> None:
     # proto3: an absent bool is false, so the send answers before the turn has run.
     answered = ok(post(client, "/v1/message:send", {"message": message("hello")}))["task"]
     assert answered["status"]["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
-    queue = client.app.service.queue
+    queue = client.app.service.ports.turns.queue
     assert isinstance(queue, InlineQueue) and queue.join(10)
     done = ok(client.http.get(f"/v1/tasks/{answered['id']}"))
     assert done["status"]["state"] == "TASK_STATE_COMPLETED"

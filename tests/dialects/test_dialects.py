@@ -558,5 +558,5 @@ def test_a_clients_agent_role_message_is_stored_as_the_users(
         task = json.loads(response.get_data())["task"]
     [first] = [m for m in task["history"] if m["messageId"] == message_id]
     assert first["role"] == user
-    stored = client.app.service.store.get("anonymous", task["id"])
+    stored = client.app.service.ports.store.get("anonymous", task["id"])
     assert stored is not None and stored.task.history[0].role is Role.USER

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from emulator.firestore import FirestoreEmulator
+from shared.observability.store import TracedTaskStore
 from shared.ports import TaskStore
 from shared.store.firestore import FirestoreTaskStore
 from shared.store.memory import MemoryTaskStore
@@ -30,12 +31,14 @@ def make_firestore_store(clean_firestore: FirestoreEmulator) -> MakeStore:
     return make
 
 
-@pytest.fixture(params=["memory", "notifying", "firestore"])
+@pytest.fixture(params=["memory", "notifying", "traced", "firestore"])
 def store(request: pytest.FixtureRequest) -> TaskStore:
-    """Every TaskStore: the two adapters, and the notifying decorator (around memory)."""
+    """Every TaskStore: the two adapters, and the two decorators (around memory)."""
     if request.param == "memory":
         return MemoryTaskStore()
     if request.param == "notifying":
         return NotifyingTaskStore(MemoryTaskStore(), lambda stored, events: None)
+    if request.param == "traced":
+        return TracedTaskStore(MemoryTaskStore())
     make: MakeStore = request.getfixturevalue("make_firestore_store")
     return make()

@@ -70,7 +70,7 @@ def test_past_its_bytes_the_biggest_holders_oldest_configs_go_first() -> None:
 def test_an_embedded_app_keeps_its_push_configs_within_the_memory_bound() -> None:
     app = build(Settings(handler="functions.handlers.echo", memory_max_bytes=8 * 1024 * 1024))
     try:
-        configs = app.service.push_configs
+        configs = app.service.ports.push_configs
         assert isinstance(configs, MemoryPushConfigStore)
         # The task store's bound leaves the push config store its eighth: the two together
         # hold A2A_MEMORY_MAX_BYTES.

@@ -67,7 +67,7 @@ def firestore_client(emulator: FirestoreEmulator, **settings: Any) -> Client:
 
 def adapter(client: Client) -> object:
     """The backend's own store, under the push notifier that wraps it (push is on)."""
-    store = client.app.service.store
+    store = client.app.service.ports.store
     assert isinstance(store, NotifyingTaskStore)
     return store.inner
 

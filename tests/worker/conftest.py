@@ -119,7 +119,7 @@ class Embedded(Stack):
         self.client = Client(build(settings, store=MemoryTaskStore()))
 
     def settle(self, timeout: float = 20) -> None:
-        queue = self.client.app.service.queue
+        queue = self.client.app.service.ports.turns.queue
         assert isinstance(queue, InlineQueue)
         assert queue.join(timeout), f"the in-process work queue did not drain in {timeout} s"
 

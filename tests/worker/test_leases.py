@@ -22,6 +22,7 @@ from shared.model import Task, TaskState, utc_now
 from shared.ports import Delivery, StoredTask
 from shared.requests import TaskSelector
 from shared.service import A2AService
+from shared.service.base import Ports
 from shared.store.memory import MemoryTaskStore
 from shared.worker import LOST_TEXT, TurnQueue, Worker, abandoned
 from tests.clock import ManualClock
@@ -90,7 +91,7 @@ class Queued:
     task_id: str
 
     def stored(self) -> StoredTask:
-        stored = self.service.store.get(OWNER, self.task_id)
+        stored = self.service.ports.store.get(OWNER, self.task_id)
         assert stored is not None
         return stored
 
@@ -111,8 +112,10 @@ def queued(script: Script, clock: ManualClock | None = None) -> Queued:
     module = HandlerModule(name="script", handle=script.handle, info=AgentInfo(), skills=())
     recorder = Recorder()
     turns = TurnQueue(store, recorder, lease_seconds=LEASE, queue_span=LEASE)
-    service = A2AService(store, module, turns=turns)
-    task = service.send(OWNER, request("go", blocking=False), dialect="1.0", message_results=True)
+    service = A2AService(Ports(store, module, turns))
+    task = service.sending.send(
+        OWNER, request("go", blocking=False), dialect="1.0", message_results=True
+    )
     assert isinstance(task, Task) and task.status.state is TaskState.SUBMITTED
     clock = clock or ManualClock()
     worker = Worker(store, module, commit_interval=0, lease_seconds=LEASE, turns=turns, clock=clock)
@@ -179,7 +182,7 @@ def test_a_run_that_dies_on_the_last_attempt_leaves_the_task_failed() -> None:
     assert not abandoned(stored, clock)  # its holder may still come back within the lease
     clock.advance(LEASE + 0.01)
     assert abandoned(stored, clock)  # the final lease expired: nobody will retry
-    task = q.service.get(OWNER, TaskSelector(q.task_id)).task  # a reader fails it
+    task = q.service.tasks.get(OWNER, TaskSelector(q.task_id)).task  # a reader fails it
     assert task.status.state is TaskState.FAILED
     assert task.status.message is not None and task.status.message.parts[0].text == LOST_TEXT
     assert q.stored().lease is None

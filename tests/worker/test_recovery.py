@@ -30,7 +30,8 @@ from shared.model import (
 )
 from shared.ports import Delivery, Lease, StoredTask, TaskQuery
 from shared.requests import SubscribeRequest, TaskSelector
-from shared.service import A2AService, TurnNotQueuedError
+from shared.service import A2AService
+from shared.service.base import Ports, ServiceSettings, TurnNotQueuedError
 from shared.store.memory import MemoryTaskStore
 from shared.streaming import StreamPolicy, StreamSlots
 from shared.worker import (
@@ -91,7 +92,7 @@ class Rig:
         return left_by_a_dead_run(self.store, task_id, lease, owner)
 
     def read(self, task_id: str) -> StoredTask:
-        return self.service.get(OWNER, TaskSelector(task_id))
+        return self.service.tasks.get(OWNER, TaskSelector(task_id))
 
     def deliver_all(self) -> list[Outcome]:
         jobs, self.queue.jobs = self.queue.jobs, []
@@ -124,7 +125,8 @@ def rig(module: HandlerModule = MODULE) -> Rig:
         clock=clock,
     )
     service = A2AService(
-        store, module, turns=turns, commit_interval=0, lease_seconds=LEASE, clock=clock
+        Ports(store, module, turns, clock=clock),
+        ServiceSettings(commit_interval=0, lease_seconds=LEASE),
     )
     worker = Worker(store, module, commit_interval=0, lease_seconds=LEASE, turns=turns, clock=clock)
     return Rig(store, clock, queue, turns, service, worker)
@@ -228,7 +230,9 @@ def test_an_enqueue_the_queue_refuses_waits_in_the_outbox() -> None:
     r = rig()
     r.queue.down = True
     with pytest.raises(TurnNotQueuedError) as refused:
-        r.service.send(OWNER, request("go", blocking=False), dialect="1.0", message_results=True)
+        r.service.sending.send(
+            OWNER, request("go", blocking=False), dialect="1.0", message_results=True
+        )
     task_id = refused.value.metadata["taskId"]
     assert task_id in refused.value.message and "send the same message again" in (
         refused.value.message
@@ -250,7 +254,7 @@ def test_a_resend_after_the_outbox_gets_the_same_task(make_client: Any) -> None:
     client: Client = make_client(handler="tests.handlers.long")
     service = client.app.service
     queue = Recorder(down=True)
-    service.turns.queue = queue
+    service.ports.turns.queue = queue
     params = {
         "message": {"role": "ROLE_USER", "parts": [{"text": "artifacts=1"}], "messageId": "m1"},
         "configuration": {"returnImmediately": True},
@@ -307,7 +311,7 @@ def test_a_subscriber_of_a_task_whose_run_died_sees_the_rerun_to_its_end() -> No
     policy = StreamPolicy(
         keepalive=0.01, duration=30, idle=30, slots=StreamSlots(4), commit_interval=0.05
     )
-    _, frames = r.service.subscribe(OWNER, SubscribeRequest("t1"), policy)
+    _, frames = r.service.tasks.subscribe(OWNER, SubscribeRequest("t1"), policy)
     try:
         opening = next(frames)
         assert opening is not None and opening.task.status.state is TaskState.WORKING
@@ -359,12 +363,13 @@ def test_a_slow_inline_turn_that_is_alive_keeps_its_lease_and_is_never_rerun() -
 
     module = HandlerModule(name="silent", handle=silent, info=AgentInfo(), skills=())
     service = A2AService(
-        store, module, turns=turns, commit_interval=0, lease_seconds=LEASE, clock=clock
+        Ports(store, module, turns, clock=clock),
+        ServiceSettings(commit_interval=0, lease_seconds=LEASE),
     )
     answers: list[Any] = []
     running = threading.Thread(
         target=lambda: answers.append(
-            service.send(OWNER, request("go"), dialect="1.0", message_results=True)
+            service.sending.send(OWNER, request("go"), dialect="1.0", message_results=True)
         )
     )
     running.start()
@@ -376,7 +381,7 @@ def test_a_slow_inline_turn_that_is_alive_keeps_its_lease_and_is_never_rerun() -
         store.committed.clear()
         clock.advance(LEASE / 3 + 0.01)
         assert store.committed.wait(10), "no heartbeat renewed the lease"
-        assert not turns.due(service.get(OWNER, TaskSelector(task.task.id)))
+        assert not turns.due(service.tasks.get(OWNER, TaskSelector(task.task.id)))
     release.set()
     running.join(10)
     assert answers[0].status.state is TaskState.COMPLETED

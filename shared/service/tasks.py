@@ -1,0 +1,133 @@
+"""The owner's tasks as they stand: read (get), listed, followed (subscribe), canceled, and
+the seeds' message listing.
+
+Every read settles first: a task whose turn's owner vanished has its turn recovered
+(re-queued or failed) before it is answered, and so does a followed task at each keep-alive
+tick (shared.service.base). A cancel is a write that makes the running turn's next commit
+lose: the turn stops, and messages waiting on the task are never run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from shared import streaming
+from shared.conflicts import retry_on_conflict
+from shared.errors import (
+    InvalidParamsError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from shared.lifecycle import apply
+from shared.model import Message, StatusUpdate, Task, TaskState, TaskStatus
+from shared.ports import InvalidPageToken, StoredTask, TaskPage, TaskQuery
+from shared.requests import (
+    CancelRequest,
+    ListTasksRequest,
+    MessagesRequest,
+    SubscribeRequest,
+    TaskSelector,
+)
+from shared.service.base import Ports, view
+
+
+def _ended(stored: StoredTask) -> streaming.Stream:
+    """A finished task's stream: the task as it ended, and nothing after."""
+    yield streaming.Frame(stored.last_seq, stored.task, stored.task)
+
+
+class Tasks:
+    """The owner's tasks read, listed, followed and canceled."""
+
+    def __init__(self, ports: Ports) -> None:
+        self._ports = ports
+
+    def get(self, owner: str, request: TaskSelector) -> StoredTask:
+        stored = self._ports.stored(owner, request.task_id)
+        return replace(stored, task=view(stored.task, request.history_length))
+
+    def list(self, owner: str, request: ListTasksRequest) -> tuple[TaskPage, list[Task]]:
+        query = TaskQuery(
+            context_id=request.context_id,
+            state=request.state,
+            status_after=request.status_after,
+            page_size=request.page_size,
+            page_token=request.page_token,
+        )
+        try:
+            page = self._ports.store.list(owner, query)
+        except InvalidPageToken as exc:
+            raise InvalidParamsError(str(exc), field="page_token") from None
+        tasks = [
+            view(s.task, request.history_length, artifacts=request.include_artifacts)
+            for s in page.tasks
+        ]
+        return page, tasks
+
+    def cancel(self, owner: str, request: CancelRequest) -> StoredTask:
+        store, task_id = self._ports.store, request.task_id
+
+        def decide() -> StoredTask:
+            stored = store.get(owner, task_id)
+            if stored is None:
+                raise TaskNotFoundError(f"no task {task_id}", field="task_id")
+            state = stored.task.status.state
+            if state.terminal:
+                raise TaskNotCancelableError(
+                    f"task {task_id} is already {state.value}", field="task_id"
+                )
+            event = StatusUpdate(
+                task_id=task_id,
+                context_id=stored.task.context_id,
+                status=TaskStatus(state=TaskState.CANCELED),
+            )
+            # The running turn's next commit loses and it stops; messages waiting on the task
+            # are never run.
+            ended = replace(stored, lease=None, pending=())
+            return store.commit(ended, apply(stored.task, event), [event])
+
+        # A lost race means the running turn committed meanwhile: read again, decide again.
+        return retry_on_conflict(decide, subject=f"task {task_id}")
+
+    def subscribe(
+        self,
+        owner: str,
+        request: SubscribeRequest,
+        policy: streaming.StreamPolicy,
+        *,
+        final_frame: bool = False,
+    ) -> tuple[StoredTask, streaming.Stream]:
+        """The task a subscriber follows and its frames (after `after_seq`, when it resumes
+        a stream), holding one of the policy's slots while open.
+
+        A terminal task has nothing more to say, unless a resumed stream missed its end: A2A's
+        resubscribe is refused (the spec's error); with `final_frame` (the seeds' `GET /sse`,
+        whose clients send, then listen) its one frame is the task as it ended."""
+        stored = self._ports.stored(owner, request.task_id)
+        state = stored.task.status.state
+        after_seq = request.after_seq
+        if after_seq is not None and after_seq > stored.last_seq:
+            # Every frame's event is committed before it is sent: no stream sent this id.
+            raise InvalidParamsError(
+                f"Last-Event-ID {after_seq} is past the last event of task {request.task_id} "
+                f"({stored.last_seq}); resume from the id of the last event received",
+                field="Last-Event-ID",
+            )
+        if state.terminal and (after_seq is None or after_seq >= stored.last_seq):
+            if final_frame:
+                return stored, policy.slots.open(owner, lambda: _ended(stored))
+            raise UnsupportedOperationError(
+                f"task {request.task_id} is {state.value}: nothing more will happen to it; "
+                "read it with GetTask (tasks/get)",
+                field="task_id",
+            )
+        follow = self._ports.follow
+        return stored, policy.slots.open(owner, lambda: follow(owner, stored, after_seq, policy))
+
+    def messages(self, owner: str, request: MessagesRequest) -> tuple[Message, ...]:
+        """The seeds' `messages/list`: the task's whole conversation, oldest first."""
+        task = self._ports.stored(owner, request.task_id).task
+        status_message = task.status.message
+        tail = (status_message,) if status_message is not None else ()
+        return (*task.history, *tail)
