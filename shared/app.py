@@ -66,7 +66,8 @@ def _store(settings: Settings) -> TaskStore:
     from shared.store.memory import MemoryTaskStore
 
     return MemoryTaskStore(
-        max_bytes=settings.memory_max_bytes, retention=timedelta(days=settings.retention_days)
+        max_bytes=settings.memory_max_bytes - settings.memory_push_bytes,
+        retention=timedelta(days=settings.retention_days),
     )
 
 
@@ -80,13 +81,22 @@ def _push_configs(settings: Settings, store: TaskStore) -> PushConfigStore | Non
         from shared.store.firestore_push import FirestorePushConfigStore
 
         assert isinstance(store, FirestoreTaskStore)
-        return FirestorePushConfigStore(store.client, retention=store.retention, cost=store.cost)
+        return FirestorePushConfigStore(
+            store.client,
+            retention=store.retention,
+            cost=store.cost,
+            owner_limit=settings.max_push_configs_per_owner,
+        )
     from shared.store.memory import MemoryTaskStore
     from shared.store.memory_push import MemoryPushConfigStore
 
+    # Its share of A2A_MEMORY_MAX_BYTES, which the task store's bound leaves to it (`_store`).
+    owner_limit, max_bytes = settings.max_push_configs_per_owner, settings.memory_push_bytes
     if isinstance(store, MemoryTaskStore):
-        return MemoryPushConfigStore(store.cost, tasks=store)
-    return MemoryPushConfigStore()
+        return MemoryPushConfigStore(
+            store.cost, tasks=store, owner_limit=owner_limit, max_bytes=max_bytes
+        )
+    return MemoryPushConfigStore(owner_limit=owner_limit, max_bytes=max_bytes)
 
 
 def _cloud_queue(
@@ -124,6 +134,7 @@ def _deliverer(
         resolve_url=lambda url: resolve_push_url(url, allowed_hosts=hosts, allowed_ports=ports),
         signer=_signer(settings, module),
         function_timeout=settings.function_timeout,
+        owner_posts_per_minute=settings.max_push_deliveries_per_owner_per_minute,
     )
 
 

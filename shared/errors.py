@@ -166,3 +166,19 @@ class UnauthenticatedError(InvalidRequestError):
 
     http_status = 401
     grpc_status = "UNAUTHENTICATED"
+
+
+class PushConfigQuotaError(InvalidParamsError):
+    """The owner has as many push configs, on all its tasks, as A2A_MAX_PUSH_CONFIGS_PER_OWNER
+    allows; a push config store refuses the new one in the step that would write it."""
+
+    SETTING = "A2A_MAX_PUSH_CONFIGS_PER_OWNER"
+
+    def __init__(self, count: int, limit: int) -> None:
+        super().__init__(
+            f"you have {count} push notification configs on your tasks, the limit "
+            f"({self.SETTING}={limit}); delete one you no longer need (or replace one by its "
+            "id), or ask the operator to raise the limit",
+            metadata={"limit": str(limit), "setting": self.SETTING},
+        )
+        self.count, self.limit = count, limit

@@ -15,6 +15,7 @@ take the dialect's names).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -184,3 +185,51 @@ class ArtifactMeter:
             )
         self._measured[artifact_id] = (parts, size)
         return update, chunk
+
+
+# -- A push config's fields (fixed limits, README "Limits") ---------------------------------
+# What one config may hold, checked where a request is decoded (shared.dialects.decode): each
+# event of its task is posted with them, they are kept as long as the task, and the URL and
+# the secrets end up in an HTTP request line and headers, where a control character would
+# start another header or line (and http.client refuses what is not ASCII, or latin-1 in
+# a header, after the config was accepted).
+MAX_PUSH_URL_CHARS = 2048  # the longest URL every proxy and server takes
+MAX_PUSH_SECRET_BYTES = 4096  # a token or credentials: a JWT or an API key fits
+MAX_PUSH_SCHEMES = 8  # schemes of one config's authentication (v0.x lists them)
+MAX_PUSH_SCHEME_CHARS = 64  # one scheme's name (`Bearer`, `Basic`)
+_URL_TEXT = re.compile(r"[!-~]*")  # printable ASCII, no space
+_HEADER_TEXT = re.compile(r"[ -~]*")  # printable ASCII and the space
+
+
+def check_push_url_text(url: str, field: str) -> None:
+    """A push config's URL: at most MAX_PUSH_URL_CHARS of printable ASCII (a URI's own
+    characters; an IRI is sent percent-encoded, its host in punycode)."""
+    if len(url) > MAX_PUSH_URL_CHARS:
+        raise InvalidParamsError(
+            f"'{field}' is {len(url)} characters, the limit {MAX_PUSH_URL_CHARS}",
+            field=field,
+            metadata={"limit": str(MAX_PUSH_URL_CHARS)},
+        )
+    if not _URL_TEXT.fullmatch(url):
+        raise InvalidParamsError(
+            f"'{field}' holds a space, a control character or a character outside ASCII: "
+            "send the URL percent-encoded (RFC 3986), its host in punycode",
+            field=field,
+        )
+
+
+def check_push_secret(value: str, field: str, *, limit: int = MAX_PUSH_SECRET_BYTES) -> None:
+    """A push config's token, credentials or scheme: sent as an HTTP header value, so
+    printable ASCII (spaces allowed), at most `limit` bytes."""
+    if len(value) > limit:  # ASCII, when it passes below: one byte a character
+        raise InvalidParamsError(
+            f"'{field}' is longer than {limit} bytes, the limit",
+            field=field,
+            metadata={"limit": str(limit)},
+        )
+    if not _HEADER_TEXT.fullmatch(value):
+        raise InvalidParamsError(
+            f"'{field}' holds a control character or a character outside ASCII: it is sent as "
+            "an HTTP header value (encode it, e.g. base64)",
+            field=field,
+        )

@@ -13,11 +13,14 @@ not received yet, in sequence order, through a PushSender (http.client unless on
   what a webhook already accepted (at least once, and once after success);
 - any non-2xx answer, a timeout (10 s) or a refused connection fails the delivery, and the
   queue retries it with backoff; after the queue's last attempt the config records the
-  error and its time (`lastError`, `failedAt`: its owner sees them) and the log says so at
-  ERROR; the URL is checked against SSRF again before each POST and
-  at every redirect, its host resolved once, and the POST connects to the checked addresses
-  (shared.push_url); a redirect to another origin goes without the config's credentials
-  (`Authorization`, the token).
+  error and its time (`lastError`, `failedAt`: its owner sees them; a refused or unreachable
+  host only as REFUSED or UNREACHABLE) and the log says so at ERROR, naming the webhook as
+  `scheme://host/…` (its path and query often hold a secret); the URL is checked against
+  SSRF again before each POST and at every redirect, its host resolved once, and the POST
+  connects to the checked addresses (shared.push_url); a redirect to another origin goes
+  without the config's credentials (`Authorization`, the token);
+- an owner's POSTs in a minute are counted (OwnerRate, per instance): past its setting, the
+  rest of a delivery is queued again for when the minute has room (RESCHEDULED).
 
 Payloads follow the dialect the config was made in: v1.0 gets one `StreamResponse` per event
 (`application/a2a+json`); v0.3 and v0.1 get the task as it stands (`application/json`).
@@ -28,12 +31,14 @@ when a signing key is configured).
 
 from __future__ import annotations
 
+import collections
 import functools
 import http.client
 import json
 import logging
 import socket
 import ssl
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Protocol
@@ -54,7 +59,7 @@ from shared.ports import (
 )
 from shared.push_notify import RETRY_WINDOW
 from shared.push_signing import SIGNATURE_HEADER, NotificationSigner
-from shared.push_url import DEFAULT_PORTS, PushTarget, PushURLRefused
+from shared.push_url import DEFAULT_PORTS, PushTarget, PushURLRefused, shown
 
 log = logging.getLogger("a2a.push")
 
@@ -72,8 +77,29 @@ WAIT_SECONDS = 2.0
 MAX_ERROR_CHARS = 500
 
 
+# What a config records of a failure the owner may not learn more of (lastError): never
+# which internal address a name resolved to, nor whether it resolved at all (either would map
+# the network the deliverer sits in for the caller). The log says which.
+REFUSED = "refused: not a public address"
+UNREACHABLE = "could not connect"
+
+
+class _OwnerRateReached(Exception):
+    """The owner's POSTs of this minute are all taken; `marked`: the last event the config
+    got (where the next delivery goes on from)."""
+
+    def __init__(self, marked: int) -> None:
+        super().__init__(marked)
+        self.marked = marked
+
+
 class DeliveryFailed(Exception):
-    """The webhook did not accept a notification; the message says how."""
+    """The webhook did not accept a notification: `recorded` is what its config records (its
+    owner sees it), the message what the log says."""
+
+    def __init__(self, message: str, recorded: str | None = None) -> None:
+        super().__init__(message)
+        self.recorded = recorded or message
 
 
 class PushSender(Protocol):
@@ -158,6 +184,51 @@ class PinnedSender:
             connection.close()
 
 
+class OwnerRate:
+    """POSTs to one owner's webhooks in the last minute, against `per_minute` (this
+    instance's: A2A_MAX_PUSH_DELIVERIES_PER_OWNER_PER_MINUTE). Each owner's times sit in a
+    window of their own, dropped once the minute passed: nothing grows with owners gone."""
+
+    WINDOW = 60.0  # seconds
+
+    def __init__(self, per_minute: int | None, clock: Clock = SYSTEM) -> None:
+        self.per_minute = per_minute
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._posts: dict[str, collections.deque[float]] = {}
+
+    def _window(self, owner: str, now: float) -> collections.deque[float]:
+        posts = self._posts.get(owner)
+        if posts is None:
+            posts = self._posts[owner] = collections.deque()
+        while posts and posts[0] <= now - self.WINDOW:
+            posts.popleft()
+        return posts
+
+    def take(self, owner: str) -> bool:
+        """Count one POST for `owner`; False (nothing counted) when its minute is full."""
+        if self.per_minute is None:
+            return True
+        with self._lock:
+            now = self._clock.monotonic()
+            posts = self._window(owner, now)
+            if len(posts) >= self.per_minute:
+                return False
+            posts.append(now)
+            for other in [o for o, p in self._posts.items() if not p and o != owner]:
+                del self._posts[other]  # owners whose minute passed
+            return True
+
+    def wait(self, owner: str) -> float:
+        """Seconds until `owner` may POST again (0 when it may now)."""
+        with self._lock:
+            now = self._clock.monotonic()
+            posts = self._window(owner, now)
+            if self.per_minute is None or len(posts) < self.per_minute:
+                return 0.0
+            return max(posts[0] + self.WINDOW - now, 0.0)
+
+
 def _origin(url: str) -> tuple[str, str, int | None]:
     parts = urlsplit(url)
     return (
@@ -178,12 +249,17 @@ class Deliverer:
         function_timeout: float = 60,
         sender: PushSender | None = None,
         clock: Clock = SYSTEM,
+        owner_posts_per_minute: int | None = None,
     ) -> None:
         """`queue` (set after construction, as the in-process queue targets this deliverer)
         is the push queue deliveries come from: where a busy or unfinished one goes again.
-        Without one, such a delivery answers BUSY and the queue's retry comes back."""
+        Without one, such a delivery answers BUSY and the queue's retry comes back.
+        `owner_posts_per_minute`: the POSTs (failed ones too) this instance makes to one
+        owner's webhooks in a minute; past it, the rest of a delivery is queued again for when
+        the minute has room (A2A_MAX_PUSH_DELIVERIES_PER_OWNER_PER_MINUTE)."""
         self.queue: DelayingTaskQueue | None = None
         self._clock = clock
+        self.rate = OwnerRate(owner_posts_per_minute, clock)
         self._store = store
         self._sender = sender or PinnedSender()
         self._configs = configs
@@ -221,14 +297,28 @@ class Deliverer:
                 return Outcome.NOTHING_TO_DO
             marked = self._send_pending(job, config, holder)
         except DeliveryFailed as exc:
-            self._failed(job, config, holder, delivery, str(exc))
+            self._failed(job, config, holder, delivery, exc)
             return Outcome.FAILED
+        except _OwnerRateReached as reached:
+            marked = reached.marked
         finally:
             self._configs.end_delivery(job.owner, job.task_id, job.config_id, holder)
         if marked is None:
             return Outcome.DELIVERED
-        # More than one delivery's worth: the rest goes as a delivery of its own.
-        return self._again(job, f"m{marked}-", 0.0)
+        # More than one delivery's worth, or the owner's minute is full: the rest goes as a
+        # delivery of its own (when the minute has room again), nothing dropped.
+        wait = self.rate.wait(job.owner)
+        if wait:
+            note(ownerRateReached=True)
+            log.info(
+                "push for task %s, config %s waits %.1f s: its owner's webhooks had %d POSTs "
+                "in the last minute (A2A_MAX_PUSH_DELIVERIES_PER_OWNER_PER_MINUTE)",
+                job.task_id,
+                job.config_id,
+                wait,
+                self.rate.per_minute,
+            )
+        return self._again(job, f"m{marked}-", wait)
 
     def _again(self, job: PushJob, why: str, delay: float) -> Outcome:
         """Queue the job again, under a name of its own, and let this delivery go: no
@@ -251,7 +341,7 @@ class Deliverer:
         config: StoredPushConfig,
         holder: str,
         delivery: Delivery,
-        error: str,
+        error: DeliveryFailed,
     ) -> None:
         now = self._clock.now()
         self._configs.attempt_failed(
@@ -259,7 +349,7 @@ class Deliverer:
             job.task_id,
             job.config_id,
             holder,
-            error[:MAX_ERROR_CHARS],
+            error.recorded[:MAX_ERROR_CHARS],
             at=now,
             retry_at=None if delivery.final else now + RETRY_WINDOW,
         )
@@ -268,7 +358,7 @@ class Deliverer:
                 "push to %s for task %s, config %s failed at the queue's last attempt (%d): "
                 "%s; the config records it, and the next event or an update of the config "
                 "retries",
-                config.config.url,
+                shown(config.config.url),
                 job.task_id,
                 job.config_id,
                 delivery.attempt + 1,
@@ -277,7 +367,7 @@ class Deliverer:
             return
         log.warning(
             "push to %s for task %s, config %s failed (attempt %d): %s",
-            config.config.url,
+            shown(config.config.url),
             job.task_id,
             job.config_id,
             delivery.attempt + 1,
@@ -307,12 +397,15 @@ class Deliverer:
             for seq, event in news:
                 if self._clock.monotonic() > deadline:
                     return marked  # out of time: the next delivery carries on from `marked`
-                self._post(url, dialect.stream_update(event, stored.task), config, A2A_JSON)
+                update = dialect.stream_update(event, stored.task)
+                self._post(job.owner, url, update, config, content_type=A2A_JSON, marked=marked)
                 self._configs.delivered(job.owner, job.task_id, config_id, holder, seq)
                 marked = seq
         elif news:
             # v0.x: the task as it stands, once for everything new.
-            self._post(url, dialect.task(stored.task), config, "application/json")
+            task = dialect.task(stored.task)
+            json_type = "application/json"
+            self._post(job.owner, url, task, config, content_type=json_type, marked=marked)
         if marked < batch[-1].seq:
             # Messages joining the history are no news for a webhook, but they are passed too.
             marked = batch[-1].seq
@@ -320,8 +413,17 @@ class Deliverer:
         return None if len(logged) <= EVENTS_PER_DELIVERY else marked
 
     def _post(
-        self, url: str, payload: dict[str, Any], config: StoredPushConfig, content_type: str
+        self,
+        owner: str,
+        url: str,
+        payload: dict[str, Any],
+        config: StoredPushConfig,
+        *,
+        content_type: str,
+        marked: int,
     ) -> None:
+        """POST `payload` (and follow its redirects), each POST counted in the owner's
+        minute: a full one raises _OwnerRateReached(marked) before anything is sent."""
         body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
         headers = {"Content-Type": content_type, "User-Agent": "a2a-functions push"}
         if config.config.token:
@@ -334,7 +436,9 @@ class Deliverer:
             try:
                 target = self._resolve_url(url)
             except PushURLRefused as exc:
-                raise DeliveryFailed(f"URL refused: {exc}") from None
+                raise DeliveryFailed(f"URL refused: {exc}", REFUSED) from None
+            if not self.rate.take(owner):
+                raise _OwnerRateReached(marked)
             if self._signer is not None:
                 headers[SIGNATURE_HEADER] = self._signer.sign(
                     task_id=config.config.task_id, body=body, audience=url
@@ -347,7 +451,7 @@ class Deliverer:
                         headers[TRACEPARENT] = traceparent
                     status, location = self._sender.post(target, body, headers, TIMEOUT_SECONDS)
             except OSError as exc:
-                raise DeliveryFailed(f"no answer from the webhook ({exc})") from None
+                raise DeliveryFailed(f"no answer from the webhook ({exc})", UNREACHABLE) from None
             if 200 <= status < 300:
                 return
             if status in (301, 302, 303, 307, 308) and location:

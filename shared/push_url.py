@@ -4,8 +4,12 @@ A client chooses the URL the agent will POST to, so it is checked twice:
 
 - when it is set (`check_push_url`), for what is certainly bad without asking DNS: a scheme
   other than http or https, no host, a port other than 80 and 443 (A2A_PUSH_ALLOWED_PORTS
-  adds others), an address written in the URL that is not public, or a `localhost` name. A
-  name that does not resolve now is accepted: DNS answers change, and each delivery asks anew;
+  adds others), an address written in the URL that is not public (in any form the resolver
+  reads: `127.1`, `2130706433`, an IPv6 address that embeds one), or an internal name
+  (`localhost`, `metadata.google.internal`, any name under `.internal`, `.local`,
+  `.localhost` or `.home.arpa`, and a name of one label such as `metadata`, which the
+  resolver completes with the network's own search domains). A name that does not resolve
+  now is accepted: DNS answers change, and each delivery asks anew;
 - before each POST and each redirect (`resolve_push_url`): the same rules, then the host is
   resolved once, every address it resolves to must be public, and the POST connects to those
   checked addresses (shared.push_delivery), never resolving the name again, so a rebinding
@@ -13,10 +17,12 @@ A client chooses the URL the agent will POST to, so it is checked twice:
   non-public address, fails that delivery, and the queue retries it like any other failure.
 
 Loopback, private, link-local (cloud metadata lives there), carrier-grade NAT, multicast,
-reserved and unspecified addresses are refused, also when IPv4-mapped in IPv6. Refusals say
-why, never which address a name resolved to (that would map the internal network for the
-caller). Hosts named in A2A_PUSH_ALLOWED_HOSTS are the operator's own: allowed on any address
-and port (tests, development, a webhook inside the VPC).
+reserved and unspecified addresses are refused, also where an IPv6 address carries an IPv4
+one that a host or a translator routes to (`_embedded`: IPv4-mapped and -translated,
+IPv4-compatible, NAT64, 6to4, Teredo). Refusals say why, never which address a name resolved
+to (that would map the internal network for the caller). Hosts named in
+A2A_PUSH_ALLOWED_HOSTS are the operator's own: allowed on any address and port (tests,
+development, a webhook inside the VPC).
 """
 
 from __future__ import annotations
@@ -54,10 +60,42 @@ def _resolve(host: str, port: int) -> list[str]:
     return [str(info[4][0]) for info in infos]
 
 
+# NAT64's well-known prefix (RFC 6052): the last 32 bits are the IPv4 address it reaches.
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+# The local-use NAT64 prefix (RFC 8215): a translator of the operator's own network, at a
+# prefix length only it knows, so nothing under it is public.
+_LOCAL_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")
+_LOW32 = 0xFFFFFFFF
+
+
+def _embedded(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address carries where a host or a translator routes to it:
+    IPv4-mapped (::ffff:0:0/96) and -translated (::ffff:0:0:0/96, SIIT), IPv4-compatible
+    (::/96), NAT64 (64:ff9b::/96), 6to4 (2002::/16, the 32 bits after the prefix) and Teredo
+    (2001::/32, its client: the last 32 bits inverted)."""
+    value = int(ip)
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    # (:: and ::1 are no IPv4-compatible addresses: the unspecified one and loopback.)
+    if (value >> 32 == 0 and value > 1) or value >> 32 == 0xFFFF0000 or ip in _NAT64:
+        return ipaddress.IPv4Address(value & _LOW32)
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip.teredo is not None:
+        return ip.teredo[1]
+    return None
+
+
 def _refusal(address: str) -> str | None:
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip in _LOCAL_NAT64:
+            return "a reserved or non-public address"
+        embedded = _embedded(ip)
+        if embedded is not None:
+            reason = _refusal(str(embedded))
+            if reason is not None:
+                return reason
     if ip.is_loopback:
         return "a loopback address"
     if ip.is_link_local:
@@ -72,10 +110,46 @@ def _refusal(address: str) -> str | None:
 
 
 def _literal(host: str) -> str | None:
+    """The address `host` writes, in any form the resolver reads as one: IPv6, dotted IPv4,
+    and inet_aton's shorthands (`127.1`, `0x7f.1`, `2130706433`), which getaddrinfo takes
+    for addresses without asking DNS."""
     try:
         return str(ipaddress.ip_address(host))
     except ValueError:
+        pass
+    try:
+        return socket.inet_ntoa(socket.inet_aton(host))
+    except OSError:
         return None
+
+
+# Names that are never a public host: RFC 6761's localhost, RFC 6762's mDNS `.local`,
+# RFC 8375's home network, and `.internal` (ICANN's private-use name: Google Cloud's metadata
+# server is metadata.google.internal, its VMs are <name>.<zone>.c.<project>.internal).
+_INTERNAL_SUFFIXES = (".localhost", ".local", ".internal", ".home.arpa")
+
+
+def _internal_name(host: str) -> bool:
+    name = host.lower().rstrip(".")
+    if name == "localhost" or name.endswith(_INTERNAL_SUFFIXES):
+        return True
+    # One label (`metadata`, `intranet`): the resolver tries the network's search domains,
+    # so it names an internal host (on Google Cloud, `metadata` is the metadata server).
+    return "." not in name
+
+
+def shown(url: str) -> str:
+    """What a log may say of a webhook URL: `scheme://host/…`, its port if any; the path and
+    query, which often hold the webhook's secret (Slack-style URLs), are left out."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return "(a malformed URL)"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{parts.scheme}://{host}{f':{port}' if port else ''}/…"
 
 
 def _static(
@@ -95,9 +169,14 @@ def _static(
     if host.lower() in {h.lower() for h in allowed_hosts}:
         return parts.scheme, host, port, True
     literal = _literal(host)
-    reason = _refusal(literal) if literal is not None else None
-    if host.lower() == "localhost" or host.lower().endswith(".localhost"):
+    if literal is not None:
+        reason = _refusal(literal)
+    elif (name := host.lower().rstrip(".")) == "localhost" or name.endswith(".localhost"):
         reason = "a loopback address"  # RFC 6761: always the machine itself
+    elif _internal_name(host):
+        reason = "an internal name, not a public host"
+    else:
+        reason = None
     if reason is not None:
         raise PushURLRefused(
             f"the URL's host is {reason}; allow chosen hosts with A2A_PUSH_ALLOWED_HOSTS"

@@ -34,6 +34,12 @@ MAX_FIRESTORE_EVENT = 900_000
 # function with room for requests: about 18,000 short tasks (~1.8 KiB each).
 MEMORY_MAX_BYTES = 32 * 1024 * 1024
 
+# An owner's share of an instance's streams by default (A2A_MAX_STREAMS_PER_OWNER): a
+# quarter, so four owners streaming at once each get all of theirs (deployed: 19 of 78), and
+# at least two on a small instance (a client often holds a send's stream and a subscription:
+# the console does).
+OWNER_STREAM_SHARE = 4
+
 # Every duration is at most a month: no wait here means more (the work queue retries a turn
 # for about an hour), and timers and dates overflow on far larger values.
 MAX_SECONDS = 31 * 86400
@@ -362,6 +368,13 @@ class Settings:
     push_max_attempts: int = _setting("A2A_PUSH_MAX_ATTEMPTS", 34, _Count(1))
     # Push configs one task may have: each event of the task is one POST per config.
     max_push_configs_per_task: int = _setting("A2A_MAX_PUSH_CONFIGS_PER_TASK", 10, _Count(1))
+    # Push configs one owner may have, on all its tasks (kept as long as their task).
+    max_push_configs_per_owner: int = _setting("A2A_MAX_PUSH_CONFIGS_PER_OWNER", 1000, _Count(1))
+    # POSTs one instance makes to one owner's webhooks in a minute, failed ones too; past it
+    # the rest waits (queued again for when the minute has room), nothing is dropped.
+    max_push_deliveries_per_owner_per_minute: int = _setting(
+        "A2A_MAX_PUSH_DELIVERIES_PER_OWNER_PER_MINUTE", 600, _Count(1)
+    )
     # Webhook hosts allowed even though they resolve to non-public addresses (tests, dev).
     push_allowed_hosts: tuple[str, ...] = _setting("A2A_PUSH_ALLOWED_HOSTS", (), _Names())
     # Webhook ports; others (an internal admin port on a public address) are refused.
@@ -411,8 +424,10 @@ class Settings:
     # Streams one instance holds at once (each holds one of its THREADS); unset: THREADS less
     # two, so that other requests still find a thread.
     max_streams: int | None = _setting("A2A_MAX_STREAMS", None, _Count(1, optional=True))
-    # Streams one owner holds at once on an instance; unset: one less than the instance's
-    # limit (at least one), so that one caller can never take every stream.
+    # Streams one owner holds at once on an instance; unset: an OWNER_STREAM_SHARE of the
+    # instance's limit (at least two, or the limit), so that that many owners each get
+    # theirs whatever the others hold (A2A_AUTH=none: the instance's, every caller being one
+    # owner).
     max_owner_streams: int | None = _setting(
         "A2A_MAX_STREAMS_PER_OWNER", None, _Count(1, optional=True)
     )
@@ -496,8 +511,19 @@ class Settings:
         )
 
     @property
+    def memory_push_bytes(self) -> int:
+        """The embedded push config store's share of A2A_MEMORY_MAX_BYTES (the task store has
+        the rest): an eighth with push notifications on (~3,000 configs at their largest,
+        their URLs and secrets at the limits; ~10 times that of usual ones), none off."""
+        return self.memory_max_bytes // 8 if self.push_notifications else 0
+
+    @property
     def owner_stream_limit(self) -> int:
-        return min(self.max_owner_streams or max(self.stream_limit - 1, 1), self.stream_limit)
+        if self.max_owner_streams is not None:
+            return min(self.max_owner_streams, self.stream_limit)
+        if self.auth == "none":
+            return self.stream_limit
+        return max(self.stream_limit // OWNER_STREAM_SHARE, min(2, self.stream_limit))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

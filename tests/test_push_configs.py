@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from a2a.types import a2a_pb2
+from hypothesis import given
+from hypothesis import strategies as st
 
+from shared.app import build
 from shared.dialects import decode
 from shared.extensions import DELIVERY_STATUS
 from shared.identity.api_key import hashed
+from shared.limits import MAX_PUSH_SECRET_BYTES, MAX_PUSH_URL_CHARS
 from shared.model import utc_now
 from shared.service.resends import message_key
+from shared.settings import Settings
+from shared.store.memory import MemoryTaskStore
 from tests import schema
 from tests.conftest import Client
 from tests.test_ids import text_id
@@ -506,3 +515,158 @@ def test_a_config_that_loses_the_race_for_the_last_place_gets_the_same_error(
     assert (error["code"], error["message"]) == (-32602, LIMIT_MESSAGE.format(task=task_id))
     listed = push.result("ListTaskPushNotificationConfigs", {"taskId": task_id}, version="1.0")
     assert [c["id"] for c in listed["configs"]] == ["c0", "c1"]
+
+
+@pytest.fixture(scope="module")
+def shared_push() -> Iterator[tuple[Client, str]]:
+    """One app and task for the property tests (hypothesis runs them many times)."""
+    settings = Settings(
+        handler="functions.handlers.sample", push_allowed_hosts=("hooks.example.com",)
+    )
+    client = Client(build(settings, store=MemoryTaskStore()))
+    yield client, new_task(client)
+    client.app.close()
+
+
+# Characters no field of a push config may hold: C0 and C1 controls, DEL, and Unicode's own
+# line and paragraph separators (each ends a line somewhere: a log, a header, a terminal).
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+hostile = st.text(
+    st.sampled_from("\r\n\t\x00\x1b\x7f\x85\u2028é💥 :/?#%a")
+    | st.characters(codec="utf-8", exclude_categories=["Cs"]),
+    max_size=40,
+)
+
+
+@given(
+    field=st.sampled_from(["url", "token", "credentials", "scheme"]),
+    text=hostile,
+    rest=st.booleans(),
+)
+def test_hostile_push_config_fields_are_stored_clean_or_refused_naming_the_field(
+    shared_push: tuple[Client, str], field: str, text: str, rest: bool
+) -> None:
+    client, task_id = shared_push
+    config: dict[str, Any] = {"id": "c1", "url": HOOK, "token": "t"}  # replaced each time
+    auth = {"scheme": "Bearer", "credentials": "c"}
+    if field == "url":
+        config["url"] = HOOK + "/" + text
+    elif field == "token":
+        config["token"] = text
+    else:
+        config["authentication"] = {**auth, field: text or "x"}
+    if "authentication" not in config:
+        config["authentication"] = auth
+    wire = f"params.{field}" if field in ("url", "token") else f"params.authentication.{field}"
+    if rest:
+        response = client.post(config, V1, path=f"/tasks/{task_id}/pushNotificationConfigs")
+        assert response.status_code in (200, 400), response.status_code
+        answer = json.loads(response.get_data())
+        error = answer.get("error") if response.status_code == 400 else None
+        if error is not None:
+            fields = [v["field"] for d in error["details"] for v in d.get("fieldViolations", [])]
+            assert fields == [wire], error
+            return
+    else:
+        payload = client.rpc(
+            "CreateTaskPushNotificationConfig", {"taskId": task_id, **config}, version="1.0"
+        )
+        error = payload.get("error")
+        if error is not None:
+            assert error["code"] == -32602, error
+            fields = [v["field"] for d in error["data"] for v in d.get("fieldViolations", [])]
+            assert fields == [wire], error
+            return
+        answer = payload["result"]
+    kept = [answer["url"], answer["token"], *answer["authentication"].values()]
+    assert not any(CONTROL.search(value) for value in kept), answer
+    assert answer["url"].isascii() and len(answer["url"]) <= MAX_PUSH_URL_CHARS
+
+
+@pytest.mark.parametrize(
+    ("config", "field", "says"),
+    [
+        ({"url": HOOK + "/" + "a" * MAX_PUSH_URL_CHARS}, "params.url", "the limit 2048"),
+        ({"url": HOOK + "/a\r\nX-Evil: 1"}, "params.url", "control character"),
+        ({"url": "https://hooks.example.com/\u00e9t\u00e9"}, "params.url", "outside ASCII"),
+        ({"token": "x" * (MAX_PUSH_SECRET_BYTES + 1)}, "params.token", "4096 bytes"),
+        ({"token": "t\r\nX-Evil: 1"}, "params.token", "control character"),
+        ({"token": "caf\u00e9"}, "params.token", "outside ASCII"),
+        (
+            {"authentication": {"scheme": "Bearer", "credentials": "c" * 3_000_000}},
+            "params.authentication.credentials",
+            "4096 bytes",
+        ),
+        (
+            {"authentication": {"scheme": "Bearer\n", "credentials": "c"}},
+            "params.authentication.scheme",
+            "control character",
+        ),
+        (
+            {"authentication": {"schemes": ["Basic"] * 9}},
+            "params.authentication.schemes",
+            "the limit 8",
+        ),
+    ],
+)
+def test_push_config_fields_are_bounded_on_every_binding(
+    push: Client, config: dict[str, Any], field: str, says: str
+) -> None:
+    task_id = new_task(push)
+    params = {"taskId": task_id, "url": HOOK, **config}
+    error = push.error("CreateTaskPushNotificationConfig", params, version="1.0")
+    assert error["code"] == -32602 and f"'{field}'" in error["message"] and says in error["message"]
+    v03 = {
+        "taskId": task_id,
+        "pushNotificationConfig": {k: v for k, v in params.items() if k != "taskId"},
+    }
+    error = push.error("tasks/pushNotificationConfig/set", v03, version="0.3")
+    assert error["code"] == -32602
+    assert f"'params.pushNotificationConfig.{field.removeprefix('params.')}'" in error["message"]
+    response = push.post(
+        {k: v for k, v in params.items() if k != "taskId"},
+        V1,
+        path=f"/tasks/{task_id}/pushNotificationConfigs",
+    )
+    assert response.status_code == 400
+    assert field in json.loads(response.get_data())["error"]["message"]
+    # Inline in a send too: refused before anything is stored.
+    inline = {
+        "message": {"role": "ROLE_USER", "parts": [{"text": "hi"}], "messageId": "inline-1"},
+        "configuration": {
+            "taskPushNotificationConfig": {k: v for k, v in params.items() if k != "taskId"}
+        },
+    }
+    error = push.error("SendMessage", inline, version="1.0")
+    assert error["code"] == -32602 and "taskPushNotificationConfig" in error["message"]
+    assert push.result("ListTasks", {}, version="1.0")["tasks"][0]["id"] == task_id
+
+
+def test_configs_per_owner_are_limited_on_all_its_tasks(make_client: Any) -> None:
+    keys = {hashed("ka"): "alice", hashed("kb"): "bob"}
+    client = make_client(
+        auth="api-key",
+        api_keys=keys,
+        push_allowed_hosts=("hooks.example.com",),
+        max_push_configs_per_owner=2,
+    )
+    alice, bob = {"X-API-Key": "ka"}, {"X-API-Key": "kb"}
+    first, second = new_task(client, "one", **alice), new_task(client, "two", **alice)
+    for task_id in (first, second):
+        params = {"taskId": task_id, "id": "c", "url": HOOK}
+        client.result("CreateTaskPushNotificationConfig", params, version="1.0", headers=alice)
+    params = {"taskId": second, "id": "d", "url": HOOK}
+    error = client.error("CreateTaskPushNotificationConfig", params, version="1.0", headers=alice)
+    assert error["code"] == -32602
+    assert "A2A_MAX_PUSH_CONFIGS_PER_OWNER=2" in error["message"]
+    response = client.post(
+        {"id": "d", "url": HOOK}, {**V1, **alice}, path=f"/tasks/{second}/pushNotificationConfigs"
+    )
+    assert response.status_code == 400
+    assert "A2A_MAX_PUSH_CONFIGS_PER_OWNER" in json.loads(response.get_data())["error"]["message"]
+    # Another owner has its own; replacing one by its id stays allowed.
+    bobs = new_task(client, "three", **bob)
+    params = {"taskId": bobs, "id": "c", "url": HOOK}
+    client.result("CreateTaskPushNotificationConfig", params, version="1.0", headers=bob)
+    params = {"taskId": second, "id": "c", "url": HOOK + "/2"}
+    client.result("CreateTaskPushNotificationConfig", params, version="1.0", headers=alice)

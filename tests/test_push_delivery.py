@@ -36,7 +36,13 @@ from shared.model import (
     utc_now,
 )
 from shared.ports import Delivery
-from shared.push_delivery import EVENTS_PER_DELIVERY, WAIT_SECONDS, Deliverer, PinnedSender
+from shared.push_delivery import (
+    EVENTS_PER_DELIVERY,
+    WAIT_SECONDS,
+    Deliverer,
+    OwnerRate,
+    PinnedSender,
+)
 from shared.push_notify import SWEEP_AFTER, SWEEP_BATCH, PushNotifier, PushSweeper
 from shared.push_url import PushTarget, PushURLRefused, resolve_push_url
 from shared.queue.inline import InlineQueue
@@ -588,3 +594,130 @@ def test_a_message_only_commit_queues_nothing() -> None:
     notify.commit(stored, stored.task, [message])
     assert queue.entries == []
     assert configs.lagging(utc_now() + timedelta(days=1), 10) == []
+
+
+class Unreachable:
+    """A PushSender whose every connection is refused."""
+
+    def post(
+        self, target: PushTarget, body: bytes, headers: Mapping[str, str], timeout: float
+    ) -> tuple[int, str | None]:
+        raise ConnectionRefusedError(111, "Connection refused")
+
+
+@pytest.mark.parametrize(
+    ("host", "recorded"),
+    [
+        ("loopback.example.com", "refused: not a public address"),
+        ("private.example.com", "refused: not a public address"),
+        ("nowhere.example.com", "refused: not a public address"),  # does not resolve
+        ("public.example.com", "could not connect"),
+    ],
+)
+def test_last_error_never_tells_how_a_host_was_refused(
+    host: str, recorded: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # An owner reading lastError must not learn which internal names exist: one that
+    # resolves to loopback and one that does not resolve read alike.
+    table = {
+        "loopback.example.com": ["127.0.0.1"],
+        "private.example.com": ["10.1.2.3"],
+        "public.example.com": [PUBLIC],
+    }
+
+    def resolve(url: str) -> PushTarget:
+        def answer(name: str, port: int) -> list[str]:
+            if name not in table:
+                raise OSError("Name or service not known")
+            return table[name]
+
+        return resolve_push_url(url, resolve=answer)
+
+    url = f"https://{host}/hooks/T0/secret-path?token=s3cret"
+    store, configs = lone_task(url)
+    configs.want("anonymous", "t", "p", 1, utc_now())
+    deliverer = Deliverer(store, configs, resolve_url=resolve, sender=Unreachable())
+    with caplog.at_level(logging.WARNING, logger="a2a.push"):
+        assert deliverer.deliver(LONE_JOB, Delivery(attempt=2, final=True)) is Outcome.FAILED
+    stored = configs.get("anonymous", "t", "p")
+    assert stored is not None and stored.last_error == recorded
+    # The operator's log says which, and names the webhook without its path or query.
+    [line] = [r.getMessage() for r in caplog.records if r.name == "a2a.push"]
+    assert f"push to https://{host}/… for task t" in line
+    assert "secret-path" not in line and "s3cret" not in line
+    assert ("does not resolve" in line) == (host == "nowhere.example.com")
+
+
+def test_a_failed_attempt_logs_the_webhook_without_its_path(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    url = "https://hooks.slack.com/services/T000/B000/XXXXSECRET"
+    store, configs = lone_task(url)
+    configs.want("anonymous", "t", "p", 1, utc_now())
+    sender = Scripted({url: (500, None)})
+    deliverer = Deliverer(store, configs, resolve_url=public, sender=sender)
+    with caplog.at_level(logging.WARNING, logger="a2a.push"):
+        assert deliverer.deliver(LONE_JOB, Delivery(attempt=0)) is Outcome.FAILED
+    [line] = [r.getMessage() for r in caplog.records if r.name == "a2a.push"]
+    assert "https://hooks.slack.com/… for task t, config p failed (attempt 1)" in line
+    assert "XXXXSECRET" not in line and "/services" not in line
+
+
+def test_an_owners_posts_per_minute_are_bounded_and_the_rest_waits_its_turn() -> None:
+    # The finding: 12 requests made 221 POSTs in 40 s against a webhook answering 500. Past
+    # the owner's minute the delivery is queued again for when it has room, never dropped.
+    store, configs = lone_task("https://a.example.com/hook")
+    stored = store.get("anonymous", "t")
+    assert stored is not None
+    working = StatusUpdate(task_id="t", context_id="c", status=TaskStatus(state=TaskState.WORKING))
+    stored = store.commit(stored, stored.task, [working] * 4)
+    configs.want("anonymous", "t", "p", stored.last_seq, utc_now())
+    clock = ManualClock()
+    sender = Scripted({"https://a.example.com/hook": (204, None)})
+    deliverer = Deliverer(
+        store, configs, resolve_url=public, sender=sender, clock=clock, owner_posts_per_minute=3
+    )
+    deliverer.queue = queue = Recorded()
+    job = {**LONE_JOB, "seq": stored.last_seq}
+    assert deliverer.deliver(job, Delivery()) is Outcome.RESCHEDULED
+    assert len(sender.posted) == 3
+    [(_, payload, delay)] = queue.entries
+    assert payload == job and delay == OwnerRate.WINDOW  # when the first POST leaves the minute
+    # Another owner's webhooks are not held up by this one's.
+    other = PushConfig(id="p", task_id="t2", url="https://b.example.com/hook")
+    task2 = Task(id="t2", context_id="c", status=TaskStatus(state=TaskState.WORKING))
+    store.create(
+        "bob",
+        task2,
+        [StatusUpdate(task_id="t2", context_id="c", status=task2.status)],
+        dialect="1.0",
+    )
+    configs.put("bob", other, dialect="1.0")
+    configs.want("bob", "t2", "p", 1, utc_now())
+    sender.answers["https://b.example.com/hook"] = (204, None)
+    bobs = {"owner": "bob", "taskId": "t2", "configId": "p", "seq": 1}
+    assert deliverer.deliver(bobs, Delivery()) is Outcome.DELIVERED
+    # Still within alice's minute: nothing posted, queued again.
+    assert deliverer.deliver(payload, Delivery()) is Outcome.RESCHEDULED
+    assert len(sender.posted) == 4
+    clock.advance(OwnerRate.WINDOW)
+    assert deliverer.deliver(payload, Delivery()) is Outcome.DELIVERED
+    assert len(sender.posted) == 4 + stored.last_seq - 3
+    delivered = configs.get("anonymous", "t", "p")
+    assert delivered is not None and delivered.delivered_seq == stored.last_seq
+
+
+def test_failed_posts_count_in_the_owners_minute() -> None:
+    store, configs = lone_task("https://a.example.com/hook")
+    configs.want("anonymous", "t", "p", 1, utc_now())
+    clock = ManualClock()
+    sender = Scripted({"https://a.example.com/hook": (500, None)})
+    deliverer = Deliverer(
+        store, configs, resolve_url=public, sender=sender, clock=clock, owner_posts_per_minute=2
+    )
+    deliverer.queue = Recorded()
+    for _ in range(2):
+        assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.FAILED
+    # The queue's retry comes back within the minute: rescheduled, no POST, no attempt spent.
+    assert deliverer.deliver(LONE_JOB, Delivery(attempt=2)) is Outcome.RESCHEDULED
+    assert len(sender.posted) == 2

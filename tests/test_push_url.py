@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from shared import push_url
 from shared.push_url import PushURLRefused, Resolver, check_push_url, resolve_push_url
 from shared.settings import Settings, SettingsError
 
@@ -95,3 +96,80 @@ def test_the_ports_setting() -> None:
     )
     with pytest.raises(SettingsError, match="A2A_PUSH_ALLOWED_PORTS"):
         Settings.from_env({"A2A_PUSH_ALLOWED_PORTS": "https"})
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("http://[::127.0.0.1]/h", "loopback"),  # IPv4-compatible
+        ("http://[::ffff:127.0.0.1]/h", "loopback"),  # IPv4-mapped
+        ("http://[::ffff:0:7f00:1]/h", "loopback"),  # IPv4-translated (SIIT)
+        ("http://[64:ff9b::a9fe:a9fe]/h", "link-local"),  # NAT64 to the metadata server
+        ("http://[64:ff9b::a00:5]/h", "private"),  # NAT64 to 10.0.0.5
+        ("http://[64:ff9b:1::808:808]/h", "non-public"),  # local-use NAT64: the operator's
+        ("http://[2002:7f00:1::]/h", "loopback"),  # 6to4 of 127.0.0.1
+        ("http://[2002:a9fe:a9fe::1]/h", "link-local"),  # 6to4 of 169.254.169.254
+        # Teredo: server 65.54.227.120, client 127.0.0.1 (the last 32 bits inverted)
+        ("http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/h", "loopback"),
+        ("http://127.1/h", "loopback"),  # inet_aton's shorthands, read without DNS
+        ("http://2130706433/h", "loopback"),
+        ("http://0xa9.0xfe.0xa9.0xfe/h", "link-local"),
+        ("http://metadata.google.internal/computeMetadata/v1/", "internal name"),
+        ("http://METADATA.google.internal./h", "internal name"),
+        ("http://metadata/computeMetadata/v1/", "internal name"),
+        ("http://web-1.us-central1-a.c.my-project.internal/h", "internal name"),
+        ("http://printer.local/h", "internal name"),
+        ("http://nas.home.arpa/h", "internal name"),
+        ("http://localhost./h", "loopback"),
+    ],
+)
+def test_embedded_ipv4_and_internal_names_are_refused_when_set_and_at_delivery(
+    url: str, reason: str
+) -> None:
+    with pytest.raises(PushURLRefused, match=reason):
+        check_push_url(url)
+    with pytest.raises(PushURLRefused, match=reason):
+        resolve_push_url(url, resolve=answers({}))
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "::127.0.0.1",
+        "::ffff:0:7f00:1",
+        "64:ff9b::a9fe:a9fe",
+        "2002:7f00:1::",
+        "2001:0:4136:e378:8000:63bf:80ff:fffe",
+        "64:ff9b:1::1",
+    ],
+)
+def test_a_name_resolving_to_an_embedded_internal_address_fails_the_delivery(
+    address: str,
+) -> None:
+    with pytest.raises(PushURLRefused, match="resolves to a"):
+        resolve_push_url(
+            "https://rebind.example.com/h", resolve=answers({"rebind.example.com": [address]})
+        )
+
+
+def test_public_embedded_addresses_and_names_pass() -> None:
+    for url in ("http://[64:ff9b::5db8:d822]/h", "http://[2002:5db8:d822::1]/h"):
+        check_push_url(url)  # NAT64 and 6to4 of a public address
+    check_push_url("https://hooks.slack.com/services/T0/B0/x")
+    check_push_url("https://internal.example.com/h")  # only the suffix is internal
+    check_push_url("http://localhost/h", allowed_hosts=("localhost",))
+    check_push_url("http://metadata/h", allowed_hosts=("metadata",))  # the operator's choice
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://hooks.slack.com/services/T0/B0/secret?token=s", "https://hooks.slack.com/…"),
+        ("http://hooks.example.com:8080/a/b#frag", "http://hooks.example.com:8080/…"),
+        ("http://[2001:db8::1]/x", "http://[2001:db8::1]/…"),
+        ("http://user:pass@hooks.example.com/x", "http://hooks.example.com/…"),
+        ("http://hooks.example.com:99999/x", "(a malformed URL)"),
+    ],
+)
+def test_a_url_is_shown_without_its_path_query_or_credentials(url: str, shown: str) -> None:
+    assert push_url.shown(url) == shown

@@ -310,10 +310,63 @@ def test_one_owner_cannot_take_every_stream(make_client: MakeClient) -> None:
     other.close()
 
 
-def test_the_owner_limit_defaults_below_the_instance_limit() -> None:
-    assert Settings(max_streams=6).owner_stream_limit == 5
-    assert Settings(max_streams=1).owner_stream_limit == 1
+KEYS = {hashed("ka"): "alice", hashed("kb"): "bob"}
+
+
+def test_the_owner_limit_defaults_to_a_quarter_of_the_instance_limit() -> None:
+    assert Settings(auth="api-key", api_keys=KEYS, threads=80).owner_stream_limit == 19
+    assert Settings(auth="api-key", api_keys=KEYS, max_streams=12).owner_stream_limit == 3
+    # At least two on a small instance (a send's stream and a subscription), or its limit.
+    assert Settings(auth="api-key", api_keys=KEYS, max_streams=6).owner_stream_limit == 2
+    assert Settings(auth="api-key", api_keys=KEYS, max_streams=1).owner_stream_limit == 1
     assert Settings(max_streams=6, max_owner_streams=9).owner_stream_limit == 6
+    assert Settings(max_streams=6, max_owner_streams=2).owner_stream_limit == 2
+    # With no identity every caller is one owner: the instance's limit is everyone's.
+    assert Settings(max_streams=6).owner_stream_limit == 6
+
+
+def test_with_the_defaults_four_owners_each_get_their_share() -> None:
+    # The deployed a2a: THREADS=80. One owner holding all it may leaves every other owner
+    # as many (the finding: bob took 5 of 6, alice was refused at her second).
+    settings = Settings(auth="api-key", api_keys=KEYS, threads=80)
+    slots = StreamSlots(settings.stream_limit, settings.owner_stream_limit)
+    held = {owner: 0 for owner in ("bob", "alice", "carol", "dave")}
+    for owner in held:
+        while True:
+            try:
+                slots.open(owner, _empty)
+            except StreamLimitError as exc:
+                assert "A2A_MAX_STREAMS_PER_OWNER" in str(exc)
+                break
+            held[owner] += 1
+    assert set(held.values()) == {settings.owner_stream_limit}
+    assert slots.held == 4 * settings.owner_stream_limit <= settings.stream_limit
+
+
+def test_two_owners_streams_with_the_default_share(make_client: MakeClient) -> None:
+    client = make_client(auth="api-key", api_keys=KEYS, max_streams=8)  # a share of 2
+    keys = {"alice": {"X-API-Key": "ka"}, "bob": {"X-API-Key": "kb"}}
+    ids = {
+        who: client.result(
+            "SendMessage", send_params("new phone", "m1"), version="1.0", headers=key
+        )["task"]["id"]
+        for who, key in keys.items()
+    }
+    opened = []
+    for _ in range(2):
+        stream = frames(open_stream(client, "SubscribeToTask", {"id": ids["bob"]}, keys["bob"]))
+        assert kinds([next(stream)]) == ["task"]
+        opened.append(stream)
+    error = json_error(open_stream(client, "SubscribeToTask", {"id": ids["bob"]}, keys["bob"]))
+    assert error["code"] == -32000 and "A2A_MAX_STREAMS_PER_OWNER" in error["message"]
+    for _ in range(2):
+        stream = frames(open_stream(client, "SubscribeToTask", {"id": ids["alice"]}, keys["alice"]))
+        assert kinds([next(stream)]) == ["task"]
+        opened.append(stream)
+    assert client.app.streams.slots.held == 4
+    for stream in opened:
+        stream.close()
+    assert client.app.streams.slots.held == 0
 
 
 def test_a_slot_goes_back_on_every_exit() -> None:
@@ -364,3 +417,7 @@ def test_a_stopping_instance_ends_its_streams_at_once_and_resumably(client: Clie
     assert list(stream) == []  # ended without an error event: the client resubscribes
     assert time.monotonic() - started < 1
     assert client.app.streams.slots.held == 0
+
+
+def _empty() -> Generator[None, None, None]:
+    yield from ()

@@ -19,7 +19,17 @@ from typing import Any
 
 from shared import ids
 from shared.errors import InvalidParamsError
-from shared.limits import DEFAULT_LIMITS, Limits, check_message, check_metadata, check_parts
+from shared.limits import (
+    DEFAULT_LIMITS,
+    MAX_PUSH_SCHEME_CHARS,
+    MAX_PUSH_SCHEMES,
+    Limits,
+    check_message,
+    check_metadata,
+    check_parts,
+    check_push_secret,
+    check_push_url_text,
+)
 from shared.model import (
     Message,
     Part,
@@ -46,7 +56,12 @@ from shared.requests import (
 # A canonical request attribute (as the service names it in errors) -> the wire field read.
 WireFields = dict[str, str]
 
-_ROLES = {"user": Role.USER, "role_user": Role.USER, "agent": Role.AGENT, "role_agent": Role.AGENT}
+# A client's message is the user's, whatever role it names. The official a2a-python server
+# (DefaultRequestHandler, TaskManager.update_with_message) accepts a ROLE_AGENT message and
+# keeps it as sent; we accept it too, so the clients that send it keep working (an agent
+# calling another often names itself `agent`), but store it as the user's: kept as sent, a
+# handler (and the ADK adapter's rebuilt session) would read the client's words as its own.
+_ROLES = {"user": Role.USER, "role_user": Role.USER, "agent": Role.USER, "role_agent": Role.USER}
 
 _STATES: dict[str, TaskState] = {s.value: s for s in TaskState}
 _STATES.update({f"task_state_{s.value.replace('-', '_')}": s for s in TaskState})
@@ -436,23 +451,38 @@ def _inline_push_config(obj: Any, field: str) -> InlinePushConfig:
     """A push config in any version's form: v1.0 `authentication.scheme`, v0.x `schemes`."""
     if not isinstance(obj, dict):
         raise InvalidParamsError(f"'{field}' is required and must be an object", field=field)
-    url = _str(obj.get("url"), f"{field}.url", required=True)
+    url = str(_str(obj.get("url"), f"{field}.url", required=True))
+    check_push_url_text(url, f"{field}.url")
     auth = _object(obj.get("authentication"), f"{field}.authentication")
     authentication = None
     if auth is not None:
-        schemes = _strings(auth.get("schemes"), f"{field}.authentication.schemes")
+        listed = f"{field}.authentication.schemes"
+        schemes = _strings(auth.get("schemes"), listed)
+        if len(schemes) > MAX_PUSH_SCHEMES:
+            raise InvalidParamsError(
+                f"'{listed}' lists {len(schemes)} schemes, the limit {MAX_PUSH_SCHEMES}",
+                field=listed,
+            )
+        for i, name in enumerate(schemes):
+            check_push_secret(name, f"{listed}[{i}]", limit=MAX_PUSH_SCHEME_CHARS)
         scheme = _str(auth.get("scheme"), f"{field}.authentication.scheme")
         if scheme:
+            check_push_secret(scheme, f"{field}.authentication.scheme", limit=MAX_PUSH_SCHEME_CHARS)
             schemes = (scheme, *schemes)
         if not schemes:
             raise InvalidParamsError(
                 f"'{field}.authentication' needs a scheme", field=f"{field}.authentication"
             )
         credentials = _str(auth.get("credentials"), f"{field}.authentication.credentials")
+        if credentials is not None:
+            check_push_secret(credentials, f"{field}.authentication.credentials")
         authentication = PushAuthentication(schemes=schemes, credentials=credentials)
+    token = _str(obj.get("token"), f"{field}.token")
+    if token is not None:
+        check_push_secret(token, f"{field}.token")
     return InlinePushConfig(
-        url=str(url),
-        token=_str(obj.get("token"), f"{field}.token"),
+        url=url,
+        token=token,
         authentication=authentication,
         id=_id(obj.get("id"), f"{field}.id", blank_absent=True),
     )

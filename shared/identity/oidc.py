@@ -6,7 +6,9 @@ PyJWKClient fetches and caches them; a token naming an unknown key id makes us f
 again, at most once a minute, so that forged key ids cannot make us hammer the issuer. Only
 asymmetric algorithms are accepted (`none` and HS* are refused: a public key must never serve
 as an HMAC secret). The token must be for A2A_OIDC_AUDIENCE, unexpired, and carry
-A2A_OIDC_REQUIRED_SCOPES; the owner is its A2A_OIDC_OWNER_CLAIM (`sub` by default).
+A2A_OIDC_REQUIRED_SCOPES; the owner is its A2A_OIDC_OWNER_CLAIM (`sub` by default: the
+issuer's own id of the user, never reassigned). An `email` owner claim counts only with
+`email_verified: true`, as Google's tokens are held to (shared.identity.google).
 """
 
 from __future__ import annotations
@@ -122,6 +124,10 @@ class OidcTokens:
         owner = claims.get(self._owner_claim)
         if not isinstance(owner, str) or not owner or len(owner) > MAX_OWNER_LENGTH:
             raise TokenRefused(f"no usable {self._owner_claim} claim", f"no {self._owner_claim}")
+        if self._owner_claim == "email" and claims.get("email_verified") is not True:
+            # Most issuers let a user write any address into their profile (or sign up with
+            # one they do not hold): unverified, it would name someone else's tasks.
+            raise TokenRefused("email_verified is not true", "e-mail not verified")
         return owner
 
     def _key(self, kid: object) -> jwt.PyJWK:

@@ -141,11 +141,40 @@ class CloudLoggingFormatter(logging.Formatter):
             return _LINE_ENCODER.encode(entry)
 
 
+# What a text line writes escaped: C0 and C1 controls, DEL and Unicode's line and paragraph
+# separators. A value a client chose (a webhook URL, a method name) may hold any of them; as
+# they are, a newline would start a line the reader takes for another record, and an escape
+# sequence would drive the terminal. JSON lines escape them already (json.dumps: \n, \u0085).
+_ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))} | {
+    0x0A: "\\n",
+    0x0D: "\\r",
+    0x09: "\\t",
+    0x2028: "\\u2028",
+    0x2029: "\\u2029",
+}
+
+
+def escaped(text: str) -> str:
+    """`text` on one line: every control character written as its escape (`\\n`, `\\x1b`)."""
+    return text.translate(_ESCAPES)
+
+
 class TextFormatter(logging.Formatter):
-    """A line a person reads in a terminal, its correlation and fields at the end."""
+    """A line a person reads in a terminal, its correlation and fields at the end. The record
+    is one line, control characters escaped; a traceback follows it indented, so nothing a
+    client sent can start a line that reads as a record of its own."""
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return escaped(super().formatMessage(record))
+
+    def formatException(self, ei: Any) -> str:
+        return _indented(super().formatException(ei))
+
+    def formatStack(self, stack_info: str) -> str:
+        return _indented(super().formatStack(stack_info))
 
     def format(self, record: logging.LogRecord) -> str:
         line = super().format(record)
@@ -167,7 +196,13 @@ class TextFormatter(logging.Formatter):
 def _text(value: Any) -> str:
     if isinstance(value, dict):
         return _ENCODER.encode(value)
-    return str(value)
+    return escaped(str(value))
+
+
+def _indented(text: str) -> str:
+    """A traceback's lines, each indented and on one line of its own (an exception's message
+    may hold a client's newlines)."""
+    return "\n".join("    " + escaped(line) for line in text.split("\n"))
 
 
 class _Handler(logging.StreamHandler):  # type: ignore[type-arg]

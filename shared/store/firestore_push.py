@@ -23,6 +23,16 @@ that counted the same configs one commits and the others re-read (as a task comm
 does), and the limit holds. That costs what the service's list before the put did: the
 task's document and its configs read, two writes.
 
+With an `owner_limit` (A2A_MAX_PUSH_CONFIGS_PER_OWNER), a new config is counted against the
+owner's configs on every task: one aggregation query over the collection group (`owner`
+equal: its single-field index is declared in infra/firestore.indexes.json). Within
+OWNER_RACE_MARGIN of the limit, the batch that writes it also writes the owner's document
+(`pushOwners/{document_id(owner)}`, with a precondition on the update time read before a
+second count, or none existed), so of concurrent puts of one owner that counted alike one
+commits and the others count again; further below, no burst of fewer concurrent puts could
+pass the limit, and they are written without waiting on one another. Configs of an expired
+task count until the TTL deletes them (`expireAt`, a day after at most).
+
 Lagging is state too: `wanted` is the newest event a delivery was asked for (raised with a
 server-side maximum, so concurrent commits need no read), `sweepAt` (epoch seconds, lowered
 with a server-side minimum; absent when nothing lags) when a sweep re-drives the config, found
@@ -36,7 +46,7 @@ import builtins
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from google.api_core import exceptions as google_errors
 from google.cloud import firestore
@@ -45,18 +55,63 @@ from google.cloud.firestore_v1.transforms import Maximum, Minimum
 
 from shared import ids, model_json
 from shared.conflicts import retry_on_conflict
+from shared.errors import PushConfigQuotaError
 from shared.model import PushConfig, utc_now
 from shared.ports import StoredPushConfig, TooManyPushConfigs, VersionConflict
 from shared.store.cost import Cost
 from shared.store.firestore import LOG_SLACK, PUSH_CONFIGS, TASKS, document_id
 
+# One document per owner near its limit of push configs: what its concurrent new configs
+# serialize on there.
+PUSH_OWNERS = "pushOwners"
+# How far below its limit an owner's new configs are written without waiting on one another:
+# a burst of more concurrent puts than this (an instance serves 80 requests at once as
+# deployed) would be needed to pass the limit from there. Nearer, they serialize: of 50
+# concurrent sends of one owner, each with a push config, every one would otherwise re-read
+# and count again after each commit, and most would give up (TooManyConflicts).
+OWNER_RACE_MARGIN = 100
+
 
 class FirestorePushConfigStore:
-    def __init__(self, client: firestore.Client, *, retention: timedelta, cost: Cost) -> None:
+    def __init__(
+        self,
+        client: firestore.Client,
+        *,
+        retention: timedelta,
+        cost: Cost,
+        owner_limit: int | None = None,
+    ) -> None:
         self._client = client
         # As the task's events: they live as long as the task (shared.store.firestore).
         self._retention = retention * LOG_SLACK
         self.cost = cost
+        self._owner_limit = owner_limit
+
+    def _owner_count(self, owner: str) -> int:
+        """The owner's configs on all its tasks; raises PushConfigQuotaError at the limit."""
+        assert self._owner_limit is not None
+        query = self._client.collection_group(PUSH_CONFIGS).where(
+            filter=FieldFilter("owner", "==", owner)
+        )
+        # (The library's annotations make count() a class, not the query it returns.)
+        [[counted]] = cast(Any, query.count()).get()
+        self.cost.add(reads=1)  # one read a thousand index entries
+        if counted.value >= self._owner_limit:
+            raise PushConfigQuotaError(int(counted.value), self._owner_limit)
+        return int(counted.value)
+
+    def _owner_room(self, owner: str) -> Any:
+        """None when the owner's configs are far below its limit (OWNER_RACE_MARGIN): no
+        burst of concurrent puts smaller than that can pass it, and they need not wait on one
+        another. Nearer, the owner's document as read before its configs are counted again,
+        which the write's precondition holds. Raises PushConfigQuotaError at the limit."""
+        assert self._owner_limit is not None
+        if self._owner_count(owner) + OWNER_RACE_MARGIN < self._owner_limit:
+            return None
+        snapshot = self._client.collection(PUSH_OWNERS).document(document_id(owner)).get()
+        self.cost.add(reads=1)
+        self._owner_count(owner)
+        return snapshot
 
     def _task(self, owner: str, task_id: str) -> Any:
         return self._client.collection(TASKS).document(document_id(owner, task_id))
@@ -130,6 +185,19 @@ class FirestorePushConfigStore:
             return stored
         batch = self._client.batch()
         batch.set(ref, fields, merge=True)
+        if self._owner_limit is not None:
+            # Counted, then written with a precondition on the owner's document as read
+            # before the count: a racing new config of the owner changed it, and this one
+            # counts again.
+            counted = self._owner_room(owner)
+            added = {"pushConfigsAdded": firestore.Increment(1), "expireAt": fields["expireAt"]}
+            if counted is None:
+                pass  # far below the limit
+            elif counted.exists:
+                option = self._client.write_option(last_update_time=counted.update_time)
+                batch.update(counted.reference, added, option=option)
+            else:
+                batch.create(counted.reference, added)
         # Every new config changes its task (a write that changes nothing keeps the update
         # time): of two racing for the last place, one fails the precondition on its read,
         # reads again and counts the other's config.
@@ -141,7 +209,8 @@ class FirestorePushConfigStore:
             batch.update(task_ref, flag, option=option)
         try:
             self.cost.add(writes=len(batch.commit()))
-        except google_errors.FailedPrecondition:
+        except (google_errors.FailedPrecondition, google_errors.Conflict):
+            # (Conflict: the owner's document, absent when read, was created since.)
             raise VersionConflict(f"{config.task_id}/{config.id}") from None
         except google_errors.NotFound:
             # No task (see above), gone since it was read, or not read (no limit).

@@ -376,7 +376,8 @@ def test_lenient_message_and_states() -> None:
         {"message_id": "m", "role": "ROLE_AGENT", "content": [{"text": "a"}], "context_id": "c"},
         "m",
     )
-    assert (message.message_id, message.role, message.context_id) == ("m", Role.AGENT, "c")
+    # An agent's role from a client is the user's (shared.dialects.decode, _ROLES).
+    assert (message.message_id, message.role, message.context_id) == ("m", Role.USER, "c")
     assert decode.state("TASK_STATE_CANCELLED", "s") is TaskState.CANCELED
     assert decode.state("input-required", "s") is TaskState.INPUT_REQUIRED
     with pytest.raises(InvalidParamsError):
@@ -523,3 +524,39 @@ def test_the_extended_card_answers_in_its_versions_schema(
     params: dict[str, Any] | None = {} if version else None
     card = c.result(method, params, version=version, headers={"X-API-Key": "k"})
     assert [s["id"] for s in card["skills"]] == ["hello", "vault"]
+
+
+@pytest.mark.parametrize(
+    ("binding", "role", "user"),
+    [
+        ("jsonrpc-1.0", "ROLE_AGENT", "ROLE_USER"),
+        ("jsonrpc-0.3", "agent", "user"),
+        ("rest-1.0", "ROLE_AGENT", "ROLE_USER"),
+        ("rest-0.3", "ROLE_AGENT", "ROLE_USER"),
+    ],
+)
+def test_a_clients_agent_role_message_is_stored_as_the_users(
+    client: Client, binding: str, role: str, user: str
+) -> None:
+    # As a2a-python's server, the message is accepted; unlike it, it joins the history as
+    # the user's, so no handler reads a client's words as its own.
+    message_id = f"claims-{binding}"
+    if binding == "jsonrpc-1.0":
+        sent = {"messageId": message_id, "role": role, "parts": [{"text": "new phone"}]}
+        task = client.result("SendMessage", {"message": sent}, version="1.0")["task"]
+    elif binding == "jsonrpc-0.3":
+        sent = {"messageId": message_id, "role": role, "kind": "message"}
+        sent["parts"] = [{"kind": "text", "text": "new phone"}]
+        task = client.result("message/send", {"message": sent})
+    else:
+        path = "/message:send" if binding == "rest-1.0" else "/v1/message:send"
+        parts = "parts" if binding == "rest-1.0" else "content"
+        sent = {"messageId": message_id, "role": role, parts: [{"text": "new phone"}]}
+        version = {"A2A-Version": "1.0" if binding == "rest-1.0" else "0.3"}
+        response = client.post({"message": sent}, version, path=path)
+        assert response.status_code == 200, response.get_data()
+        task = json.loads(response.get_data())["task"]
+    [first] = [m for m in task["history"] if m["messageId"] == message_id]
+    assert first["role"] == user
+    stored = client.app.service.ports.store.get("anonymous", task["id"])
+    assert stored is not None and stored.task.history[0].role is Role.USER

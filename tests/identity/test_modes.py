@@ -216,3 +216,24 @@ def test_building_the_app_without_tokens_loads_no_jose_or_google_auth(auth: str)
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
     )
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_an_unverified_email_owner_is_401_with_its_reason(
+    make_client: Callable[..., Client], issuer: Issuer
+) -> None:
+    client = make_client(
+        auth="oidc", oidc_issuer=issuer.url, oidc_audience="agent", oidc_owner_claim="email"
+    )
+    claims: dict[str, Any] = {"aud": "agent", "email": "alice@example.com"}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}
+    version = {"A2A-Version": "1.0"}
+    for verified in (False, None):
+        token = issuer.token(**claims, email_verified=verified)
+        response = client.post(body, {"Authorization": f"Bearer {token}", **version})
+        assert response.status_code == 401
+        assert 'error_description="e-mail not verified"' in response.headers["WWW-Authenticate"]
+    token = issuer.token(**claims, email_verified=True)
+    listed = client.result(
+        "ListTasks", {}, version="1.0", headers={"Authorization": f"Bearer {token}"}
+    )
+    assert listed["tasks"] == []

@@ -94,13 +94,34 @@ def test_owner_claim_and_required_scopes(issuer: Issuer) -> None:
     tokens = OidcTokens(
         issuer.url, AUDIENCE, owner_claim="email", required_scopes=("a2a.call", "openid")
     )
-    token = issuer.token(aud=AUDIENCE, email="bob@example.com", scope="openid a2a.call profile")
+    bob: dict[str, Any] = {"aud": AUDIENCE, "email": "bob@example.com", "email_verified": True}
+    token = issuer.token(**bob, scope="openid a2a.call profile")
     assert tokens.authenticate(bearer(token)).owner == "bob@example.com"
-    listed = issuer.token(aud=AUDIENCE, email="bob@example.com", scp=["a2a.call", "openid"])
+    listed = issuer.token(**bob, scp=["a2a.call", "openid"])
     assert tokens.authenticate(bearer(listed)).owner == "bob@example.com"
-    error = refusal(tokens, issuer.token(aud=AUDIENCE, email="bob@example.com", scope="openid"))
+    error = refusal(tokens, issuer.token(**bob, scope="openid"))
     assert 'error="insufficient_scope"' in error.challenge
     assert "(no email)" in str(refusal(tokens, issuer.token(aud=AUDIENCE, scope="openid a2a.call")))
+
+
+@pytest.mark.parametrize("verified", [False, None, "true", 1])
+def test_an_email_owner_must_be_verified(issuer: Issuer, verified: object) -> None:
+    # Anyone can sign up at most issuers with an address they do not hold: unverified, the
+    # token would be alice's owner and see all her tasks.
+    tokens = OidcTokens(issuer.url, AUDIENCE, owner_claim="email")
+    claims: dict[str, Any] = {
+        "aud": AUDIENCE,
+        "email": "alice@example.com",
+        "email_verified": verified,
+    }
+    error = refusal(tokens, issuer.token(**claims))
+    assert "(e-mail not verified)" in str(error)
+    assert error.challenge.endswith('error_description="e-mail not verified"')
+    verified_token = issuer.token(**{**claims, "email_verified": True})
+    assert tokens.authenticate(bearer(verified_token)).owner == "alice@example.com"
+    # The subject needs no such claim: the issuer's own id of the user.
+    subject = OidcTokens(issuer.url, AUDIENCE)
+    assert subject.authenticate(bearer(issuer.token(**claims))).owner == "user-1"
 
 
 def test_an_issuer_that_fails_refuses_tokens_and_is_asked_again_after_a_minute(

@@ -202,3 +202,51 @@ def test_a_unit_s_line_is_its_fields_as_json_dumps_writes_them(fields: dict[str,
     entry["logging.googleapis.com/spanId"] = unit.trace.span_id
     entry["logging.googleapis.com/trace_sampled"] = False
     assert line == json.dumps(entry, separators=(",", ":"), default=str)
+
+
+FORGED = "\n2026-01-01 00:00:00,000 ERROR a2a.push: forged\r\x1b[2J\u2028\x85"
+
+
+def _formatted(formatter: logging.Formatter, forged: str) -> str:
+    entry = logging.LogRecord(
+        "a2a.push", logging.WARNING, __file__, 1, "push to %s failed", (forged,), None
+    )
+    try:
+        raise ValueError(f"no answer from {forged}")
+    except ValueError:
+        entry.exc_info = sys.exc_info()
+    unit_record = Record("delivery", incoming(f"00-{TRACE}-00f067aa0ba902b7-00"))
+    token = enter(unit_record)
+    try:
+        note(taskId="t-1" + FORGED)
+        return formatter.format(entry)
+    finally:
+        leave(token)
+
+
+def test_a_url_with_a_newline_forges_no_text_line() -> None:
+    text = _formatted(logs.TextFormatter(), "http://h.example.com/" + FORGED)
+    head, *traceback = text.split("\n")
+    assert "push to http://h.example.com/\\n2026-01-01 00:00:00,000 ERROR" in head
+    assert "\\r\\x1b[2J\\u2028\\x85" in head and "taskId=t-1\\n2026" in head
+    # The traceback follows, every line of it indented (the exception's message too, where
+    # the client's newline splits it): none starts like a record.
+    assert traceback and all(line.startswith("    ") for line in traceback)
+    assert "    ValueError: no answer from http://h.example.com/" in traceback
+    assert "    2026-01-01 00:00:00,000 ERROR a2a.push: forged\\r\\x1b[2J\\u2028\\x85" in traceback
+    assert not any(c in text for c in "\r\x1b\u2028\x85")
+
+
+def test_a_url_with_a_newline_forges_no_json_line() -> None:
+    text = _formatted(logs.CloudLoggingFormatter(None), "http://h.example.com/" + FORGED)
+    assert "\n" not in text and "\r" not in text and "\x1b" not in text and "\u2028" not in text
+    line = json.loads(text)
+    assert line["message"].startswith("push to http://h.example.com/" + FORGED + " failed")
+    assert line["taskId"] == "t-1" + FORGED
+
+
+@given(st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=30))
+def test_any_text_logged_is_one_text_line(text: str) -> None:
+    entry = logging.LogRecord("a2a.test", logging.INFO, __file__, 1, "got %s", (text,), None)
+    line = logs.TextFormatter().format(entry)
+    assert len(line.splitlines()) == 1 and not any(ord(c) < 0x20 for c in line)

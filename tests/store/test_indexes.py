@@ -18,10 +18,10 @@ import pytest
 from google.cloud.firestore_v1.base_query import BaseQuery
 from google.cloud.firestore_v1.types import StructuredQuery
 
-from shared.model import TaskState, utc_now
+from shared.model import PushConfig, TaskState, utc_now
 from shared.ports import TaskQuery
 from shared.store.firestore import EVENTS, IDEMPOTENCY, PUSH_CONFIGS, TASKS, FirestoreTaskStore
-from shared.store.firestore_push import FirestorePushConfigStore
+from shared.store.firestore_push import PUSH_OWNERS, FirestorePushConfigStore
 from tests.store.conftest import MakeStore
 from tests.store.factory import ALICE, new_task
 
@@ -149,7 +149,7 @@ def test_ttl_is_declared_on_every_collection_the_store_writes() -> None:
     ttl = {
         (o["collectionGroup"], o["fieldPath"]) for o in declared()["fieldOverrides"] if o.get("ttl")
     }
-    expected = {TASKS, EVENTS, IDEMPOTENCY, PUSH_CONFIGS}
+    expected = {TASKS, EVENTS, IDEMPOTENCY, PUSH_CONFIGS, PUSH_OWNERS}
     assert ttl == {(group, "expireAt") for group in expected}
 
 
@@ -190,3 +190,31 @@ def test_the_sweep_of_lagging_push_configs_has_its_collection_group_index(
         for index in override["indexes"]
     ]
     assert {"order": order, "queryScope": "COLLECTION_GROUP"} in declared_scopes
+
+
+def test_the_count_of_an_owners_push_configs_has_its_collection_group_index(
+    make_firestore_store: MakeStore, recorded: list[StructuredQuery]
+) -> None:
+    tasks = make_firestore_store()
+    task, events = new_task()
+    tasks.create(ALICE, task, events, dialect="v1.0")
+    configs = FirestorePushConfigStore(
+        tasks.client, retention=tasks.retention, cost=tasks.cost, owner_limit=5
+    )
+    configs.put(
+        ALICE, PushConfig(id="c", task_id=task.id, url="https://h.example.com/"), dialect="1.0"
+    )
+    [need] = {need_of(query) for query in recorded}
+    assert (need.collection, need.scope, need.equalities, need.orders) == (
+        PUSH_CONFIGS,
+        "COLLECTION_GROUP",
+        frozenset({"owner"}),
+        (),
+    )
+    declared_scopes = [
+        index
+        for override in declared()["fieldOverrides"]
+        if (override["collectionGroup"], override["fieldPath"]) == (PUSH_CONFIGS, "owner")
+        for index in override["indexes"]
+    ]
+    assert {"order": "ASCENDING", "queryScope": "COLLECTION_GROUP"} in declared_scopes

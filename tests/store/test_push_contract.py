@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from shared import lifecycle
 from shared.conflicts import retry_on_conflict
+from shared.errors import PushConfigQuotaError
 from shared.jobs import PushJob
 from shared.model import PushAuthentication, PushConfig, TaskState, utc_now
 from shared.ports import PushConfigStore, StoredTask, TooManyPushConfigs
@@ -471,3 +472,107 @@ def test_racing_puts_of_new_ids_never_pass_the_limit(
     listed = [c.config.id for c in configs.list(A, task.id)]
     assert len(listed) == 3 and listed[0] == "c0"
     assert sorted(listed[1:]) == sorted(f"c{n}" for n in range(1, RACERS) if stored[n])
+
+
+# -- the per-owner limit: on all the owner's tasks, counted and written in one atomic step --
+
+
+@pytest.fixture(params=["memory", "firestore"])
+def owned(
+    request: pytest.FixtureRequest,
+) -> tuple[MemoryTaskStore | FirestoreTaskStore, PushConfigStore]:
+    """Stores as `stores`, the push config store holding at most 3 configs an owner."""
+    if request.param == "memory":
+        memory = MemoryTaskStore()
+        return memory, MemoryPushConfigStore(memory.cost, tasks=memory, owner_limit=3)
+    make: MakeStore = request.getfixturevalue("make_firestore_store")
+    tasks = make()
+    configs = FirestorePushConfigStore(
+        tasks.client, retention=tasks.retention, cost=tasks.cost, owner_limit=3
+    )
+    return tasks, configs
+
+
+def test_an_owner_has_at_most_its_limit_of_configs_on_all_its_tasks(
+    owned: tuple[MemoryTaskStore | FirestoreTaskStore, PushConfigStore],
+) -> None:
+    tasks, configs = owned
+    ids = []
+    for owner in (A, A, B):
+        task, events = new_task()
+        tasks.create(owner, task, events, dialect="v1.0")
+        ids.append(task.id)
+    first, second, bobs = ids
+    configs.put(A, config("c0", task_id=first), dialect="1.0", limit=10)
+    configs.put(A, config("c1", task_id=first), dialect="1.0", limit=10)
+    configs.put(A, config("c2", task_id=second), dialect="1.0", limit=10)
+    with pytest.raises(PushConfigQuotaError) as refused:
+        configs.put(A, config("c3", task_id=second), dialect="1.0", limit=10)
+    assert (refused.value.count, refused.value.limit) == (3, 3)
+    assert "A2A_MAX_PUSH_CONFIGS_PER_OWNER=3" in str(refused.value)
+    assert refused.value.metadata == {"limit": "3", "setting": "A2A_MAX_PUSH_CONFIGS_PER_OWNER"}
+    assert configs.get(A, second, "c3") is None
+    # Without a per-task limit too; replacing one by its id stays allowed.
+    with pytest.raises(PushConfigQuotaError):
+        configs.put(A, config("c3", task_id=second), dialect="1.0")
+    other = config("c2", task_id=second, url="https://other.example.com/")
+    assert configs.put(A, other, dialect="1.0", limit=10).config == other
+    # Another owner has a limit of its own; a deleted config frees its place.
+    for n in range(3):
+        configs.put(B, config(f"b{n}", task_id=bobs), dialect="1.0", limit=10)
+    assert configs.delete(A, first, "c0")
+    configs.put(A, config("c3", task_id=second), dialect="1.0", limit=10)
+    assert [c.config.id for c in configs.list(A, second)] == ["c2", "c3"]
+
+
+def test_racing_puts_on_several_tasks_never_pass_the_owners_limit(
+    owned: tuple[MemoryTaskStore | FirestoreTaskStore, PushConfigStore],
+) -> None:
+    tasks, configs = owned
+    task_ids = []
+    for _ in range(RACERS):
+        task, events = new_task()
+        tasks.create(A, task, events, dialect="v1.0")
+        task_ids.append(task.id)
+    start = threading.Barrier(RACERS)
+
+    def put(n: int) -> bool:
+        start.wait(timeout=10)
+        try:
+            configs.put(A, config("c", task_id=task_ids[n]), dialect="1.0", limit=10)
+        except PushConfigQuotaError as exc:
+            assert exc.limit == 3
+            return False
+        return True
+
+    with ThreadPoolExecutor(RACERS) as pool:
+        stored = list(pool.map(put, range(RACERS)))
+    assert stored.count(True) == 3
+    assert sum(len(configs.list(A, task_id)) for task_id in task_ids) == 3
+
+
+def test_many_concurrent_new_configs_far_below_the_owners_limit_all_succeed(
+    make_firestore_store: MakeStore,
+) -> None:
+    # 50 sends of one owner, each with a push config, at once (tests/system/test_faults_
+    # stack.py): serialized on one owner document, each would count again after every commit
+    # of another, and most would give up. Far below the limit they need not wait.
+    tasks = make_firestore_store()
+    configs = FirestorePushConfigStore(
+        tasks.client, retention=tasks.retention, cost=tasks.cost, owner_limit=1000
+    )
+    racers = 50
+    task_ids = []
+    for _ in range(racers):
+        task, events = new_task()
+        tasks.create(A, task, events, dialect="v1.0")
+        task_ids.append(task.id)
+    start = threading.Barrier(racers)
+
+    def put(n: int) -> None:
+        start.wait(timeout=10)
+        configs.put(A, config("c", task_id=task_ids[n]), dialect="1.0", limit=10)
+
+    with ThreadPoolExecutor(racers) as pool:
+        list(pool.map(put, range(racers)))
+    assert all(len(configs.list(A, task_id)) == 1 for task_id in task_ids)
