@@ -24,6 +24,7 @@ frees its slot.
 from __future__ import annotations
 
 import asyncio
+import queue
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -74,12 +75,11 @@ class Front:
         request = await self.request(scope, receive)
         loop = asyncio.get_running_loop()
         answer = await loop.run_in_executor(self.pool, self._answer, request)
-        whole = answer.chunks is None
         bodiless = answer.status < 200 or answer.status in (204, 304)
         fields = [
             (n.lower().encode("latin-1"), v.encode("latin-1")) for n, v in answer.headers.items()
         ]
-        if whole and not bodiless:
+        if answer.chunks is None and not bodiless:
             fields.append((b"content-length", str(len(answer.body)).encode()))
         await send({"type": "http.response.start", "status": answer.status, "headers": fields})
         head = request.method == "HEAD"
@@ -107,40 +107,48 @@ class Front:
     async def _stream(
         self, chunks: Iterable[bytes], close: Callable[[], None], receive: Receive, send: Send
     ) -> None:
-        """Write a streamed answer: its chunks made on a pool thread (`_make`), each after the
-        one before was written, until the client leaves."""
+        """Write a streamed answer: its chunks made on a pool thread (`_make`), each handed
+        to the loop, written, and answered (go on, or stop: the client left) before the next
+        is made."""
         loop = asyncio.get_running_loop()
-        gone = asyncio.Event()
+        ready: asyncio.Queue[bytes | None] = asyncio.Queue()  # the maker's chunks, then None
+        answers: queue.SimpleQueue[bool] = queue.SimpleQueue()  # one to each chunk
 
-        async def watch() -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            gone.set()
+        def written(chunk: bytes) -> bool:  # on the pool thread
+            loop.call_soon_threadsafe(ready.put_nowait, chunk)
+            return answers.get()
 
-        async def write(chunk: bytes) -> bool:
-            """Write one chunk; False once the client left (or the request was cancelled)."""
-            if gone.is_set():
-                return False
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            return True
-
-        def written(chunk: bytes) -> bool:  # on the pool thread: one hand-over a chunk
-            return asyncio.run_coroutine_threadsafe(write(chunk), loop).result()
-
-        watcher = asyncio.ensure_future(watch())
         made = loop.run_in_executor(self.pool, _make, chunks, close, written)
+        made.add_done_callback(lambda _: ready.put_nowait(None))
+        left = asyncio.ensure_future(_disconnect(receive))
+        chunk: bytes | None = b""
         try:
-            await asyncio.shield(made)
+            while (chunk := await ready.get()) is not None:
+                going = False
+                try:
+                    if not left.done():
+                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                        going = True
+                finally:
+                    answers.put(going)  # the one answer to this chunk, however its write went
         finally:
-            # However this ends (the client gone, the server cancelling the request at its
-            # shutdown), the maker hears it at its next chunk, and the loop waits for it to
-            # close the stream: the loop outlives every write it is asked for.
-            left = gone.is_set()
-            gone.set()
-            watcher.cancel()
-            await asyncio.wait([made])
-        if not left:
+            # However the writing ended (the server cancelling the request at its shutdown),
+            # the maker is told to stop at its next chunk and closes the stream; the loop
+            # waits for that, so every chunk handed to it is answered.
+            gone = left.done()
+            left.cancel()
+            while chunk is not None:
+                if (chunk := await ready.get()) is not None:
+                    answers.put(False)
+        await made  # what the app's stream raised, if it did
+        if not gone:
             await send({"type": "http.response.body", "body": b""})
+
+
+async def _disconnect(receive: Receive) -> None:
+    """Until the client went away."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 def _make(

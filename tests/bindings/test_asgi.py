@@ -111,11 +111,15 @@ class Chunks:
         self.closed_on = threading.get_ident()
 
 
-def stream(count: int, method: str = "GET", leave_after: int | None = None) -> Any:
-    """Serve a stream of `count` chunks; the client leaves after `leave_after` of them."""
+def stream(
+    count: int, method: str = "GET", leave_after: int | None = None, cancel_after: int | None = None
+) -> Any:
+    """Serve a stream of `count` chunks; the client leaves after `leave_after` of them, or
+    the server cancels the request after `cancel_after`."""
     sent: list[Message] = []
     chunks = Chunks(count, sent)
     left = asyncio.Event()
+    cancel = asyncio.Event()
 
     def app(request: Request) -> Answer:
         return Answer(
@@ -132,11 +136,23 @@ def stream(count: int, method: str = "GET", leave_after: int | None = None) -> A
 
     async def send(message: Message) -> None:
         sent.append(message)
-        if leave_after is not None and sum(1 for m in sent if m.get("more_body")) == leave_after:
+        written = sum(1 for m in sent if m.get("more_body"))
+        if written == leave_after:
             left.set()
+        if written == cancel_after:
+            cancel.set()
 
-    front = Front(lambda: app, 2, 100)
-    asyncio.run(front(scope(method), receive, send))
+    async def serve() -> None:
+        served = asyncio.ensure_future(Front(lambda: app, 2, 100)(scope(method), receive, send))
+        await asyncio.wait(
+            [served, asyncio.ensure_future(cancel.wait())], return_when="FIRST_COMPLETED"
+        )
+        if cancel.is_set():
+            served.cancel()
+        await asyncio.wait([served])
+        assert served.cancelled() == cancel.is_set()
+
+    asyncio.run(serve())
     return sent, chunks
 
 
@@ -154,6 +170,14 @@ def test_a_client_that_leaves_ends_its_stream_at_the_next_chunk() -> None:
     assert [m["body"] for m in sent[1:]] == [b"0", b"1"]  # nothing after, not even the end
     assert len(chunks.written_before) == 3  # the next chunk was made, and not written
     assert chunks.closed_on in chunks.threads
+
+
+def test_a_request_the_server_cancels_ends_its_stream_on_its_own_thread() -> None:
+    """As uvicorn cancels what is still running at its shutdown: the maker is told to stop
+    at its next chunk, closes the stream there, and the request ends after it."""
+    sent, chunks = stream(100, cancel_after=3)
+    assert [m["body"] for m in sent[1:]] == [b"0", b"1", b"2"]
+    assert len(chunks.written_before) <= 5 and chunks.closed_on in chunks.threads
 
 
 def test_a_head_s_stream_is_closed_unread() -> None:
