@@ -9,7 +9,9 @@ not load or a misspelt declaration stops start-up whichever function this is, in
 failing its first request.
 
 All three are served on functions-framework's ASGI stack (uvicorn's event loop; their
-apps run on the function's own threads: shared/bindings/asgi.py).
+apps run on the function's own threads: shared/bindings/asgi.py). Each function returns its
+front, an ASGI app, which functions-framework then calls with the request's scope, receive
+and send: the front reads the request itself.
 
 SIGTERM (Cloud Run's notice before it stops an instance) and Ctrl-C stop what this process
 built at once: its streams end within a second, cleanly (their clients resume elsewhere with
@@ -38,7 +40,7 @@ from uvicorn_worker import UvicornWorker  # type: ignore[import-untyped]
 from shared import observability
 from shared.agent import load_handler_module
 from shared.app import build, build_deliver, build_worker
-from shared.bindings.asgi import Answer, Front
+from shared.bindings.asgi import Front
 from shared.bindings.http import HttpApp
 from shared.settings import Settings
 
@@ -116,19 +118,24 @@ _worker_front = Front(_worker, _SETTINGS.threads, _SETTINGS.max_body_bytes)
 _deliver_front = Front(_deliver, _SETTINGS.threads, _SETTINGS.max_body_bytes)
 
 
-@functions_framework.aio.http
-async def a2a(request: Request) -> Answer:
-    return await _a2a_front(request)
+# functions-framework awaits what an `aio` function returns as `response(scope, receive,
+# send)` (starlette's request_response): the front is that callable, a plain ASGI app that
+# reads the request from the scope itself, so nothing of Starlette's request or response is
+# built. (Its annotation names Starlette's Response, the usual such callable: hence the
+# ignores.)
+@functions_framework.aio.http  # type: ignore[arg-type]
+async def a2a(request: Request) -> Front:
+    return _a2a_front
 
 
-@functions_framework.aio.http
-async def worker(request: Request) -> Answer:
-    return await _worker_front(request)
+@functions_framework.aio.http  # type: ignore[arg-type]
+async def worker(request: Request) -> Front:
+    return _worker_front
 
 
-@functions_framework.aio.http
-async def deliver(request: Request) -> Answer:
-    return await _deliver_front(request)
+@functions_framework.aio.http  # type: ignore[arg-type]
+async def deliver(request: Request) -> Front:
+    return _deliver_front
 
 
 # functions-framework imports this module in gunicorn's arbiter, then forks the worker that

@@ -1,8 +1,10 @@
-"""Shared fixtures: the app in process (fast) and as a real functions-framework server."""
+"""Shared fixtures: the app in process, through its front (fast), and as a real
+functions-framework server."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import socket
@@ -16,7 +18,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import flask
+import httpx
 import hypothesis
 import pytest
 import requests
@@ -24,15 +26,16 @@ import requests
 from emulator.cloud_tasks import TasksEmulator
 from emulator.firestore import FirestoreEmulator
 from shared.app import build
+from shared.bindings.asgi import App, Front
 from shared.bindings.http import HttpApp
 from shared.model import StatusUpdate, TaskState
 from shared.ports import TaskStore
 from shared.settings import Settings
 from shared.store.memory import MemoryTaskStore
+from tests.asgi_transport import AsgiTransport, HttpClient
 
 if TYPE_CHECKING:
     from google.cloud.tasks_v2 import CloudTasksClient
-    from werkzeug.test import TestResponse
 
 # The emulator fixtures: firestore_emulator, clean_firestore, tasks_emulator, tasks_client.
 pytest_plugins = ["emulator.pytest_plugin"]
@@ -44,34 +47,55 @@ hypothesis.settings.register_profile("suite", derandomize=True, deadline=None)
 hypothesis.settings.register_profile("explore", deadline=None)
 hypothesis.settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
+# httpx logs each request it sends at INFO: an in-process client's would mix with the lines
+# the app logs, which tests read.
+logging.getLogger("httpx").setLevel(logging.WARNING)
+
 ROOT = Path(__file__).resolve().parent.parent
 FUNCTIONS_FRAMEWORK = Path(sys.executable).with_name("functions-framework")
 
 
-def flask_app(app: HttpApp) -> flask.Flask:
-    """A Flask app routing every path to `app`, as functions-framework does."""
-    web = flask.Flask("a2a-test")
-    methods = ["GET", "POST", "PUT", "DELETE", "HEAD", "PATCH"]
+# What every answer of an in-process client is checked by, for the test's length (the
+# schema_checked fixture adds the schema's check).
+CHECKS: list[Callable[[httpx.Response], None]] = []
 
-    @web.route("/", defaults={"path": ""}, methods=methods)
-    @web.route("/<path:path>", methods=methods)
-    def _all(path: str) -> flask.Response:
-        return app(flask.request)
 
-    return web
+class _Checked(httpx.BaseTransport):
+    """A transport whose every answer passes CHECKS before the test sees it (a stream's as
+    the test reads it: a check wraps the answer's stream)."""
+
+    def __init__(self, inner: httpx.BaseTransport) -> None:
+        self.inner = inner
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = self.inner.handle_request(request)
+        for check in CHECKS:
+            check(response)
+        return response
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def served(app: App, settings: Settings | None = None) -> HttpClient:
+    """An httpx client of `app` served as a function serves it (its front,
+    shared.bindings.asgi, with the settings' threads and body limit), in process."""
+    settings = settings or Settings()
+    front = Front(lambda: app, settings.threads, settings.max_body_bytes)
+    return HttpClient(transport=_Checked(AsgiTransport(front)), base_url="http://localhost")
 
 
 class Client:
-    """A JSON-RPC caller over a Flask test client."""
+    """A JSON-RPC caller of an `a2a` app, through its front in process."""
 
     def __init__(self, app: HttpApp) -> None:
         self.app = app
-        self.http = flask_app(app).test_client()
+        self.http = served(app, app.settings)
 
     def post(self, body: Any, headers: dict[str, str] | None = None, path: str = "/") -> Any:
         data = body if isinstance(body, bytes | str) else json.dumps(body)
         hdrs = {"Content-Type": "application/json", **(headers or {})}
-        return self.http.post(path, data=data, headers=hdrs)
+        return self.http.post(path, content=data, headers=hdrs)
 
     def rpc(
         self,
@@ -89,8 +113,8 @@ class Client:
         if version is not None:
             hdrs["A2A-Version"] = version
         response = self.post(body, hdrs)
-        assert response.status_code == 200, response.data
-        payload: dict[str, Any] = response.get_json()
+        assert response.status_code == 200, response.content
+        payload: dict[str, Any] = response.json()
         return payload
 
     def result(self, method: str, params: Any = None, **kwargs: Any) -> Any:
@@ -119,6 +143,7 @@ def make_client() -> Iterator[Callable[..., Client]]:
 
     yield make
     for client in made:
+        client.http.close()  # answers a test left open: their clients go away
         client.app.close()
 
 
@@ -128,21 +153,15 @@ def client(make_client: Callable[..., Client]) -> Client:
 
 
 @pytest.fixture
-def schema_checked(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every answer a test gets through a Flask test client is checked against its version's
-    official schema (`tests/schema.py`) before the test sees it; stream frames as it reads."""
-    from flask.testing import FlaskClient
-
+def schema_checked() -> Iterator[None]:
+    """Every answer a test gets through an in-process client is checked against its
+    version's official schema (`tests/schema.py`) before the test sees it; stream frames as
+    it reads them."""
     from tests import schema
 
-    original = FlaskClient.open
-
-    def checked_open(self: FlaskClient, *args: Any, **kwargs: Any) -> TestResponse:
-        response: TestResponse = original(self, *args, **kwargs)
-        schema.check(response)
-        return response
-
-    monkeypatch.setattr(FlaskClient, "open", checked_open)
+    CHECKS.append(schema.check)
+    yield
+    CHECKS.remove(schema.check)
 
 
 SA = "a2a-tasks@demo-a2a-functions.iam.gserviceaccount.com"  # whose Cloud Tasks tokens count

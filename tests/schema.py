@@ -1,6 +1,7 @@
 """Every answer valid in its version's official schema, checked as the tests receive it.
 
-`check(response)` looks at one Flask test response and the request that made it: a 1.0
+`check(response)` looks at one answer of an in-process client (httpx) and the request that
+made it: a 1.0
 answer (a 1.0 JSON-RPC method, or an HTTP+JSON route) is parsed into the official SDK's
 protobuf types with unknown fields rejected; a 0.3 answer is validated against the v0.3 JSON
 schema (`tests/schemas/`), or, from 0.3's HTTP+JSON routes (`/v1/...`), parsed into the
@@ -8,7 +9,7 @@ SDK's v0.3 protobuf types (`a2a.compat.v0_3`) with unknown fields rejected; a 0.
 (no schema is vendored for 0.1) has its data parts
 checked to be objects, as 0.1 clients parse them. An event stream is checked frame by frame
 as the test reads it. The `schema_checked` fixture (tests/conftest.py) applies it to every
-request a test makes through the Flask test client.
+request a test makes through an in-process client (the transport's answers).
 """
 
 from __future__ import annotations
@@ -18,18 +19,20 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
+import httpx
 import jsonschema
 from a2a.compat.v0_3 import a2a_v0_3_pb2
 from a2a.types import a2a_pb2
 from google.protobuf import any_pb2, empty_pb2, json_format
 from google.protobuf.message import Message as ProtoMessage
 from google.rpc import code_pb2, error_details_pb2  # noqa: F401 - registers the details' types
-from werkzeug.test import TestResponse
 
 from shared.bindings import rest, rest_v0_3
-from shared.bindings.json_http import content_type_error
+from shared.bindings.json_http import content_type_error, media_type
 from shared.dialects.registry import METHODS
+from tests.asgi_transport import target
 
 # The names a google.rpc.Status's `status` may take (OK, NOT_FOUND, ...).
 GRPC_CODES = frozenset(code_pb2.Code.DESCRIPTOR.values_by_name)
@@ -227,19 +230,18 @@ def rest_route(method: str, path: str) -> tuple[rest.Route, bool] | None:
     return None
 
 
-def _odd_path(request: Any) -> bool:
+def _odd_path(raw: str, path: str) -> bool:
     """A path with a `.` or `..` segment or an encoded slash, which no route takes (the
     server refuses it rather than serve JSON-RPC there)."""
-    raw = request.environ.get("RAW_URI") or request.environ.get("REQUEST_URI") or ""
-    dots = any(segment in (".", "..") for segment in request.path.split("/"))
-    return dots or "%2f" in raw.split("?", 1)[0].lower()
+    dots = any(segment in (".", "..") for segment in path.split("/"))
+    return dots or "%2f" in raw.lower()
 
 
-def _frames(chunks: Iterable[bytes | str]) -> Iterator[tuple[bytes | str, list[Any]]]:
+def _frames(chunks: Iterable[bytes]) -> Iterator[tuple[bytes, list[Any]]]:
     """Each chunk as it arrives, with the JSON of the events it completes."""
     buffer = ""
     for chunk in chunks:
-        buffer += chunk.decode() if isinstance(chunk, bytes) else chunk
+        buffer += chunk.decode()
         *complete, buffer = buffer.split("\n\n")
         events = []
         for block in complete:
@@ -251,34 +253,41 @@ def _frames(chunks: Iterable[bytes | str]) -> Iterator[tuple[bytes | str, list[A
         yield chunk, events
 
 
-class _CheckedStream(Iterable[bytes]):
-    """An app iterator that checks each frame as the test reads it; closing it closes the app's
-    (the server frees its stream slot there)."""
+class _CheckedStream(httpx.SyncByteStream):
+    """An answer's body that checks each frame as the test reads it (`each`), or the whole
+    body once read (`whole`); closing it closes the answer's (the client goes away)."""
 
-    def __init__(self, inner: Any, check_one: Callable[[Any], None]) -> None:
+    def __init__(
+        self,
+        inner: httpx.SyncByteStream,
+        each: Callable[[Any], None] | None = None,
+        whole: Callable[[bytes], None] | None = None,
+    ) -> None:
         self.inner = inner
-        self.frames = _frames(inner)
-        self.check_one = check_one
+        self.each = each
+        self.whole = whole
 
     def __iter__(self) -> Iterator[bytes]:
-        for chunk, events in self.frames:
-            for event in events:
-                self.check_one(event)
-            yield chunk.encode() if isinstance(chunk, str) else chunk
+        if self.each is not None:
+            for chunk, events in _frames(self.inner):
+                for event in events:
+                    self.each(event)
+                yield chunk
+        else:
+            read = b""
+            for chunk in self.inner:
+                read += chunk
+                yield chunk
+            if self.whole is not None:
+                self.whole(read)
 
     def close(self) -> None:
-        close = getattr(self.inner, "close", None)
-        if close is not None:
-            close()
+        self.inner.close()
 
 
-def _request_body(response: TestResponse) -> Any:
-    stream = response.request.environ.get("wsgi.input")
-    if stream is None or not hasattr(stream, "seek"):
-        return None
-    stream.seek(0)
+def _request_body(request: httpx.Request) -> Any:
     try:
-        return json.loads(stream.read() or b"null")
+        return json.loads(request.content or b"null")
     except ValueError:
         return None
 
@@ -308,14 +317,17 @@ def _method_of(request: Any, answer: Any) -> str | None:
     return method if valid else None
 
 
-def check(response: TestResponse) -> None:
+def check(response: httpx.Response) -> None:
     """Check `response` in the schema of the version that answered it (a card, the seeds'
-    `GET /sse` and non-A2A paths are not A2A answers: left alone)."""
+    `GET /sse` and non-A2A paths are not A2A answers: left alone), as its body is read."""
     request = response.request
     if request.method == "HEAD":
         return  # no body to check
     header_version = request.headers.get("A2A-Version")
-    route = rest_route(request.method, request.path)
+    media = media_type(response.headers.get("Content-Type"))
+    raw = target(request).partition(b"?")[0].decode()
+    path = "/" + unquote(raw).lstrip("/")  # as the server reads it (shared.bindings.wire)
+    route = rest_route(request.method, path)
     if route is not None:
         operation, v0_3 = route[0].operation, route[1]
 
@@ -325,33 +337,38 @@ def check(response: TestResponse) -> None:
             else:
                 check_rest_answer(answer, operation)
 
-    elif _odd_path(request):  # refused before any route: the HTTP face's google.rpc Status
+    elif _odd_path(raw, path):  # refused before any route: the HTTP face's google.rpc Status
 
         def check_one(answer: Any) -> None:
             check_rest_answer(answer, "none")
 
-    elif "/v1/" in request.path:  # no JSON-RPC there: the 0.3 binding's not-found error
+    elif "/v1/" in path:  # no JSON-RPC there: the 0.3 binding's not-found error
 
         def check_one(answer: Any) -> None:
             check_rest_v0_3_answer(answer, "none")
 
-    elif request.method == "POST" and response.mimetype in (
-        "application/json",
-        "text/event-stream",
-    ):
+    elif request.method == "POST" and media in ("application/json", "text/event-stream"):
         # The method's dialect answers only a body that was read: not one declared as other
         # than JSON, nor one over the size limit (413); the header's dialect answers those.
-        readable = content_type_error(request.content_type) is None and response.status_code != 413
-        body = _request_body(response) if readable else None
+        readable = (
+            content_type_error(request.headers.get("Content-Type")) is None
+            and response.status_code != 413
+        )
+        body = _request_body(request) if readable else None
 
         def check_one(answer: Any) -> None:
             check_rpc_answer(answer, _method_of(body, answer), header_version)
 
     else:
         return
-    if response.mimetype == "text/event-stream":
-        response.response = _CheckedStream(response.response, check_one)
-    elif response.mimetype == "application/json":
-        answer = response.get_json()
-        for one in answer if isinstance(answer, list) and route is None else [answer]:
-            check_one(one)
+    assert isinstance(response.stream, httpx.SyncByteStream)
+    if media == "text/event-stream":
+        response.stream = _CheckedStream(response.stream, each=check_one)
+    elif media == "application/json":
+
+        def check_whole(body: bytes) -> None:
+            answer = json.loads(body)
+            for one in answer if isinstance(answer, list) and route is None else [answer]:
+                check_one(one)
+
+        response.stream = _CheckedStream(response.stream, whole=check_whole)

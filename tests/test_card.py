@@ -19,11 +19,11 @@ def test_card_is_served_at_every_well_known_path(client: Client, path: str) -> N
     response = client.http.get(path)
     assert response.status_code == 200
     assert response.headers["Content-Type"] == "application/json"
-    assert response.get_json()["name"] == "a2a-functions sample agent"
+    assert response.json()["name"] == "a2a-functions sample agent"
 
 
 def test_hybrid_card_has_v1_and_v03_fields(client: Client) -> None:
-    card = client.http.get(PATHS[0]).get_json()
+    card = client.http.get(PATHS[0]).json()
     assert card["supportedInterfaces"] == [
         {"url": "http://localhost/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
         {"url": "http://localhost/", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
@@ -56,7 +56,7 @@ def test_hybrid_card_has_v1_and_v03_fields(client: Client) -> None:
 
 
 def test_strict_v1_card_for_closed_schemas(make_client: Any) -> None:
-    card = make_client(card_style="v1").http.get(PATHS[0]).get_json()
+    card = make_client(card_style="v1").http.get(PATHS[0]).json()
     allowed = {
         "capabilities", "defaultInputModes", "defaultOutputModes", "description",
         "documentationUrl", "iconUrl", "name", "provider", "securityRequirements",
@@ -75,7 +75,7 @@ def test_settings_override_the_modules_identity(make_client: Any) -> None:
             documentation_url="https://example.com/docs",
         )
         .http.get(PATHS[0])
-        .get_json()
+        .json()
     )
     assert card["name"] == "Ops bot"
     assert card["version"] == "2.1.0"
@@ -85,13 +85,13 @@ def test_settings_override_the_modules_identity(make_client: Any) -> None:
 
 def test_url_follows_the_proxy(client: Client) -> None:
     headers = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "agent.example.com, inner"}
-    card = client.http.get(PATHS[0], headers=headers).get_json()
+    card = client.http.get(PATHS[0], headers=headers).json()
     assert card["url"] == "https://agent.example.com/"
     assert {i["url"] for i in card["supportedInterfaces"]} == {"https://agent.example.com/"}
 
 
 def test_public_url_setting_wins(make_client: Any) -> None:
-    card = make_client(public_url="https://a2a.example.com/agent").http.get(PATHS[0]).get_json()
+    card = make_client(public_url="https://a2a.example.com/agent").http.get(PATHS[0]).json()
     assert card["url"] == "https://a2a.example.com/agent"
 
 
@@ -103,7 +103,7 @@ def test_caching_headers_and_304(client: Client) -> None:
     assert first.headers["Last-Modified"].endswith("GMT")
     again = client.http.get(PATHS[0], headers={"If-None-Match": etag})
     assert again.status_code == 304
-    assert again.data == b""
+    assert again.content == b""
     assert again.headers["ETag"] == etag
     since = client.http.get(PATHS[0], headers={"If-Modified-Since": first.headers["Last-Modified"]})
     assert since.status_code == 304
@@ -163,7 +163,7 @@ SCHEMES: dict[str, tuple[str, str, dict[str, str], dict[str, str], list[str]]] =
 def test_the_card_names_the_modes_scheme_in_each_style(
     make_client: Any, mode: str, style: str
 ) -> None:
-    card = make_client(card_style=style, **MODES[mode]).http.get(PATHS[0]).get_json()
+    card = make_client(card_style=style, **MODES[mode]).http.get(PATHS[0]).json()
     name, member, fields, v03, scopes = SCHEMES[mode]
     scheme = card["securitySchemes"][name]
     assert list(card["securitySchemes"]) == [name]
@@ -181,7 +181,7 @@ def test_the_card_names_the_modes_scheme_in_each_style(
 
 @pytest.mark.parametrize("style", ["hybrid", "v1"])
 def test_no_auth_means_no_scheme(make_client: Any, style: str) -> None:
-    card = make_client(card_style=style).http.get(PATHS[0]).get_json()
+    card = make_client(card_style=style).http.get(PATHS[0]).json()
     assert not {"securitySchemes", "securityRequirements", "security"} & card.keys()
 
 
@@ -192,7 +192,7 @@ MEMBERS = "tests.handlers.members"
 @pytest.mark.parametrize("style", ["hybrid", "v1"])
 def test_the_public_card_announces_the_extended_card(make_client: Any, style: str) -> None:
     client = make_client(handler=MEMBERS, card_style=style, **MODES["api-key"])
-    card = client.http.get(PATHS[0]).get_json()
+    card = client.http.get(PATHS[0]).json()
     assert card["capabilities"]["extendedAgentCard"] is True
     assert card.get("supportsAuthenticatedExtendedCard") is (True if style == "hybrid" else None)
     assert [s["id"] for s in card["skills"]] == ["hello"]  # the public card keeps it private
@@ -200,15 +200,15 @@ def test_the_public_card_announces_the_extended_card(make_client: Any, style: st
 
 def test_the_extended_card_adds_the_members_skills_in_every_binding(make_client: Any) -> None:
     client = make_client(handler=MEMBERS, **MODES["api-key"])
-    hybrid = client.http.get(PATHS[0]).get_json()  # the public card (hybrid by default)
+    hybrid = client.http.get(PATHS[0]).json()  # the public card (hybrid by default)
     strict = make_client(handler=MEMBERS, card_style="v1", **MODES["api-key"])
-    v1 = strict.http.get(PATHS[0]).get_json()
+    v1 = strict.http.get(PATHS[0]).json()
     # Each version gets the card form it reads: 1.0 the strict v1.0 card, 0.3 the hybrid one.
     answers = [
         (client.result("GetExtendedAgentCard", {}, version="1.0", headers=KEY), v1),
         (client.result("agent/getAuthenticatedExtendedCard", headers=KEY), hybrid),
         (
-            client.http.get("/extendedAgentCard", headers={**KEY, "A2A-Version": "1.0"}).get_json(),
+            client.http.get("/extendedAgentCard", headers={**KEY, "A2A-Version": "1.0"}).json(),
             v1,
         ),
     ]
@@ -233,9 +233,9 @@ def test_the_extended_card_is_refused_without_credentials(make_client: Any) -> N
         response = client.http.get("/extendedAgentCard", headers=headers)
         assert response.status_code == 401
         assert response.headers["WWW-Authenticate"] == 'ApiKey header="X-API-Key"'
-        assert "vault" not in response.get_data(as_text=True)
+        assert "vault" not in response.text
         rpc = client.post({"jsonrpc": "2.0", "id": 1, "method": "GetExtendedAgentCard"}, headers)
-        assert rpc.status_code == 401 and "vault" not in rpc.get_data(as_text=True)
+        assert rpc.status_code == 401 and "vault" not in rpc.text
 
 
 @pytest.mark.parametrize(
@@ -246,7 +246,7 @@ def test_without_auth_or_members_skills_there_is_no_extended_card(
     make_client: Any, handler: str, settings: dict[str, Any]
 ) -> None:
     client = make_client(handler=handler, **settings)
-    card = client.http.get(PATHS[0]).get_json()
+    card = client.http.get(PATHS[0]).json()
     assert "extendedAgentCard" not in card["capabilities"]
     assert "supportsAuthenticatedExtendedCard" not in card
     assert "vault" not in json.dumps(card)
@@ -256,4 +256,4 @@ def test_without_auth_or_members_skills_there_is_no_extended_card(
     assert client.error("agent/getAuthenticatedExtendedCard", headers=headers)["code"] == -32004
     rest = client.http.get("/extendedAgentCard", headers={**headers, "A2A-Version": "1.0"})
     assert rest.status_code == 400
-    assert rest.get_json()["error"]["details"][0]["reason"] == "UNSUPPORTED_OPERATION"
+    assert rest.json()["error"]["details"][0]["reason"] == "UNSUPPORTED_OPERATION"

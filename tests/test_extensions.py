@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx
 import pytest
 from a2a.types import a2a_pb2
 from hypothesis import given
 from hypothesis import strategies as st
-from werkzeug.test import TestResponse
 
 from shared import extensions
 from shared.agent import Extension
@@ -143,15 +143,15 @@ def _v03_message(text: str) -> dict[str, Any]:
     }
 
 
-def _rpc(client: Client, method: str, params: Any, **headers: str) -> TestResponse:
+def _rpc(client: Client, method: str, params: Any, **headers: str) -> httpx.Response:
     body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-    response: TestResponse = client.post(body, headers)
+    response: httpx.Response = client.post(body, headers)
     return response
 
 
-def _rest(client: Client, path: str, body: Any, **headers: str) -> TestResponse:
+def _rest(client: Client, path: str, body: Any, **headers: str) -> httpx.Response:
     hdrs = {"Content-Type": "application/json", **V1, **headers}
-    return client.http.post(path, data=json.dumps(body), headers=hdrs)
+    return client.http.post(path, content=json.dumps(body), headers=hdrs)
 
 
 def _artifact_text(task: dict[str, Any]) -> str:
@@ -170,7 +170,7 @@ def agent(make_client: Any) -> Client:
 
 def test_jsonrpc_1_0_activates_echoes_and_hands_the_turn_its_extensions(agent: Client) -> None:
     response = _rpc(agent, "SendMessage", {"message": _message("hi")}, **V1, **ASKED)
-    task = response.get_json()["result"]["task"]
+    task = response.json()["result"]["task"]
     assert _artifact_text(task) == "\n".join(sorted([REQUIRED, OPTIONAL]))
     # The activated ones, in the card's order; the unknown one is ignored, not echoed.
     assert response.headers["A2A-Extensions"] == f"{REQUIRED},{OPTIONAL}"
@@ -184,7 +184,7 @@ def test_an_optional_extension_not_asked_for_is_simply_inactive(agent: Client) -
     response = _rpc(
         agent, "SendMessage", {"message": _message("hi")}, **V1, **{"A2A-Extensions": REQUIRED}
     )
-    assert _artifact_text(response.get_json()["result"]["task"]) == REQUIRED
+    assert _artifact_text(response.json()["result"]["task"]) == REQUIRED
     assert response.headers["A2A-Extensions"] == REQUIRED
 
 
@@ -203,15 +203,17 @@ def test_a_message_without_a_required_extension_is_refused_with_32008(
     unknown_only = {"A2A-Extensions": "urn:unknown:x", "X-A2A-Extensions": OPTIONAL}
     for asked in ({}, unknown_only):
         response = _rpc(agent, method, params, **headers, **asked)
-        assert response.status_code == 200 and response.mimetype == "application/json"
-        error = response.get_json()["error"]
+        assert (
+            response.status_code == 200 and response.headers["Content-Type"] == "application/json"
+        )
+        error = response.json()["error"]
         assert error["code"] == -32008
         assert REQUIRED in error["message"]
         header = "A2A-Extensions" if method[0].isupper() else "X-A2A-Extensions"
         assert f"send {header}: {REQUIRED}" in error["message"]
     if method[0].isupper():  # 1.0: the ErrorInfo names the reason
         assert error["data"][0]["reason"] == "EXTENSION_SUPPORT_REQUIRED"
-    assert agent.http.get("/tasks", headers=V1).get_json()["tasks"] == []  # nothing stored
+    assert agent.http.get("/tasks", headers=V1).json()["tasks"] == []  # nothing stored
 
 
 def test_a_v01_send_without_it_is_an_invalid_request(agent: Client) -> None:
@@ -224,7 +226,7 @@ def test_jsonrpc_0_3_reads_the_legacy_header_and_echoes_it(agent: Client) -> Non
     response = _rpc(
         agent, "message/send", {"message": _v03_message("hi")}, **{"X-A2A-Extensions": REQUIRED}
     )
-    result = response.get_json()["result"]
+    result = response.json()["result"]
     assert result["kind"] == "task" and _artifact_text(result) == REQUIRED
     assert response.headers["X-A2A-Extensions"] == REQUIRED
     assert "A2A-Extensions" not in response.headers
@@ -233,29 +235,29 @@ def test_jsonrpc_0_3_reads_the_legacy_header_and_echoes_it(agent: Client) -> Non
 def test_rest_activates_echoes_and_refuses_like_jsonrpc(agent: Client) -> None:
     served = _rest(agent, "/message:send", {"message": _message("hi")}, **ASKED)
     assert served.status_code == 200
-    assert _artifact_text(served.get_json()["task"]) == "\n".join(sorted([REQUIRED, OPTIONAL]))
+    assert _artifact_text(served.json()["task"]) == "\n".join(sorted([REQUIRED, OPTIONAL]))
     assert served.headers["A2A-Extensions"] == f"{REQUIRED},{OPTIONAL}"
     refused = _rest(agent, "/message:send", {"message": _message("hi")})
     assert refused.status_code == 400
-    error = refused.get_json()["error"]
+    error = refused.json()["error"]
     assert error["status"] == "FAILED_PRECONDITION"
     assert error["details"][0]["reason"] == "EXTENSION_SUPPORT_REQUIRED"
     streamed = _rest(agent, "/message:stream", {"message": _message("s")})
-    assert streamed.status_code == 400 and streamed.mimetype == "application/json"
+    assert streamed.status_code == 400 and streamed.headers["Content-Type"] == "application/json"
 
 
 def test_a_stream_echoes_its_extensions(agent: Client) -> None:
     response = _rest(agent, "/message:stream", {"message": _message("s")}, **ASKED)
     assert response.headers["Content-Type"].startswith("text/event-stream")
     assert response.headers["A2A-Extensions"] == f"{REQUIRED},{OPTIONAL}"
-    frames = [e.data for e in sse.parse(response.get_data(as_text=True))]
+    frames = [e.data for e in sse.parse(response.text)]
     artifact = next(f["artifactUpdate"]["artifact"] for f in frames if "artifactUpdate" in f)
     assert artifact["parts"][0]["text"] == "\n".join(sorted([REQUIRED, OPTIONAL]))
 
 
 def test_reads_are_not_refused(agent: Client) -> None:
     sent = _rpc(agent, "SendMessage", {"message": _message("hi")}, **V1, **ASKED)
-    task_id = sent.get_json()["result"]["task"]["id"]
+    task_id = sent.json()["result"]["task"]["id"]
     assert agent.result("GetTask", {"id": task_id}, version="1.0")["id"] == task_id
     listed = agent.http.get("/tasks", headers=V1)
     assert listed.status_code == 200 and "A2A-Extensions" not in listed.headers
@@ -264,7 +266,7 @@ def test_reads_are_not_refused(agent: Client) -> None:
 def test_a_turn_on_the_worker_sees_the_extensions_of_its_request(agent: Client) -> None:
     params = {"message": _message("later"), "configuration": {"returnImmediately": True}}
     response = _rpc(agent, "SendMessage", params, **V1, **{"A2A-Extensions": REQUIRED})
-    task_id = response.get_json()["result"]["task"]["id"]
+    task_id = response.json()["result"]["task"]["id"]
     wait_for_state(agent.app.service.ports.store, "anonymous", task_id, TaskState.COMPLETED)
     task = agent.result("GetTask", {"id": task_id}, version="1.0")
     assert _artifact_text(task) == REQUIRED
@@ -274,7 +276,7 @@ def test_an_agent_without_extensions_ignores_the_header(client: Client) -> None:
     response = _rpc(
         client, "SendMessage", {"message": _message("hi")}, **V1, **{"A2A-Extensions": "urn:x"}
     )
-    assert "result" in response.get_json()
+    assert "result" in response.json()
     assert "A2A-Extensions" not in response.headers
 
 
@@ -291,13 +293,13 @@ def test_a_header_over_its_limits_is_a_client_error_on_every_binding(
     header = {"A2A-Extensions": value}
     rpc = _rpc(agent, "SendMessage", {"message": _message("hi")}, **V1, **header)
     assert rpc.status_code == 400
-    error = rpc.get_json()["error"]
+    error = rpc.json()["error"]
     assert error["code"] == -32600 and "the limit is" in error["message"]
     rest = _rest(agent, "/message:send", {"message": _message("hi")}, **header)
     assert rest.status_code == 400
-    assert rest.get_json()["error"]["status"] == "INVALID_ARGUMENT"
+    assert rest.json()["error"]["status"] == "INVALID_ARGUMENT"
     seeds = agent.http.get("/sse?taskId=t", headers=header)
-    assert seeds.status_code == 400 and seeds.get_json()["error"]["code"] == -32600
+    assert seeds.status_code == 400 and seeds.json()["error"]["code"] == -32600
 
 
 def test_garbage_in_the_header_is_ignored(agent: Client) -> None:
@@ -306,7 +308,7 @@ def test_garbage_in_the_header_is_ignored(agent: Client) -> None:
         agent, "SendMessage", {"message": _message("hi")}, **V1, **{"A2A-Extensions": garbage}
     )
     assert response.status_code == 200
-    assert response.get_json()["error"]["code"] == -32008  # still missing the required one
+    assert response.json()["error"]["code"] == -32008  # still missing the required one
 
 
 # -- the card ------------------------------------------------------------------------------
@@ -314,7 +316,7 @@ def test_garbage_in_the_header_is_ignored(agent: Client) -> None:
 
 @pytest.mark.parametrize("style", ["hybrid", "v1"])
 def test_the_card_lists_the_extensions_in_every_style(make_client: Any, style: str) -> None:
-    card = make_client(handler=HANDLER, card_style=style).http.get(CARD).get_json()
+    card = make_client(handler=HANDLER, card_style=style).http.get(CARD).json()
     *declared, kit = card["capabilities"]["extensions"]
     assert kit["uri"] == extensions.DELIVERY_STATUS.uri  # the kit's own, after the module's
     assert declared == [
@@ -334,4 +336,4 @@ def test_the_card_lists_the_extensions_in_every_style(make_client: Any, style: s
 
 def test_a_card_without_extensions_has_no_list(make_client: Any) -> None:
     client = make_client(push_notifications=False)  # the kit's extension comes with push
-    assert "extensions" not in client.http.get(CARD).get_json()["capabilities"]
+    assert "extensions" not in client.http.get(CARD).json()["capabilities"]

@@ -234,9 +234,9 @@ def test_rest_path_ids_are_checked(client: Client, bad: str) -> None:
         ("GET", f"/tasks/t/pushNotificationConfigs/{bad}"),
         ("DELETE", f"/tasks/t/pushNotificationConfigs/{bad}"),
     ):
-        response = client.http.open(path, method=method, headers={"A2A-Version": "1.0"})
-        assert response.status_code == 400, (method, path, response.data)
-        message = response.get_json()["error"]["message"]
+        response = client.http.request(method, path, headers={"A2A-Version": "1.0"})
+        assert response.status_code == 400, (method, path, response.content)
+        message = response.json()["error"]["message"]
         assert message.startswith("Invalid parameters: 'params.") and message.endswith(ids.RULE)
 
 

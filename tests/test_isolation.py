@@ -178,7 +178,7 @@ def rpc(method: str, params: Params, version: str | None = None) -> Probe:
         body = {"jsonrpc": "2.0", "id": 7, "method": method, "params": params(world, ids)}
         headers = {**world.as_b, **({"A2A-Version": version} if version else {})}
         response = world.client.post(body, headers)
-        return response.status_code, response.data
+        return response.status_code, response.content
 
     return probe
 
@@ -189,8 +189,8 @@ def rest(method: str, path: str, body: Params | None = None) -> Probe:
         url = path.format(task=task, context=context, config=config)
         data = None if body is None else json.dumps(body(world, ids))
         headers = {**world.as_b, "A2A-Version": "1.0", "Content-Type": "application/json"}
-        response = world.client.http.open(url, method=method, data=data, headers=headers)
-        return response.status_code, response.data
+        response = world.client.http.request(method, url, content=data, headers=headers)
+        return response.status_code, response.content
 
     return probe
 

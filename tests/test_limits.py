@@ -41,9 +41,9 @@ def refused(client: Client, params: dict[str, Any], setting: str, field: str) ->
     assert error["code"] == -32602, error
     assert setting in error["message"]
     assert error["data"][0]["fieldViolations"][0]["field"] == f"params.{field}"
-    response = client.http.post("/message:send", data=json.dumps(params), headers=V1)
+    response = client.http.post("/message:send", content=json.dumps(params), headers=V1)
     assert response.status_code == 400
-    status = response.get_json()["error"]
+    status = response.json()["error"]
     assert status["status"] == "INVALID_ARGUMENT" and setting in status["message"]
     assert status["details"][1]["fieldViolations"][0]["field"] == f"params.{field}"
     return str(error["message"])
@@ -226,7 +226,7 @@ def _probe(path: str) -> None:
     response = client.post(data, {"A2A-Version": "1.0"})
     peak = _status_kib("VmHWM")
     growth = (peak - resident) * 1024
-    error = response.get_json().get("error")
+    error = response.json().get("error")
     print(json.dumps({"body": len(data), "growth": growth, "error": error}))
     client.app.close()
 

@@ -47,13 +47,11 @@ def new_task(client: Client, text: str = "new phone", **headers: str) -> str:
 
 
 def test_card_says_push_when_enabled(push: Client, make_client: Any) -> None:
-    assert push.http.get("/.well-known/agent-card.json").get_json()["capabilities"][
-        "pushNotifications"
-    ]
+    assert push.http.get("/.well-known/agent-card.json").json()["capabilities"]["pushNotifications"]
     assert (
         not make_client(push_notifications=False)
         .http.get("/.well-known/agent-card.json")
-        .get_json()["capabilities"]["pushNotifications"]
+        .json()["capabilities"]["pushNotifications"]
     )
 
 
@@ -322,7 +320,7 @@ def test_configs_per_task_are_limited_by_the_setting(two_per_task: Client) -> No
         headers={"A2A-Version": "1.0"},
     )
     assert response.status_code == 400
-    assert response.get_json()["error"]["message"] == LIMIT_MESSAGE.format(task=task_id)
+    assert response.json()["error"]["message"] == LIMIT_MESSAGE.format(task=task_id)
     # Replacing one is no new config; after a delete there is room again.
     replaced = {"taskId": task_id, "id": "c1", "url": HOOK + "/new"}
     assert push.result("CreateTaskPushNotificationConfig", replaced, version="1.0")["url"].endswith(
@@ -441,7 +439,7 @@ def test_a_v1_client_sees_the_failure_when_it_activates_the_kits_extension(push:
     body = {"jsonrpc": "2.0", "id": 1, "method": "GetTaskPushNotificationConfig"}
     response = push.post({**body, "params": {"taskId": task_id, "id": "c1"}}, {**V1, **ask})
     assert response.headers["A2A-Extensions"] == DELIVERY_STATUS.uri  # activated: echoed
-    got = response.get_json()["result"]
+    got = response.json()["result"]
     assert got == {
         "id": "c1",
         "taskId": task_id,
@@ -456,18 +454,18 @@ def test_a_v1_client_sees_the_failure_when_it_activates_the_kits_extension(push:
     )
     assert listed["configs"] == [got, {"id": "c2", "taskId": task_id, "url": HOOK}]
     rest = push.http.get(f"/tasks/{task_id}/pushNotificationConfigs/c1", headers={**V1, **ask})
-    assert rest.get_json() == got
+    assert rest.json() == got
     # Not activated: the strict 1.0 shape, whatever else the header names.
     plain = push.http.get(
         f"/tasks/{task_id}/pushNotificationConfigs/c1", headers={**V1, "A2A-Extensions": "urn:x"}
     )
-    assert plain.get_json() == {"id": "c1", "taskId": task_id, "url": HOOK}
+    assert plain.json() == {"id": "c1", "taskId": task_id, "url": HOOK}
     assert "A2A-Extensions" not in plain.headers
 
 
 def test_the_card_offers_the_delivery_status_extension_only_with_push(make_client: Any) -> None:
     def offered(client: Client) -> list[Any]:
-        card = client.http.get("/.well-known/agent-card.json").get_json()
+        card = client.http.get("/.well-known/agent-card.json").json()
         return list(card["capabilities"].get("extensions", []))
 
     [extension] = offered(make_client())

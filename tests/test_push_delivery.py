@@ -124,7 +124,7 @@ def test_every_event_arrives_once_in_order_with_its_headers(
     got = hook.wait_accepted(len(expected))
     drained(client)  # nothing more (no duplicates) comes after
     assert [r.json for r in hook.accepted()] == expected
-    jwks = client.http.get("/.well-known/jwks.json").get_json()
+    jwks = client.http.get("/.well-known/jwks.json").json()
     for received in got:
         assert received.headers["Content-Type"] == "application/a2a+json"
         assert received.headers["X-A2A-Notification-Token"] == "tok-1"

@@ -77,7 +77,7 @@ def test_unusable_keys_are_refused_with_the_fix(key: str) -> None:
 
 def test_jwks_is_published(make_client: Any) -> None:
     unsigned = make_client().http.get("/.well-known/jwks.json")
-    assert unsigned.status_code == 200 and unsigned.get_json() == {"keys": []}
-    signed = make_client(push_signing_key=EC_KEY).http.get("/.well-known/jwks.json").get_json()
+    assert unsigned.status_code == 200 and unsigned.json() == {"keys": []}
+    signed = make_client(push_signing_key=EC_KEY).http.get("/.well-known/jwks.json").json()
     assert signed["keys"][0]["kty"] == "EC" and signed["keys"][0]["use"] == "sig"
     assert "d" not in signed["keys"][0]  # never the private part

@@ -286,7 +286,7 @@ def test_missing_or_wrong_api_key_is_401(make_client: Any) -> None:
             {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}, headers
         )
         assert response.status_code == 401
-        assert "X-API-Key" in response.get_json()["error"]["message"]
+        assert "X-API-Key" in response.json()["error"]["message"]
         assert response.headers["WWW-Authenticate"]
 
 

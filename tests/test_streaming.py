@@ -9,8 +9,8 @@ import time
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
+import httpx
 import pytest
-from werkzeug.test import TestResponse
 
 from shared.bindings import sse as sse_binding
 from shared.errors import StreamLimitError
@@ -27,6 +27,14 @@ pytestmark = pytest.mark.usefixtures("schema_checked")
 
 V1 = {"A2A-Version": "1.0"}
 MakeClient = Callable[..., Client]
+# A stream whose client went away ends at its next chunk (shared/bindings/asgi.py), and a
+# test's close waits for that: a keep-alive every 50 ms makes it come soon.
+PROMPT = {"stream_keepalive": 0.05}
+
+
+@pytest.fixture
+def client(make_client: MakeClient) -> Client:
+    return make_client(**PROMPT)
 
 
 def send_params(text: str, message_id: str, **message: Any) -> dict[str, Any]:
@@ -36,40 +44,49 @@ def send_params(text: str, message_id: str, **message: Any) -> dict[str, Any]:
 
 def open_stream(
     client: Client, method: str, params: dict[str, Any], headers: dict[str, str] | None = None
-) -> TestResponse:
+) -> httpx.Response:
     body = {"jsonrpc": "2.0", "id": 5, "method": method, "params": params}
-    response: TestResponse = client.http.post(
+    response = client.http.opened(
+        "POST",
         "/",
-        data=json.dumps(body),
+        content=json.dumps(body),
         headers={"Content-Type": "application/json", **V1, **(headers or {})},
-        buffered=False,
     )
     assert response.status_code == 200
     return response
 
 
-def frames(response: TestResponse) -> Generator[sse.Event, None, None]:
-    """Events as the server produces them (the test client reads the app's iterator lazily)."""
-    assert response.mimetype == "text/event-stream", response.get_data(as_text=True)
+def frames(response: httpx.Response) -> Generator[sse.Event, None, None]:
+    """Events as the server sends them (the body is read as the test reads the events);
+    closing them closes the answer: the client goes away."""
+    assert is_stream(response), response.read()
     buffer = ""
 
     def lines() -> Iterator[str]:
         nonlocal buffer
-        for chunk in response.response:
-            buffer += chunk.decode() if isinstance(chunk, bytes) else chunk
+        for chunk in response.iter_bytes():
+            buffer += chunk.decode()
             *complete, buffer = buffer.split("\n")
             yield from complete
 
-    return sse.events(lines())
+    try:
+        yield from sse.events(lines())
+    finally:
+        response.close()
+
+
+def is_stream(response: httpx.Response) -> bool:
+    return response.headers["Content-Type"].startswith("text/event-stream")
 
 
 def kinds(events: list[sse.Event]) -> list[str]:
     return [next(iter(e.data["result"])) for e in events]
 
 
-def json_error(response: TestResponse) -> dict[str, Any]:
-    assert response.mimetype == "application/json", response.get_data(as_text=True)
-    error: dict[str, Any] = response.get_json()["error"]
+def json_error(response: httpx.Response) -> dict[str, Any]:
+    response.read()
+    assert response.headers["Content-Type"] == "application/json", response.text
+    error: dict[str, Any] = response.json()["error"]
     return error
 
 
@@ -105,7 +122,7 @@ def test_v0_1_stream_has_only_status_and_artifact_events(slow: Client) -> None:
         "message": {"role": "user", "parts": [{"type": "text", "text": "steps=1"}]},
     }
     body = {"jsonrpc": "2.0", "id": 1, "method": "tasks/sendSubscribe", "params": params}
-    events = sse.parse(slow.post(body).get_data(as_text=True))
+    events = sse.parse(slow.post(body).text)
     results = [e.data["result"] for e in events]
     assert [sorted(r) for r in results] == [
         ["final", "id", "status"],
@@ -138,7 +155,7 @@ def test_streams_are_not_batched(client: Client) -> None:
             "params": send_params("a", "m"),
         }
     ]
-    [answer] = client.post(body, V1).get_json()
+    [answer] = client.post(body, V1).json()
     assert answer["error"]["code"] == -32600
 
 
@@ -203,7 +220,7 @@ def test_keepalive_and_deadline(make_client: MakeClient) -> None:
     client = make_client(stream_keepalive=0.05, stream_seconds=0.4)
     task = client.result("SendMessage", send_params("new phone", "m1"), version="1.0")["task"]
     response = open_stream(client, "SubscribeToTask", {"id": task["id"]})
-    text = response.get_data(as_text=True)  # ends at the deadline, without an error
+    text = response.read().decode()  # ends at the deadline, without an error
     assert text.count(": keep-alive\n\n") >= 3
     assert len(sse.parse(text)) == 1  # the snapshot, then only keep-alives
     # The client resubscribes, and the stream goes on.
@@ -212,7 +229,7 @@ def test_keepalive_and_deadline(make_client: MakeClient) -> None:
 
 
 def test_a_stream_over_the_limit_gets_a_clear_error(make_client: MakeClient) -> None:
-    client = make_client(max_streams=1)
+    client = make_client(max_streams=1, **PROMPT)
     task = client.result("SendMessage", send_params("new phone", "m1"), version="1.0")["task"]
     held = frames(open_stream(client, "SubscribeToTask", {"id": task["id"]}))
     next(held)
@@ -257,10 +274,10 @@ def test_a_client_gone_before_the_first_byte_frees_its_slot(client: Client, rout
         if route == "jsonrpc":
             response = open_stream(client, "SubscribeToTask", {"id": task["id"]})
         elif route == "rest":
-            response = client.http.get(f"/tasks/{task['id']}:subscribe", headers=V1, buffered=False)
+            response = client.http.opened("GET", f"/tasks/{task['id']}:subscribe", headers=V1)
         else:
-            response = client.http.get(f"/sse?taskId={task['id']}", buffered=False)
-        assert response.mimetype == "text/event-stream"
+            response = client.http.opened("GET", f"/sse?taskId={task['id']}")
+        assert is_stream(response)
         assert slots.held == 1
         response.close()  # what the server does when the client is gone: nothing was read
         assert slots.held == 0
@@ -275,7 +292,7 @@ def test_an_error_before_the_first_frame_frees_its_slot(client: Client, monkeypa
 
     monkeypatch.setattr(client.app.service.ports.store, "tail", broken_tail)
     params = {"id": task["id"], "lastEventId": "0"}  # resuming: the tail is the first read
-    text = open_stream(client, "SubscribeToTask", params).get_data(as_text=True)
+    text = open_stream(client, "SubscribeToTask", params).read().decode()
     assert "event: error" in text and "tail exploded" not in text
     assert slots.held == 0
     monkeypatch.setattr(client.app.service.ports.store, "get", broken_tail)
@@ -290,6 +307,7 @@ def test_one_owner_cannot_take_every_stream(make_client: MakeClient) -> None:
         api_keys={hashed("ka"): "alice", hashed("kb"): "bob"},
         max_streams=3,
         max_owner_streams=1,
+        **PROMPT,
     )
     alice, bob = {"X-API-Key": "ka"}, {"X-API-Key": "kb"}
     ids = {}

@@ -17,7 +17,7 @@ from shared.settings import Settings
 from shared.store.memory import MemoryTaskStore
 from shared.sweep import BUDGET, Sweep, SweepTimer, pages
 from tests.clock import ManualClock
-from tests.conftest import SA, flask_app
+from tests.conftest import SA, served
 from tests.worker.test_recovery import left_by_a_dead_run
 
 SECRET = "sweep-test-secret"
@@ -87,13 +87,13 @@ def test_only_cloud_scheduler_may_sweep_and_it_learns_how_much_was_redriven() ->
     app = worker_app(store)
     swept = Counting(4)
     app.sweep.sweepers = [swept]
-    web = flask_app(app).test_client()
+    web = served(app)
     refused = web.post("/sweep", headers={"Authorization": f"Bearer {make_token(SA, URL, 'x')}"})
     assert refused.status_code == 401 and swept.calls == []
     token = make_token(SA, URL, SECRET)
     answer = web.post("/sweep", headers={"Authorization": f"Bearer {token}"})
     assert answer.status_code == 200
-    assert answer.get_json() == {"outcome": "swept", "redriven": 4}
+    assert answer.json() == {"outcome": "swept", "redriven": 4}
 
 
 def test_the_worker_sweep_fails_a_turn_nobody_will_run_or_read() -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-import flask
+from shared.bindings.wire import Answer, Request
 
 PREFIX = "/console"
 CSP = (
@@ -50,7 +50,7 @@ class Console:
     def owns(path: str) -> bool:
         return path == PREFIX or path.startswith(PREFIX + "/")
 
-    def __call__(self, request: flask.Request, path: str) -> flask.Response:
+    def __call__(self, request: Request, path: str) -> Answer:
         """`path` is the router's (http.py): the request's path under the function, trailing
         slashes stripped; `request.path` keeps them, which is how /console differs from
         /console/."""
@@ -61,20 +61,14 @@ class Console:
         if path == PREFIX and not request.path.endswith("/"):
             # Relative, so that the page's relative URLs (its files, the card, the API)
             # resolve under any prefix a proxy serves the function at.
-            response = flask.Response(status=308, headers={"Location": "console/"})
-            response.headers.update(HEADERS)
-            return response
+            return Answer(308, {"Location": "console/", **HEADERS})
         name = path.removeprefix(PREFIX).removeprefix("/") or "index.html"
         body = self.files.get(name)
         if body is None:
             return _plain(404, f"the console has no file {name!r}")
-        response = flask.Response(body, content_type=TYPES[name])
-        response.headers.update(HEADERS)
-        return response
+        return Answer(200, {"Content-Type": TYPES[name], **HEADERS}, body)
 
 
-def _plain(status: int, message: str) -> flask.Response:
+def _plain(status: int, message: str) -> Answer:
     """A console error: for a person in a browser, so plain text, under the same headers."""
-    response = flask.Response(message + "\n", status=status, content_type="text/plain")
-    response.headers.update(HEADERS)
-    return response
+    return Answer(status, {"Content-Type": "text/plain", **HEADERS}, (message + "\n").encode())

@@ -1,4 +1,4 @@
-"""The HTTP face of the `a2a` function: routes a Flask request to the card, REST or JSON-RPC.
+"""The HTTP face of the `a2a` function: routes a request to the card, REST or JSON-RPC.
 
 It owns what is HTTP about A2A: the well-known card paths with caching headers, which paths
 are the HTTP+JSON bindings' (1.0's, and 0.3's under `/v1/`: they win; any other POST is
@@ -14,19 +14,16 @@ HTML page or a traceback).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 from urllib.parse import urlsplit
-
-import flask
-from werkzeug.sansio.utils import get_content_length
 
 from shared import extensions, streaming
 from shared.bindings import body as front_door
 from shared.bindings import jsonrpc, operations, rest, rest_v0_3, sse
 from shared.bindings.console import Console
-from shared.bindings.headers import header, query, reader, values
 from shared.bindings.json_http import JSON, json_response
+from shared.bindings.wire import Answer, Request
 from shared.card import AgentCard
 from shared.dialects.base import Dialect
 from shared.dialects.registry import METHODS
@@ -53,7 +50,7 @@ CARD_PATHS = frozenset(
 
 def _rpc_error(
     error: A2AError, status: int = 200, dialect: Dialect = V03, request_id: Any = None
-) -> flask.Response:
+) -> Answer:
     body: dict[str, Any] = {"code": error.code, "message": error.message}
     data = dialect.error_data(error)
     if data:
@@ -105,10 +102,10 @@ class RestBinding(Protocol):
 
     def error_body(self, error: A2AError) -> dict[str, Any]: ...
 
-    def stream_events(self, streamed: operations.Streamed) -> Iterator[str]: ...
+    def stream_events(self, streamed: operations.Streamed) -> sse.Events: ...
 
 
-def _rest_error(error: A2AError, binding: RestBinding = rest) -> flask.Response:
+def _rest_error(error: A2AError, binding: RestBinding = rest) -> Answer:
     return json_response(binding.error_body(error), error.http_status)
 
 
@@ -117,18 +114,17 @@ def _shown(path: str, limit: int = 200) -> str:
     return path if len(path) <= limit else path[:limit] + "..."
 
 
-def _path_problem(request: flask.Request) -> str | None:
+def _path_problem(request: Request) -> str | None:
     """Why a path is no A2A path at all: a `.` or `..` segment, or an encoded slash (ids never
-    hold one). The raw path is the server's (gunicorn's RAW_URI, werkzeug's REQUEST_URI)."""
+    hold one), which only the raw path shows."""
     if any(segment in (".", "..") for segment in request.path.split("/")):
         return "the path has a '.' or '..' segment: send the path as the agent card names it"
-    raw = request.environ.get("RAW_URI") or request.environ.get("REQUEST_URI") or ""
-    if "%2f" in raw.split("?", 1)[0].lower():
+    if "%2f" in request.raw_path.lower():
         return "the path has an encoded slash (%2F): no A2A path or id holds one"
     return None
 
 
-def _status_error(status: int, code: str, message: str) -> flask.Response:
+def _status_error(status: int, code: str, message: str) -> Answer:
     """A non-JSON-RPC route's error, shaped as google.rpc.Status like v1.0 REST errors."""
     return json_response({"error": {"code": status, "status": code, "message": message}}, status)
 
@@ -166,29 +162,27 @@ class HttpApp:
         for close in self.closers:
             close()
 
-    def __call__(self, request: flask.Request) -> flask.Response:
+    def __call__(self, request: Request) -> Answer:
         """The answer, and the request's one log line (shared.observability)."""
         with unit(
             "request",
-            traceparent=header(request, TRACEPARENT),
-            cloud_trace=header(request, CLOUD_TRACE),
+            traceparent=request.headers.get(TRACEPARENT),
+            cloud_trace=request.headers.get(CLOUD_TRACE),
         ) as record:
             response = self._route(request)
             record.fields["httpRequest"] = http_request(
                 request.method,
                 request.path,
-                response.status_code,
-                user_agent=header(request, "User-Agent"),
-                forwarded_for=header(request, "X-Forwarded-For"),
+                response.status,
+                user_agent=request.headers.get("User-Agent"),
+                forwarded_for=request.headers.get("X-Forwarded-For"),
                 remote_addr=request.remote_addr,
             )
-            # An event stream is always streamed (sse.response): a plain answer's headers
-            # are not searched for its media type.
-            if response.is_streamed and response.mimetype == sse.MEDIA_TYPE:
+            if response.chunks is not None:  # streamed: an event stream (sse.response)
                 record.fields["openStreams"] = self.streams.slots.held
         return response
 
-    def _route(self, request: flask.Request) -> flask.Response:
+    def _route(self, request: Request) -> Answer:
         path = self._route_path(request.path)
         if self.console is not None and self.console.owns(path):
             return self.console(request, path)
@@ -249,28 +243,32 @@ class HttpApp:
             path = path[len(self.prefix) :]
         return path.rstrip("/") or "/"
 
-    def public_url(self, request: flask.Request) -> str:
+    def public_url(self, request: Request) -> str:
         """The URL clients reach us by, also behind a proxy that sets X-Forwarded-*."""
         if self.settings.public_url:
             return self.settings.public_url
-        proto = (header(request, "X-Forwarded-Proto") or request.scheme).split(",")[0].strip()
-        host = (header(request, "X-Forwarded-Host") or request.host).split(",")[0].strip()
+        headers = request.headers
+        proto = (headers.get("X-Forwarded-Proto") or request.scheme).split(",")[0].strip()
+        host = (headers.get("X-Forwarded-Host") or request.host).split(",")[0].strip()
         return f"{proto}://{host}/"
 
-    def _card(self, request: flask.Request) -> flask.Response:
+    def _card(self, request: Request) -> Answer:
         document = self.card.document(self.public_url(request))
+        cache = f"public, max-age={self.settings.card_max_age}"
+        if document.not_modified(
+            request.headers.get("If-None-Match"), request.headers.get("If-Modified-Since")
+        ):
+            # A 304 carries no entity headers (RFC 9110 §15.4.5): not Last-Modified.
+            return Answer(304, {"ETag": document.etag, "Cache-Control": cache})
         headers = {
+            "Content-Type": JSON,
             "ETag": document.etag,
             "Last-Modified": document.last_modified_header,
-            "Cache-Control": f"public, max-age={self.settings.card_max_age}",
+            "Cache-Control": cache,
         }
-        if document.not_modified(
-            header(request, "If-None-Match"), header(request, "If-Modified-Since")
-        ):
-            return flask.Response(status=304, headers=headers)
-        return flask.Response(document.body, mimetype=JSON, headers=headers)
+        return Answer(200, headers, document.body)
 
-    def _rpc(self, request: flask.Request) -> flask.Response:
+    def _rpc(self, request: Request) -> Answer:
         try:
             body = self._body(request)
         except PayloadTooLargeError as error:
@@ -284,12 +282,12 @@ class HttpApp:
         answer = jsonrpc.dispatch(
             body,
             call=call,
-            content_type=header(request, "Content-Type"),
+            content_type=request.headers.get("Content-Type"),
             version=_version(request),
             max_batch=self.settings.max_batch,
         )
         if answer is None:
-            response = flask.Response(status=204)
+            response = Answer(204)
         elif isinstance(answer, jsonrpc.StreamAnswer):
             response = sse.response(answer.events(), answer.streamed.frames)
         else:
@@ -298,11 +296,11 @@ class HttpApp:
 
     def _rest(
         self,
-        request: flask.Request,
+        request: Request,
         binding: RestBinding,
         route: rest.Route,
         ids: dict[str, str],
-    ) -> flask.Response:
+    ) -> Answer:
         try:
             body = self._body(request)
             principal = self._authenticate(request)
@@ -314,9 +312,9 @@ class HttpApp:
                 route,
                 ids,
                 call=call,
-                query=request.args.to_dict(),
+                query=request.args,
                 body=body,
-                content_type=header(request, "Content-Type"),
+                content_type=request.headers.get("Content-Type"),
                 version=_version(request),
             )
         except A2AError as error:
@@ -326,7 +324,7 @@ class HttpApp:
         # A delete answers google.protobuf.Empty.
         return _echo(json_response({} if answer is None else answer), call)
 
-    def _call(self, request: flask.Request, principal: Principal) -> operations.Call:
+    def _call(self, request: Request, principal: Principal) -> operations.Call:
         """What an operation gets: the caller, the extensions its request activates and, when
         the agent has one, its extended card at the URL this caller reaches us by. Raises
         InvalidRequestError for an A2A-Extensions header over its limits."""
@@ -341,53 +339,43 @@ class HttpApp:
             extended,
             extensions.activate(
                 self.service.handler.extensions,
-                values(request),
+                request.headers.values,
                 extensions.kit(self.settings.push_notifications),
             ),
             self.settings.streaming,
         )
 
-    def _body(self, request: flask.Request) -> bytes:
+    def _body(self, request: Request) -> bytes:
+        """The body the front read (shared.bindings.asgi: at most the limit and one byte, and
+        nothing when the declared length is over the limit, which is refused here)."""
         limit = self.settings.max_body_bytes
-        environ = request.environ
-        # werkzeug's rule (None when chunked), read without the request's properties: they
-        # and its stream were a few percent of a send.
-        length = get_content_length(
-            environ.get("CONTENT_LENGTH"), environ.get("HTTP_TRANSFER_ENCODING")
-        )
+        length = request.headers.declared_length()
         if length is not None and length > limit:
             raise PayloadTooLargeError(
                 f"the body has {length} bytes; the limit is {limit} (A2A_MAX_BODY_BYTES)"
             )
-        # A server that ends the input itself (shared.bindings.asgi: the body the loop read,
-        # at most limit + 1 bytes) says so, and werkzeug's stream is then that very input
-        # (these apps set no MAX_CONTENT_LENGTH); otherwise werkzeug's stream reads no more
-        # than Content-Length, and nothing without one.
-        terminated = bool(environ.get("wsgi.input_terminated"))
-        stream = environ["wsgi.input"] if terminated else request.stream
-        body: bytes = stream.read(limit + 1)
-        if len(body) > limit:
+        if len(request.body) > limit:
             raise PayloadTooLargeError(
                 f"the body exceeds {limit} bytes (A2A_MAX_BODY_BYTES): send less, or "
                 "send large content as a file part by URL"
             )
-        return body
+        return request.body
 
-    def _authenticate(self, request: flask.Request) -> Principal:
+    def _authenticate(self, request: Request) -> Principal:
         try:
-            principal = self.authenticator.authenticate(reader(request))
+            principal = self.authenticator.authenticate(request.headers.get)
         except AuthenticationError as exc:
             raise _Unauthenticated(f"authentication required: {exc}", exc.challenge) from None
         note(owner=owner_tag(principal.owner))
         return principal
 
-    def _refused(self, response: flask.Response, error: A2AError) -> flask.Response:
+    def _refused(self, response: Answer, error: A2AError) -> Answer:
         """A request refused before any work; an unauthenticated one says what to send."""
         if isinstance(error, _Unauthenticated):
             response.headers["WWW-Authenticate"] = error.challenge
         return response
 
-    def _seed_sse(self, request: flask.Request) -> flask.Response:
+    def _seed_sse(self, request: Request) -> Answer:
         """The seeds' `GET /sse?taskId=...`: the task's updates as `task_update` events; a
         task that has finished sends one, its end, and the stream closes."""
         if request.method != "GET":
@@ -401,7 +389,7 @@ class HttpApp:
         except InvalidRequestError as error:
             return self._refused(_rpc_error(error, error.http_status), error)
         try:
-            task_id = request.args.get("taskId") or request.args.get("id")
+            task_id = request.query("taskId") or request.query("id")
             if not task_id:
                 raise InvalidParamsError("the query needs taskId=<task id>", field="taskId")
             streamed = operations.run("watch", call, {"id": task_id}, V03)
@@ -410,7 +398,7 @@ class HttpApp:
         return sse.response(sse.task_updates(streamed.frames), streamed.frames)
 
 
-def _echo(response: flask.Response, call: operations.Call) -> flask.Response:
+def _echo(response: Answer, call: operations.Call) -> Answer:
     """The answer, with the extensions its request activated in the header(s) it used."""
     echoed = call.extensions.echo()
     if echoed:  # most requests activate none: no pass over the answer's headers
@@ -418,12 +406,12 @@ def _echo(response: flask.Response, call: operations.Call) -> flask.Response:
     return response
 
 
-def _version(request: flask.Request) -> str | None:
+def _version(request: Request) -> str | None:
     """The A2A-Version the client asks for: the header, or the query parameter (S1 §3.6)."""
-    return header(request, "A2A-Version") or query(request, "A2A-Version")
+    return request.headers.get("A2A-Version") or request.query("A2A-Version")
 
 
-def _last_event_id(request: flask.Request) -> str | None:
+def _last_event_id(request: Request) -> str | None:
     """Where a stream resumes: the SSE header, or a query parameter for clients (browsers'
     EventSource on a new URL, curl users) that cannot set it."""
-    return header(request, "Last-Event-ID") or query(request, "lastEventId")
+    return request.headers.get("Last-Event-ID") or request.query("lastEventId")

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import flask
-
 from shared import json_text
+from shared.bindings.wire import Answer
 from shared.errors import ContentTypeNotSupportedError
 
 JSON = "application/json"
@@ -32,10 +31,6 @@ def content_type_error(content_type: str | None) -> ContentTypeNotSupportedError
     )
 
 
-def json_response(
-    payload: Any, status: int = 200, headers: dict[str, str] | None = None
-) -> flask.Response:
-    body = encode(payload)
-    # The Content-Type as it stands: werkzeug would derive it from a mimetype (JSON takes no
-    # charset) at every answer.
-    return flask.Response(body, status=status, headers=headers, content_type=JSON)
+def json_response(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> Answer:
+    fields = {"Content-Type": JSON} if headers is None else {"Content-Type": JSON, **headers}
+    return Answer(status, fields, encode(payload).encode())

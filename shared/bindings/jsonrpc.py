@@ -16,7 +16,6 @@ with a reference and answered as an internal error.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 from shared.bindings import body as json_body
@@ -51,7 +50,7 @@ class StreamAnswer:
     streamed: Streamed
     request_id: Any
 
-    def events(self) -> Iterator[str]:
+    def events(self) -> sse.Events:
         dialect, request_id = self.streamed.dialect, self.request_id
         return sse.frame_events(
             self.streamed.frames,

@@ -18,9 +18,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import flask
-
 from shared.bindings.json_http import json_response
+from shared.bindings.wire import Answer, Request
 from shared.jobs import Outcome
 from shared.observability.context import CLOUD_TRACE, TRACEPARENT, note
 from shared.observability.work import http_request, unit
@@ -55,7 +54,7 @@ class QueueTargetApp:
         self._max_attempts = max_attempts
         self.sweep = sweep
 
-    def __call__(self, request: flask.Request) -> flask.Response:
+    def __call__(self, request: Request) -> Answer:
         """The answer, and the call's one log line (shared.observability), in the trace of
         the request that queued the payload (its `traceparent` travels on the task)."""
         headers = request.headers
@@ -66,14 +65,14 @@ class QueueTargetApp:
             record.fields["httpRequest"] = http_request(
                 request.method,
                 request.path,
-                response.status_code,
+                response.status,
                 user_agent=headers.get("User-Agent"),
                 forwarded_for=None,  # Cloud Tasks calls from Google's network
                 remote_addr=request.remote_addr,
             )
         return response
 
-    def _answer(self, request: flask.Request) -> flask.Response:
+    def _answer(self, request: Request) -> Answer:
         if request.method != "POST":
             return json_response(
                 {"error": f"the {self.name} takes Cloud Tasks' POST requests only"}, 405
@@ -93,7 +92,7 @@ class QueueTargetApp:
             note(outcome="swept", redriven=redriven)
             return json_response({"outcome": "swept", "redriven": redriven}, 200)
         try:
-            payload = json.loads(request.get_data())
+            payload = json.loads(request.body)
         except ValueError:
             return json_response({"error": "the body must be a JSON object"}, 400)
         attempt = _count(request.headers.get("X-CloudTasks-TaskRetryCount"))
@@ -108,12 +107,12 @@ class QueueTargetApp:
             return json_response({"error": f"the {self.name} failed; its log says why"}, 500)
         return json_response({"outcome": outcome.value}, 200 if outcome.accepted else 503)
 
-    def _audience(self, request: flask.Request) -> str:
+    def _audience(self, request: Request) -> str:
         """The URL Cloud Tasks addresses its tokens to: the configured one; with the local
         emulator (whose tokens are signed with a shared secret) this request's."""
         if self._url:
             return self._url
-        proto = request.headers.get("X-Forwarded-Proto", request.scheme).split(",")[0].strip()
+        proto = (request.headers.get("X-Forwarded-Proto") or request.scheme).split(",")[0].strip()
         return f"{proto}://{request.host}{request.path}"
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from shared.bindings import body as json_body
@@ -158,6 +158,6 @@ def error_body(error: A2AError) -> dict[str, Any]:
     return {"error": status}
 
 
-def stream_events(streamed: Streamed) -> Iterator[str]:
+def stream_events(streamed: Streamed) -> sse.Events:
     """A REST stream's server-sent events: each frame the bare StreamResponse."""
     return sse.frame_events(streamed.frames, streamed.dialect, lambda result: result, error_body)

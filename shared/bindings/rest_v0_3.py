@@ -17,7 +17,7 @@ status of the 1.0 binding's table (shared/errors.py). As in the proto, an absent
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from shared.bindings import rest, sse
@@ -186,6 +186,6 @@ def error_body(error: A2AError) -> dict[str, Any]:
     return body
 
 
-def stream_events(streamed: Streamed) -> Iterator[str]:
+def stream_events(streamed: Streamed) -> sse.Events:
     """A stream's server-sent events: each frame the bare StreamResponse."""
     return sse.frame_events(streamed.frames, streamed.dialect, lambda result: result, error_body)

@@ -11,13 +11,12 @@ the stream.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from typing import Any
-
-import flask
 
 from shared import streaming
 from shared.bindings.json_http import encode
+from shared.bindings.wire import Answer
 from shared.dialects.base import Dialect
 from shared.dialects.v1_0 import part as v1_part
 from shared.errors import A2AError, InternalError
@@ -25,7 +24,9 @@ from shared.model import ArtifactUpdate, Role, Task, new_id
 
 log = logging.getLogger("a2a.sse")
 
-MEDIA_TYPE = "text/event-stream"
+CONTENT_TYPE = "text/event-stream; charset=utf-8"
+# A stream's events: a generator, which the answer closes however the stream ends.
+Events = Generator[str, None, None]
 
 
 def event(data: Any, *, seq: int | None = None, name: str | None = None) -> str:
@@ -44,16 +45,18 @@ def comment(text: str) -> str:
     return f": {text}\n\n"
 
 
-def response(chunks: Iterator[str], frames: streaming.Stream) -> flask.Response:
+def response(events: Events, frames: streaming.Stream) -> Answer:
     """The streaming answer; closing it (the server does, however the request ended, even
     before the first chunk) closes `frames` and so frees their slot."""
-    answer = flask.Response(
-        chunks,
-        mimetype=MEDIA_TYPE,
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
-    answer.call_on_close(frames.close)
-    return answer
+
+    def close() -> None:
+        try:
+            events.close()  # a started stream's events end (their `finally`) ...
+        finally:
+            frames.close()  # ... and one never started still frees its slot
+
+    headers = {"Content-Type": CONTENT_TYPE, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return Answer(200, headers, chunks=(event.encode() for event in events), close=close)
 
 
 def frame_events(
@@ -61,7 +64,7 @@ def frame_events(
     dialect: Dialect,
     wrap: Callable[[dict[str, Any]], Any],
     fail: Callable[[A2AError], Any],
-) -> Iterator[str]:
+) -> Events:
     """The events of an A2A stream: each frame's result in the dialect, as `wrap` puts it on
     the wire (JSON-RPC wraps it in a response, REST sends it bare); a failure ends the stream
     with an `error` event carrying `fail`'s body."""
@@ -84,7 +87,7 @@ def frame_events(
         frames.close()
 
 
-def task_updates(frames: streaming.Stream) -> Iterator[str]:
+def task_updates(frames: streaming.Stream) -> Events:
     """Seed 004's events (`GET /sse`): `task_update` with the state and the agent's latest
     words (a status message, or an artifact's parts as the message)."""
     try:

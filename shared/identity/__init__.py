@@ -27,7 +27,7 @@ REALM = "a2a"
 # claim from becoming a megabyte key.
 MAX_OWNER_LENGTH = 256
 
-# Reads one request header by name (flask's `request.headers.get`).
+# Reads one request header by name, in any case (`shared.bindings.wire.Headers.get`).
 Headers = Callable[[str], str | None]
 
 

@@ -267,7 +267,7 @@ def stream(client: Client, *parts: dict[str, Any]) -> list[dict[str, Any]]:
         "params": {"message": message(*parts)},
     }
     response = client.post(body, {"A2A-Version": V1})
-    return [e.data["result"] for e in sse.parse(response.get_data(as_text=True))]
+    return [e.data["result"] for e in sse.parse(response.text)]
 
 
 def test_streamed_text_comes_as_progress_then_the_artifact(custom: Client) -> None:
@@ -493,8 +493,8 @@ def test_the_sample_serves_its_card_without_credentials(
     sample = make_client(handler="functions.handlers.adk_sample")
     card = sample.http.get("/.well-known/agent-card.json")
     assert card.status_code == 200
-    assert card.get_json()["name"] == "ADK sample agent"
-    assert [s["id"] for s in card.get_json()["skills"]] == ["book-room"]
+    assert card.json()["name"] == "ADK sample agent"
+    assert [s["id"] for s in card.json()["skills"]] == ["book-room"]
 
 
 def test_a_part_that_cannot_be_read_back_does_not_shift_the_others() -> None:

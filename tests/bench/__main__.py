@@ -147,6 +147,7 @@ def stream_writes(project: str | None, delay: float, runs: int) -> tuple[int, in
     backend: Backend = "firestore" if project else "memory"
     settings = Settings(handler="tests.handlers.slow", backend=backend, project=project)
     app = build(settings, store=store)
+    client = Client(app)
     writes, frames = [], 0
     try:
         for _ in range(runs):
@@ -154,8 +155,8 @@ def stream_writes(project: str | None, delay: float, runs: int) -> tuple[int, in
             body = json.loads(send_body(f"steps=98 delay={delay}"))
             body["method"] = "SendStreamingMessage"
             store.cost.reset()
-            answer = Client(app).post(body, HEADERS)
-            frames = len(sse.parse(answer.get_data(as_text=True)))
+            answer = client.post(body, HEADERS)
+            frames = len(sse.parse(answer.text))
             writes.append(store.cost.writes)
     finally:
         app.close()
@@ -182,17 +183,18 @@ def shared_listener(subscribers: int) -> None:
         store = FirestoreTaskStore(project)
         streams = subscribers + 2
         streamer = build(Settings(**env, max_streams=streams, threads=streams), store=store)
+        followers = Client(streamer)
         try:
             body = json.loads(send_body("steps=20 delay=0.05", blocking=False))
-            task_id = Client(runner).post(body, HEADERS).get_json()["result"]["task"]["id"]
+            task_id = Client(runner).post(body, HEADERS).json()["result"]["task"]["id"]
             subscribe = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask"}
             subscribe["params"] = {"id": task_id}
             frames = [0] * subscribers
             threads_before = threading.active_count()
 
             def follow(index: int) -> None:
-                answer = Client(streamer).post(subscribe, {**HEADERS, "Last-Event-ID": "0"})
-                frames[index] = len(sse.parse(answer.get_data(as_text=True)))
+                answer = followers.post(subscribe, {**HEADERS, "Last-Event-ID": "0"})
+                frames[index] = len(sse.parse(answer.text))
 
             with ThreadPoolExecutor(subscribers) as pool:
                 running = [pool.submit(follow, i) for i in range(subscribers)]
@@ -209,7 +211,7 @@ def shared_listener(subscribers: int) -> None:
                 f"{store.watches.opened} listener(s) opened, {store.cost.reads} document reads "
                 "(the task once per subscribe, the log's by the listener); "
                 f"threads {threads_before} before, {peak} at most while streaming "
-                f"({subscribers} of them the subscribers' own)"
+                f"({subscribers} of them the subscribers' own, as many the front's)"
             )
         finally:
             runner.close()

@@ -110,7 +110,7 @@ def test_a_small_body_skips_only_the_skeleton_it_would_pass(text: str) -> None:
 def test_jsonrpc_answers_each_in_its_code(client: Client, data: bytes) -> None:
     response = client.post(data)
     assert response.status_code == 200
-    answer = json.loads(response.data)  # valid JSON: no NaN can come back
+    answer = json.loads(response.content)  # valid JSON: no NaN can come back
     assert answer["id"] is None
     expected = -32700 if data in PARSE_ERRORS else -32600
     assert answer["error"]["code"] == expected
@@ -118,9 +118,9 @@ def test_jsonrpc_answers_each_in_its_code(client: Client, data: bytes) -> None:
 
 @pytest.mark.parametrize("data", PARSE_ERRORS + INVALID)
 def test_rest_answers_400(client: Client, data: bytes) -> None:
-    response = client.http.post("/message:send", data=data, headers=V1)
+    response = client.http.post("/message:send", content=data, headers=V1)
     assert response.status_code == 400
-    error = json.loads(response.data)["error"]
+    error = json.loads(response.content)["error"]
     assert error["status"] == "INVALID_ARGUMENT"
     expected = "INVALID_JSON" if data in PARSE_ERRORS else "INVALID_REQUEST"
     assert error["details"][0]["reason"] == expected
@@ -129,14 +129,14 @@ def test_rest_answers_400(client: Client, data: bytes) -> None:
 def test_an_unsupported_content_type_with_a_deep_body_is_no_500(client: Client) -> None:
     response = client.post(b"[" * 10_000, headers={"Content-Type": "text/plain"})
     assert response.status_code == 200
-    assert response.get_json()["error"]["code"] == -32005
+    assert response.json()["error"]["code"] == -32005
 
 
 def test_batches_are_capped(make_client: Any) -> None:
     small = make_client(max_batch=2)
     request = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}
-    assert len(small.post([request, request]).get_json()) == 2
-    answer = small.post([request] * 3).get_json()
+    assert len(small.post([request, request]).json()) == 2
+    answer = small.post([request] * 3).json()
     assert answer["error"]["code"] == -32600
     assert "A2A_MAX_BATCH" in answer["error"]["message"]
     assert "3 requests; the limit is 2" in answer["error"]["message"]

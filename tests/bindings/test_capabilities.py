@@ -41,7 +41,7 @@ def _task(client: Client) -> str:
 
 
 def test_the_card_says_streaming_is_off_and_sends_still_work(still: Client) -> None:
-    assert still.http.get(CARD).get_json()["capabilities"]["streaming"] is False
+    assert still.http.get(CARD).json()["capabilities"]["streaming"] is False
     assert _task(still)
     assert still.result("message/send", {"message": _v03_message("hi")})["kind"] == "task"
 
@@ -85,22 +85,22 @@ def test_rest_streams_are_400_unsupported_when_off(
     still: Client, method: str, path: str, body: Any
 ) -> None:
     data = json.dumps(body) if body is not None else b""
-    response = still.http.open(
+    response = still.http.request(
+        method,
         path.format(id=_task(still)),
-        method=method,
-        data=data,
+        content=data,
         headers={"Content-Type": "application/json", **V1},
     )
-    assert response.status_code == 400 and response.mimetype == "application/json"
-    error = response.get_json()["error"]
+    assert response.status_code == 400 and response.headers["Content-Type"] == "application/json"
+    error = response.json()["error"]
     assert error["status"] == "FAILED_PRECONDITION"
     assert error["details"][0]["reason"] == "UNSUPPORTED_OPERATION"
 
 
 def test_the_seeds_event_stream_is_unsupported_when_off(still: Client) -> None:
     response = still.http.get(f"/sse?taskId={_task(still)}")
-    assert response.status_code == 400 and response.mimetype == "application/json"
-    assert response.get_json()["error"]["code"] == -32004
+    assert response.status_code == 400 and response.headers["Content-Type"] == "application/json"
+    assert response.json()["error"]["code"] == -32004
 
 
 @pytest.mark.parametrize(
@@ -116,14 +116,14 @@ def test_every_rest_push_route_is_400_not_supported_when_off(
     make_client: Any, method: str, path: str
 ) -> None:
     client: Client = make_client(push_notifications=False)
-    assert client.http.get(CARD).get_json()["capabilities"]["pushNotifications"] is False
-    response = client.http.open(
+    assert client.http.get(CARD).json()["capabilities"]["pushNotifications"] is False
+    response = client.http.request(
+        method,
         path.format(id=_task(client)),
-        method=method,
-        data=json.dumps({"url": "https://hooks.example.com/a2a"}) if method == "POST" else b"",
+        content=json.dumps({"url": "https://hooks.example.com/a2a"}) if method == "POST" else b"",
         headers={"Content-Type": "application/json", **V1},
     )
     assert response.status_code == 400
-    error = response.get_json()["error"]
+    error = response.json()["error"]
     assert error["status"] == "FAILED_PRECONDITION"
     assert error["details"][0]["reason"] == "PUSH_NOTIFICATION_NOT_SUPPORTED"

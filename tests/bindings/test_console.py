@@ -40,22 +40,22 @@ def test_off_by_default_console_paths_are_not_served(client: Client) -> None:
         assert "Content-Security-Policy" not in response.headers
     # POST stays what it was: JSON-RPC at any path a deployment puts in front of it.
     answer = client.post({"jsonrpc": "2.0", "id": 1, "method": "nope"}, path="/console")
-    assert answer.get_json()["error"]["code"] == -32601
+    assert answer.json()["error"]["code"] == -32601
 
 
 @pytest.mark.parametrize("name", sorted(TYPES))
 def test_each_file_is_served_with_its_type_and_the_policy(console: Client, name: str) -> None:
     response = console.http.get(f"/console/{name}")
     assert response.status_code == 200
-    assert response.content_type == TYPES[name]
-    assert response.data == (FILES / name).read_bytes()
+    assert response.headers["Content-Type"] == TYPES[name]
+    assert response.content == (FILES / name).read_bytes()
     assert_console_headers(response)
 
 
 def test_the_page_is_at_console_slash_and_console_redirects_there(console: Client) -> None:
     page = console.http.get("/console/")
     assert page.status_code == 200
-    assert page.data == (FILES / "index.html").read_bytes()
+    assert page.content == (FILES / "index.html").read_bytes()
     assert_console_headers(page)
     bare = console.http.get("/console")
     assert bare.status_code == 308
@@ -66,19 +66,19 @@ def test_the_page_is_at_console_slash_and_console_redirects_there(console: Clien
 def test_a_trailing_slash_is_the_same_file(console: Client) -> None:
     response = console.http.get("/console/console.css/")
     assert response.status_code == 200
-    assert response.data == (FILES / "console.css").read_bytes()
+    assert response.content == (FILES / "console.css").read_bytes()
 
 
 def test_head_answers_without_a_body(console: Client) -> None:
     response = console.http.head("/console/console.js")
     assert response.status_code == 200
-    assert response.data == b""
+    assert response.content == b""
     assert_console_headers(response)
 
 
 @pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH"])
 def test_other_methods_are_refused_with_allow(console: Client, method: str) -> None:
-    response = console.http.open("/console/index.html", method=method, data="{}")
+    response = console.http.request(method, "/console/index.html", content="{}")
     assert response.status_code == 405
     assert response.headers["Allow"] == "GET, HEAD"
     assert_console_headers(response)
@@ -103,7 +103,7 @@ def test_other_methods_are_refused_with_allow(console: Client, method: str) -> N
 def test_anything_but_its_files_is_not_found(console: Client, path: str) -> None:
     response = console.http.get(path)
     assert response.status_code == 404, path
-    assert response.content_type.startswith("text/plain")
+    assert response.headers["Content-Type"].startswith("text/plain")
     assert_console_headers(response)
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx
 import pytest
 import requests
-from werkzeug.test import TestResponse
 
 from tests import sse
 from tests.conftest import Client, Server
@@ -26,9 +26,9 @@ def served(make_client: Any) -> Client:
     return client
 
 
-def post(client: Client, path: str, body: Any, **headers: str) -> TestResponse:
+def post(client: Client, path: str, body: Any, **headers: str) -> httpx.Response:
     hdrs = {"Content-Type": "application/json", **headers}
-    return client.http.post(path, data=json.dumps(body), headers=hdrs)
+    return client.http.post(path, content=json.dumps(body), headers=hdrs)
 
 
 def rpc_send(text: str) -> dict[str, Any]:
@@ -49,7 +49,7 @@ def rpc_send(text: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("prefix", PREFIXES)
 def test_the_card_names_the_public_url_with_its_path(served: Client, prefix: str) -> None:
-    card = served.http.get(f"{prefix}/.well-known/agent-card.json").get_json()
+    card = served.http.get(f"{prefix}/.well-known/agent-card.json").json()
     assert card["url"] == PUBLIC
     assert {i["url"] for i in card["supportedInterfaces"]} == {PUBLIC}
     assert card["additionalInterfaces"] == [
@@ -61,7 +61,7 @@ def test_the_card_names_the_public_url_with_its_path(served: Client, prefix: str
 @pytest.mark.parametrize("prefix", PREFIXES)
 def test_json_rpc_at_the_public_url(served: Client, prefix: str) -> None:
     for path in (prefix or "/", f"{prefix}/"):
-        answer = post(served, path, rpc_send("hello")).get_json()
+        answer = post(served, path, rpc_send("hello")).json()
         assert answer["result"]["status"]["state"] == "completed", answer
 
 
@@ -69,26 +69,26 @@ def test_json_rpc_at_the_public_url(served: Client, prefix: str) -> None:
 def test_both_rest_bindings_under_the_path(served: Client, prefix: str) -> None:
     v1 = {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}
     task = post(served, f"{prefix}/message:send", {"message": v1}, **{"A2A-Version": "1.0"})
-    assert task.status_code == 200, task.data
-    task_id = task.get_json()["task"]["id"]
+    assert task.status_code == 200, task.content
+    task_id = task.json()["task"]["id"]
     got = served.http.get(f"{prefix}/tasks/{task_id}", headers={"A2A-Version": "1.0"})
-    assert got.get_json()["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert got.json()["status"]["state"] == "TASK_STATE_COMPLETED"
     v03 = {"messageId": "m2", "role": "ROLE_USER", "content": [{"text": "hi"}]}
     sent = post(
         served, f"{prefix}/v1/message:send", {"message": v03, "configuration": {"blocking": True}}
     )
-    assert sent.status_code == 200, sent.data
-    read = served.http.get(f"{prefix}/v1/tasks/{sent.get_json()['task']['id']}").get_json()
+    assert sent.status_code == 200, sent.content
+    read = served.http.get(f"{prefix}/v1/tasks/{sent.json()['task']['id']}").json()
     assert read["status"]["state"] == "TASK_STATE_COMPLETED"
     assert served.http.get(f"{prefix}/v1/nowhere").status_code == 404
 
 
 @pytest.mark.parametrize("prefix", PREFIXES)
 def test_the_seeds_event_stream_under_the_path(served: Client, prefix: str) -> None:
-    done = post(served, prefix or "/", rpc_send("hello")).get_json()["result"]
+    done = post(served, prefix or "/", rpc_send("hello")).json()["result"]
     response = served.http.get(f"{prefix}/sse?taskId={done['id']}")
-    assert response.status_code == 200, response.data
-    (final,) = sse.parse(response.get_data(as_text=True))
+    assert response.status_code == 200, response.content
+    (final,) = sse.parse(response.text)
     assert final.event == "task_update" and final.data["state"] == "completed"
 
 
@@ -112,25 +112,25 @@ def test_a_path_that_only_starts_like_the_prefix_keeps_it(served: Client) -> Non
 @pytest.mark.parametrize("method", ["GET", "POST"])
 def test_dot_segments_and_encoded_slashes_are_400(served: Client, path: str, method: str) -> None:
     # No route takes them, and a POST is not taken for JSON-RPC either.
-    response = served.http.open(path, method=method, data=b"{}")
-    assert response.status_code == 400, response.data
-    error = response.get_json()["error"]
+    response = served.http.request(method, path, content=b"{}")
+    assert response.status_code == 400, response.content
+    error = response.json()["error"]
     assert error["status"] == "INVALID_ARGUMENT" and "path" in error["message"]
 
 
 def test_a_dot_segment_as_an_id_gets_the_id_rule(served: Client) -> None:
     for path in ("/agents/x/v1/tasks/..", "/v1/tasks/.", "/agents/x/tasks/.."):
         response = served.http.get(path)
-        assert response.status_code == 400, response.data
-        assert "'params.id'" in response.get_data(as_text=True)
+        assert response.status_code == 400, response.content
+        assert "'params.id'" in response.text
 
 
 @pytest.mark.parametrize("method", ["GET", "POST", "DELETE"])
 def test_a_very_long_path_is_refused_cleanly(served: Client, method: str) -> None:
     for path in (f"/agents/x/v1/tasks/{'a' * 20_000}", f"/agents/x/v1/{'a/' * 5_000}card"):
-        response = served.http.open(path, method=method, data=b"{}")
-        assert response.status_code in (400, 404, 405), response.data[:300]
-        assert len(response.data) < 2_000  # the path is not echoed back whole
+        response = served.http.request(method, path, content=b"{}")
+        assert response.status_code in (400, 404, 405), response.content[:300]
+        assert len(response.content) < 2_000  # the path is not echoed back whole
 
 
 def test_over_a_real_server(start_server: Any) -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx
 import pytest
 import requests
-from werkzeug.test import TestResponse
 
 from shared.identity.api_key import hashed
 from tests import sse
@@ -31,23 +31,23 @@ def message(text: str, message_id: str | None = None, **fields: Any) -> dict[str
     }
 
 
-def post(client: Client, path: str, body: Any = None, **headers: str) -> TestResponse:
+def post(client: Client, path: str, body: Any = None, **headers: str) -> httpx.Response:
     data = b"" if body is None else json.dumps(body).encode()
     hdrs = {"Content-Type": "application/json", **V1, **headers}
-    return client.http.post(path, data=data, headers=hdrs)
+    return client.http.post(path, content=data, headers=hdrs)
 
 
-def ok(response: TestResponse) -> Any:
-    assert response.status_code == 200, response.data
+def ok(response: httpx.Response) -> Any:
+    assert response.status_code == 200, response.content
     assert response.headers["Content-Type"] == "application/json"
-    return response.get_json()
+    return response.json()
 
 
-def failed(response: TestResponse, status: int, grpc_status: str, reason: str) -> dict[str, Any]:
+def failed(response: httpx.Response, status: int, grpc_status: str, reason: str) -> dict[str, Any]:
     """The google.rpc.Status body of an error, checked against its HTTP status."""
-    assert response.status_code == status, response.data
+    assert response.status_code == status, response.content
     assert "application/json" in response.headers["Content-Type"]
-    error: dict[str, Any] = response.get_json()["error"]
+    error: dict[str, Any] = response.json()["error"]
     assert error["code"] == status
     assert error["status"] == grpc_status
     assert isinstance(error["message"], str) and error["message"]
@@ -55,7 +55,7 @@ def failed(response: TestResponse, status: int, grpc_status: str, reason: str) -
     assert info["@type"] == "type.googleapis.com/google.rpc.ErrorInfo"
     assert info["reason"] == reason
     assert info["domain"] == "a2a-protocol.org"
-    assert "Traceback" not in response.get_data(as_text=True)
+    assert "Traceback" not in response.text
     return error
 
 
@@ -150,7 +150,7 @@ def test_cancel(client: Client) -> None:
     ],
 )
 def test_unknown_task_is_404(client: Client, method: str, path: str) -> None:
-    response = client.http.open(path, method=method, headers=V1)
+    response = client.http.request(method, path, headers=V1)
     error = failed(response, 404, "NOT_FOUND", "TASK_NOT_FOUND")
     assert error["message"].startswith("Task not found")
 
@@ -159,7 +159,7 @@ def test_stream_sends_bare_stream_responses(client: Client) -> None:
     response = post(client, "/message:stream", {"message": message("hello")})
     assert response.status_code == 200
     assert response.headers["Content-Type"].startswith("text/event-stream")
-    events = sse.parse(response.get_data(as_text=True))
+    events = sse.parse(response.text)
     assert events and all(e.id is not None for e in events)
     assert "task" in events[0].data and "jsonrpc" not in events[0].data
     kinds = [next(iter(e.data)) for e in events]
@@ -172,9 +172,9 @@ def test_subscribe_opens_with_a_snapshot(make_client: Any, method: str) -> None:
     # The task waits for input: the stream ends soon without news.
     client = make_client(stream_idle=0.2)
     task = new_task(client)
-    response = client.http.open(f"/tasks/{task['id']}:subscribe", method=method, headers=V1)
-    assert response.status_code == 200, response.data
-    events = sse.parse(response.get_data(as_text=True))
+    response = client.http.request(method, f"/tasks/{task['id']}:subscribe", headers=V1)
+    assert response.status_code == 200, response.content
+    events = sse.parse(response.text)
     assert events[0].data["task"]["id"] == task["id"]
 
 
@@ -218,7 +218,7 @@ def test_extended_card_is_unsupported(client: Client) -> None:
 def test_wrong_content_type_is_415(client: Client) -> None:
     body = json.dumps({"message": message("hello")})
     response = client.http.post(
-        "/message:send", data=body, headers={"Content-Type": "text/plain", **V1}
+        "/message:send", content=body, headers={"Content-Type": "text/plain", **V1}
     )
     error = failed(response, 415, "INVALID_ARGUMENT", "CONTENT_TYPE_NOT_SUPPORTED")
     assert "text/plain" in error["message"]
@@ -234,7 +234,7 @@ def test_unsupported_version_is_400(client: Client) -> None:
 def test_a_missing_version_is_served(client: Client) -> None:
     response = client.http.post(
         "/message:send",
-        data=json.dumps({"message": message("hello")}),
+        content=json.dumps({"message": message("hello")}),
         headers={"Content-Type": "application/json"},
     )
     assert ok(response)["task"]
@@ -250,7 +250,7 @@ def test_a_missing_version_is_served(client: Client) -> None:
 )
 def test_bad_bodies(client: Client, body: bytes, status: int, reason: str) -> None:
     response = client.http.post(
-        "/message:send", data=body, headers={"Content-Type": "application/json", **V1}
+        "/message:send", content=body, headers={"Content-Type": "application/json", **V1}
     )
     failed(response, status, "INVALID_ARGUMENT", reason)
 
@@ -277,7 +277,7 @@ def test_wrong_method_on_a_rest_path_is_405(client: Client) -> None:
     response = client.http.delete("/tasks/abc", headers=V1)
     assert response.status_code == 405
     assert response.headers["Allow"] == "GET"
-    assert response.get_json()["error"]["status"] == "METHOD_NOT_ALLOWED"
+    assert response.json()["error"]["status"] == "METHOD_NOT_ALLOWED"
     assert client.http.get("/message:send").headers["Allow"] == "POST"
 
 
@@ -295,11 +295,11 @@ def test_json_rpc_still_answers_other_posts(client: Client, path: str) -> None:
     }
     response = client.post(body, V1, path=path)
     assert response.status_code == 200
-    assert response.get_json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert response.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
 def test_card_lists_the_http_json_interface(client: Client) -> None:
-    card = client.http.get("/.well-known/agent-card.json").get_json()
+    card = client.http.get("/.well-known/agent-card.json").json()
     assert {
         "url": "http://localhost/",
         "protocolBinding": "HTTP+JSON",

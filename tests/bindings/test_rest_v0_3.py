@@ -8,10 +8,10 @@ import json
 from typing import Any
 from urllib.parse import quote
 
+import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from werkzeug.test import TestResponse
 
 from shared.bindings import rest_v0_3
 from shared.identity.api_key import hashed
@@ -38,26 +38,26 @@ def message(text: str, **fields: Any) -> dict[str, Any]:
     }
 
 
-def post(client: Client, path: str, body: Any = None, **headers: str) -> TestResponse:
+def post(client: Client, path: str, body: Any = None, **headers: str) -> httpx.Response:
     data = b"" if body is None else json.dumps(body).encode()
     return client.http.post(
-        path, data=data, headers={"Content-Type": "application/json", **headers}
+        path, content=data, headers={"Content-Type": "application/json", **headers}
     )
 
 
-def ok(response: TestResponse) -> Any:
-    assert response.status_code == 200, response.data
+def ok(response: httpx.Response) -> Any:
+    assert response.status_code == 200, response.content
     assert response.headers["Content-Type"] == "application/json"
-    return response.get_json()
+    return response.json()
 
 
-def failed(response: TestResponse, status: int, code: int) -> dict[str, Any]:
+def failed(response: httpx.Response, status: int, code: int) -> dict[str, Any]:
     """The binding's error body, with the A2A error's JSON-RPC code."""
-    assert response.status_code == status, response.data
-    error: dict[str, Any] = response.get_json()
+    assert response.status_code == status, response.content
+    error: dict[str, Any] = response.json()
     assert error["code"] == code, error
     assert isinstance(error["message"], str) and error["message"]
-    assert "Traceback" not in response.get_data(as_text=True)
+    assert "Traceback" not in response.text
     return error
 
 
@@ -171,7 +171,7 @@ def test_cancel_and_its_errors(client: Client) -> None:
     ],
 )
 def test_unknown_task_is_404(client: Client, method: str, path: str) -> None:
-    error = failed(client.http.open(path, method=method), 404, -32001)
+    error = failed(client.http.request(method, path), 404, -32001)
     assert error["message"].startswith("Task not found")
 
 
@@ -179,7 +179,7 @@ def test_stream_sends_bare_stream_responses(client: Client) -> None:
     response = post(client, "/v1/message:stream", {"message": message("new phone")})
     assert response.status_code == 200
     assert response.headers["Content-Type"].startswith("text/event-stream")
-    events = sse.parse(response.get_data(as_text=True))
+    events = sse.parse(response.text)
     assert [next(iter(e.data)) for e in events] == ["task", "statusUpdate"]
     update = events[-1].data["statusUpdate"]
     assert update["status"]["state"] == "TASK_STATE_INPUT_REQUIRED" and update["final"] is True
@@ -190,9 +190,9 @@ def test_subscribe_opens_with_a_snapshot(make_client: Any, method: str) -> None:
     # The task waits for input: the stream ends soon without news.
     client = make_client(stream_idle=0.2)
     task = new_task(client)
-    response = client.http.open(f"/v1/tasks/{task['id']}:subscribe", method=method)
-    assert response.status_code == 200, response.data
-    events = sse.parse(response.get_data(as_text=True))
+    response = client.http.request(method, f"/v1/tasks/{task['id']}:subscribe")
+    assert response.status_code == 200, response.content
+    events = sse.parse(response.text)
     assert events[0].data["task"]["id"] == task["id"]
 
 
@@ -333,7 +333,7 @@ def test_bad_bodies(
     client: Client, body: bytes, content_type: str | None, status: int, code: int
 ) -> None:
     headers = {"Content-Type": content_type} if content_type else {}
-    failed(client.http.post("/v1/message:send", data=body, headers=headers), status, code)
+    failed(client.http.post("/v1/message:send", content=body, headers=headers), status, code)
 
 
 def test_body_size_limit(make_client: Any) -> None:
@@ -397,7 +397,7 @@ def test_no_body_gets_a_server_error(client: Client, body: Any) -> None:
     fixture checks either)."""
     for path in ("/v1/message:send", "/v1/tasks/x/pushNotificationConfigs"):
         response = post(client, path, body)
-        assert response.status_code < 500, response.data
+        assert response.status_code < 500, response.content
 
 
 SEGMENTS = st.text(max_size=40) | st.sampled_from(["x", "..", "a:b", "%", "a" * 300])
@@ -417,11 +417,11 @@ def test_no_route_gets_a_server_error(push: Client, data: st.DataObject) -> None
         path = path.replace("{" + name + "}", quote(segment, safe="", errors="surrogatepass"))
     method = data.draw(st.sampled_from([route.method, "GET", "POST", "DELETE", "PUT", "HEAD"]))
     body = data.draw(st.none() | JSON)
-    response = push.http.open(
+    response = push.http.request(
+        method,
         path + data.draw(QUERIES),
-        method=method,
-        data=None if body is None else json.dumps(body),
+        content=None if body is None else json.dumps(body),
         headers={"Content-Type": "application/json"},
     )
-    assert response.status_code < 500, response.data[:500]
+    assert response.status_code < 500, response.content[:500]
     response.close()

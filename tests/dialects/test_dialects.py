@@ -391,9 +391,9 @@ def _stream(client: Client, method: str, params: dict[str, Any], version: str) -
     """A whole stream's frames (the handler finishes the task, so the stream ends)."""
     body = {"jsonrpc": "2.0", "id": "s", "method": method, "params": params}
     headers = {"Content-Type": "application/json", "A2A-Version": version}
-    response = client.http.post("/", data=json.dumps(body), headers=headers)
-    assert response.mimetype == "text/event-stream", response.get_data(as_text=True)
-    return [event.data for event in sse.parse(response.get_data(as_text=True))]
+    response = client.http.post("/", content=json.dumps(body), headers=headers)
+    assert response.headers["Content-Type"].startswith("text/event-stream"), response.text
+    return [event.data for event in sse.parse(response.text)]
 
 
 @pytest.fixture

@@ -102,9 +102,9 @@ CALLS: list[tuple[str, Any, str | None]] = [
 
 
 def assert_refused(response: Any, mode: Mode) -> None:
-    assert response.status_code == 401, response.data
+    assert response.status_code == 401, response.content
     assert response.headers["WWW-Authenticate"].startswith(mode.challenge)
-    assert "Traceback" not in response.get_data(as_text=True)
+    assert "Traceback" not in response.text
 
 
 @pytest.mark.parametrize(("method", "params", "version"), CALLS)
@@ -118,7 +118,7 @@ def test_json_rpc_without_valid_credentials_is_401_in_the_callers_dialect(
         hdrs = {**headers, **({"A2A-Version": version} if version else {})}
         response = mode.client.post(body, hdrs)
         assert_refused(response, mode)
-        answer = response.get_json()
+        answer = response.json()
         assert answer["id"] == "req-7"
         error = answer["error"]
         assert error["code"] == -32600
@@ -135,7 +135,7 @@ def test_an_unreadable_body_is_still_401_with_no_id(mode: Mode) -> None:
     for body in (b"{not json", b"[]", json.dumps({"id": True, "method": 5}).encode()):
         response = mode.client.post(body)
         assert_refused(response, mode)
-        assert response.get_json()["id"] is None
+        assert response.json()["id"] is None
 
 
 @pytest.mark.parametrize(
@@ -154,8 +154,8 @@ def test_an_unreadable_body_is_still_401_with_no_id(mode: Mode) -> None:
 def test_rest_and_sse_without_valid_credentials_are_401(mode: Mode, verb: str, path: str) -> None:
     for headers in ({}, mode.bad):
         hdrs = {"Content-Type": "application/json", "A2A-Version": "1.0", **headers}
-        response = mode.client.http.open(
-            path, method=verb, data=json.dumps(MESSAGE_1_0), headers=hdrs
+        response = mode.client.http.request(
+            verb, path, content=json.dumps(MESSAGE_1_0), headers=hdrs
         )
         assert_refused(response, mode)
         assert response.headers["Content-Type"].startswith("application/json")

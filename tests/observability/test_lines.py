@@ -11,7 +11,6 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-import flask
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -21,7 +20,7 @@ from shared.jobs import Outcome
 from shared.observability.context import note, owner_tag
 from shared.observability.work import http_request
 from shared.ports import Delivery
-from tests.conftest import Client
+from tests.conftest import Client, served
 from tests.observability.conftest import PROJECT, Lines
 from tests.test_push_delivery import drained
 from tests.test_streaming import frames, open_stream
@@ -177,9 +176,7 @@ def test_a_queue_target_s_line_has_the_attempt_the_lag_and_the_queued_request_s_
         return outcome
 
     app = QueueTargetApp("worker", target, _AnyToken(), url="http://w/", max_attempts=5)
-    web = flask.Flask("target")
-    web.add_url_rule("/", view_func=lambda: app(flask.request), methods=["POST", "GET"])
-    client = web.test_client()
+    client = served(app)
     eta = f"{time.time() - 2.5:.6f}"
     for task_id, retry, eta_header in (("t-1", "3", eta), ("failing", "x", "nan")):
         headers = {

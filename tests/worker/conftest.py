@@ -125,8 +125,8 @@ class Embedded(Stack):
 
     def post(self, body: dict[str, Any], instance: int = 0) -> dict[str, Any]:
         response = self.client.post(body, {"A2A-Version": "1.0"})
-        assert response.status_code == 200, response.data
-        answer: dict[str, Any] = response.get_json()
+        assert response.status_code == 200, response.content
+        answer: dict[str, Any] = response.json()
         return answer
 
 

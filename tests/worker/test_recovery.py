@@ -263,7 +263,7 @@ def test_a_resend_after_the_outbox_gets_the_same_task(make_client: Any) -> None:
         {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params},
         {"A2A-Version": "1.0"},
     )
-    error = response.get_json()["error"]
+    error = response.json()["error"]
     assert error["code"] == -32000
     info = error["data"][0]
     task_id = info["metadata"]["taskId"]

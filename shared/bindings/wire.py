@@ -1,0 +1,164 @@
+"""One HTTP exchange as the functions' apps see it: the `Request` the front read, the `Answer`
+an app gives back.
+
+The front (`asgi.py`) builds a Request from uvicorn's ASGI scope and the body it read, and
+writes the Answer; the apps (`http.py`, `queue_target.py`) and what they call take and give
+these two values and nothing else of HTTP. What the WSGI stack (gunicorn and Flask's request)
+did for them before, and clients came to rely on, is kept here and in the front:
+
+- a header is read by name in any case, its repeated lines joined with commas; a header whose
+  name holds `_` is dropped (as gunicorn drops it: `X_Forwarded_Host` must not pass for
+  `X-Forwarded-Host`, which chooses the card's URLs);
+- the path is the decoded text uvicorn gives (its leading slashes made one, as Flask's
+  `request.path` made them), the raw path the bytes as sent (`http.py` looks there for
+  `%2F`);
+- the query is parsed only when there is one, and a name's first value is the one read;
+- the host is the Host header's (else the server's address), without the scheme's default
+  port, and empty when it is not a host at all (as Flask's `request.host`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+from urllib.parse import parse_qsl
+
+Scope = Mapping[str, Any]
+
+# A host, an IPv4 address or a bracketed IPv6 one, and a port (the rule Flask's host kept).
+_HOST = re.compile(
+    r"([a-z0-9.-]+|\[[a-f0-9]*:[a-f0-9.:]+])(?::([1-9][0-9]{0,4}))?", re.ASCII | re.IGNORECASE
+)
+_DEFAULT_PORT = {"http": ":80", "https": ":443"}
+
+
+class Headers:
+    """A request's headers by lower-case name, each one's lines joined with commas."""
+
+    __slots__ = ("_fields",)
+
+    def __init__(self, fields: dict[str, str]) -> None:
+        self._fields = fields  # lower-case names
+
+    @classmethod
+    def of(cls, lines: Iterable[tuple[bytes, bytes]]) -> Headers:
+        """The headers of ASGI header lines (latin-1 text, as HTTP/1.1 carries it)."""
+        fields: dict[str, str] = {}
+        for raw_name, raw_value in lines:
+            name = raw_name.decode("latin-1").lower()
+            if "_" in name:
+                continue
+            value = raw_value.decode("latin-1")
+            fields[name] = fields[name] + "," + value if name in fields else value
+        return cls(fields)
+
+    def get(self, name: str) -> str | None:
+        """The header `name` (in any case), None when absent."""
+        return self._fields.get(name.lower())
+
+    def values(self, name: str) -> list[str]:
+        """The header's values as extensions read them: one (its lines joined), or none."""
+        value = self._fields.get(name.lower())
+        return [] if value is None else [value]
+
+    def declared_length(self) -> int | None:
+        """The body's Content-Length, when it sends a usable one and is not chunked."""
+        if self._fields.get("transfer-encoding", "").strip().lower() == "chunked":
+            return None
+        length = self._fields.get("content-length", "").strip()
+        return int(length) if length.isascii() and length.isdigit() else None
+
+
+class Request:
+    """A request as the front read it; `body` is empty when it was not read (its declared
+    length is over the limit, which the app refuses by that length)."""
+
+    __slots__ = ("_args", "body", "headers", "method", "path", "query_string", "raw_path", "scope")
+
+    def __init__(self, scope: Scope, headers: Headers, body: bytes) -> None:
+        self.method: str = scope["method"].upper()
+        self.path = "/" + scope["path"].lstrip("/")
+        raw: bytes = scope.get("raw_path") or scope["path"].encode()
+        self.raw_path = raw.decode("latin-1")
+        self.query_string: str = scope.get("query_string", b"").decode("latin-1")
+        self.headers = headers
+        self.body = body
+        self.scope = scope  # the scheme, server and client, read when asked
+        self._args: dict[str, str] | None = None
+
+    @property
+    def args(self) -> dict[str, str]:
+        """The query's parameters, each name's first value."""
+        if self._args is None:
+            args: dict[str, str] = {}
+            for name, value in parse_qsl(self.query_string, keep_blank_values=True):
+                args.setdefault(name, value)
+            self._args = args
+        return self._args
+
+    def query(self, name: str) -> str | None:
+        """The query parameter `name` (its first value), None when absent; most requests have
+        no query, and theirs is not parsed."""
+        return self.args.get(name) if self.query_string else None
+
+    @property
+    def scheme(self) -> str:
+        scheme: str = self.scope.get("scheme", "http")
+        return scheme
+
+    @property
+    def host(self) -> str:
+        """The host and port the request was sent to: the Host header's, else the server's
+        address; without the scheme's default port; empty when it is no host."""
+        host = self.headers.get("host")
+        if host is None:
+            server = self.scope.get("server")
+            if server is None or server[1] is None:
+                return ""
+            name = str(server[0])
+            host = (
+                f"[{name}]:{server[1]}" if ":" in name and name[0] != "[" else f"{name}:{server[1]}"
+            )
+        host = host.removesuffix(_DEFAULT_PORT.get(self.scheme, "\0"))
+        found = _HOST.fullmatch(host)
+        if found is None or (found[2] is not None and int(found[2]) > 65535):
+            return ""
+        return host
+
+    @property
+    def remote_addr(self) -> str:
+        client = self.scope.get("client")
+        return str(client[0]) if client else ""
+
+
+class Answer:
+    """What an app answers: a status, headers, and a body whole or, streamed, its chunks made
+    one at a time, and what must run once the stream is done with (`close`: after its last
+    chunk, or when the client left, or before its first for a HEAD), however it ends.
+
+    The front writes the rest: the Content-Length of a body that is whole (none on a 1xx,
+    204 or 304), and no body for a HEAD, whose headers are the GET's."""
+
+    __slots__ = ("_close", "body", "chunks", "headers", "status")
+
+    def __init__(
+        self,
+        status: int = 200,
+        headers: dict[str, str] | None = None,
+        body: bytes = b"",
+        *,
+        chunks: Iterator[bytes] | None = None,
+        close: Callable[[], None] | None = None,
+    ) -> None:
+        self.status = status
+        self.headers = {} if headers is None else headers
+        self.body = body
+        self.chunks = chunks
+        self._close = close
+
+    def close(self) -> None:
+        """Let the stream go (once; nothing for an answer that is whole)."""
+        close, self._close = self._close, None
+        if close is not None:
+            close()
