@@ -559,7 +559,7 @@ def test_hostile_push_config_fields_are_stored_clean_or_refused_naming_the_field
     if rest:
         response = client.post(config, V1, path=f"/tasks/{task_id}/pushNotificationConfigs")
         assert response.status_code in (200, 400), response.status_code
-        answer = json.loads(response.get_data())
+        answer = json.loads(response.content)
         error = answer.get("error") if response.status_code == 400 else None
         if error is not None:
             fields = [v["field"] for d in error["details"] for v in d.get("fieldViolations", [])]
@@ -627,7 +627,7 @@ def test_push_config_fields_are_bounded_on_every_binding(
         path=f"/tasks/{task_id}/pushNotificationConfigs",
     )
     assert response.status_code == 400
-    assert field in json.loads(response.get_data())["error"]["message"]
+    assert field in json.loads(response.content)["error"]["message"]
     # Inline in a send too: refused before anything is stored.
     inline = {
         "message": {"role": "ROLE_USER", "parts": [{"text": "hi"}], "messageId": "inline-1"},
@@ -661,7 +661,7 @@ def test_configs_per_owner_are_limited_on_all_its_tasks(make_client: Any) -> Non
         {"id": "d", "url": HOOK}, {**V1, **alice}, path=f"/tasks/{second}/pushNotificationConfigs"
     )
     assert response.status_code == 400
-    assert "A2A_MAX_PUSH_CONFIGS_PER_OWNER" in json.loads(response.get_data())["error"]["message"]
+    assert "A2A_MAX_PUSH_CONFIGS_PER_OWNER" in json.loads(response.content)["error"]["message"]
     # Another owner has its own; replacing one by its id stays allowed.
     bobs = new_task(client, "three", **bob)
     params = {"taskId": bobs, "id": "c", "url": HOOK}

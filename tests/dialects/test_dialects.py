@@ -554,8 +554,8 @@ def test_a_clients_agent_role_message_is_stored_as_the_users(
         sent = {"messageId": message_id, "role": role, parts: [{"text": "new phone"}]}
         version = {"A2A-Version": "1.0" if binding == "rest-1.0" else "0.3"}
         response = client.post({"message": sent}, version, path=path)
-        assert response.status_code == 200, response.get_data()
-        task = json.loads(response.get_data())["task"]
+        assert response.status_code == 200, response.content
+        task = json.loads(response.content)["task"]
     [first] = [m for m in task["history"] if m["messageId"] == message_id]
     assert first["role"] == user
     stored = client.app.service.ports.store.get("anonymous", task["id"])
