@@ -83,7 +83,7 @@ class QueueTargetApp:
         except TokenRefused as exc:
             log.warning("refused a call to the %s: %s", self.name, exc)
             return json_response(
-                {"error": f"only Cloud Tasks may call the {self.name}: {exc}"},
+                {"error": f"only Cloud Tasks may call the {self.name}: {_refusal(exc.reason)}"},
                 401,
                 {"WWW-Authenticate": "Bearer"},
             )
@@ -114,6 +114,22 @@ class QueueTargetApp:
             return self._url
         proto = (request.headers.get("X-Forwarded-Proto") or request.scheme).split(",")[0].strip()
         return f"{proto}://{request.host}{request.path}"
+
+
+# What a refused caller is told: the class of the reason only. The expected account and
+# audience (in the exception's message) go to the log: told to the caller, they would say
+# whom to obtain a token as, and for what.
+_REFUSALS = {
+    "no token": "the token is missing",
+    "wrong audience": "the token is for another audience or account",
+    "wrong account": "the token is for another audience or account",
+    "wrong issuer": "the token is for another audience or account",
+    "signing keys unavailable": "the token cannot be checked now",
+}
+
+
+def _refusal(reason: str) -> str:
+    return _REFUSALS.get(reason, "the token is invalid")
 
 
 def _count(header: str | None) -> int:
