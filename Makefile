@@ -48,16 +48,27 @@ install: $(STAMP)  ## create the venv and install everything
 # PYTHONPATH: HANDLER may name any module of this checkout (tests.handlers.tck for the TCK).
 # A local agent's users run their webhook receivers on this machine: loopback webhooks are
 # allowed unless A2A_PUSH_ALLOWED_HOSTS is set (empty: none); deployed functions never allow them.
+# The address `make run` listens on: loopback, unless HOST=0.0.0.0 is asked on the command
+# line (a HOST some shells export is no such request). Without credentials (A2A_AUTH=none) the
+# agent answers only requests sent to a loopback name or A2A_PUBLIC_URL's host, from no other
+# page (shared/bindings/local_only.py): to serve the LAN, ask credentials too.
+ifneq ($(origin HOST),command line)
+HOST := 127.0.0.1
+endif
 LOCAL_ENV = A2A_PUSH_ALLOWED_HOSTS=$${A2A_PUSH_ALLOWED_HOSTS-localhost,127.0.0.1} A2A_CONSOLE=$${A2A_CONSOLE:-true}
-run: $(STAMP)  ## serve the sample agent on localhost:$(PORT) (BACKEND=memory|firestore), in one process
+run: $(STAMP)  ## serve the sample agent on localhost:$(PORT) (BACKEND=memory|firestore, HOST=0.0.0.0), in one process
 	@echo "serving $(HANDLER) on http://localhost:$(PORT) ($(BACKEND) backend);" \
 	  "card: http://localhost:$(PORT)/.well-known/agent-card.json; Ctrl-C stops it"
 	@echo "A2A_AUTH=$${A2A_AUTH:-none}$$([ "$${A2A_AUTH:-none}" = none ] && echo ': no credentials asked, every caller is the same owner (local development only)')"
 	@echo "webhooks allowed on: $${A2A_PUSH_ALLOWED_HOSTS-localhost,127.0.0.1} (A2A_PUSH_ALLOWED_HOSTS; deployed functions allow no loopback host)"
 	@echo "console: http://localhost:$(PORT)/console (A2A_CONSOLE); client: .venv/bin/a2a --url http://localhost:$(PORT) send hello"
+	@case "$(HOST)" in 127.*|localhost|::1) ;; *) [ "$${A2A_AUTH:-none}" != none ] || echo \
+	  "WARNING: HOST=$(HOST) listens beyond this machine, but A2A_AUTH=none asks no credentials:" \
+	  "requests sent to any name but localhost (or A2A_PUBLIC_URL's host) are refused;" \
+	  "to serve the LAN, set A2A_AUTH=api-key and A2A_API_KEYS";; esac
 	PYTHONPATH=$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH} \
 	  $(RUN_ENV) $(LOCAL_ENV) A2A_BACKEND=$(BACKEND) A2A_HANDLER=$(HANDLER) $(VENV)/bin/functions-framework \
-	  --target=a2a --source=functions/main.py --port=$(PORT)
+	  --target=a2a --source=functions/main.py --host=$(HOST) --port=$(PORT)
 
 # The three functions on the emulators, wired as `make deploy` wires them (emulator/dev.py).
 dev: $(STAMP)  ## a2a, worker and deliver on the Firestore and Cloud Tasks emulators, reloading on changes

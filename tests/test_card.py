@@ -95,20 +95,57 @@ def test_public_url_setting_wins(make_client: Any) -> None:
     assert card["url"] == "https://a2a.example.com/agent"
 
 
-def test_caching_headers_and_304(client: Client) -> None:
+def test_caching_headers_and_304(make_client: Any) -> None:
+    client = make_client(public_url="https://agent.example/")
     first = client.http.get(PATHS[0])
     etag = first.headers["ETag"]
     assert etag.startswith('"')
-    assert "max-age=300" in first.headers["Cache-Control"]
+    assert first.headers["Cache-Control"] == "public, max-age=300"
+    assert "Vary" not in first.headers  # its URLs are the configured ones, whoever asks
     assert first.headers["Last-Modified"].endswith("GMT")
     again = client.http.get(PATHS[0], headers={"If-None-Match": etag})
     assert again.status_code == 304
     assert again.content == b""
     assert again.headers["ETag"] == etag
+    assert again.headers["Cache-Control"] == "public, max-age=300"
     since = client.http.get(PATHS[0], headers={"If-Modified-Since": first.headers["Last-Modified"]})
     assert since.status_code == 304
     stale = client.http.get(PATHS[0], headers={"If-None-Match": '"other"'})
     assert stale.status_code == 200
+
+
+PER_REQUEST = "Host, X-Forwarded-Host, X-Forwarded-Proto"
+
+
+def test_a_card_whose_urls_come_from_the_request_is_kept_by_no_cache(client: Client) -> None:
+    # No A2A_PUBLIC_URL: the URLs are the Host's and X-Forwarded-*'s, so one forged header in
+    # a shared cache would send every later caller elsewhere (finding 11 of issue 25).
+    forged = {"X-Forwarded-Host": "attacker.example"}
+    first = client.http.get(PATHS[0], headers=forged)
+    assert first.json()["url"] == "http://attacker.example/"
+    assert first.headers["Cache-Control"] == "no-store"
+    assert first.headers["Vary"] == PER_REQUEST
+    again = client.http.get(PATHS[0], headers={"If-None-Match": first.headers["ETag"], **forged})
+    assert again.status_code == 304
+    assert (again.headers["Cache-Control"], again.headers["Vary"]) == ("no-store", PER_REQUEST)
+
+
+def test_the_extended_card_is_never_shared_by_a_cache(make_client: Any) -> None:
+    per_request = make_client(handler=MEMBERS, **MODES["api-key"])
+    response = per_request.http.get("/extendedAgentCard", headers=KEY)
+    assert response.status_code == 200 and "vault" in response.text
+    assert response.headers["Cache-Control"] == "no-store"
+    assert response.headers["Vary"] == PER_REQUEST
+    configured = make_client(
+        handler=MEMBERS, public_url="https://agent.example/", **MODES["api-key"]
+    )
+    for path in ("/extendedAgentCard", "/v1/card"):
+        response = configured.http.get(path, headers=KEY)
+        assert response.status_code == 200, response.content
+        # The caller's own card: a browser may keep it, a shared cache may not.
+        assert response.headers["Cache-Control"] == "private, max-age=300"
+    refused = configured.http.get("/extendedAgentCard")
+    assert refused.status_code == 401 and "Cache-Control" not in refused.headers
 
 
 def test_card_changes_its_etag_with_its_content(make_client: Any) -> None:

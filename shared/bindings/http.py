@@ -22,14 +22,17 @@ from shared import extensions, streaming
 from shared.bindings import body as front_door
 from shared.bindings import jsonrpc, operations, rest, rest_v0_3, sse
 from shared.bindings.console import Console
-from shared.bindings.json_http import JSON, json_response
+from shared.bindings.json_http import JSON, content_type_error, json_response
+from shared.bindings.local_only import LocalOnly
 from shared.bindings.wire import Answer, Request
 from shared.card import AgentCard
 from shared.dialects.base import Dialect
 from shared.dialects.registry import METHODS
 from shared.dialects.v0_3 import V03
+from shared.dialects.v1_0 import V1
 from shared.errors import (
     A2AError,
+    ContentTypeNotSupportedError,
     InvalidParamsError,
     InvalidRequestError,
     MethodNotFoundError,
@@ -156,6 +159,8 @@ class HttpApp:
             commit_interval=settings.stream_commit_interval,
         )
         self.console = Console() if settings.console else None  # A2A_CONSOLE
+        # An agent that asks no credentials serves only this machine (shared.bindings.local_only).
+        self.local_only = LocalOnly(settings.public_url) if settings.auth == "none" else None
 
     def close(self) -> None:
         """Stop background queues (tests, and a process shutting down)."""
@@ -184,6 +189,10 @@ class HttpApp:
 
     def _route(self, request: Request) -> Answer:
         path = self._route_path(request.path)
+        if self.local_only is not None:
+            refused = self.local_only.refusal(request)
+            if refused is not None:
+                return self._not_served(request, path, refused)
         if self.console is not None and self.console.owns(path):
             return self.console(request, path)
         if path in CARD_PATHS:
@@ -212,7 +221,10 @@ class HttpApp:
         binding: RestBinding = rest_v0_3 if path.startswith(rest_v0_3.PREFIX + "/") else rest
         found = binding.match(request.method, path)
         if found is not None:
-            return self._rest(request, binding, *found)  # an odd id there: the id rule's 400
+            response = self._rest(request, binding, *found)  # an odd id: the id rule's 400
+            if found[0].operation == "extended_card" and response.status == 200:
+                response.headers.update(self._card_caching(shared=False))
+            return response
         problem = _path_problem(request)
         if problem is not None:
             return _status_error(400, "INVALID_ARGUMENT", problem)
@@ -237,6 +249,30 @@ class HttpApp:
             MethodNotFoundError(f"no route for {request.method} {_shown(request.path)}")
         )
 
+    def _not_served(self, request: Request, path: str, error: A2AError) -> Answer:
+        """A request the local-only checks refuse, in the error shape of the binding its path
+        and method are routed to (as `_route` routes them), with the refusal's HTTP status
+        on every binding: it is refused as HTTP, before any binding reads it."""
+        if path.startswith(rest_v0_3.PREFIX + "/"):
+            return _rest_error(error, rest_v0_3)
+        rpc = path == "/sse" or (
+            request.method == "POST"
+            and path not in CARD_PATHS
+            and (path == "/" or rest.match(request.method, path) is None)
+        )
+        if rpc:
+            dialect = V1 if (_version(request) or "").startswith("1.") else V03
+            if isinstance(error, ContentTypeNotSupportedError):
+                if content_type_error(request.headers.get("Content-Type")) is not None:
+                    # JSON-RPC refuses a body declared as something else itself, with the
+                    # request's id when it can read one (jsonrpc.dispatch): its answer.
+                    return self._rpc(request)
+                # None declared: -32005 as JSON-RPC answers a declared one, with HTTP 200 (the
+                # wire reference: JSON-RPC's errors are answered 200).
+                return _rpc_error(error, 200, dialect)
+            return _rpc_error(error, error.http_status, dialect)
+        return _rest_error(error)  # the card, the console and REST 1.0: google.rpc.Status
+
     def _route_path(self, path: str) -> str:
         """The path the routes know: without the prefix (when it carries it) and a final `/`."""
         if self.prefix and (path == self.prefix or path.startswith(self.prefix + "/")):
@@ -254,19 +290,33 @@ class HttpApp:
 
     def _card(self, request: Request) -> Answer:
         document = self.card.document(self.public_url(request))
-        cache = f"public, max-age={self.settings.card_max_age}"
+        caching = self._card_caching(shared=True)
         if document.not_modified(
             request.headers.get("If-None-Match"), request.headers.get("If-Modified-Since")
         ):
             # A 304 carries no entity headers (RFC 9110 §15.4.5): not Last-Modified.
-            return Answer(304, {"ETag": document.etag, "Cache-Control": cache})
+            return Answer(304, {"ETag": document.etag, **caching})
         headers = {
             "Content-Type": JSON,
             "ETag": document.etag,
             "Last-Modified": document.last_modified_header,
-            "Cache-Control": cache,
+            **caching,
         }
         return Answer(200, headers, document.body)
+
+    def _card_caching(self, *, shared: bool) -> dict[str, str]:
+        """How a card (`shared`: the public one; else the extended one, an authenticated
+        caller's) may be cached. Its URLs are A2A_PUBLIC_URL's; without one they are the
+        request's Host and X-Forwarded-*, which a cache keyed by URL alone would serve to
+        everyone (one forged header poisoning it): then no cache keeps it, and Vary says
+        what it depends on."""
+        if self.settings.public_url is None:
+            return {
+                "Cache-Control": "no-store",
+                "Vary": "Host, X-Forwarded-Host, X-Forwarded-Proto",
+            }
+        scope = "public" if shared else "private"  # no shared cache keeps a caller's card
+        return {"Cache-Control": f"{scope}, max-age={self.settings.card_max_age}"}
 
     def _rpc(self, request: Request) -> Answer:
         try:

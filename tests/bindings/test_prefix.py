@@ -18,6 +18,8 @@ pytestmark = pytest.mark.usefixtures("schema_checked")
 
 PUBLIC = "https://agent.example/agents/x"
 PREFIXES = ["/agents/x", ""]  # as the request arrives: with the path, or with it taken off
+# A body's type, which a local agent (A2A_AUTH=none) asks of every POST with a body.
+JSON_BODY = {"Content-Type": "application/json"}
 
 
 @pytest.fixture
@@ -112,7 +114,7 @@ def test_a_path_that_only_starts_like_the_prefix_keeps_it(served: Client) -> Non
 @pytest.mark.parametrize("method", ["GET", "POST"])
 def test_dot_segments_and_encoded_slashes_are_400(served: Client, path: str, method: str) -> None:
     # No route takes them, and a POST is not taken for JSON-RPC either.
-    response = served.http.request(method, path, content=b"{}")
+    response = served.http.request(method, path, content=b"{}", headers=JSON_BODY)
     assert response.status_code == 400, response.content
     error = response.json()["error"]
     assert error["status"] == "INVALID_ARGUMENT" and "path" in error["message"]
@@ -128,7 +130,7 @@ def test_a_dot_segment_as_an_id_gets_the_id_rule(served: Client) -> None:
 @pytest.mark.parametrize("method", ["GET", "POST", "DELETE"])
 def test_a_very_long_path_is_refused_cleanly(served: Client, method: str) -> None:
     for path in (f"/agents/x/v1/tasks/{'a' * 20_000}", f"/agents/x/v1/{'a/' * 5_000}card"):
-        response = served.http.request(method, path, content=b"{}")
+        response = served.http.request(method, path, content=b"{}", headers=JSON_BODY)
         assert response.status_code in (400, 404, 405), response.content[:300]
         assert len(response.content) < 2_000  # the path is not echoed back whole
 

@@ -321,10 +321,12 @@ def test_a_task_reads_the_same_in_both_0_3_forms(client: Client) -> None:
         (b'{"message": {"role": "ROLE_USER"}}', "application/json", 400, -32602),
         (
             b'{"message": {"role": "ROLE_UNSPECIFIED", "content": [{"text": "x"}]}}',
-            None,
+            "application/json",
             400,
             -32602,
         ),
+        # No type: a local agent (A2A_AUTH=none) refuses it (tests/bindings/test_local_only.py).
+        (b'{"message": {}}', None, 415, -32005),
         (b'{"message": "x", "configuration": []}', "application/json", 400, -32602),
         (b'{"message": {}}', "text/plain", 415, -32005),
     ],

@@ -9,6 +9,7 @@ process group, as a terminal sends it) must leave no process behind.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -17,6 +18,7 @@ import threading
 from pathlib import Path
 
 import pytest
+import requests
 
 from emulator._process import port_in_use
 from emulator.http_target import HttpTarget
@@ -211,5 +213,86 @@ def test_make_run_allows_loopback_webhooks_and_says_so(
             receiver.wait_for("/hook", 1, timeout=20)
         make.interrupt()
         assert left_in(clone) == []
+    finally:
+        make.kill()
+
+
+def listening_on(port: int) -> set[str]:
+    """The IPv4 addresses a socket listens on at `port` (/proc/net/tcp: little-endian hex)."""
+    found = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        local, state = line.split()[1], line.split()[3]
+        address, _, hex_port = local.partition(":")
+        if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+            found.add(".".join(str(int(address[i : i + 2], 16)) for i in (6, 4, 2, 0)))
+    return found
+
+
+def test_make_run_serves_only_this_machine(clone: Path) -> None:
+    # Finding 3 of issue 25: loopback only, and no rebound name, other page or untyped POST.
+    port = free_port()
+    make = Make(clone, "run", f"PORT={port}")
+    url = f"http://127.0.0.1:{port}/"
+    send = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "message/send",
+        "params": {
+            "message": {
+                "kind": "message",
+                "messageId": "m",
+                "role": "user",
+                "parts": [{"kind": "text", "text": "hi"}],
+            }
+        },
+    }
+    body = json.dumps(send)
+    typed = {"Content-Type": "application/json"}
+    try:
+        make.wait_answering(port)
+        assert listening_on(port) == {"127.0.0.1"}
+        assert "WARNING" not in make.output
+        ok = requests.post(url, data=body, headers=typed, timeout=10)
+        assert ok.json()["result"]["status"]["state"] == "completed", ok.text
+        rebound = requests.post(
+            url, data=body, headers={**typed, "Host": "rebind.attacker.example"}, timeout=10
+        )
+        assert rebound.status_code == 403 and rebound.json()["error"]["code"] == -32600
+        assert "set A2A_AUTH=api-key" in rebound.json()["error"]["message"]
+        page = requests.post(
+            f"http://localhost:{port}/message:send",
+            data=json.dumps(
+                {"message": {"messageId": "m2", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}
+            ),
+            headers={**typed, "Origin": "https://attacker.example"},
+            timeout=10,
+        )
+        assert page.status_code == 403 and page.json()["error"]["status"] == "PERMISSION_DENIED"
+        untyped = requests.post(url, data=body, timeout=10)  # requests sends no Content-Type
+        assert untyped.json()["error"]["code"] == -32005, untyped.text
+        assert "send Content-Type: application/json" in untyped.json()["error"]["message"]
+        seeds = requests.get(f"http://localhost:{port}/sse?taskId=nope", timeout=10)
+        assert seeds.json()["error"]["code"] == -32001  # served: the task is not found
+        make.interrupt()
+    finally:
+        make.kill()
+
+
+def test_make_run_on_every_address_warns_without_credentials(clone: Path) -> None:
+    port = free_port()
+    make = Make(clone, "run", f"PORT={port}", "HOST=0.0.0.0")
+    try:
+        make.wait_answering(port)
+        assert listening_on(port) == {"0.0.0.0"}
+        assert "WARNING: HOST=0.0.0.0 listens beyond this machine" in make.output
+        assert "set A2A_AUTH=api-key and A2A_API_KEYS" in make.output
+        # A machine of the LAN names this one by its address: not a name it serves.
+        answer = requests.get(
+            f"http://127.0.0.1:{port}/.well-known/agent-card.json",
+            headers={"Host": f"192.168.1.20:{port}"},
+            timeout=10,
+        )
+        assert answer.status_code == 403 and "Host: 192.168.1.20" in answer.text
+        make.interrupt()
     finally:
         make.kill()
