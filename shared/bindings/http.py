@@ -306,17 +306,18 @@ class HttpApp:
 
     def _card_caching(self, *, shared: bool) -> dict[str, str]:
         """How a card (`shared`: the public one; else the extended one, an authenticated
-        caller's) may be cached. Its URLs are A2A_PUBLIC_URL's; without one they are the
-        request's Host and X-Forwarded-*, which a cache keyed by URL alone would serve to
-        everyone (one forged header poisoning it): then no cache keeps it, and Vary says
-        what it depends on."""
+        caller's, which no shared cache keeps) may be cached. Its URLs are A2A_PUBLIC_URL's;
+        without one they are the request's Host and X-Forwarded-*, which a shared cache
+        keyed by URL alone would serve to everyone (one forged header poisoning it): then
+        only the caller's own cache keeps it (`private`: still with the max-age the TCK's
+        CARD-CACHE-001 asks), and Vary says what it depends on."""
+        max_age = f"max-age={self.settings.card_max_age}"
         if self.settings.public_url is None:
             return {
-                "Cache-Control": "no-store",
+                "Cache-Control": f"private, {max_age}",
                 "Vary": "Host, X-Forwarded-Host, X-Forwarded-Proto",
             }
-        scope = "public" if shared else "private"  # no shared cache keeps a caller's card
-        return {"Cache-Control": f"{scope}, max-age={self.settings.card_max_age}"}
+        return {"Cache-Control": f"{'public' if shared else 'private'}, {max_age}"}
 
     def _rpc(self, request: Request) -> Answer:
         try:
