@@ -4,7 +4,8 @@ It owns what is HTTP about A2A: the well-known card paths with caching headers, 
 are the HTTP+JSON bindings' (1.0's, and 0.3's under `/v1/`: they win; any other POST is
 JSON-RPC), the path prefix (A2A_PUBLIC_URL's path, taken off the paths that carry it, so
 a deployment behind a path still routes; a path no route takes with a `.` or `..` segment or
-an encoded slash is refused, not served as JSON-RPC), the body size limit,
+an encoded slash is refused, not served as JSON-RPC), what an agent without credentials
+refuses (shared.bindings.local_only: other hosts' names, other pages), the body size limit,
 authentication before any work, the status codes of REST answers, streamed answers as
 server-sent events, the seeds' `GET /sse?taskId=` (the subscribe operation, framed as
 `task_update` events), and turning every failure into the protocol's error body (never an
@@ -251,8 +252,9 @@ class HttpApp:
 
     def _not_served(self, request: Request, path: str, error: A2AError) -> Answer:
         """A request the local-only checks refuse, in the error shape of the binding its path
-        and method are routed to (as `_route` routes them), with the refusal's HTTP status
-        on every binding: it is refused as HTTP, before any binding reads it."""
+        and method are routed to (as `_route` routes them): refused as HTTP, before any
+        binding reads it, so with the refusal's HTTP status (401 and 413 are answered so
+        too), except a missing type's -32005, which JSON-RPC answers as it does elsewhere."""
         if path.startswith(rest_v0_3.PREFIX + "/"):
             return _rest_error(error, rest_v0_3)
         rpc = path == "/sse" or (

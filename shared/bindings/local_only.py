@@ -84,8 +84,8 @@ class LocalOnly:
             if media is None and not request.body:
                 return None
             if media not in JSON_MEDIA_TYPES:
-                # -32005 and 415, as the bindings answer a body declared as something else:
-                # the body is not acceptable as declared (here: not declared at all).
+                # ContentTypeNotSupported (-32005; REST's 415), as the bindings refuse a body
+                # declared as something else: not acceptable as declared (or undeclared).
                 sent = f"not {_shown(media)}" if media else "none was sent"
                 return ContentTypeNotSupportedError(
                     "this agent asks no credentials (A2A_AUTH=none) and takes only JSON "
