@@ -434,9 +434,10 @@ class Settings:
     # How a stream follows a task another process runs: a Firestore listener (falling back
     # to polling when it can't be had), or polling with backoff. The embedded store ignores it.
     stream_tail: StreamTail = _setting("A2A_STREAM_TAIL", "listener", _Choice(StreamTail))
-    # A streamed send commits its events together within this many seconds (each frame goes
-    # out once committed, so this is also how late a frame may be): a burst of events costs
-    # one Firestore write batch rather than one per event.
+    # Every turn (in the request, on the in-process queue or in the worker) commits its events
+    # together within this many seconds, whether or not anyone listens (each frame goes out
+    # once committed, so this is also how late progress may reach a stream, GetTask or a
+    # webhook): a burst of events costs one Firestore write batch rather than one per event.
     stream_commit_interval: float = _setting("A2A_STREAM_COMMIT_INTERVAL_SECONDS", 0.05, _Seconds())
     # functions-framework's own THREADS variable (its default is 4 per CPU): the function's
     # pool, which runs its requests and holds its streams (shared/bindings/asgi.py).
