@@ -29,6 +29,7 @@ frees its slot.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import queue
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
@@ -47,6 +48,9 @@ App = Callable[[Request], Answer]
 # The seconds a client refused for want of room for its body is told to wait (Retry-After):
 # bodies in flight take a moment to be let go of.
 RETRY_AFTER = 1
+# Seconds past a body's deadline its reader on a pool thread waits for the loop: only a loop
+# that stopped (the process going away) takes longer, and the thread must not outlive it.
+LOOP_GONE = 5.0
 
 
 class Front:
@@ -117,7 +121,12 @@ class Front:
         loop = asyncio.get_running_loop()
 
         def rest() -> bytes:  # on the app's pool thread
-            return asyncio.run_coroutine_threadsafe(body.rest(), loop).result()
+            reading = asyncio.run_coroutine_threadsafe(body.rest(), loop)
+            try:  # the read ends by its deadline; past it, the loop itself is gone
+                return reading.result(self.read_seconds + LOOP_GONE)
+            except concurrent.futures.TimeoutError:
+                reading.cancel()
+                raise body.late() from None
 
         return Request(scope, headers, first, rest)
 
@@ -208,7 +217,7 @@ class _Body:
             async with asyncio.timeout(self.front.read_seconds):
                 await self._take(await self.receive())
         except TimeoutError:
-            self.refused = self._late()
+            self.refused = self.late()
         return b"".join(self.chunks)
 
     async def rest(self) -> bytes:
@@ -222,7 +231,7 @@ class _Body:
                     if self.refused is not None:
                         raise self.refused
         except TimeoutError:
-            raise self._late() from None
+            raise self.late() from None
         return b"".join(self.chunks)
 
     async def _take(self, message: Message) -> None:
@@ -251,7 +260,8 @@ class _Body:
         self.held += len(kept)
         front.buffered += len(kept)
 
-    def _late(self) -> BodyRefused:
+    def late(self) -> BodyRefused:
+        """The refusal of a body that did not come within the deadline."""
         seconds = f"{self.front.read_seconds:g}"
         return BodyRefused(
             408,
