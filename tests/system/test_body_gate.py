@@ -127,17 +127,19 @@ def test_a_body_that_does_not_come_in_time_is_refused_408(
     start_server: Callable[..., Server],
 ) -> None:
     server = api_key_server(start_server, A2A_BODY_READ_SECONDS="0.5")
-    # Part of the body, then nothing; or nothing of it at all.
-    for sent in (b'{"jsonrpc": "2.0", ', b""):
+    # Part of the body, then nothing; or nothing of it at all; to JSON-RPC and to REST.
+    for path, sent in (("/", b'{"jsonrpc": "2.0", '), ("/", b""), ("/message:send", b"{")):
         with connected(server) as connection:
             started = time.monotonic()
-            connection.sendall(head(1000, KEY) + sent)
+            connection.sendall(head(1000, KEY, path) + sent)
             status, headers, body = answer(connection)
             took = time.monotonic() - started
         assert status == 408
         assert "A2A_BODY_READ_SECONDS" in body["error"]["message"]
         assert headers["connection"] == "close"
         assert 0.5 <= took < 5, took
+        if path != "/":  # google.rpc.Status, as every v1.0 REST error
+            assert body["error"]["status"] == "DEADLINE_EXCEEDED"
 
 
 def test_bodies_past_the_instance_s_room_are_refused_503_until_room_is_made(
