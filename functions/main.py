@@ -112,10 +112,11 @@ _deliver: Callable[[], QueueTargetApp] = _once(build_deliver)
 
 
 # Each function's requests run on a pool of THREADS threads (its concurrency, set by `make
-# deploy`); the body is read first, within A2A_MAX_BODY_BYTES.
-_a2a_front = Front(_a2a, _SETTINGS.threads, _SETTINGS.max_body_bytes)
-_worker_front = Front(_worker, _SETTINGS.threads, _SETTINGS.max_body_bytes)
-_deliver_front = Front(_deliver, _SETTINGS.threads, _SETTINGS.max_body_bytes)
+# deploy`); a body is read past what came with its head only once the app knows the caller,
+# within A2A_MAX_BODY_BYTES, A2A_BODY_READ_SECONDS and A2A_MAX_BUFFERED_BYTES.
+_a2a_front = Front.of(_a2a, _SETTINGS)
+_worker_front = Front.of(_worker, _SETTINGS)
+_deliver_front = Front.of(_deliver, _SETTINGS)
 
 
 # functions-framework awaits what an `aio` function returns as `response(scope, receive,

@@ -1,23 +1,28 @@
 """Running a handler for one turn of a task and persisting what it does.
 
 A Turn folds the handler's events into its copy of the task and commits them to the store
-with optimistic concurrency. Commits are coalesced: a short turn costs one commit (the task
-document and its events in one batch), a long one commits at most every `commit_interval`
-seconds (sooner once 1 MB of events waits), and a timer makes even a silent handler's task
-visible to other instances within that interval. A commit that loses a race re-reads the
-task: if it was canceled, the turn stops (the handler sees `ctx.canceled`, then TaskCanceled
-at its next action); otherwise the turn folds its pending events onto the fresh task and
-commits again.
+with optimistic concurrency. Commits are coalesced in windows (`window`, the stream commit
+interval where the turn is wired with it; else `commit_interval`), wherever the turn runs
+and whether anyone listens: the first event after a quiet window is committed at once, the
+rest of a burst together when the window closes (sooner once 1 MB of events waits). Streams
+on any instance, GetTask and webhooks so see a handler's progress within a window plus the
+store's latency, while the handler still works. Firestore sustains about one write a second
+per document: a 50 ms window still allows twenty, but a handler making events in a loop
+commits a few times instead of once per event. A short turn costs one commit (the task
+document and its events in one batch): its first window's timer is dropped unfired. The
+commits are made by the turn's timer (shared.timers) on a spare thread, not by the handler's
+calls (but for the 1 MB one, and the turn's end), one at a time; one that goes on with the
+turn is written without the turn's lock, so the handler's calls never wait for the store
+meanwhile. A commit that loses a race re-reads the task: if
+it was canceled, the turn stops (the handler sees `ctx.canceled`, then TaskCanceled at its
+next action); otherwise the turn folds its pending events onto the fresh task and commits
+again.
 
 A streamed send listens to its turn (`listen`): its stream sends only what the log holds, so
 a client resuming on any instance with Last-Event-ID gets exactly the events after its last
 one. Sending a frame before its commit would let the client see an event that a lost race
 (a cancel) or the instance's death then leaves out of the log, or puts another event at its
-sequence number. A listened-to turn therefore commits often, but in windows of
-`listen(window=...)` seconds rather than per event: the first event after a quiet window is
-committed at once, the rest of a burst together when the window closes. Firestore sustains
-about one write a second per document: a 50 ms window still allows twenty, but a handler
-making events in a loop commits a few times instead of once per event.
+sequence number.
 
 Every turn holds the task's lease, a background turn (run by the worker) and an inline one
 (run in a request) alike: every commit renews it, a heartbeat commits when nothing else did
@@ -46,6 +51,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import timedelta
+from typing import NamedTuple
 
 from shared.agent import Context, HandlerModule, TaskCanceled
 from shared.clock import SYSTEM, Clock
@@ -113,6 +119,7 @@ class Turn:
         message_key: MessageKey | None,
         commit_interval: float,
         allow_message: bool,
+        window: float | None = None,
         hand_over: HandOver,
         lease: Lease | None = None,
         lease_seconds: float = 30.0,
@@ -122,17 +129,20 @@ class Turn:
         """`lease`: run a queued turn (its message is stored already) holding this lease;
         `stored` is then required. Without it the turn takes a lease of its own at its first
         commit. Either is renewed for `lease_seconds` at every commit. `hand_over` enqueues
-        the next turn this one handed the task over to. `clock` times the commit interval,
-        the cancel checks, the heartbeat and the lease's expiry."""
+        the next turn this one handed the task over to. `window`: how long an event of the
+        handler waits for its commit (at most the commit interval, which is the default).
+        `clock` times the windows, the cancel checks, the heartbeat and the lease's expiry."""
         self._store = store
         self._clock = clock
         self._owner = owner
         self._handler = handler
         self._dialect = dialect
         self._message_key = message_key
-        self._interval = commit_interval
         self._allow_message = allow_message
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the turn's state
+        # One commit at a time, taken before the lock: the timer's commit writes without the
+        # lock (_write), so the handler goes on making events meanwhile.
+        self._committing = threading.Lock()
         self._stored = stored
         self._task = task
         self._pending: list[Event] = []
@@ -149,10 +159,11 @@ class Turn:
         # Its logs and spans belong to the unit of work that made it, on whichever thread
         # it runs (a streamed send's own, shared.streaming).
         self._unit = tracing.snapshot()
-        self._window = commit_interval  # a listened-to turn's is shorter (listen)
+        # How long the handler's events wait for their commit (a listened-to turn's may be
+        # shorter: listen).
+        self._window = commit_interval if window is None else min(window, commit_interval)
         # The turn's next timer (_timers), while the handler runs.
         self._timer: Timer | None = None
-        self._started = self._last_commit
         self._not_before = self._last_commit  # after a failed timed commit: not again before
         self._handler_done = False
         queued = lease is not None
@@ -190,7 +201,7 @@ class Turn:
         """Commit the start of the turn now, once: a continuation claims its task this way
         (only one message resumes an interrupted task) and a background turn becomes
         visible before it runs. Raises VersionConflict when the task moved on meanwhile."""
-        with self._lock:
+        with self._committing, self._lock:
             self._commit()
 
     def listen(self, listener: Listener, window: float) -> StoredTask:
@@ -203,7 +214,7 @@ class Turn:
             if self._stored is None:
                 raise RuntimeError("claim the turn before listening to it")
             self._listener = listener
-            self._window = min(window, self._interval)
+            self._window = min(window, self._window)
             return self._stored
 
     def run(self) -> Task | Message:
@@ -217,11 +228,13 @@ class Turn:
             return result
 
     def _run(self) -> Task | Message:
-        # The timers make the commits that the handler's own calls do not: a deadline of the
-        # process's timers thread, which a turn that ends first costs no thread's time.
+        # The timers make the turn's commits: a deadline of the process's timers thread,
+        # which a turn that ends first costs no thread's time. The first is set at the end of
+        # the first window whatever is pending, so the handler's first event needs no earlier
+        # one (a short turn wakes no thread).
         with self._lock:
-            self._started = self._not_before = self._clock.monotonic()
-            self._arm()
+            self._not_before = self._clock.monotonic()
+            self._arm(by=self._last_commit + self._window)
         # What the handler reads is its own: changing a dict in it changes nothing stored or
         # served (the store keeps these very objects).
         message = detached(self._message)
@@ -257,7 +270,7 @@ class Turn:
                 if self._timer is not None:
                     self._timer.cancel()
                     self._timer = None
-        with self._lock:
+        with self._committing, self._lock:
             self._ending = True
             result = self._end(ctx)
             if self._duplicate is not None:
@@ -293,13 +306,21 @@ class Turn:
                 event, size = servable(event)
             self._apply(event)
             self._pending_bytes += size
-            due = self._clock.monotonic() - self._last_commit >= self._window
-            if due or self._pending_bytes >= _COMMIT_BYTES:
-                self._flush()
-            elif len(self._pending) == 1 and self._listener is not None:
-                self._arm(earlier_only=True)  # the timers commit it when the window closes
+            full = self._pending_bytes >= _COMMIT_BYTES
+            if not full and len(self._pending) == 1:
+                # The timers commit it when its window closes (at once after a quiet one),
+                # with whatever the handler makes until then, off the handler's thread.
+                self._arm(earlier_only=True)
             if self._canceled:
                 raise TaskCanceled(self._task.id)
+        if full:
+            # Here, on the handler's thread (after the timer's commit, if one is under way):
+            # what waits never outgrows one commit.
+            with self._committing, self._lock:
+                if self._pending_bytes >= _COMMIT_BYTES:
+                    self._flush()
+                if self._canceled:
+                    raise TaskCanceled(self._task.id)
 
     def reply(self, message: Message) -> None:
         with self._lock:
@@ -377,28 +398,28 @@ class Turn:
         )
 
     def _next_timer(self) -> tuple[float, str]:
-        """When the timers commit next, and why: a turn silent for a commit interval becomes
-        visible to other instances, a listened-to turn's pending events are committed when
-        their window closes, and the lease is renewed when no commit did for a third of its
-        life. Never, once the turn may commit no more (canceled, or a resend's turn that
-        found the first run's task) or the lease is gone (ended, handed over)."""
+        """When the timers commit next, and why: pending events (and a turn not yet stored,
+        even a silent one) are committed when their window closes, so that streams on any
+        instance, readers and webhooks see them; the lease is renewed when no commit did for
+        a third of its life. Never, once the turn may commit no more (canceled, or a
+        resend's turn that found the first run's task) or the lease is gone (ended, handed
+        over)."""
         if self._canceled:
             return math.inf, ""
-        if self._stored is None:
-            return self._started + self._interval, "background commit"
-        if self._listener is not None and self._pending:
-            return self._last_commit + self._window, "stream commit"
+        if self._stored is None or self._pending:
+            return self._last_commit + self._window, "commit"
         if self._holds_lease():
             return self._last_commit + self._renew_after, "heartbeat"
         return math.inf, ""
 
-    def _arm(self, *, earlier_only: bool = False) -> None:
-        """Set the turn's timer to its next deadline (under the lock); with `earlier_only`,
-        only if that comes before the one set. A timer also fires half a heartbeat after it
-        was set at the latest, to look again (as the handler's own commits move deadlines
-        later without re-arming it)."""
+    def _arm(self, *, earlier_only: bool = False, by: float = math.inf) -> None:
+        """Set the turn's timer to its next deadline (under the lock), or `by` if that is
+        sooner; with `earlier_only`, only if that comes before the one set. A timer also
+        fires half a heartbeat after it was set at the latest, to look again (as the
+        handler's own commits move deadlines later without re-arming it)."""
         due, _ = self._next_timer()
-        at = min(max(due, self._not_before), self._clock.monotonic() + self._renew_after / 2)
+        soon = self._clock.monotonic() + self._renew_after / 2
+        at = min(max(due, self._not_before), soon, by)
         if self._timer is not None:
             if earlier_only and self._timer.due <= at:
                 return
@@ -407,34 +428,98 @@ class Turn:
 
     def _timers(self) -> None:
         """The turn's timer fired (on a spare thread): make the commit that is due, and set
-        it again, until the handler returns. One commit a time: the lock is let go between
-        two, so the handler is never held up by more than one."""
-        with self._lock:
-            if self._handler_done:
-                return
-            due, what = self._next_timer()
-            now = self._clock.monotonic()
-            if max(due, self._not_before) <= now:
-                try:
-                    # A heartbeat commits even nothing: it renews the lease.
-                    self._flush(force=what == "heartbeat")
-                except Exception:
-                    # The handler's next call or the turn's end commits again, else the next
-                    # try here; a lease that expires meanwhile lets a retry of this turn take
-                    # over, which this run then notices and stops.
-                    log.exception("%s of task %s failed", what, self._task.id)
+        it again, until the handler returns. The handler is not held up meanwhile: a commit
+        that goes on with the turn is written without the lock (_write); one that ends it
+        (the handler ended the task, or hands it over), and a lost race, are decided under
+        the lock, as on the handler's thread."""
+        with self._committing:
+            with self._lock:
+                if self._handler_done:
+                    return
+                due, what = self._next_timer()
+                now = self._clock.monotonic()
+                if max(due, self._not_before) > now:
+                    self._arm()
+                    return
+                plain = self._duplicate is None and not self._ends()
+                batch = self._batch() if plain else None
+            try:
+                if batch is not None:
+                    self._write(batch)
+                else:
+                    with self._lock:
+                        # A heartbeat commits even nothing: it renews the lease.
+                        self._flush(force=what == "heartbeat")
+            except Exception:
+                # The handler's next call or the turn's end commits again, else the next
+                # try here; a lease that expires meanwhile lets a retry of this turn take
+                # over, which this run then notices and stops.
+                log.exception("%s of task %s failed", what, self._task.id)
+                with self._lock:
                     self._not_before = now + self._renew_after / 2
-            self._arm()
+            with self._lock:
+                if not self._handler_done:
+                    self._arm()
+
+    def _batch(self) -> _Batch:
+        """What a commit that goes on with the turn writes (under the lock)."""
+        lease = self._renewed()
+        current = None if self._stored is None else replace(self._stored, lease=lease)
+        events = list(self._pending)
+        return _Batch(current, self._task, events, self._pending_bytes, self._message_key, lease)
+
+    def _write(self, batch: _Batch) -> None:
+        """Commit `batch` without holding the lock (under `_committing`): the handler's later
+        events stay pending for the next commit. A lost race (a resend's task made first,
+        too) is decided under the lock as `_flush` decides it (re-read: stop, or fold and
+        commit again)."""
+        try:
+            if batch.current is None:
+                stored = self._store.create(
+                    self._owner,
+                    batch.task,
+                    batch.events,
+                    dialect=self._dialect,
+                    message_key=batch.message_key,
+                    lease=batch.lease,
+                )
+            else:
+                stored = self._store.commit(
+                    batch.current, batch.task, batch.events, message_key=batch.message_key
+                )
+        except (VersionConflict, DuplicateMessage):
+            with self._lock:
+                self._flush(force=True)
+            return
+        with self._lock:
+            logged = self._committed(stored, batch.events, batch.size)
+        if logged is not None and self._listener is not None:
+            self._listener(stored, logged)
+
+    def _committed(
+        self, stored: StoredTask, events: list[Event], size: int
+    ) -> list[LoggedEvent] | None:
+        """Record a commit of the first `events` pending (their `size` bytes), under the
+        lock; the events as logged, for the listener (None without one)."""
+        first_seq = 1 if self._stored is None else self._stored.last_seq + 1
+        self._stored = stored
+        self._message_key = None  # recorded with the first commit of the turn
+        del self._pending[: len(events)]
+        self._pending_bytes -= size
+        self._last_commit = self._clock.monotonic()
+        if self._listener is None:
+            return None
+        return [LoggedEvent(first_seq + i, e) for i, e in enumerate(events)]
 
     def _commit(self) -> None:
-        """One attempt at committing what is pending."""
-        first_seq = 1 if self._stored is None else self._stored.last_seq + 1
+        """One attempt at committing what is pending (under the lock)."""
         next_message = None
         if self._stored is None:
-            self._stored = self._store.create(
+            events = list(self._pending)
+            stored = self._store.create(
                 self._owner,
                 self._task,
-                self._pending,
+                events,
                 dialect=self._dialect,
                 message_key=self._message_key,
                 lease=None if self._ends() else self._renewed(),
@@ -442,6 +527,7 @@ class Turn:
         else:
             current = self._stored
             next_message = self._hand_over_events()
+            events = list(self._pending)  # the hand-over changed them
             if next_message is not None:
                 expires = self._clock.now() + timedelta(seconds=self._lease_seconds)
                 queued = Lease(turn=current.version + 1, expires=expires, message_id=next_message)
@@ -452,18 +538,12 @@ class Turn:
                 current = replace(current, lease=None, pending=() if ended else current.pending)
             else:
                 current = replace(current, lease=self._renewed())
-            self._stored = self._store.commit(
-                current, self._task, self._pending, message_key=self._message_key
-            )
-        self._message_key = None  # recorded with the first commit of the turn
-        if self._listener is not None:
-            logged = [LoggedEvent(first_seq + i, e) for i, e in enumerate(self._pending)]
-            self._listener(self._stored, logged)
-        self._pending.clear()
-        self._pending_bytes = 0
-        self._last_commit = self._clock.monotonic()
+            stored = self._store.commit(current, self._task, events, message_key=self._message_key)
+        logged = self._committed(stored, events, self._pending_bytes)
+        if logged is not None and self._listener is not None:
+            self._listener(stored, logged)
         if next_message is not None:
-            self._hand_over(self._stored)
+            self._hand_over(stored)
 
     def _renewed(self) -> Lease:
         if self._lease is None:
@@ -536,6 +616,18 @@ class Turn:
                 # Still ours (_stopped_by checked): keep what others noted on it (`final`).
                 self._lease = current.lease
             raise
+
+
+class _Batch(NamedTuple):
+    """A commit the timer writes without the turn's lock: from `current` (None: create the
+    task), the task and the events pending then (`size` bytes of the handler's)."""
+
+    current: StoredTask | None
+    task: Task
+    events: list[Event]
+    size: int
+    message_key: MessageKey | None
+    lease: Lease
 
 
 async def _await(awaitable: Awaitable[None]) -> None:

@@ -332,6 +332,17 @@ class Settings:
     )
     oidc_required_scopes: tuple[str, ...] = _setting("A2A_OIDC_REQUIRED_SCOPES", (), _Names())
     max_body_bytes: int = _setting("A2A_MAX_BODY_BYTES", 10 * 1024 * 1024, _Count(1024))
+    # A body's rest (after what came with its head) arrives within this, or the request is
+    # refused with 408 (shared.bindings.asgi): a slow sender holds neither memory nor a thread
+    # for long.
+    body_read_seconds: float = _setting("A2A_BODY_READ_SECONDS", 10, _Seconds())
+    # The body bytes all requests in flight may hold at once; over it a request is refused
+    # with 503 and Retry-After (unset: six bodies at the limit and 4 MiB, 64 MiB with the
+    # defaults: a 512 MiB function parses them at ~4x their size). Set it at least
+    # A2A_MAX_BODY_BYTES, or a body between the two is never read.
+    max_buffered_bytes: int | None = _setting(
+        "A2A_MAX_BUFFERED_BYTES", None, _Count(1024, optional=True)
+    )
     # What one request may carry (shared.limits; README, Limits). The defaults fit a 512 MiB
     # function serving several requests at once: a request grows it by ~4x its body plus a few MiB.
     max_batch: int = _setting("A2A_MAX_BATCH", 20, _Count(1))  # JSON-RPC requests in one batch
@@ -434,9 +445,10 @@ class Settings:
     # How a stream follows a task another process runs: a Firestore listener (falling back
     # to polling when it can't be had), or polling with backoff. The embedded store ignores it.
     stream_tail: StreamTail = _setting("A2A_STREAM_TAIL", "listener", _Choice(StreamTail))
-    # A streamed send commits its events together within this many seconds (each frame goes
-    # out once committed, so this is also how late a frame may be): a burst of events costs
-    # one Firestore write batch rather than one per event.
+    # Every turn (in the request, on the in-process queue or in the worker) commits its events
+    # together within this many seconds, whether or not anyone listens (each frame goes out
+    # once committed, so this is also how late progress may reach a stream, GetTask or a
+    # webhook): a burst of events costs one Firestore write batch rather than one per event.
     stream_commit_interval: float = _setting("A2A_STREAM_COMMIT_INTERVAL_SECONDS", 0.05, _Seconds())
     # functions-framework's own THREADS variable (its default is 4 per CPU): the function's
     # pool, which runs its requests and holds its streams (shared/bindings/asgi.py).
@@ -485,6 +497,13 @@ class Settings:
         if self.stream_seconds is not None:
             return self.stream_seconds
         return float(max(self.function_timeout - 10, 1))
+
+    @property
+    def buffered_limit(self) -> int:
+        """The body bytes all requests in flight may hold (A2A_MAX_BUFFERED_BYTES)."""
+        if self.max_buffered_bytes is not None:
+            return self.max_buffered_bytes
+        return 6 * self.max_body_bytes + 4 * 1024 * 1024
 
     @property
     def stream_limit(self) -> int:

@@ -1,8 +1,9 @@
 """Deadlines of this process's turns (shared.runtime), kept on one thread per clock.
 
-A turn's timers (its commit interval, a stream's window, the lease's heartbeat) almost never
-fire: a blocking send ends in a millisecond, long before any of them. A thread per turn, even
-a reused one, was woken and put back to sleep for every turn. Here a turn registers its next
+A turn's timers (its commit window, the lease's heartbeat) almost never fire for a short
+turn: a blocking send ends in a millisecond, long before any of them (a long turn's timers
+commit its events as they come, off the handler's thread). A thread per turn, even a reused
+one, was woken and put back to sleep for every turn. Here a turn registers its next
 deadline in a heap (`Timers.call_at`) and drops it when it ends (`Timer.cancel`), which costs
 no thread anything: the one thread of its clock sleeps to the earliest deadline it knows, or
 naps for `NAP_SECONDS` when it knows none, and is woken only by a deadline earlier than that

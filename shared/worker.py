@@ -94,15 +94,18 @@ class Worker:
         commit_interval: float,
         lease_seconds: float,
         turns: TurnQueue,
+        window: float | None = None,
         limits: Limits = DEFAULT_LIMITS,
         clock: Clock = SYSTEM,
     ) -> None:
-        """`turns` queues the next turn of a task whose turn ended while messages waited."""
+        """`turns` queues the next turn of a task whose turn ended while messages waited;
+        `window`: how long a handler's event waits for its commit (shared.runtime.Turn)."""
         self.store = store
         self._turns = turns
         self._limits = limits
         self.handler = handler
         self._commit_interval = commit_interval
+        self._window = window
         self._lease_seconds = lease_seconds
         self._clock = clock
 
@@ -176,6 +179,7 @@ class Worker:
             dialect=stored.dialect,
             message_key=None,
             commit_interval=self._commit_interval,
+            window=self._window,
             allow_message=False,
             hand_over=self._turns.hand_over,
             lease=held,

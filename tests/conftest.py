@@ -79,9 +79,9 @@ class _Checked(httpx.BaseTransport):
 
 def served(app: App, settings: Settings | None = None) -> HttpClient:
     """An httpx client of `app` served as a function serves it (its front,
-    shared.bindings.asgi, with the settings' threads and body limit), in process."""
+    shared.bindings.asgi, with the settings' threads and body limits), in process."""
     settings = settings or Settings()
-    front = Front(lambda: app, settings.threads, settings.max_body_bytes)
+    front = Front.of(lambda: app, settings)
     return HttpClient(transport=_Checked(AsgiTransport(front)), base_url="http://localhost")
 
 

@@ -3,36 +3,41 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from shared import runtime
 from shared.agent import AgentInfo, Context, HandlerModule, TurnEnded
-from shared.model import Event, Message, Part, Role, Task, TaskState, TaskStatus
+from shared.model import ArtifactUpdate, Event, Message, Part, Role, Task, TaskState, TaskStatus
 from shared.ports import StoredTask, TaskQuery
 from shared.requests import CancelRequest, SendRequest
 from shared.runtime import Turn
 from shared.service import A2AService
 from shared.service.base import Ports, ServiceSettings
 from shared.store.memory import MemoryTaskStore
+from shared.timers import Timer, Timers
 from shared.worker import TurnQueue
 from tests.clock import ManualClock
 from tests.handlers import slow
 
 
 class CountingStore(MemoryTaskStore):
-    """The memory store, counting commits (creates included); `created` is set once a task
-    was created."""
+    """The memory store, counting commits (creates included), with the threads that made
+    them; `created` is set once a task was created."""
 
     def __init__(self) -> None:
         super().__init__()
         self.commits = 0
+        self.threads: list[threading.Thread] = []
         self.created = threading.Event()
 
     def create(self, owner: str, task: Task, events: Sequence[Event], **kwargs: Any) -> StoredTask:
         self.commits += 1
+        self.threads.append(threading.current_thread())
         stored = super().create(owner, task, events, **kwargs)
         self.created.set()
         return stored
@@ -41,6 +46,7 @@ class CountingStore(MemoryTaskStore):
         self, current: StoredTask, task: Task, events: Sequence[Event], **kwargs: Any
     ) -> StoredTask:
         self.commits += 1
+        self.threads.append(threading.current_thread())
         return super().commit(current, task, events, **kwargs)
 
 
@@ -134,14 +140,15 @@ def test_a_turn_keeps_what_the_handler_handed_over_whatever_it_changes_after() -
     ]
 
 
-def test_a_silent_slow_turn_becomes_visible_within_the_interval() -> None:
+def test_a_silent_slow_turn_becomes_visible_and_its_events_are_committed_while_it_works() -> None:
     store = CountingStore()
     clock = ManualClock()
-    release = threading.Event()
+    release, seen = threading.Event(), threading.Event()
 
     def handle(ctx: Context) -> None:
         release.wait(5)
         ctx.artifact(text="late")
+        seen.wait(5)  # until the test found it committed: the handler's call did not commit
 
     task = Task(id="t", context_id="c", status=TaskStatus(state=TaskState.SUBMITTED))
     turn = Turn(
@@ -166,12 +173,47 @@ def test_a_silent_slow_turn_becomes_visible_within_the_interval() -> None:
         clock.advance(0.05)
     page = store.list("o", TaskQuery())
     assert [s.task.status.state for s in page.tasks] == [TaskState.WORKING]
-    clock.advance(0.05)  # the late artifact comes an interval after that commit: committed
+    [created] = page.tasks
+    tail = store.tail("o", "t", created.last_seq)
+    clock.advance(0.05)  # the late artifact comes a window after that commit: committed at once
     release.set()
+    try:
+        logged = tail.next(5)
+    finally:
+        tail.close()
+    assert [type(e.event) for e in logged] == [ArtifactUpdate]
+    assert store.threads[1] is not running  # the timer's, off the handler's thread
+    seen.set()
     running.join(5)
     [done] = result
     assert isinstance(done, Task) and done.status.state is TaskState.COMPLETED
     assert store.commits == 3  # the timer's create, the late artifact, the end
+
+
+def test_a_short_turn_sets_one_deadline_whatever_it_emits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A turn that ends within its first window costs its timers one deadline, dropped
+    unfired: its events need no earlier one (each could wake the timers' thread)."""
+    deadlines: list[Timer] = []
+    own = Timers(ManualClock())
+
+    def call_at(due: float, function: Callable[[], None]) -> Timer:
+        deadlines.append(own.call_at(due, function))
+        return deadlines[-1]
+
+    monkeypatch.setattr(runtime, "timers_of", lambda clock: SimpleNamespace(call_at=call_at))
+    store = CountingStore()
+
+    def handle(ctx: Context) -> None:
+        for step in range(3):
+            ctx.progress(f"step {step}")
+        ctx.artifact(text="a")
+
+    task = service(handle, store, interval=0.05).sending.send(
+        "o", request("x"), dialect="1.0", message_results=True
+    )
+    assert isinstance(task, Task) and task.status.state is TaskState.COMPLETED
+    assert store.commits == 1
+    assert len(deadlines) == 1 and deadlines[0].canceled
 
 
 def test_cancel_from_another_thread_stops_the_handler() -> None:
@@ -312,3 +354,53 @@ def test_a_handler_that_changes_what_it_reads_changes_nothing_stored() -> None:
     assert stored is not None and stored.task == task
     [logged] = [e.event for e in store.events("o", task.id) if isinstance(e.event, Message)]
     assert logged == sent
+
+
+class HeldStore(CountingStore):
+    """A CountingStore whose commits after the first wait until the test lets them go on
+    (`go`), having set `writing`: a slow store."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writing, self.go = threading.Event(), threading.Event()
+
+    def commit(
+        self, current: StoredTask, task: Task, events: Sequence[Event], **kwargs: Any
+    ) -> StoredTask:
+        self.writing.set()
+        assert self.go.wait(5)
+        return super().commit(current, task, events, **kwargs)
+
+
+def test_the_handler_goes_on_while_its_events_are_written() -> None:
+    """The timer writes a commit without the turn's lock: the handler's next events wait
+    for the next commit, not for this one."""
+    store = HeldStore()
+    later = threading.Event()
+
+    def handle(ctx: Context) -> None:
+        ctx.progress("one")
+        assert store.created.wait(5)  # the timer made the task, with it
+        ctx.progress("two")
+        assert store.writing.wait(5)  # the timer commits it: the store holds that up
+        for step in range(3):
+            ctx.progress(f"later {step}")
+        later.set()
+
+    svc = service(handle, store, interval=0.01)
+    result: list[Task | Message] = []
+    running = threading.Thread(
+        target=lambda: result.append(
+            svc.sending.send("o", request("x"), dialect="1.0", message_results=True)
+        ),
+        daemon=True,
+    )
+    running.start()
+    went_on = later.wait(5)
+    store.go.set()
+    running.join(5)
+    assert went_on  # while "two" was being written
+    [task] = result
+    assert isinstance(task, Task) and task.status.state is TaskState.COMPLETED
+    said = [m.parts[0].text for m in task.history if m.role is Role.AGENT]
+    assert said == ["one", "two", "later 0", "later 1", "later 2"]

@@ -8,11 +8,16 @@ bare function costs ~0.9 ms of CPU a request at 16 concurrent clients, most of i
 threads' hand-offs; on the loop it costs ~0.2 ms (README, "Performance").
 
 The apps (`shared.bindings.http.HttpApp`, `queue_target.QueueTargetApp`) are synchronous:
-one `wire.Request` in, one `wire.Answer` out. `Front` reads the request on the loop (the
-body first, no more than A2A_MAX_BODY_BYTES + 1 bytes, whatever the request declares, so no
-pool thread waits on a slow client), gives it to its app on a thread of the function's own
-pool (THREADS of them, the function's concurrency: a handler may block for as long as its
-turn runs, which the loop must never do), and writes the answer from the loop.
+one `wire.Request` in, one `wire.Answer` out. `Front` reads the request's head on the loop
+and the first message of its body (what uvicorn received with the head, up to its 64 KiB
+buffer: most bodies are whole there), gives it to its app on a thread of the function's
+own pool (THREADS of them, the function's concurrency: a handler may block for as long as
+its turn runs, which the loop must never do), and writes the answer from the loop. The
+rest of a larger body is read only when the app asks (`Request.read`), which it does once
+it knows the caller: a request without credentials costs its head and a 401, whatever it
+sends after. The rest is read on the loop too (no pool thread reads a socket), within a
+deadline, within the limit (A2A_MAX_BODY_BYTES + 1 bytes, whatever the request declares),
+and within the instance's room for bodies in flight (`_Body`).
 
 A streamed answer (server-sent events) holds a pool thread for its life, as a server thread
 held it under gunicorn: that thread makes each chunk once the loop has written the one
@@ -24,12 +29,14 @@ frees its slot.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import queue
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from shared.bindings.wire import Answer, Headers, Request
+from shared.bindings.wire import Answer, BodyRefused, Headers, Request
+from shared.settings import Settings
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -38,23 +45,12 @@ Send = Callable[[Message], Awaitable[None]]
 
 App = Callable[[Request], Answer]
 
-
-async def read_body(receive: Receive, limit: int) -> bytes:
-    """The body, or its first `limit + 1` bytes: enough for the app to refuse it as too
-    large, without holding what a client sends past the limit."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":  # the client went away
-            break
-        chunk: bytes = message.get("body", b"")
-        if chunk:
-            chunks.append(chunk[: limit + 1 - size])
-            size += len(chunks[-1])
-        if not message.get("more_body", False) or size > limit:
-            break
-    return b"".join(chunks)
+# The seconds a client refused for want of room for its body is told to wait (Retry-After):
+# bodies in flight take a moment to be let go of.
+RETRY_AFTER = 1
+# Seconds past a body's deadline its reader on a pool thread waits for the loop: only a loop
+# that stopped (the process going away) takes longer, and the thread must not outlive it.
+LOOP_GONE = 5.0
 
 
 class Front:
@@ -64,21 +60,88 @@ class Front:
     functions-framework awaits what the function returns as `answer(scope, receive, send)`
     (starlette's `request_response`), so the function returns its Front itself: the front
     reads the request from the scope, as any ASGI app does, and the tests drive this very
-    app (tests/asgi_transport.py)."""
+    app (tests/asgi_transport.py).
 
-    def __init__(self, app: Callable[[], App], threads: int, max_body: int) -> None:
+    A body is read within `read_seconds` (A2A_BODY_READ_SECONDS) of being asked for, and
+    the body bytes of all the requests in flight are at most `max_buffered`
+    (A2A_MAX_BUFFERED_BYTES): counted here, on the loop, as they come, and let go once the
+    request's answer is written."""
+
+    def __init__(
+        self,
+        app: Callable[[], App],
+        threads: int,
+        max_body: int,
+        *,
+        read_seconds: float,
+        max_buffered: int,
+    ) -> None:
         self.app = app  # built at the first request, on a pool thread
         self.max_body = max_body
+        self.read_seconds = read_seconds
+        self.max_buffered = max_buffered
+        self.buffered = 0  # body bytes held by the requests in flight (on the loop only)
         self.pool = ThreadPoolExecutor(threads, thread_name_prefix="a2a")
 
+    @classmethod
+    def of(cls, app: Callable[[], App], settings: Settings) -> Front:
+        """The front of `app` as the settings have it (THREADS, the body's limits)."""
+        return cls(
+            app,
+            settings.threads,
+            settings.max_body_bytes,
+            read_seconds=settings.body_read_seconds,
+            max_buffered=settings.buffered_limit,
+        )
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        request = await self.request(scope, receive)
+        body = _Body(self, receive)
+        try:
+            request = await self.request(scope, body)
+            loop = asyncio.get_running_loop()
+            answer = await loop.run_in_executor(self.pool, self._answer, request)
+            await self._write(request, answer, body.ended, receive, send)
+        finally:
+            self.buffered -= body.held
+
+    async def request(self, scope: Scope, body: _Body) -> Request:
+        """The request, with what of its body came with its head: nothing when its declared
+        length is over the limit (the app refuses that length); else the first message
+        (uvicorn hands over what it holds already), waited for within the deadline. When
+        more is to come, the Request reads it when the app asks (`Request.read`, once the
+        caller is known): the rest of the read runs here, on the loop, the pool thread
+        waiting for it, up to one byte past the limit however the body is framed."""
+        headers = Headers.of(scope["headers"])
+        declared = headers.declared_length()
+        if declared is not None and declared > self.max_body:
+            return Request(scope, headers, b"")
+        first = await body.first()
+        if body.ended or (body.refused is None and len(first) > self.max_body):
+            return Request(scope, headers, first)
         loop = asyncio.get_running_loop()
-        answer = await loop.run_in_executor(self.pool, self._answer, request)
+
+        def rest() -> bytes:  # on the app's pool thread
+            reading = asyncio.run_coroutine_threadsafe(body.rest(), loop)
+            try:  # the read ends by its deadline; past it, the loop itself is gone
+                return reading.result(self.read_seconds + LOOP_GONE)
+            except concurrent.futures.TimeoutError:
+                reading.cancel()
+                raise body.late() from None
+
+        return Request(scope, headers, first, rest)
+
+    async def _write(
+        self, request: Request, answer: Answer, ended: bool, receive: Receive, send: Send
+    ) -> None:
+        """Write the answer; when some of the body was left unread, the connection closes
+        after it (uvicorn would otherwise read, and drop, the rest to reach the next
+        request)."""
         bodiless = answer.status < 200 or answer.status in (204, 304)
         fields = [
             (n.lower().encode("latin-1"), v.encode("latin-1")) for n, v in answer.headers.items()
         ]
+        if not ended:
+            fields.append((b"connection", b"close"))
         if answer.chunks is None and not bodiless:
             fields.append((b"content-length", str(len(answer.body)).encode()))
         await send({"type": "http.response.start", "status": answer.status, "headers": fields})
@@ -88,17 +151,6 @@ class Front:
         else:
             body = b"" if head or bodiless else answer.body
             await send({"type": "http.response.body", "body": body})
-
-    async def request(self, scope: Scope, receive: Receive) -> Request:
-        """The request, its body read here, the one place: not at all when its declared
-        length is over the limit (the app refuses that length), else up to one byte past
-        the limit, however it is framed."""
-        headers = Headers.of(scope["headers"])
-        declared = headers.declared_length()
-        body = b""
-        if declared is None or declared <= self.max_body:
-            body = await read_body(receive, self.max_body)
-        return Request(scope, headers, body)
 
     def _answer(self, request: Request) -> Answer:
         """On a pool thread: the app's answer."""
@@ -143,6 +195,79 @@ class Front:
         await made  # what the app's stream raised, if it did
         if not gone:
             await send({"type": "http.response.body", "body": b""})
+
+
+class _Body:
+    """One request's body as the front reads it, on the loop: the bytes come, counted in
+    the front's `buffered` (`held`: this request's share), until the body ended, or went
+    one byte past the limit, or its deadline passed, or the front holds as many as it may."""
+
+    def __init__(self, front: Front, receive: Receive) -> None:
+        self.front = front
+        self.receive = receive
+        self.chunks: list[bytes] = []
+        self.size = 0  # the bytes in `chunks`
+        self.held = 0  # the bytes counted in front.buffered
+        self.ended = False  # all of it came (or the client went away): nothing left unread
+        self.refused: BodyRefused | None = None  # why the rest will not be read
+
+    async def first(self) -> bytes:
+        """What came with the head (its first message), within the deadline."""
+        try:
+            async with asyncio.timeout(self.front.read_seconds):
+                await self._take(await self.receive())
+        except TimeoutError:
+            self.refused = self.late()
+        return b"".join(self.chunks)
+
+    async def rest(self) -> bytes:
+        """The body, whole (its first `limit + 1` bytes); raises BodyRefused."""
+        if self.refused is not None:
+            raise self.refused
+        try:
+            async with asyncio.timeout(self.front.read_seconds):
+                while not self.ended and self.size <= self.front.max_body:
+                    await self._take(await self.receive())
+                    if self.refused is not None:
+                        raise self.refused
+        except TimeoutError:
+            raise self.late() from None
+        return b"".join(self.chunks)
+
+    async def _take(self, message: Message) -> None:
+        """Keep a message's bytes (what of them is within one byte past the limit), counted;
+        over the front's cap, none are kept and the rest is refused."""
+        if message["type"] != "http.request":  # the client went away: nothing more comes
+            self.ended = True
+            return
+        chunk: bytes = message.get("body", b"")
+        self.ended = not message.get("more_body", False)
+        if not chunk:
+            return
+        front = self.front
+        kept = chunk[: front.max_body + 1 - self.size]
+        if front.buffered + len(kept) > front.max_buffered:
+            self.refused = BodyRefused(
+                503,
+                f"this instance holds {front.buffered} bytes of request bodies, as many as it "
+                f"may (A2A_MAX_BUFFERED_BYTES={front.max_buffered}): retry in a moment",
+                RETRY_AFTER,
+            )
+            self.ended = False  # what came is dropped: the connection closes after the answer
+            return
+        self.chunks.append(kept)
+        self.size += len(kept)
+        self.held += len(kept)
+        front.buffered += len(kept)
+
+    def late(self) -> BodyRefused:
+        """The refusal of a body that did not come within the deadline."""
+        seconds = f"{self.front.read_seconds:g}"
+        return BodyRefused(
+            408,
+            f"the body did not come within {seconds} s (A2A_BODY_READ_SECONDS): send it "
+            "at once, after the headers",
+        )
 
 
 async def _disconnect(receive: Receive) -> None:

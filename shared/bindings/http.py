@@ -6,7 +6,9 @@ JSON-RPC), the path prefix (A2A_PUBLIC_URL's path, taken off the paths that carr
 a deployment behind a path still routes; a path no route takes with a `.` or `..` segment or
 an encoded slash is refused, not served as JSON-RPC), what an agent without credentials
 refuses (shared.bindings.local_only: other hosts' names, other pages), the body size limit,
-authentication before any work, the status codes of REST answers, streamed answers as
+authentication before any work (the body is read past what came with the head only once
+the caller is known, and a refused one is never parsed: a 401 to JSON-RPC has no id), the
+status codes of REST answers, streamed answers as
 server-sent events, the seeds' `GET /sse?taskId=` (the subscribe operation, framed as
 `task_update` events), and turning every failure into the protocol's error body (never an
 HTML page or a traceback).
@@ -20,17 +22,14 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from shared import extensions, streaming
-from shared.bindings import body as front_door
 from shared.bindings import jsonrpc, operations, rest, rest_v0_3, sse
 from shared.bindings.console import Console
 from shared.bindings.json_http import JSON, content_type_error, json_response
 from shared.bindings.local_only import LocalOnly
-from shared.bindings.wire import Answer, Request
+from shared.bindings.wire import Answer, BodyRefused, Request
 from shared.card import AgentCard
 from shared.dialects.base import Dialect
-from shared.dialects.registry import METHODS
 from shared.dialects.v0_3 import V03
-from shared.dialects.v1_0 import V1
 from shared.errors import (
     A2AError,
     ContentTypeNotSupportedError,
@@ -62,27 +61,34 @@ def _rpc_error(
     return json_response({"jsonrpc": "2.0", "id": request_id, "error": body}, status)
 
 
-def _caller(body: bytes) -> tuple[Dialect, Any]:
-    """The dialect and id of a JSON-RPC request refused before it is run (the method names
-    the dialect; anything unreadable gets v0.3's shape and no id)."""
-    try:
-        envelope = front_door.parse(body)  # its limits: no recursion, nothing unencodable
-    except A2AError:
-        return V03, None
-    if not isinstance(envelope, dict):
-        return V03, None
-    method, request_id = envelope.get("method"), envelope.get("id")
-    found = METHODS.get(method) if isinstance(method, str) else None
-    usable = isinstance(request_id, str | int) and not isinstance(request_id, bool)
-    return (found[1] if found else V03), (request_id if usable else None)
-
-
 class _Unauthenticated(UnauthenticatedError):
     """No valid credentials, with the WWW-Authenticate challenge of the identity mode."""
 
     def __init__(self, detail: str, challenge: str) -> None:
         super().__init__(detail)
         self.challenge = challenge
+
+
+class _BodyLate(InvalidRequestError):
+    """The body did not come within A2A_BODY_READ_SECONDS."""
+
+    http_status = 408
+    grpc_status = "DEADLINE_EXCEEDED"
+
+
+class _NoRoom(A2AError):
+    """The instance holds as many body bytes as A2A_MAX_BUFFERED_BYTES lets it: retry in
+    `retry_after` seconds (JSON-RPC's server-error range, as a stream over its limit)."""
+
+    code = -32000
+    default_message = "No room for the request's body"
+    reason = "RESOURCE_EXHAUSTED"
+    http_status = 503
+    grpc_status = "UNAVAILABLE"
+
+    def __init__(self, detail: str, retry_after: int) -> None:
+        super().__init__(detail)
+        self.retry_after = retry_after
 
 
 class RestBinding(Protocol):
@@ -263,7 +269,7 @@ class HttpApp:
             and (path == "/" or rest.match(request.method, path) is None)
         )
         if rpc:
-            dialect = V1 if (_version(request) or "").startswith("1.") else V03
+            dialect = jsonrpc.version_dialect(_version(request))
             if isinstance(error, ContentTypeNotSupportedError):
                 if content_type_error(request.headers.get("Content-Type")) is not None:
                     # JSON-RPC refuses a body declared as something else itself, with the
@@ -322,16 +328,17 @@ class HttpApp:
         return {"Cache-Control": f"{'public' if shared else 'private'}, {max_age}"}
 
     def _rpc(self, request: Request) -> Answer:
+        # Refused before the body is read (too large, no credentials, an unusable header, a
+        # body that does not come): never parsed, so the answer has no id (JSON-RPC's null),
+        # in the dialect the A2A-Version header asks for.
         try:
-            body = self._body(request)
-        except PayloadTooLargeError as error:
-            return _rpc_error(error, error.http_status)
-        try:
+            self._declared(request)
             principal = self._authenticate(request)
             call = self._call(request, principal)
-        except InvalidRequestError as error:  # no credentials, or an unusable header
-            dialect, request_id = _caller(body)
-            return self._refused(_rpc_error(error, error.http_status, dialect, request_id), error)
+            body = self._body(request)
+        except A2AError as error:
+            dialect = jsonrpc.version_dialect(_version(request))
+            return self._refused(_rpc_error(error, error.http_status, dialect), error)
         answer = jsonrpc.dispatch(
             body,
             call=call,
@@ -354,11 +361,12 @@ class HttpApp:
         route: rest.Route,
         ids: dict[str, str],
     ) -> Answer:
-        try:
-            body = self._body(request)
+        try:  # too large, no credentials, an unusable header, a body that does not come
+            self._declared(request)
             principal = self._authenticate(request)
             call = self._call(request, principal)
-        except InvalidRequestError as error:  # too large, no credentials, an unusable header
+            body = self._body(request)
+        except A2AError as error:
             return self._refused(_rest_error(error, binding), error)
         try:
             answer = binding.dispatch(
@@ -398,21 +406,31 @@ class HttpApp:
             self.settings.streaming,
         )
 
-    def _body(self, request: Request) -> bytes:
-        """The body the front read (shared.bindings.asgi: at most the limit and one byte, and
-        nothing when the declared length is over the limit, which is refused here)."""
+    def _declared(self, request: Request) -> None:
+        """Refuse a body whose declared length is over the limit (the front read none of it)."""
         limit = self.settings.max_body_bytes
         length = request.headers.declared_length()
         if length is not None and length > limit:
             raise PayloadTooLargeError(
                 f"the body has {length} bytes; the limit is {limit} (A2A_MAX_BODY_BYTES)"
             )
-        if len(request.body) > limit:
+
+    def _body(self, request: Request) -> bytes:
+        """The body, read now that the caller is known (shared.bindings.asgi: at most the
+        limit and one byte, within A2A_BODY_READ_SECONDS and A2A_MAX_BUFFERED_BYTES)."""
+        try:
+            body = request.read()
+        except BodyRefused as refused:
+            if refused.retry_after is not None:
+                raise _NoRoom(refused.message, refused.retry_after) from None
+            raise _BodyLate(refused.message) from None
+        limit = self.settings.max_body_bytes
+        if len(body) > limit:
             raise PayloadTooLargeError(
                 f"the body exceeds {limit} bytes (A2A_MAX_BODY_BYTES): send less, or "
                 "send large content as a file part by URL"
             )
-        return request.body
+        return body
 
     def _authenticate(self, request: Request) -> Principal:
         try:
@@ -423,9 +441,12 @@ class HttpApp:
         return principal
 
     def _refused(self, response: Answer, error: A2AError) -> Answer:
-        """A request refused before any work; an unauthenticated one says what to send."""
+        """A request refused before any work; an unauthenticated one says what to send, one
+        refused for want of room when to send it again."""
         if isinstance(error, _Unauthenticated):
             response.headers["WWW-Authenticate"] = error.challenge
+        elif isinstance(error, _NoRoom):
+            response.headers["Retry-After"] = str(error.retry_after)
         return response
 
     def _seed_sse(self, request: Request) -> Answer:

@@ -82,6 +82,12 @@ def _id_if_any(body: bytes) -> Any:
     return request_id if _usable_id(request_id) else None
 
 
+def version_dialect(version: str | None) -> Dialect:
+    """The dialect of an answer that names no method: v1.0's when the A2A-Version header
+    asks for 1.x, else v0.3's."""
+    return V1 if (version or "").startswith("1.") else V03
+
+
 def dispatch(
     body: bytes,
     *,
@@ -93,7 +99,7 @@ def dispatch(
     """The response value for one HTTP body; None when nothing is to be sent back.
 
     A batch holds at most `max_batch` requests (A2A_MAX_BATCH)."""
-    header_dialect: Dialect = V1 if (version or "").startswith("1.") else V03
+    header_dialect = version_dialect(version)
     unsupported = content_type_error(content_type)
     if unsupported is not None:
         # Checked before parsing: a body sent as text/plain need not be JSON at all.
@@ -160,7 +166,7 @@ def _call(
     call: Call,
     version: str | None,
 ) -> Any:
-    header_dialect: Dialect = V1 if (version or "").startswith("1.") else V03
+    header_dialect = version_dialect(version)
     found = METHODS.get(method)
     if found is None:
         not_found = MethodNotFoundError(f"no method {method!r}", metadata={"method": method})

@@ -81,7 +81,7 @@ class LocalOnly:
             # path (REST's cancel and subscribe, which clients send so, the CLI's included),
             # and a page's request for it carries an Origin (browsers send one on every
             # cross-site POST, no-cors or not), refused above.
-            if media is None and not request.body:
+            if media is None and _no_body(request):
                 return None
             if media not in JSON_MEDIA_TYPES:
                 # ContentTypeNotSupported (-32005; REST's 415), as the bindings refuse a body
@@ -94,6 +94,14 @@ class LocalOnly:
                     metadata={"contentType": media or ""},
                 )
         return None
+
+
+def _no_body(request: Request) -> bool:
+    """Whether the request declares no body (read from the head: the rest of a body is read
+    only once the caller is known): no Content-Length, or 0, and not chunked."""
+    headers = request.headers
+    length = (headers.get("Content-Length") or "0").strip()
+    return headers.get("Transfer-Encoding") is None and length == "0"
 
 
 def _name(host: str) -> str:

@@ -1,7 +1,8 @@
 """The HTTP face of a Cloud Tasks target (`worker`, `deliver`): a POSTed payload in, its
 fate out.
 
-Only Cloud Tasks may call: its token is checked before anything else (shared.tasks_auth).
+Only Cloud Tasks may call: its token is checked before anything else (shared.tasks_auth),
+the body read past what came with the head only after it.
 The status code is the whole protocol: 2xx lets Cloud Tasks forget the payload (done, or
 nothing to do), anything else makes it retry with backoff. Errors are JSON, never a traceback.
 
@@ -19,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from shared.bindings.json_http import json_response
-from shared.bindings.wire import Answer, Request
+from shared.bindings.wire import Answer, BodyRefused, Request
 from shared.jobs import Outcome
 from shared.observability.context import CLOUD_TRACE, TRACEPARENT, note
 from shared.observability.work import http_request, unit
@@ -91,8 +92,11 @@ class QueueTargetApp:
             redriven = self.sweep.run()
             note(outcome="swept", redriven=redriven)
             return json_response({"outcome": "swept", "redriven": redriven}, 200)
-        try:
-            payload = json.loads(request.body)
+        try:  # read only now, once the token is known good
+            payload = json.loads(request.read())
+        except BodyRefused as refused:
+            retry = {} if refused.retry_after is None else {"Retry-After": str(refused.retry_after)}
+            return json_response({"error": refused.message}, refused.status, retry)
         except ValueError:
             return json_response({"error": "the body must be a JSON object"}, 400)
         attempt = _count(request.headers.get("X-CloudTasks-TaskRetryCount"))

@@ -15,6 +15,10 @@ did for them before, and clients came to rely on, is kept here and in the front:
 - the query is parsed only when there is one, and a name's first value is the one read;
 - the host is the Host header's (else the server's address), without the scheme's default
   port, and empty when it is not a host at all (as Flask's `request.host`).
+
+What WSGI did not do: a Request holds what of its body came with its head, and reads the
+rest only when the app asks (`Request.read`), once it knows the caller, so a request that is
+refused costs no more than its head (shared.bindings.asgi).
 """
 
 from __future__ import annotations
@@ -70,13 +74,42 @@ class Headers:
         return int(length) if length.isascii() and length.isdigit() else None
 
 
+class BodyRefused(Exception):
+    """The rest of a body could not be read: it did not come in time (408) or the instance
+    holds as many body bytes as it may (503, with the seconds to wait before a retry). The
+    message names the setting; the app answers in its binding's shape."""
+
+    def __init__(self, status: int, message: str, retry_after: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.retry_after = retry_after
+
+
 class Request:
-    """A request as the front read it; `body` is empty when it was not read (its declared
-    length is over the limit, which the app refuses by that length)."""
+    """A request as the front read it. `body` is what came of its body with its head (empty
+    when nothing was read: its declared length is over the limit, which the app refuses by
+    that length); `read()` gives it whole, reading the rest when some was left."""
 
-    __slots__ = ("_args", "body", "headers", "method", "path", "query_string", "raw_path", "scope")
+    __slots__ = (
+        "_args",
+        "_rest",
+        "body",
+        "headers",
+        "method",
+        "path",
+        "query_string",
+        "raw_path",
+        "scope",
+    )
 
-    def __init__(self, scope: Scope, headers: Headers, body: bytes) -> None:
+    def __init__(
+        self,
+        scope: Scope,
+        headers: Headers,
+        body: bytes,
+        rest: Callable[[], bytes] | None = None,
+    ) -> None:
         self.method: str = scope["method"].upper()
         self.path = "/" + scope["path"].lstrip("/")
         raw: bytes = scope.get("raw_path") or scope["path"].encode()
@@ -86,6 +119,16 @@ class Request:
         self.body = body
         self.scope = scope  # the scheme, server and client, read when asked
         self._args: dict[str, str] | None = None
+        self._rest = rest  # the whole body, read when called (on a pool thread)
+
+    def read(self) -> bytes:
+        """The body, whole (up to one byte past the front's limit): what came with the head,
+        or, when more was to come, all of it, read now. Called once the caller is known: a
+        refused request's body is never read further. Raises BodyRefused."""
+        if self._rest is not None:
+            self.body = self._rest()
+            self._rest = None
+        return self.body
 
     @property
     def args(self) -> dict[str, str]:

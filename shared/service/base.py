@@ -51,6 +51,9 @@ class ServiceSettings:
     of 0)."""
 
     commit_interval: float = 0.25
+    # The window a turn's events are committed in, whether or not anyone listens: progress
+    # reaches streams, GetTask and webhooks within it (shared.runtime).
+    stream_commit_interval: float = 0.05
     # How long an inline turn's silence takes to be noticed (it renews its lease a few times
     # within).
     lease_seconds: float = 30.0

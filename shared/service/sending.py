@@ -252,6 +252,7 @@ class Sending:
                 dialect=dialect,
                 message_key=key,
                 commit_interval=self._settings.commit_interval,
+                window=self._settings.stream_commit_interval,
                 allow_message=message_results and stored is None,
                 hand_over=self._ports.turns.hand_over,
                 lease_seconds=self._settings.lease_seconds,

@@ -4,7 +4,9 @@ Firestore emulator; Firestore reads and writes per operation;
 streaming: time to the first frame of an inline stream, the latency from an event's commit
 in one process to its frame at a subscriber on another (Firestore emulator, listener and
 polling), the writes of a 100-event streamed send, and fifty subscribers of one task on one
-instance (frames, listeners, threads); background work: the time from a non-blocking send
+instance (frames, listeners, threads); live progress: the time from a handler's
+`ctx.progress` in the worker to its frame at a stream on another `a2a` instance (the
+Firestore and Cloud Tasks emulators); background work: the time from a non-blocking send
 to the handler's start in the worker, and tasks completed per second through the queue
 (embedded, and `a2a` -> Cloud Tasks -> `worker` on the emulators).
 
@@ -249,10 +251,12 @@ def streaming(args: argparse.Namespace) -> None:
 
 
 @contextmanager
-def emulated(env: dict[str, str], target: str | None) -> Iterator[Server]:
-    """An `a2a` server with `env`: on the embedded backend (no target), or on Firestore's
-    emulator with `target` (`worker` or `deliver`) in a server of its own, fed by its Cloud
-    Tasks queue (`work` or `push`) on the Cloud Tasks emulator."""
+def emulated(
+    env: dict[str, str], target: str | None, *, instances: int = 1
+) -> Iterator[tuple[Server, ...]]:
+    """`instances` `a2a` servers with `env`: on the embedded backend (no target), or on
+    Firestore's emulator with `target` (`worker` or `deliver`) in a server of its own, fed by
+    its Cloud Tasks queue (`work` or `push`) on the Cloud Tasks emulator."""
     with ExitStack() as stack:
         if target is not None:
             from google.cloud import tasks_v2
@@ -278,9 +282,11 @@ def emulated(env: dict[str, str], target: str | None) -> Iterator[Server]:
             function = Server(env, target=target)
             stack.callback(function.stop)
             env |= {f"A2A_{target.upper()}_URL": f"{function.url}/", "A2A_REGION": "local"}
-        server = Server(env)
-        stack.callback(server.stop)
-        yield server
+        servers = []
+        for _ in range(instances):
+            servers.append(Server(env))
+            stack.callback(servers[-1].stop)
+        yield tuple(servers)
 
 
 def handler_starts(log: Path) -> dict[str, float]:
@@ -295,7 +301,7 @@ def queue_figures(emulators: bool, sends: int, tasks: int, seconds: float) -> No
     where = "emulators (a2a -> Cloud Tasks -> worker, Firestore)" if emulators else "embedded"
     log = Path(tempfile.mkdtemp()) / "handler.log"
     env = {"A2A_HANDLER": "tests.handlers.long", "TEST_HANDLER_LOG": str(log)}
-    with emulated(env, "worker" if emulators else None) as server:
+    with emulated(env, "worker" if emulators else None) as (server,):
         session = requests.Session()
 
         def send(text: str) -> str:
@@ -350,7 +356,7 @@ def push_figures(emulators: bool, tasks: int, seconds: float) -> None:
             "A2A_PUSH_ALLOWED_HOSTS": "localhost",
             "A2A_DEDUPLICATE_MESSAGES": "false",
         }
-        with emulated(env, "deliver" if emulators else None) as server:
+        with emulated(env, "deliver" if emulators else None) as (server,):
             session = requests.Session()
 
             def send(i: int) -> None:
@@ -388,6 +394,57 @@ def push_figures(emulators: bool, tasks: int, seconds: float) -> None:
     )
 
 
+def live_progress(tasks: int) -> None:
+    """Time from a handler's `ctx.progress` in the worker to its frame at a client streaming
+    the task from another `a2a` instance (`make dev`'s shape, twice `a2a`: the Firestore and
+    Cloud Tasks emulators). The handler (tests.handlers.live) speaks once the stream is open,
+    then again each time the client saw what it said. Its first progress races the start of
+    the instance's Firestore listener for the task: a figure of its own."""
+    from tests.handlers import live
+
+    gates = Path(tempfile.mkdtemp())
+    env = {"A2A_HANDLER": "tests.handlers.live", "TEST_HANDLER_GATES": str(gates)}
+    phases = 4
+    first: list[float] = []
+    later: list[float] = []
+    with emulated(env, "worker", instances=2) as (sender, streamer):
+        for _ in range(tasks):
+            body = json.loads(send_body(f"wait phases={phases}", blocking=False))
+            answer = requests.post(sender.url, json=body, headers=HEADERS, timeout=30).json()
+            task_id = answer["result"]["task"]["id"]
+            deadline = time.monotonic() + 30
+            while not live.gate(task_id, gates).exists():  # the worker started the handler
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the handler of task {task_id} never started")
+                time.sleep(0.005)
+            subscribe = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask"}
+            subscribe["params"] = {"id": task_id}
+            response = sse.stream(streamer.url, subscribe, HEADERS)
+            frames = sse.read(response)
+            next(frames)  # the opening snapshot: the stream follows the task
+            live.release(task_id, gates)  # speak
+            heard = first
+            for event in frames:  # until the task's end closes the stream
+                update = event.data.get("result", {}).get("statusUpdate", {})
+                parts = update.get("status", {}).get("message", {}).get("parts", [{}])
+                said = live.said_at(parts[0].get("text", ""))
+                if said is not None:
+                    heard.append(time.time() - said)
+                    heard = later
+                    live.release(task_id, gates)  # speak again, or finish
+            response.close()
+    print(
+        "\nlive progress: ctx.progress in the worker -> its frame at a stream on another a2a "
+        "instance, Firestore and Cloud Tasks emulators:"
+    )
+    for label, figures in [
+        ("on a stream that followed the task already", later),
+        ("the first, as that instance's listener for the task starts", first),
+    ]:
+        p50, p99 = percentile(figures, 0.5), percentile(figures, 0.99)
+        print(f"  {label}: p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms ({len(figures)})")
+
+
 def completed(server: Server) -> int:
     """How many tasks are completed (ListTasks' count: one read, not one per task)."""
     params = {"status": "TASK_STATE_COMPLETED", "pageSize": 1}
@@ -397,7 +454,7 @@ def completed(server: Server) -> int:
     return total
 
 
-SECTIONS = ("compare", "firestore", "costs", "streaming", "background", "push")
+SECTIONS = ("compare", "firestore", "costs", "streaming", "live", "background", "push")
 # What `--only requests` selected before the sections were split.
 ALIASES = {"requests": ("compare", "firestore", "costs")}
 
@@ -413,6 +470,7 @@ def main() -> None:
     )
     parser.add_argument("--stream-tasks", type=int, default=5, help="tasks per tail mode")
     parser.add_argument("--subscribers", type=int, default=50, help="streams of one task")
+    parser.add_argument("--live-tasks", type=int, default=50, help="tasks of the live figure")
     parser.add_argument("--sends", type=int, default=20, help="timed non-blocking sends")
     parser.add_argument("--tasks", type=int, default=100, help="tasks through the queue")
     parser.add_argument(
@@ -431,6 +489,8 @@ def main() -> None:
             costs()
         elif section == "streaming":
             streaming(args)
+        elif section == "live":
+            live_progress(args.live_tasks)
         else:
             for emulators in (False, True):
                 if section == "background":

@@ -1,6 +1,8 @@
-"""The functions' front (shared/bindings/asgi.py) as uvicorn drives it: the body read on the
-loop within the limit, the app run on the pool, its answer written as werkzeug wrote it, and
-a stream made one chunk at a time, closed on its own thread however it ends."""
+"""The functions' front (shared/bindings/asgi.py) as uvicorn drives it: what of the body
+came with the head handed over, the rest read on the loop only when the app asks, within
+the limit, the deadline and the instance's room; the app run on the pool, its answer written
+as werkzeug wrote it, and a stream made one chunk at a time, closed on its own thread
+however it ends."""
 
 from __future__ import annotations
 
@@ -12,8 +14,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared.bindings.asgi import Front, read_body
-from shared.bindings.wire import Answer, Request
+from shared.bindings.asgi import Front
+from shared.bindings.wire import Answer, BodyRefused, Request
 
 Message = MutableMapping[str, Any]
 
@@ -56,7 +58,7 @@ def serve(
     async def send(message: Message) -> None:
         sent.append(message)
 
-    front = Front(lambda: app, 2, max_body)
+    front = Front(lambda: app, 2, max_body, read_seconds=30, max_buffered=10_000)
     asyncio.run(front(scope(method, headers), receive, send))
     return sent, seen
 
@@ -147,7 +149,11 @@ def stream(
             task.cancel()
 
     async def serve() -> None:
-        served = asyncio.ensure_future(Front(lambda: app, 2, 100)(scope(method), receive, send))
+        served = asyncio.ensure_future(
+            Front(lambda: app, 2, 100, read_seconds=30, max_buffered=10_000)(
+                scope(method), receive, send
+            )
+        )
         await asyncio.wait([served])
         assert served.cancelled() == (cancel_after is not None)
 
@@ -185,18 +191,130 @@ def test_a_head_s_stream_is_closed_unread() -> None:
     assert chunks.written_before == [] and chunks.closed_on is not None
 
 
+def pieces(body: bytes, piece: int) -> list[Message]:
+    """The body as uvicorn hands it over: messages of `piece` bytes, the last saying so."""
+    return [
+        {"type": "http.request", "body": body[i : i + piece], "more_body": i + piece < len(body)}
+        for i in range(0, len(body), piece)
+    ] or [{"type": "http.request", "body": b"", "more_body": False}]
+
+
+class Sender:
+    """A client sending `messages` one at a time, each once the front asks for it (then,
+    when `stall`, nothing more), counting how many the front asked for."""
+
+    def __init__(self, messages: list[Message], stall: bool = False) -> None:
+        self.pending = list(messages)
+        self.stall = stall
+        self.asked = 0
+
+    async def receive(self) -> Message:
+        self.asked += 1
+        if self.pending:
+            return self.pending.pop(0)
+        if self.stall:
+            await asyncio.Event().wait()  # sends nothing more, and stays
+        return {"type": "http.disconnect"}
+
+
+def read(
+    sender: Sender,
+    app: Any,
+    *,
+    max_body: int = 100,
+    read_seconds: float = 30,
+    max_buffered: int = 10_000,
+    held: int = 0,
+) -> tuple[list[Message], Front]:
+    """What the front sends for one POST from `sender` to `app`, and the front (its
+    `buffered` once the answer was written); `held`: bytes other requests hold."""
+    sent: list[Message] = []
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    front = Front(lambda: app, 2, max_body, read_seconds=read_seconds, max_buffered=max_buffered)
+    front.buffered = held
+    asyncio.run(front(scope("POST"), sender.receive, send))
+    return sent, front
+
+
+def reading(request: Request) -> Answer:
+    """An app that reads the body and answers it (or why it could not be read)."""
+    try:
+        return Answer(200, {}, request.read())
+    except BodyRefused as refused:
+        retry = {} if refused.retry_after is None else {"Retry-After": str(refused.retry_after)}
+        return Answer(refused.status, retry, refused.message.encode())
+
+
+def refusing(request: Request) -> Answer:
+    """An app that refuses the request without reading its body (as a 401 does)."""
+    return Answer(401, {}, b"no")
+
+
+def test_a_body_whole_in_its_first_message_is_handed_over_with_the_head() -> None:
+    seen: list[bytes] = []
+
+    def app(request: Request) -> Answer:
+        seen.append(request.body)  # before any read: what came with the head
+        return reading(request)
+
+    sender = Sender(pieces(b"x" * 40, 64))
+    sent, front = read(sender, app)
+    assert seen == [b"x" * 40] and sent[-1]["body"] == b"x" * 40
+    assert sender.asked == 1  # nothing read after the first message
+    assert (b"connection", b"close") not in sent[0]["headers"]  # the connection goes on
+    assert front.buffered == 0
+
+
+def test_the_rest_of_a_body_is_read_only_when_the_app_asks() -> None:
+    body = bytes(range(90))
+    refused = Sender(pieces(body, 10))
+    sent, front = read(refused, refusing)
+    assert refused.asked == 1 and sent[0]["status"] == 401
+    # The rest was left unread: uvicorn closes the connection rather than read it.
+    assert (b"connection", b"close") in sent[0]["headers"]
+    assert front.buffered == 0
+    served = Sender(pieces(body, 10))
+    sent, front = read(served, reading)
+    assert served.asked == 9 and sent[-1]["body"] == body
+    assert (b"connection", b"close") not in sent[0]["headers"]
+    assert front.buffered == 0
+
+
+def test_a_body_that_does_not_come_within_the_deadline_is_refused_408() -> None:
+    # The first piece comes, then nothing: the rest is waited for within the deadline.
+    sent, front = read(Sender(pieces(b"x" * 90, 10)[:2], stall=True), reading, read_seconds=0.05)
+    assert sent[0]["status"] == 408
+    assert b"A2A_BODY_READ_SECONDS" in sent[-1]["body"]
+    assert (b"connection", b"close") in sent[0]["headers"]
+    # Nothing comes at all: the first message is waited for within the deadline too, and
+    # an app that needs no body answers all the same.
+    sent, _ = read(Sender([], stall=True), refusing, read_seconds=0.05)
+    assert sent[0]["status"] == 401
+    sent, front = read(Sender([], stall=True), reading, read_seconds=0.05)
+    assert sent[0]["status"] == 408 and front.buffered == 0
+
+
+def test_a_body_over_the_instance_s_room_is_refused_503_and_its_bytes_let_go() -> None:
+    # Others hold 950 of 1,000 bytes: a body of 40 fits, one of 60 does not (with its
+    # first message or after).
+    sent, front = read(Sender(pieces(b"x" * 40, 64)), reading, max_buffered=1000, held=950)
+    assert sent[0]["status"] == 200 and front.buffered == 950
+    for piece in (64, 20):
+        sent, front = read(Sender(pieces(b"x" * 60, piece)), reading, max_buffered=1000, held=950)
+        assert sent[0]["status"] == 503
+        assert (b"retry-after", b"1") in sent[0]["headers"]
+        assert b"A2A_MAX_BUFFERED_BYTES" in sent[-1]["body"]
+        assert (b"connection", b"close") in sent[0]["headers"]
+        assert front.buffered == 950  # what this request held is let go
+
+
 @given(st.binary(max_size=64), st.integers(min_value=0, max_value=40), st.integers(1, 16))
 def test_the_body_is_read_up_to_one_byte_past_the_limit(
     body: bytes, limit: int, piece: int
 ) -> None:
-    messages = [
-        {"type": "http.request", "body": body[i : i + piece], "more_body": i + piece < len(body)}
-        for i in range(0, len(body), piece)
-    ] or [{"type": "http.request", "body": b"", "more_body": False}]
-    pending = iter(messages)
-
-    async def receive() -> dict[str, Any]:
-        return next(pending, {"type": "http.disconnect"})
-
-    read = asyncio.run(read_body(receive, limit))
-    assert read == body[: limit + 1]
+    sent, front = read(Sender(pieces(body, piece)), reading, max_body=limit)
+    assert sent[-1]["body"] == body[: limit + 1]
+    assert front.buffered == 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -13,6 +13,10 @@ from google.auth import crypt, jwt
 
 from emulator.cloud_tasks import TasksEmulator
 from emulator.oidc import make_token
+from shared.bindings.queue_target import QueueTargetApp
+from shared.bindings.wire import Answer, BodyRefused, Headers, Request
+from shared.jobs import Outcome
+from shared.ports import Delivery
 from shared.tasks_auth import EmulatorTokens, GoogleTokens, TokenRefused
 from tests.conftest import SA
 from tests.worker.conftest import Emulated
@@ -129,3 +133,45 @@ def test_google_id_tokens_are_checked_for_the_account_and_the_audience() -> None
     with pytest.raises(TokenRefused):
         tokens.verify(make_token(SA, AUDIENCE, "s3cret"), AUDIENCE)  # HS256: not Google's
     assert keys.fetches == 1  # the certificates are cached
+
+
+def test_a_target_reads_the_rest_of_a_body_only_once_the_token_is_good() -> None:
+    """The body past what came with the head is read only for Cloud Tasks; one that does
+    not come in time is a 408 naming the setting, one with no room a 503 with Retry-After."""
+    secret = "the emulator's secret"
+    jobs: list[dict[str, Any]] = []
+
+    def target(payload: dict[str, Any], delivery: Delivery) -> Outcome:
+        jobs.append(payload)
+        return Outcome.RAN
+
+    app = QueueTargetApp("worker", target, EmulatorTokens(secret, SA), url=AUDIENCE, max_attempts=3)
+    reads: list[str] = []
+
+    def post(authorization: str, rest: Callable[[], bytes]) -> Answer:
+        def counted() -> bytes:
+            reads.append(authorization)
+            return rest()
+
+        headers = Headers.of([(b"authorization", authorization.encode())])
+        scope = {"method": "POST", "path": "/", "headers": [], "server": ("w", 443)}
+        return app(Request(scope, headers, b'{"task', counted))
+
+    whole = b'{"taskId": "t"}'
+    refused = post(f"Bearer {make_token(SA, AUDIENCE, 'another secret')}", lambda: whole)
+    assert refused.status == 401 and reads == [] and jobs == []
+    good = f"Bearer {make_token(SA, AUDIENCE, secret)}"
+    assert post(good, lambda: whole).status == 200 and jobs == [{"taskId": "t"}]
+    assert reads == [good]
+
+    def late() -> bytes:
+        raise BodyRefused(408, "the body did not come (A2A_BODY_READ_SECONDS)")
+
+    def no_room() -> bytes:
+        raise BodyRefused(503, "no room (A2A_MAX_BUFFERED_BYTES)", 1)
+
+    answer = post(good, late)
+    assert answer.status == 408 and b"A2A_BODY_READ_SECONDS" in answer.body
+    answer = post(good, no_room)
+    assert (answer.status, answer.headers["Retry-After"]) == (503, "1")
+    assert b"A2A_MAX_BUFFERED_BYTES" in answer.body

@@ -3,13 +3,15 @@ take-over by a later attempt, and the queue's last attempt.
 
 The handler is scripted: its first run pauses after chosen artifacts until the test lets it go
 on, and the worker's clock is a manual one, so a lease expires when the test says so. Every
-action of the handler commits (commit interval 0): what the store holds is what it did.
+action of the handler is committed at once (commit interval 0), by the turn's timer, off the
+handler's thread: a test waits for it (`committed`) before reading what the store holds.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -95,6 +97,21 @@ class Queued:
         assert stored is not None
         return stored
 
+    def committed(self, artifacts: int) -> StoredTask:
+        """The stored task once it holds `artifacts` artifacts (following its log)."""
+        stored = self.stored()
+        tail = self.service.ports.store.tail(OWNER, self.task_id, stored.last_seq)
+        deadline = time.monotonic() + WAIT
+        try:
+            while len(stored.task.artifacts) < artifacts:
+                left = deadline - time.monotonic()
+                assert left > 0, f"{names(stored.task)} committed within {WAIT} s"
+                tail.next(left)
+                stored = self.stored()
+        finally:
+            tail.close()
+        return stored
+
     def deliver_in_background(
         self, delivery: Delivery
     ) -> tuple[threading.Thread, queue.Queue[Outcome]]:
@@ -156,7 +173,7 @@ def test_a_later_attempt_takes_over_and_the_earlier_run_stops_without_writing() 
     q = queued(script)
     first, outcomes = q.deliver_in_background(Delivery(0))
     assert script.wait_paused() == 1
-    held = q.stored()
+    held = q.committed(2)
     assert names(held.task) == ["part-0", "part-1"]
     assert held.lease is not None and held.lease.expires is not None
     assert held.lease.expires > q.clock.now()  # a live lease, of an earlier attempt
@@ -198,7 +215,7 @@ def test_a_busy_last_attempt_marks_the_lease_final() -> None:
     assert q.stored().lease.final  # type: ignore[union-attr]
     script.resume()
     assert script.wait_paused() == 1  # the running turn committed meanwhile, and kept the mark
-    running = q.stored()
+    running = q.committed(2)
     assert names(running.task) == ["part-0", "part-1"]
     assert running.lease is not None and running.lease.final and running.lease.holder == holder
     script.resume()
