@@ -14,12 +14,11 @@ take the dialect's names).
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import replace
 from typing import Any
 
-from shared import model_json
+from shared import json_text, model_json
 from shared.errors import InvalidParamsError
 from shared.frozen import frozen
 from shared.model import ArtifactUpdate, Message, Task
@@ -48,9 +47,13 @@ class LimitExceeded(Exception):
     """A handler made something larger than a limit allows; the message says which."""
 
 
+# Compact UTF-8 JSON, as the model's JSON writes a data or metadata value.
+_json_text = json_text.encoder(ensure_ascii=False)
+
+
 def json_bytes(value: Any) -> int:
     """The size of `value` as compact UTF-8 JSON."""
-    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+    return len(_json_text(value).encode())
 
 
 def model_bytes(model: Model) -> int:
@@ -96,10 +99,13 @@ def check_metadata(value: dict[str, Any] | None, limits: Limits, field: str) -> 
 def check_message(message: Message, limits: Limits, field: str) -> None:
     """A client's message: its parts, its and its parts' metadata, and its size."""
     check_parts(len(message.parts), limits, f"{field}.parts")
-    check_metadata(message.metadata, limits, f"{field}.metadata")
-    for i, part in enumerate(message.parts):
-        check_metadata(part.metadata, limits, f"{field}.parts[{i}].metadata")
     size = model_bytes(message)
+    # The message's JSON holds each metadata object's, written alike: while it fits the
+    # metadata limit, so does each of them, and none is measured.
+    if size > limits.metadata_bytes:
+        check_metadata(message.metadata, limits, f"{field}.metadata")
+        for i, part in enumerate(message.parts):
+            check_metadata(part.metadata, limits, f"{field}.parts[{i}].metadata")
     if size > limits.message_bytes:
         raise InvalidParamsError(
             f"'{field}' has {size} bytes of JSON; the limit is {limits.message_bytes} "

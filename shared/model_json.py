@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import datetime
 from enum import Enum
 from typing import Any, TypeVar, cast
@@ -310,25 +311,42 @@ def owned(model: M) -> tuple[M, bytes]:
 def detached(model: M) -> M:
     """The model as its reader may change nothing of it: the model itself when it holds no
     data or metadata object or array (its classes are frozen and its other values immutable),
-    else a copy read back from its JSON. A handler reads its task's messages and artifacts
-    so: changing what it reads changes nothing stored or served."""
-    return decode(type(model), encode(model)) if _holds_containers(model) else model
+    else a copy whose objects and arrays are new, and whose models holding none are shared. A
+    handler reads its task's messages and artifacts so: changing what it reads changes nothing
+    stored or served. For a model that was checked (`owned`) or read back (`decode`): its
+    data holds JSON values only, which the copy holds alike (what decode(encode(model))
+    would, without writing and reading JSON)."""
+    copy: M = _detached(model)
+    return copy
 
 
-def _holds_containers(model: Any) -> bool:
+def _detached(model: Any) -> Any:
+    changed: dict[str, Any] = {}
     for name, check in _MAY_HOLD_CONTAINERS[type(model)]:
         value = getattr(model, name)
         if value is None:
             continue
-        if check is _json or check is _object:
-            if isinstance(value, dict | list | tuple):
-                return True
-        elif check is _model:
-            if _holds_containers(value):
-                return True
-        elif check is _models and any(_holds_containers(item) for item in value):
-            return True
-    return False
+        if check is _model:
+            copy = _detached(value)
+        elif check is _models:
+            items = tuple(map(_detached, value))
+            copy = value if all(a is b for a, b in zip(items, value, strict=True)) else items
+        elif isinstance(value, dict | list | tuple):
+            copy = _copied(value)
+        else:
+            continue
+        if copy is not value:
+            changed[name] = copy
+    return replace(model, **changed) if changed else model
+
+
+def _copied(value: Any) -> Any:
+    """A JSON value with new objects and arrays (arrays as lists, as JSON reads them back)."""
+    if isinstance(value, dict):
+        return {key: _copied(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_copied(item) for item in value]
+    return value
 
 
 # Per class: the fields that may hold a data or metadata object or array (its own, or a

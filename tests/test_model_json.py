@@ -365,6 +365,7 @@ def test_every_model_reads_back_equal_from_its_json(model: Any) -> None:
     assert model_json.decode(type(model), data) == model
     assert model_json.from_dict(type(model), model_json.to_dict(model)) == model
     assert json.loads(data) == model_json.to_dict(model)
+    assert model_json.detached(model) == model_json.decode(type(model), data)  # without the JSON
     assert data == json.dumps(json.loads(data), ensure_ascii=False, separators=(",", ":")).encode()
     if not isinstance(model, Task | PushConfig):  # an event: and in a Firestore event document
         assert firestore._decode_event(firestore._encode_event(model)) == model
