@@ -333,7 +333,7 @@ class Settings:
     oidc_required_scopes: tuple[str, ...] = _setting("A2A_OIDC_REQUIRED_SCOPES", (), _Names())
     max_body_bytes: int = _setting("A2A_MAX_BODY_BYTES", 10 * 1024 * 1024, _Count(1024))
     # A body's rest (after what came with its head) arrives within this, or the request is
-    # refused with 408 (shared.bindings.asgi): a slow sender holds neither memory nor a thread
+    # refused with 408 (by the functions' front): a slow sender holds neither memory nor a thread
     # for long.
     body_read_seconds: float = _setting("A2A_BODY_READ_SECONDS", 10, _Seconds())
     # The body bytes all requests in flight may hold at once; over it a request is refused

@@ -27,7 +27,8 @@ REALM = "a2a"
 # claim from becoming a megabyte key.
 MAX_OWNER_LENGTH = 256
 
-# Reads one request header by name, in any case (`shared.bindings.wire.Headers.get`).
+# Reads one request header by name, in any case (the front's `Headers.get`, in the wire module
+# of the bindings).
 Headers = Callable[[str], str | None]
 
 
