@@ -36,7 +36,7 @@ from emulator.firestore import start_firestore
 from tests import sse
 from tests.bench.compare import compare, running
 from tests.bench.load import HEADERS, cpu_seconds, load, percentile, pss_mib, send_body
-from tests.conftest import Server
+from tests.conftest import Server, wait_until
 
 
 def store_costs(project: str | None) -> list[tuple[str, int, int]]:
@@ -412,11 +412,9 @@ def live_progress(tasks: int) -> None:
             body = json.loads(send_body(f"wait phases={phases}", blocking=False))
             answer = requests.post(sender.url, json=body, headers=HEADERS, timeout=30).json()
             task_id = answer["result"]["task"]["id"]
-            deadline = time.monotonic() + 30
-            while not live.gate(task_id, gates).exists():  # the worker started the handler
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"the handler of task {task_id} never started")
-                time.sleep(0.005)
+            gate = live.gate(task_id, gates)
+            failure = f"the handler behind {gate} never started"
+            wait_until(gate.exists, 30, failure.format)  # the worker started it: its doing
             subscribe = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask"}
             subscribe["params"] = {"id": task_id}
             response = sse.stream(streamer.url, subscribe, HEADERS)
