@@ -3,7 +3,7 @@
 `a2a` is the public agent: its card, JSON-RPC, HTTP+JSON and the seeds' legacy routes.
 `worker` runs background turns and `deliver` posts push notifications, both for Cloud Tasks.
 Each deployed function imports this module but serves one entry point, so each app is built
-at its function's first call, with only what that function uses (see README, "Settings").
+at its function's first call, with only what that function uses (see docs/settings.md).
 The settings and the handler module are read at import: a bad setting, a module that does
 not load or a misspelt declaration stops start-up whichever function this is, instead of
 failing its first request.

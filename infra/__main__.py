@@ -59,7 +59,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _callers(settings: Settings) -> str:
-    """Who may call the deployed agent, and with what (README: Who may call the agent)."""
+    """Who may call the deployed agent, and with what (docs/security.md: Who may call the agent)."""
     gate = "IAM (roles/run.invoker)" if settings.auth == "authenticated" else "anyone (public)"
     send = {
         "none": "no credentials; every caller is the same owner",

@@ -1,8 +1,8 @@
 """How much one message, artifact and task history may hold, and the errors that say so.
 
-Every limit is a setting (README, Limits): parts per message or artifact, bytes of a metadata
-object's JSON, bytes of a message's and an artifact's JSON, and a task's history in messages
-and in bytes. A client's request over a limit is refused with InvalidParamsError naming the
+Every limit is a setting (docs/settings.md, Limits): parts per message or artifact, bytes of
+a metadata object's JSON, bytes of a message's and an artifact's JSON, and a task's history in
+messages and in bytes. A client's request over a limit is refused with InvalidParamsError naming the
 limit and its setting, before anything is stored: the task stays exactly as it was. A
 handler's artifact over the limit (ArtifactMeter, chunk by chunk) raises LimitExceeded in the
 handler, and the turn fails the task with that message; so does any handler output no answer
@@ -193,7 +193,7 @@ class ArtifactMeter:
         return update, chunk
 
 
-# -- A push config's fields (fixed limits, README "Limits") ---------------------------------
+# -- A push config's fields (fixed limits, docs/settings.md, "Limits") -----------------------------
 # What one config may hold, checked where a request is decoded (shared.dialects.decode): each
 # event of its task is posted with them, they are kept as long as the task, and the URL and
 # the secrets end up in an HTTP request line and headers, where a control character would

@@ -343,8 +343,9 @@ class Settings:
     max_buffered_bytes: int | None = _setting(
         "A2A_MAX_BUFFERED_BYTES", None, _Count(1024, optional=True)
     )
-    # What one request may carry (shared.limits; README, Limits). The defaults fit a 512 MiB
-    # function serving several requests at once: a request grows it by ~4x its body plus a few MiB.
+    # What one request may carry (shared.limits; docs/settings.md, Limits). The defaults fit a
+    # 512 MiB function serving several requests at once: a request grows it by ~4x its body
+    # plus a few MiB.
     max_batch: int = _setting("A2A_MAX_BATCH", 20, _Count(1))  # JSON-RPC requests in one batch
     max_parts: int = _setting("A2A_MAX_PARTS", 100, _Count(1))  # parts in one message or artifact
     # JSON of one metadata object.
@@ -552,7 +553,7 @@ class Settings:
         if unknown:
             raise SettingsError(
                 f"unknown setting {', '.join(unknown)}: no A2A_* variable of that name exists "
-                "(README, Settings, lists them); fix its spelling or remove it"
+                "(docs/settings.md lists them); fix its spelling or remove it"
             )
         values: dict[str, Any] = {}
         problems = []

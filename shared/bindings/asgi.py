@@ -5,7 +5,7 @@ functions-framework serves a function marked `functions_framework.aio.http` with
 event loop instead of gunicorn's threaded worker: a request's bytes are parsed and written
 by the loop, and no server thread is handed the connection. Under the threaded worker, a
 bare function costs ~0.9 ms of CPU a request at 16 concurrent clients, most of it the
-threads' hand-offs; on the loop it costs ~0.2 ms (README, "Performance").
+threads' hand-offs; on the loop it costs ~0.2 ms (docs/performance.md).
 
 The apps (`shared.bindings.http.HttpApp`, `queue_target.QueueTargetApp`) are synchronous:
 one `wire.Request` in, one `wire.Answer` out. `Front` reads the request's head on the loop

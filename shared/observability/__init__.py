@@ -1,5 +1,5 @@
 """Logs, traces and metrics: what an operator sees of every request, worker turn and push
-delivery (README, "Logs, traces and metrics").
+delivery (docs/observability.md).
 
 - `context.py`: the correlation of one unit of work (trace, span, the fields of its log line)
   in a ContextVar, and the trace headers it is read from and written to;

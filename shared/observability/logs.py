@@ -4,7 +4,7 @@ Every record logged through `logging` (the library's, and a handler's) gets the 
 of the unit of work it is logged in (shared.observability.context): Cloud Logging's
 `logging.googleapis.com/trace` and `spanId`, and the task id and owner tag noted so far, so
 Cloud Logging groups every line of one request, worker turn or delivery. A unit of work's
-own line (`write`) carries all its fields (README, "Logs, traces and metrics").
+own line (`write`) carries all its fields (docs/observability.md).
 
 One JSON encoding per line, by an encoder made once (json.dumps with options makes one per
 call).

@@ -2,7 +2,7 @@
 message whose request leaves it out is refused (CORE-CAP-004, ExtensionSupportRequiredError).
 
 Every other check sends messages without the A2A-Extensions header, so under this module
-they are refused too: run only the extension checks against it (README, Conformance).
+they are refused too: run only the extension checks against it (docs/conformance.md).
 """
 
 from __future__ import annotations

@@ -193,7 +193,7 @@ def test_seed000_structured_output(start_server: Start) -> None:
         {"ticketNumber": "REQ23422", "description": "Add to DL - team-gcp-onboarding"},
     ]
     [artifact] = result["artifacts"]
-    # 0.3 data parts hold objects: a list goes out wrapped (README, Talk to it).
+    # 0.3 data parts hold objects: a list goes out wrapped (docs/protocol.md).
     assert artifact["parts"][0] == {"kind": "data", "data": {"value": tickets}}
     assert json.loads(result["status"]["message"]["parts"][0]["text"]) == tickets
 
