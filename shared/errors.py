@@ -114,8 +114,7 @@ class ContentTypeNotSupportedError(A2AError):
     code = -32005
     default_message = "Incompatible content types"
     reason = "CONTENT_TYPE_NOT_SUPPORTED"
-    # 1.0.1 says 400; the TCK holds REST servers to 1.0.0's 415, which is also plain HTTP.
-    http_status = 415
+    # 1.0.1's 400 (1.0.0 said 415, which the pinned TCK still expects: README, Conformance).
     grpc_status = "INVALID_ARGUMENT"
 
 

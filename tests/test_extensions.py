@@ -243,7 +243,9 @@ def test_rest_activates_echoes_and_refuses_like_jsonrpc(agent: Client) -> None:
     assert error["status"] == "FAILED_PRECONDITION"
     assert error["details"][0]["reason"] == "EXTENSION_SUPPORT_REQUIRED"
     streamed = _rest(agent, "/message:stream", {"message": _message("s")})
-    assert streamed.status_code == 400 and streamed.headers["Content-Type"] == "application/json"
+    assert (
+        streamed.status_code == 400 and streamed.headers["Content-Type"] == "application/a2a+json"
+    )
 
 
 def test_a_stream_echoes_its_extensions(agent: Client) -> None:

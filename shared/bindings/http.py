@@ -94,6 +94,8 @@ class _NoRoom(A2AError):
 class RestBinding(Protocol):
     """What a version's HTTP+JSON binding module provides (shared.bindings.rest, rest_v0_3)."""
 
+    MEDIA_TYPE: str  # its answers' and errors' Content-Type
+
     def match(self, method: str, path: str) -> tuple[rest.Route, dict[str, str]] | None: ...
 
     def allowed(self, path: str) -> list[str]: ...
@@ -116,7 +118,7 @@ class RestBinding(Protocol):
 
 
 def _rest_error(error: A2AError, binding: RestBinding = rest) -> Answer:
-    return json_response(binding.error_body(error), error.http_status)
+    return json_response(binding.error_body(error), error.http_status, None, binding.MEDIA_TYPE)
 
 
 def _shown(path: str, limit: int = 200) -> str:
@@ -134,9 +136,10 @@ def _path_problem(request: Request) -> str | None:
     return None
 
 
-def _status_error(status: int, code: str, message: str) -> Answer:
+def _status_error(status: int, code: str, message: str, media_type: str = JSON) -> Answer:
     """A non-JSON-RPC route's error, shaped as google.rpc.Status like v1.0 REST errors."""
-    return json_response({"error": {"code": status, "status": code, "message": message}}, status)
+    body = {"error": {"code": status, "status": code, "message": message}}
+    return json_response(body, status, None, media_type)
 
 
 class HttpApp:
@@ -239,9 +242,10 @@ class HttpApp:
         if methods:
             takes = f"{_shown(path)} takes {' or '.join(methods)}"
             if binding is rest:
-                response = _status_error(405, "METHOD_NOT_ALLOWED", takes)
+                response = _status_error(405, "METHOD_NOT_ALLOWED", takes, rest.MEDIA_TYPE)
             else:  # v0.3's error body, its code the nearest JSON-RPC has
-                response = json_response(binding.error_body(MethodNotFoundError(takes)), 405)
+                error_body = binding.error_body(MethodNotFoundError(takes))
+                response = json_response(error_body, 405, None, binding.MEDIA_TYPE)
             response.headers["Allow"] = ", ".join(methods)
             return response
         if binding is rest_v0_3:  # no JSON-RPC under /v1/: an unknown path is not found
@@ -383,7 +387,8 @@ class HttpApp:
         if isinstance(answer, operations.Streamed):
             return _echo(sse.response(binding.stream_events(answer), answer.frames), call)
         # A delete answers google.protobuf.Empty.
-        return _echo(json_response({} if answer is None else answer), call)
+        answer = {} if answer is None else answer
+        return _echo(json_response(answer, media_type=binding.MEDIA_TYPE), call)
 
     def _call(self, request: Request, principal: Principal) -> operations.Call:
         """What an operation gets: the caller, the extensions its request activates and, when

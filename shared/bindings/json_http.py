@@ -9,7 +9,11 @@ from shared.bindings.wire import Answer
 from shared.errors import ContentTypeNotSupportedError
 
 JSON = "application/json"
-JSON_MEDIA_TYPES = frozenset({JSON, "application/a2a+json", "application/json-rpc"})
+# A2A's registered media type: 1.0.1 asks HTTP+JSON to use it for requests and answers (S1
+# §11.1; JSON-RPC keeps application/json, which JSON-RPC over HTTP fixes, S1 §9). Accepted on
+# every body, as application/json stays.
+A2A_JSON = "application/a2a+json"
+JSON_MEDIA_TYPES = frozenset({JSON, A2A_JSON, "application/json-rpc"})
 # An answer's (and a stream frame's) JSON text, by an encoder made once (JSONEncoder.encode
 # makes one per answer: a quarter of what a small answer's text costs). Without the
 # circular-reference bookkeeping: an answer is built by the dialects from the model, whose
@@ -31,6 +35,13 @@ def content_type_error(content_type: str | None) -> ContentTypeNotSupportedError
     )
 
 
-def json_response(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> Answer:
-    fields = {"Content-Type": JSON} if headers is None else {"Content-Type": JSON, **headers}
+def json_response(
+    payload: Any,
+    status: int = 200,
+    headers: dict[str, str] | None = None,
+    media_type: str = JSON,
+) -> Answer:
+    fields = {"Content-Type": media_type}
+    if headers is not None:
+        fields.update(headers)
     return Answer(status, fields, encode(payload).encode())

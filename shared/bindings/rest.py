@@ -18,7 +18,7 @@ from typing import Any
 
 from shared.bindings import body as json_body
 from shared.bindings import sse
-from shared.bindings.json_http import content_type_error
+from shared.bindings.json_http import A2A_JSON, content_type_error
 from shared.bindings.operations import Call, Streamed, run
 from shared.dialects.base import Dialect
 from shared.dialects.registry import require_version
@@ -29,6 +29,8 @@ from shared.model import new_id
 from shared.observability.context import note
 
 log = logging.getLogger("a2a.rest")
+# What the binding's answers and errors say they are (1.0.1, S1 §11.1); streams stay SSE.
+MEDIA_TYPE = A2A_JSON
 
 
 @frozen

@@ -21,12 +21,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from shared.bindings import rest, sse
+from shared.bindings.json_http import JSON
 from shared.bindings.operations import Call, Streamed
 from shared.dialects.registry import require_version
 from shared.dialects.v0_3 import V03_PROTO
 from shared.errors import A2AError, InvalidParamsError, VersionNotSupportedError
 
 PREFIX = "/v1"  # every v0.3 path starts here; no 1.0 path does
+# v0.3's HTTP+JSON says application/json; a2a+json is 1.0.1's (a 0.3 client asked for 0.3).
+MEDIA_TYPE = JSON
 
 # The placeholders are named after the v0.3 JSON-RPC params they fill (tasks/get's `id`,
 # tasks/pushNotificationConfig/get's `pushNotificationConfigId`).

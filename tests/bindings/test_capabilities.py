@@ -91,7 +91,9 @@ def test_rest_streams_are_400_unsupported_when_off(
         content=data,
         headers={"Content-Type": "application/json", **V1},
     )
-    assert response.status_code == 400 and response.headers["Content-Type"] == "application/json"
+    assert (
+        response.status_code == 400 and response.headers["Content-Type"] == "application/a2a+json"
+    )
     error = response.json()["error"]
     assert error["status"] == "FAILED_PRECONDITION"
     assert error["details"][0]["reason"] == "UNSUPPORTED_OPERATION"

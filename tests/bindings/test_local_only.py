@@ -56,19 +56,19 @@ def refusal(response: httpx.Response, binding: str, status: int) -> str:
     body: dict[str, Any] = response.json()
     if binding in ("jsonrpc", "seeds-sse"):
         assert body["jsonrpc"] == "2.0" and "result" not in body
-        code = -32005 if status == 415 else -32600
+        code = -32005 if status == 400 else -32600
         assert body["error"]["code"] == code
-        expected = 200 if status == 415 else status
+        expected = 200 if status == 400 else status
         assert response.status_code == expected, response.content
         message: str = body["error"]["message"]
         return message
     assert response.status_code == status, response.content
     if binding == "rest-0.3":  # v0.3's REST error: the JSON-RPC error object, bare
-        assert body["code"] == (-32005 if status == 415 else -32600)
+        assert body["code"] == (-32005 if status == 400 else -32600)
         message = body["message"]
         return message
     error = body["error"]  # 1.0's (and the card's): google.rpc.Status
-    grpc = "INVALID_ARGUMENT" if status == 415 else "PERMISSION_DENIED"
+    grpc = "INVALID_ARGUMENT" if status == 400 else "PERMISSION_DENIED"
     assert (error["code"], error["status"]) == (status, grpc)
     message = error["message"]
     return message
@@ -98,10 +98,10 @@ def test_a_page_of_another_origin_is_refused(client: Client, binding: str) -> No
 @pytest.mark.parametrize("binding", ["jsonrpc", "rest-1.0", "rest-0.3"])
 def test_a_post_without_a_json_type_is_refused(client: Client, binding: str) -> None:
     # A page's form or no-cors fetch sends text/plain, a form type, or (fetch) none.
-    message = refusal(request(client, binding, {"Content-Type": ""}), binding, 415)
+    message = refusal(request(client, binding, {"Content-Type": ""}), binding, 400)
     assert "send Content-Type: application/json" in message and "none was sent" in message
     form = request(client, binding, {"Content-Type": "application/x-www-form-urlencoded"})
-    assert "application/x-www-form-urlencoded" in refusal(form, binding, 415)
+    assert "application/x-www-form-urlencoded" in refusal(form, binding, 400)
 
 
 def test_the_request_is_refused_before_it_is_run(client: Client) -> None:
@@ -140,7 +140,7 @@ def test_an_empty_post_needs_no_type(client: Client) -> None:
         assert client.http.post(path).status_code == 404
     assert (
         client.http.post("/tasks/nope:cancel", headers={"Content-Type": "text/plain"}).status_code
-        == 415
+        == 400
     )
 
 

@@ -39,14 +39,14 @@ def post(client: Client, path: str, body: Any = None, **headers: str) -> httpx.R
 
 def ok(response: httpx.Response) -> Any:
     assert response.status_code == 200, response.content
-    assert response.headers["Content-Type"] == "application/json"
+    assert response.headers["Content-Type"] == "application/a2a+json"  # 1.0.1, S1 §11.1
     return response.json()
 
 
 def failed(response: httpx.Response, status: int, grpc_status: str, reason: str) -> dict[str, Any]:
     """The google.rpc.Status body of an error, checked against its HTTP status."""
     assert response.status_code == status, response.content
-    assert "application/json" in response.headers["Content-Type"]
+    assert response.headers["Content-Type"] == "application/a2a+json"
     error: dict[str, Any] = response.json()["error"]
     assert error["code"] == status
     assert error["status"] == grpc_status
@@ -215,13 +215,22 @@ def test_extended_card_is_unsupported(client: Client) -> None:
     failed(response, 400, "FAILED_PRECONDITION", "UNSUPPORTED_OPERATION")
 
 
-def test_wrong_content_type_is_415(client: Client) -> None:
+def test_wrong_content_type_is_400(client: Client) -> None:
     body = json.dumps({"message": message("hello")})
     response = client.http.post(
         "/message:send", content=body, headers={"Content-Type": "text/plain", **V1}
     )
-    error = failed(response, 415, "INVALID_ARGUMENT", "CONTENT_TYPE_NOT_SUPPORTED")
+    error = failed(response, 400, "INVALID_ARGUMENT", "CONTENT_TYPE_NOT_SUPPORTED")
     assert "text/plain" in error["message"]
+
+
+def test_a2a_json_bodies_are_taken_and_answered_in_kind(client: Client) -> None:
+    # 1.0.1 (S1 §11.1): HTTP+JSON requests and answers SHOULD be application/a2a+json.
+    body = {"message": message("typed")}
+    sent = post(client, "/message:send", body, **{"Content-Type": "application/a2a+json"})
+    task = ok(sent)["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert ok(client.http.get(f"/tasks/{task['id']}", headers=V1))["id"] == task["id"]
 
 
 def test_unsupported_version_is_400(client: Client) -> None:
@@ -316,7 +325,7 @@ def test_over_a_real_server(server: Server) -> None:
         headers=V1,
         timeout=10,
     )
-    assert sent.status_code == 200 and sent.headers["Content-Type"] == "application/json"
+    assert sent.status_code == 200 and sent.headers["Content-Type"] == "application/a2a+json"
     task_id = sent.json()["task"]["id"]
     got = requests.get(f"{server.url}/tasks/{task_id}", headers=V1, timeout=10)
     assert got.json()["id"] == task_id

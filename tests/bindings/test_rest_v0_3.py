@@ -326,9 +326,9 @@ def test_a_task_reads_the_same_in_both_0_3_forms(client: Client) -> None:
             -32602,
         ),
         # No type: a local agent (A2A_AUTH=none) refuses it (tests/bindings/test_local_only.py).
-        (b'{"message": {}}', None, 415, -32005),
+        (b'{"message": {}}', None, 400, -32005),
         (b'{"message": "x", "configuration": []}', "application/json", 400, -32602),
-        (b'{"message": {}}', "text/plain", 415, -32005),
+        (b'{"message": {}}', "text/plain", 400, -32005),
     ],
 )
 def test_bad_bodies(
@@ -366,8 +366,10 @@ def test_unknown_paths_and_methods(client: Client) -> None:
 
 def test_the_1_0_paths_are_untouched(client: Client) -> None:
     body = {"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}
-    answer = ok(post(client, "/message:send", body, **{"A2A-Version": "1.0"}))
-    assert answer["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    sent = post(client, "/message:send", body, **{"A2A-Version": "1.0"})
+    # 1.0.1's media type on 1.0's paths; the 0.3 paths answer application/json (ok()).
+    assert sent.status_code == 200 and sent.headers["Content-Type"] == "application/a2a+json"
+    assert sent.json()["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
 JSON = st.recursive(
