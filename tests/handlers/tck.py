@@ -13,6 +13,8 @@ from shared.agent import AgentInfo, Context, Skill
 AGENT = AgentInfo(name="TCK agent", description="Implements the A2A TCK scenario hooks.")
 SKILLS = [Skill(id="tck", name="TCK scenarios", description="Conformance scenarios", tags=("tck",))]
 
+# How long `tck-delayed-complete` works before it completes.
+_DELAY_SECONDS = 1.0
 _STREAM_TEXT = {
     "tck-stream-001": "Stream hello from TCK",
     "tck-stream-003": "Stream task lifecycle",
@@ -39,6 +41,14 @@ def handle(ctx: Context) -> None:
         ctx.reply("Direct message response")
     elif mid.startswith("tck-input-required"):
         ctx.ask("TCK needs more input")
+    elif mid.startswith("tck-auth-required"):
+        ctx.require_auth("TCK needs authorization: sign in, then send a message to this task")
+    elif mid.startswith("tck-delayed-complete"):
+        # The newer TCK's execution-mode probe: working for a bounded while, then done, so a
+        # blocking send and a returnImmediately one answer observably different states.
+        ctx.progress("working")
+        time.sleep(_DELAY_SECONDS)
+        ctx.complete("Delayed completion")
     elif mid.startswith("tck-reject-task"):
         ctx.reject("rejected")
     elif mid.startswith("tck-stream-artifact-chunked"):
