@@ -4,6 +4,7 @@ as `make run` serves it): every command, both protocol versions, and its failure
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import socket
 import subprocess
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from emulator.http_target import HttpTarget
+from shared.client.cli import main
 from shared.identity.api_key import hashed
 from tests.client.agent import _HOSTILE_TEXT as HOSTILE_TEXT
 from tests.client.conftest import Cli
@@ -114,6 +116,88 @@ def test_list_filters_by_context_and_pages(a2a: Cli) -> None:
     assert len(a2a.ok("list", "--context", context, "--state", "completed").splitlines()) == 3
 
 
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize(
+    ("text", "code", "state"),
+    [("fail", 3, "failed"), ("reject", 4, "rejected"), ("sign in", 7, "auth-required")],
+)
+def test_send_exits_with_the_state_the_task_ended_in(
+    a2a: Cli, text: str, code: int, state: str, stream: bool
+) -> None:
+    run = a2a("send", *([] if stream else ["--no-stream"]), text)
+    assert run.code == code, run
+    assert run.out.splitlines()[-1].startswith(f"[{state}] "), run.out
+    assert "a2a: error" not in run.err  # the call worked: the task did not
+
+
+@pytest.mark.parametrize("protocol", ["1.0", "0.3"])
+@pytest.mark.parametrize("stream", [True, False])
+def test_an_input_required_task_says_how_to_answer_it(
+    a2a: Cli, protocol: str, stream: bool
+) -> None:
+    options = ["--protocol", protocol, "send", *([] if stream else ["--no-stream"])]
+    asked = a2a(*options, "I need a new phone")
+    assert asked.code == 6, asked
+    task = task_id(asked.out)
+    assert asked.out.splitlines()[-1] == "[input-required] Select a phone type (iPhone/Android)"
+    assert asked.err.splitlines()[-1] == f"answer with: a2a send --task {task} TEXT..."
+    # `get` shows the way too (and exits 0: it read the task).
+    shown = a2a("--protocol", protocol, "get", task)
+    assert shown.code == 0 and shown.err == asked.err.splitlines()[-1] + "\n", shown
+
+    answered = a2a(*options, "--task", task, "Android")
+    assert answered.code == 0, answered
+    assert task_id(answered.out) == task, "the answer went to the waiting task"
+    assert "I have ordered a new Android device" in answered.out
+    assert "answer with" not in answered.err
+
+
+def test_exit_statuses_hold_with_json_output_which_stays_json(a2a: Cli) -> None:
+    run = a2a("--json", "send", "I need a new phone")
+    assert run.code == 6, run
+    for line in run.out.splitlines():
+        json.loads(line)
+    assert "answer with: a2a send --task " in run.err
+    assert a2a("--json", "send", "--no-stream", "fail").code == 3
+
+
+def test_watch_and_a_background_send_exit_with_the_tasks_state(a2a: Cli) -> None:
+    started = a2a("send", "--no-wait", "wait")
+    assert started.code == 0, started  # accepted: the task is at work
+    task = task_id(started.out)
+    assert a2a.ok("cancel", task).splitlines()[-1] == "[canceled]"  # the cancel worked
+    watched = a2a("watch", task)
+    assert watched.code == 5 and watched.out.splitlines()[-1] == "[canceled]", watched
+    asked = a2a("send", "--no-wait", "I need a new phone")
+    assert asked.code == 0, asked
+    waiting = a2a("watch", task_id(asked.out))
+    assert waiting.code == 6, waiting
+    assert f"answer with: a2a send --task {task_id(asked.out)}" in waiting.err
+
+
+def test_help_lists_the_exit_statuses(capsys: pytest.CaptureFixture[str]) -> None:
+    def help_of(*args: str) -> str:
+        with pytest.raises(SystemExit) as done:
+            main([*args, "--help"])
+        assert done.value.code == 0
+        return capsys.readouterr().out
+
+    lines = help_of().splitlines()
+    start = lines.index("exit status:")
+    codes = [line.split()[0] for line in lines[start + 1 :] if line[2:3].strip()]
+    assert codes == ["0", "1", "2", "3", "4", "5", "6", "7", "130"]
+    for expected in (
+        "  2    a usage error",
+        "  3    the task failed (send, watch)",
+        "  4    the agent rejected the task (send, watch)",
+        "  5    the task was canceled (send, watch)",
+        "  6    the task waits for input: answer with a2a send --task ID (send, watch)",
+        "  7    the task waits for authorization (auth-required) (send, watch)",
+    ):
+        assert expected in lines, lines
+    assert "answer this task" in help_of("send")
+
+
 def test_cancel_stops_a_running_task(a2a: Cli) -> None:
     started = a2a.ok("send", "--no-wait", "wait")
     assert a2a.ok("cancel", task_id(started)).splitlines()[-1] == "[canceled]"
@@ -134,6 +218,12 @@ def test_push_configs_are_added_listed_and_removed(a2a: Cli, protocol: str) -> N
             "c2",
         ]
         assert "removed push config c2" in a2a.ok(*push, "rm", task, "c2")
+        assert [line.split()[0] for line in a2a.ok(*push, "list", task).splitlines()] == ["c1"]
+        # Removing it again removes nothing, and says so.
+        again = a2a(*push, "rm", task, "c2")
+        assert again.code == 1 and again.out == "", again
+        assert again.err.startswith("a2a: error: nothing removed: "), again.err
+        assert f"task {task} has no push notification config c2" in again.err
         assert [line.split()[0] for line in a2a.ok(*push, "list", task).splitlines()] == ["c1"]
         a2a.ok("cancel", task)
         hits = receiver.wait_for("/hook", 1)
