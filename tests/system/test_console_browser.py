@@ -17,7 +17,15 @@ from typing import Any
 
 import pytest
 import requests
-from playwright.sync_api import Browser, ConsoleMessage, Page, Request, expect, sync_playwright
+from playwright.sync_api import (
+    Browser,
+    ConsoleMessage,
+    Page,
+    Request,
+    Route,
+    expect,
+    sync_playwright,
+)
 
 from emulator._process import EmulatorError
 from emulator.browser import find_chromium
@@ -193,6 +201,28 @@ def test_an_empty_chat_offers_the_cards_examples(console: Console, agent: Server
     offered.filter(has_text="window.__xss").click()
     expect(console.page.locator("#message")).to_have_value(HOSTILE_EXAMPLE)
     assert console.page.evaluate("window.__xss") is None
+    assert console.problems == []
+
+
+def test_the_examples_offered_are_bounded_and_only_text(console: Console) -> None:
+    """A card of any shape: skills or examples that are not lists, examples that are not
+    text or are blank, repeats, and more than the chat shows (12)."""
+
+    def odd_card(route: Route) -> None:
+        card = route.fetch().json()
+        card["skills"] = [
+            None,
+            {"name": "not a list", "examples": "tell me a joke"},
+            {"examples": [42, None, {"text": "x"}, "   ", "first", "first"]},
+            {"name": "many", "examples": [f"example {n}" for n in range(30)]},
+        ]
+        route.fulfill(json=card)
+
+    console.page.route("**/.well-known/agent-card.json", odd_card)
+    console.open()
+    offered = console.page.locator("#example-list button")
+    expect(offered).to_have_text(["first", *(f"example {n}" for n in range(11))])
+    expect(offered.first).not_to_have_attribute("title", re.compile("."))
     assert console.problems == []
 
 
