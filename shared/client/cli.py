@@ -255,6 +255,10 @@ def _follow(
                 if "message" in event.result:  # a message ends a message stream
                     return None, event.result["message"].get("contextId"), None
                 task_id, context_id, state = _track(event.result, task_id, context_id, state)
+                if state in INTERRUPTED:
+                    # Waiting for input: a subscription would stay open on it, silent, until
+                    # the agent's idle limit (A2A_STREAM_IDLE_SECONDS) ends it.
+                    return state, context_id, task_id
         except ClientError as exc:
             if task_id is None:
                 raise  # not even the task came: nothing to resume

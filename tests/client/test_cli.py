@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -354,7 +355,8 @@ def test_watch_resumes_after_the_connection_is_cut(a2a: Cli, agent: Server) -> N
 
 @pytest.fixture(scope="module")
 def giving_up() -> Iterator[Server]:
-    """An agent whose push queue gives up after one attempt."""
+    """An agent whose push queue gives up after one attempt (and whose streams have the
+    default limits: A2A_STREAM_IDLE_SECONDS 15 s on a task waiting for input)."""
     server = Server(
         {
             "A2A_HANDLER": "tests.client.agent",
@@ -385,3 +387,13 @@ def test_push_list_shows_the_failure_of_a_config_the_agent_gave_up_on(
     wait_until(lambda: "delivery failed" in listed(), 20, lambda: f"no failure shown: {listed()}")
     failure = listed().splitlines()[1]
     assert failure.startswith("  delivery failed at 20") and "could not connect" in failure, failure
+
+
+def test_watching_a_task_that_waits_for_input_returns_at_once(a2a: Cli, giving_up: Server) -> None:
+    asked = a2a("send", "--no-stream", "I need a new phone", url=giving_up.url)
+    assert asked.code == 6, asked
+    started = time.monotonic()
+    watched = a2a("watch", task_id(asked.out), url=giving_up.url)
+    assert watched.code == 6 and "answer with: a2a send --task" in watched.err, watched
+    # Not once the agent's idle limit (15 s) has closed the silent subscription.
+    assert time.monotonic() - started < 10
