@@ -355,13 +355,15 @@ def test_watch_resumes_after_the_connection_is_cut(a2a: Cli, agent: Server) -> N
 
 @pytest.fixture(scope="module")
 def giving_up() -> Iterator[Server]:
-    """An agent whose push queue gives up after one attempt (and whose streams have the
-    default limits: A2A_STREAM_IDLE_SECONDS 15 s on a task waiting for input)."""
+    """An agent whose push queue gives up after one attempt, whose streams keep the default
+    limits (A2A_STREAM_IDLE_SECONDS 15 s on a task waiting for input) and send a keep-alive
+    comment after a tenth of a second of silence."""
     server = Server(
         {
             "A2A_HANDLER": "tests.client.agent",
             "A2A_PUSH_ALLOWED_HOSTS": "127.0.0.1",
             "A2A_PUSH_MAX_ATTEMPTS": "1",
+            "A2A_STREAM_KEEPALIVE_SECONDS": "0.1",
         }
     )
     yield server
@@ -397,3 +399,12 @@ def test_watching_a_task_that_waits_for_input_returns_at_once(a2a: Cli, giving_u
     assert watched.code == 6 and "answer with: a2a send --task" in watched.err, watched
     # Not once the agent's idle limit (15 s) has closed the silent subscription.
     assert time.monotonic() - started < 10
+
+
+def test_a_stream_silent_past_its_keep_alives_goes_on(a2a: Cli, giving_up: Server) -> None:
+    # Half a second between steps: keep-alive comments come meanwhile, and are no events.
+    started = a2a("send", "--no-wait", "steps=2", "delay=0.5", url=giving_up.url)
+    assert started.code == 0, started
+    watched = a2a("watch", task_id(started.out), url=giving_up.url)
+    assert watched.code == 0, watched
+    assert watched.out.splitlines()[-2:] == ["[artifact result] all steps done", "[completed]"]
