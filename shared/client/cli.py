@@ -116,7 +116,7 @@ def send(session: Session, args: argparse.Namespace, out: Renderer) -> int:
         result = session.send(message, return_immediately=args.no_wait, push=push)
         out.response(result)
         task = result.get("task") or {}
-        return _ended(task.get("id"), (task.get("status") or {}).get("state"))
+        return _ended(task.get("id"), _state(task))
     state, _, task_id = _follow(session, session.stream(message, push=push), out)
     return _ended(task_id, state)
 
@@ -124,7 +124,7 @@ def send(session: Session, args: argparse.Namespace, out: Renderer) -> int:
 def get(session: Session, args: argparse.Namespace, out: Renderer) -> int:
     task = session.get(args.task_id, args.history)
     out.task(task, history=bool(args.history))
-    _ended(task.get("id"), (task.get("status") or {}).get("state"))
+    _ended(task.get("id"), _state(task))
     return 0  # the task was read: its state is in the output, not the status
 
 
@@ -216,7 +216,7 @@ def chat(session: Session, args: argparse.Namespace, out: Renderer) -> int:
             result = session.send(message)
             out.response(result)
             task = result.get("task") or {}
-            state = (task.get("status") or {}).get("state")
+            state = _state(task)
             context_id = task.get("contextId") or (result.get("message") or {}).get("contextId")
             task_id = task.get("id")
         context_id = context_id or args.context
@@ -225,12 +225,20 @@ def chat(session: Session, args: argparse.Namespace, out: Renderer) -> int:
             task_id = None
 
 
-def _ended(task_id: str | None, state: str | None) -> int:
+def _ended(task_id: object, state: str | None) -> int:
     """The exit status for a task last seen in `state`; a task waiting for input says how
     to answer it (on stderr: the output stays the task's, JSON lines included)."""
-    if state in INTERRUPTED and task_id:
+    if state in INTERRUPTED and isinstance(task_id, str) and task_id:
         print(f"answer with: a2a send --task {printable(task_id)} TEXT...", file=sys.stderr)
     return TASK_EXITS[state][0] if state in TASK_EXITS else 0
+
+
+def _state(item: Any) -> str | None:
+    """A task's or status update's state, when the agent sent it as text: anything else
+    (a list, an object) is no state, never a crash at a set lookup."""
+    status = item.get("status") if isinstance(item, dict) else None
+    state = status.get("state") if isinstance(status, dict) else None
+    return state if isinstance(state, str) else None
 
 
 # -- following a stream ---------------------------------------------------------------------
@@ -266,7 +274,7 @@ def _follow(
                 # The task ended while we were away: show how.
                 task = session.get(task_id)
                 out.task(task)
-                return (task.get("status") or {}).get("state"), task.get("contextId"), task_id
+                return _state(task), task.get("contextId"), task_id
             if not exc.retryable:
                 raise
             # Cut, or the agent is away (restarting): counted below, unless it brought news.
@@ -296,7 +304,7 @@ def _track(
             task_id = item.get("id" if key == "task" else "taskId") or task_id
             context_id = item.get("contextId") or context_id
             if key != "artifactUpdate":
-                state = (item.get("status") or {}).get("state") or state
+                state = _state(item) or state
     return task_id, context_id, state
 
 

@@ -14,11 +14,14 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from emulator.http_target import HttpTarget
-from shared.client.cli import main
+from shared.client.cli import TASK_EXITS, _ended, _state, main
 from shared.identity.api_key import hashed
 from tests.client.agent import _HOSTILE_TEXT as HOSTILE_TEXT
 from tests.client.conftest import Cli
@@ -174,6 +177,25 @@ def test_watch_and_a_background_send_exit_with_the_tasks_state(a2a: Cli) -> None
     waiting = a2a("watch", task_id(asked.out))
     assert waiting.code == 6, waiting
     assert f"answer with: a2a send --task {task_id(asked.out)}" in waiting.err
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=8,
+)
+STATES = st.sampled_from([*sorted(TASK_EXITS), "TASK_STATE_COMPLETED", "nonsense"])
+
+
+@given(
+    st.fixed_dictionaries(
+        {"id": JSON, "status": JSON | st.fixed_dictionaries({"state": JSON | STATES})}
+    )
+)
+def test_whatever_state_an_agent_sends_the_exit_status_is_one_of_the_list(task: Any) -> None:
+    state = _state(task)
+    assert state is None or isinstance(state, str)
+    assert _ended(task["id"], state) in {0, *(code for code, _ in TASK_EXITS.values())}
 
 
 def test_help_lists_the_exit_statuses(capsys: pytest.CaptureFixture[str]) -> None:
