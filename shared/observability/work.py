@@ -176,7 +176,7 @@ def _summary(kind: str, fields: dict[str, object], status: int) -> str:
     http = fields.get("httpRequest")
     if isinstance(http, dict):
         parts += [str(http.get("requestMethod")), str(http.get("requestUrl")), str(status)]
-    for key in ("method", "outcome"):
+    for key in ("method", "outcome", "errorReason"):
         if key in fields:
             parts.append(str(fields[key]))
     return " ".join(parts)

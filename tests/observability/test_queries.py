@@ -87,7 +87,8 @@ def _run(cases: Cases, agent: Client, slow: Client, pushing: Client, hook: Webho
     cases.ended("blocking send", lambda got: _kind(got, "request"))
 
     agent.error("GetTask", {"id": "no-such-task"}, version="1.0")
-    cases.ended("task not found", lambda got: _kind(got, "request"))
+    assert agent.http.get("/tasks/no-such-task", headers={"A2A-Version": "1.0"}).status_code == 404
+    cases.ended("task not found", lambda got: len(_kind(got, "request")) == 2)
 
     streamed = open_stream(agent, "SendStreamingMessage", {"message": message("fail later", "m-s")})
     events = list(frames(streamed))
@@ -169,14 +170,18 @@ def test_every_documented_query_finds_the_lines_it_says_and_no_others(cases: Cas
         assert found == FINDS[query], f"{path.name}: {query}  # {what}"
 
 
-def test_a_json_rpc_error_is_a_warning_naming_its_code_and_reason(cases: Cases) -> None:
-    [line] = _kind(cases.by_case["task not found"], "request")
-    assert line["httpRequest"]["status"] == 200
-    assert (line["severity"], line["errorCode"], line["errorReason"]) == (
-        "WARNING",
-        -32001,
-        "TASK_NOT_FOUND",
-    )
+def test_a_client_s_error_is_a_warning_naming_its_code_and_reason_in_either_binding(
+    cases: Cases,
+) -> None:
+    rpc, rest = _kind(cases.by_case["task not found"], "request")
+    assert (rpc["httpRequest"]["status"], rest["httpRequest"]["status"]) == (200, 404)
+    for line in (rpc, rest):
+        assert (line["severity"], line["errorCode"], line["errorReason"]) == (
+            "WARNING",
+            -32001,
+            "TASK_NOT_FOUND",
+        )
+    assert rpc["message"] == "request POST / 200 GetTask TASK_NOT_FOUND"
 
 
 def test_a_stream_s_line_is_written_at_its_end_with_its_frames_state_and_reference(
