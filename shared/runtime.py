@@ -150,6 +150,8 @@ class Turn:
         self._last_commit = clock.monotonic()
         self._last_cancel_check = self._last_commit
         self._canceled = False
+        # How a turn stopped by another writer ended, as its log line says (`ended`).
+        self._stopped_as = "canceled"
         # Set when the turn's first commit found the task made already by another run of the
         # same message (a resend): the turn stops, and run() raises it for the service.
         self._duplicate: DuplicateMessage | None = None
@@ -224,8 +226,16 @@ class Turn:
             started = time.perf_counter()
             result = self._run()
             seconds = round(time.perf_counter() - started, 6)
-            note(handlerSeconds=seconds, turnState=self._task.status.state.value)
+            note(handlerSeconds=seconds, turnState=self.ended)
             return result
+
+    @property
+    def ended(self) -> str:
+        """How the turn ended, as logs name it: the task's state; for a turn another writer
+        stopped, the state it left the task in (`canceled`), or `gone`, or `taken over` (by
+        another run of the turn), or `duplicate` (a resend's, dropped). Read once the turn
+        ran (nothing changes it then: no lock)."""
+        return self._stopped_as if self._canceled else self._task.status.state.value
 
     def _run(self) -> Task | Message:
         # The timers make the turn's commits: a deadline of the process's timers thread,
@@ -336,7 +346,8 @@ class Turn:
             if now - self._last_cancel_check >= _CANCEL_POLL_SECONDS:
                 self._last_cancel_check = now
                 current = self._store.get(self._owner, self._task.id)
-                self._canceled = self._stopped_by(current)
+                if self._stopped_by(current):
+                    self._stop(current)
             return self._canceled
 
     def artifact_id(self) -> str:
@@ -381,6 +392,16 @@ class Turn:
         if current is None or current.task.status.state.terminal:
             return True
         return current.lease is None or current.lease.holder != self._holder()
+
+    def _stop(self, current: StoredTask | None) -> None:
+        """Stop the turn, for `current` (a fresh read that `_stopped_by`), noting why."""
+        self._canceled = True
+        if current is None:
+            self._stopped_as = "gone"
+        elif current.task.status.state.terminal:
+            self._stopped_as = current.task.status.state.value
+        else:
+            self._stopped_as = "taken over"
 
     def _holder(self) -> str | None:
         """This run's lease holder id (None: it has taken no lease yet)."""
@@ -596,6 +617,7 @@ class Turn:
             # The task is the first run's: this run's work is dropped as a cancel's is.
             self._duplicate = duplicate
             self._canceled = True
+            self._stopped_as = "duplicate"
             self._pending.clear()
             self._pending_bytes = 0
         except VersionConflict:
@@ -604,7 +626,7 @@ class Turn:
                 # Canceled (or finished) elsewhere, or taken over by another run of this
                 # turn: what this turn still had is dropped, because a terminal task never
                 # changes again and the new holder redoes the turn.
-                self._canceled = True
+                self._stop(current)
                 self._pending.clear()
                 self._pending_bytes = 0
                 if current is not None:

@@ -123,7 +123,8 @@ class Worker:
             raise
         if outcome is Outcome.BUSY and delivery.final:
             self._mark_final(job)
-        note(outcome=outcome.value)
+        if outcome is not Outcome.RAN:  # a turn that ran: its end, noted by `run`
+            note(outcome=outcome.value)
         return outcome
 
     def run(self, job: TurnJob, delivery: Delivery) -> Outcome:
@@ -133,6 +134,9 @@ class Worker:
         if isinstance(claimed, Outcome):
             return claimed
         claimed.run()
+        # The line says how the turn ended (completed, failed, canceled, input-required...),
+        # not only that it ran: the queue's answer is `ran` whichever.
+        note(outcome=claimed.ended)
         return Outcome.RAN
 
     def _claim(self, job: TurnJob, delivery: Delivery) -> Outcome | Turn:

@@ -17,7 +17,7 @@ HTML page or a traceback).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
@@ -40,8 +40,8 @@ from shared.errors import (
     UnauthenticatedError,
 )
 from shared.identity import AuthenticationError, Authenticator, Principal
-from shared.observability.context import CLOUD_TRACE, TRACEPARENT, note, owner_tag
-from shared.observability.work import http_request, unit
+from shared.observability.context import CLOUD_TRACE, TRACEPARENT, answered, note, owner_tag
+from shared.observability.work import Kept, http_request, unit
 from shared.push_signing import NotificationSigner
 from shared.service import A2AService
 from shared.settings import Settings
@@ -54,6 +54,7 @@ CARD_PATHS = frozenset(
 def _rpc_error(
     error: A2AError, status: int = 200, dialect: Dialect = V03, request_id: Any = None
 ) -> Answer:
+    answered(error.code, error.reason, error.http_status)
     body: dict[str, Any] = {"code": error.code, "message": error.message}
     data = dialect.error_data(error)
     if data:
@@ -118,6 +119,7 @@ class RestBinding(Protocol):
 
 
 def _rest_error(error: A2AError, binding: RestBinding = rest) -> Answer:
+    answered(error.code, error.reason, error.http_status)
     return json_response(binding.error_body(error), error.http_status, None, binding.MEDIA_TYPE)
 
 
@@ -178,12 +180,14 @@ class HttpApp:
             close()
 
     def __call__(self, request: Request) -> Answer:
-        """The answer, and the request's one log line (shared.observability)."""
-        with unit(
+        """The answer, and the request's one log line (shared.observability): written as
+        the answer is handed back, or, for a stream, when the stream ends."""
+        opened = unit(
             "request",
             traceparent=request.headers.get(TRACEPARENT),
             cloud_trace=request.headers.get(CLOUD_TRACE),
-        ) as record:
+        )
+        with opened as record:
             response = self._route(request)
             record.fields["httpRequest"] = http_request(
                 request.method,
@@ -195,6 +199,7 @@ class HttpApp:
             )
             if response.chunks is not None:  # streamed: an event stream (sse.response)
                 record.fields["openStreams"] = self.streams.slots.held
+                response = _logged_at_end(response, response.chunks, opened.keep())
         return response
 
     def _route(self, request: Request) -> Answer:
@@ -475,6 +480,20 @@ class HttpApp:
         except A2AError as error:
             return _rpc_error(error, error.http_status)
         return sse.response(sse.task_updates(streamed.frames), streamed.frames)
+
+
+def _logged_at_end(answer: Answer, chunks: Iterator[bytes], kept: Kept) -> Answer:
+    """A stream whose chunks are made in its request's unit of work, and whose line is
+    written once it is closed (the front closes it however it ended: the last chunk, the
+    client gone, the server stopping)."""
+
+    def close() -> None:
+        try:
+            answer.close()  # its events end: a streamed turn's thread is joined first
+        finally:
+            kept.end()
+
+    return Answer(answer.status, answer.headers, chunks=kept.within(chunks), close=close)
 
 
 def _echo(response: Answer, call: operations.Call) -> Answer:

@@ -36,7 +36,7 @@ from shared.errors import (
 )
 from shared.frozen import frozen
 from shared.model import new_id
-from shared.observability.context import note
+from shared.observability.context import answered, note
 
 log = logging.getLogger("a2a.jsonrpc")
 
@@ -61,6 +61,7 @@ class StreamAnswer:
 
 
 def _error(request_id: Any, error: A2AError, dialect: Dialect) -> dict[str, Any]:
+    answered(error.code, error.reason, error.http_status)  # on the request's line
     body: dict[str, Any] = {"code": error.code, "message": error.message}
     data = dialect.error_data(error)
     if data is not None:

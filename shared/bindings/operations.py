@@ -81,11 +81,15 @@ def _send_dialect(params: Mapping[str, Any], dialect: Dialect) -> Dialect:
 
 def _reader_dialect(dialect: Dialect, origin: str) -> Dialect:
     """v0.x `tasks/*` methods serve v0.1 and v0.3 alike: answer in the task's own v0.x dialect
-    (a binding's own form, v0.3 HTTP+JSON's ProtoJSON, is not a registered dialect: it stays)."""
+    (a binding's own form, v0.3 HTTP+JSON's ProtoJSON, is not a registered dialect: it stays),
+    which is the version its client speaks."""
     if BY_NAME.get(dialect.name) is not dialect:
         return dialect
     own = BY_NAME.get(origin, dialect)
-    return own if dialect.version != "1.0" and own.version != "1.0" else dialect
+    if own is dialect or dialect.version == "1.0" or own.version == "1.0":
+        return dialect
+    note(dialect=own.version)  # the line names the version answered: a 0.1 client's tasks/get
+    return own
 
 
 def _require_streaming(call: Call) -> None:

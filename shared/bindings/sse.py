@@ -21,6 +21,7 @@ from shared.dialects.base import Dialect
 from shared.dialects.v1_0 import part as v1_part
 from shared.errors import A2AError, InternalError
 from shared.model import ArtifactUpdate, Role, Task, new_id
+from shared.observability.context import note
 
 log = logging.getLogger("a2a.sse")
 
@@ -67,7 +68,9 @@ def frame_events(
 ) -> Events:
     """The events of an A2A stream: each frame's result in the dialect, as `wrap` puts it on
     the wire (JSON-RPC wraps it in a response, REST sends it bare); a failure ends the stream
-    with an `error` event carrying `fail`'s body."""
+    with an `error` event carrying `fail`'s body. The request's line counts the events
+    written and the task's state as of the last (`_sent`)."""
+    sent = 0
     try:
         for frame in frames:
             if frame is None:
@@ -79,17 +82,27 @@ def frame_events(
                 result = dialect.stream_update(frame.item, frame.task)
             if result is not None:
                 yield event(wrap(result), seq=frame.seq)
+                sent = _sent(sent, frame)
     except Exception:
         reference = new_id()[:8]
         log.exception("a stream failed (reference %s)", reference)
+        note(reference=reference, outcome="failed")
         yield event(fail(InternalError(f"reference {reference}")), name="error")
     finally:
         frames.close()
 
 
+def _sent(before: int, frame: streaming.Frame) -> int:
+    """One more event written (the front asks for the next chunk only then): the line's
+    count, and the task's state as of it."""
+    note(frames=before + 1, turnState=frame.task.status.state.value)
+    return before + 1
+
+
 def task_updates(frames: streaming.Stream) -> Events:
     """Seed 004's events (`GET /sse`): `task_update` with the state and the agent's latest
     words (a status message, or an artifact's parts as the message)."""
+    sent = 0
     try:
         for frame in frames:
             if frame is None:
@@ -109,8 +122,11 @@ def task_updates(frames: streaming.Stream) -> Events:
                         "parts": [v1_part(p) for p in message.parts],
                     }
             yield event(data, seq=frame.seq, name="task_update")
+            sent = _sent(sent, frame)
     except Exception:
-        log.exception("the event stream of a task failed")
+        reference = new_id()[:8]
+        log.exception("the event stream of a task failed (reference %s)", reference)
+        note(reference=reference, outcome="failed")
         yield event({"error": "the stream failed; reconnect with Last-Event-ID"}, name="error")
     finally:
         frames.close()

@@ -6,6 +6,7 @@
     card                                   the agent card, and the version and URL spoken
     send TEXT... [--file PATH] [--data JSON] [--task ID] [--context ID]
                  [--no-stream] [--no-wait] [--push URL [--push-token T]]
+    send --task ID TEXT...                 answer a task that waits for input
     get TASK [--history N]                 a task: status, artifacts (and N messages)
     list [--context ID] [--state S] [--page-size N] [--page-token T] [--all]
     cancel TASK
@@ -13,8 +14,11 @@
     push add TASK URL [--token T] [--id ID] | push list TASK | push rm TASK ID
     chat [--context ID]                    a conversation on stdin, answering input-required
 
-Exit status: 0 on success, 1 with one line `a2a: error: ...` on stderr when a call fails
-(a JSON-RPC error, an HTTP error, an agent that cannot be reached), 2 for a usage error.
+Exit status (`EXIT_STATUS`, in `a2a --help`): 0 on success, 1 with one line `a2a: error: ...`
+on stderr when a call fails (a JSON-RPC error, an HTTP error, an agent that cannot be reached,
+`push rm` of a config that is not there), 2 for a usage error (argparse's), 130 when
+interrupted; `send` and `watch` end with the task's state: 3 to 7 for a task that did not
+complete (`TASK_EXITS`). A task that waits for input says how to answer it (`a2a send --task`).
 """
 
 from __future__ import annotations
@@ -41,6 +45,30 @@ DEFAULT_URL = "http://localhost:8080"
 MAX_FILE_BYTES = 7 * 1024 * 1024
 MAX_RECONNECTS = 5  # resubscriptions in a row that bring nothing before giving up on a stream
 UNSUPPORTED_OPERATION = -32004
+TASK_NOT_FOUND = -32001
+
+# How `send` and `watch` exit when the task did not complete: a script tells a failure from
+# a question without parsing the output. 1 and 2 stay what they are for every command (a call
+# failed; a usage error, as argparse exits), so a task's states start at 3.
+TASK_EXITS: dict[str, tuple[int, str]] = {
+    "TASK_STATE_FAILED": (3, "the task failed"),
+    "TASK_STATE_REJECTED": (4, "the agent rejected the task"),
+    "TASK_STATE_CANCELED": (5, "the task was canceled"),
+    "TASK_STATE_INPUT_REQUIRED": (6, "the task waits for input: answer with a2a send --task ID"),
+    "TASK_STATE_AUTH_REQUIRED": (7, "the task waits for authorization (auth-required)"),
+}
+EXIT_INTERRUPTED = 130
+EXIT_STATUS = "\n".join(
+    [
+        "exit status:",
+        "  0    success; send and watch: the task completed (send --no-wait: it was accepted)",
+        "  1    a call failed (one line `a2a: error: ...` on stderr), or push rm found no such",
+        "       config",
+        "  2    a usage error",
+        *(f"  {code}    {meaning} (send, watch)" for code, meaning in TASK_EXITS.values()),
+        f"  {EXIT_INTERRUPTED}  interrupted",
+    ]
+)
 
 Command = Callable[[Session, argparse.Namespace, Renderer], int]
 
@@ -65,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"a2a: error: {printable(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     finally:
         transport.close()
 
@@ -87,14 +115,17 @@ def send(session: Session, args: argparse.Namespace, out: Renderer) -> int:
     if args.no_wait or args.no_stream or not session.streaming:
         result = session.send(message, return_immediately=args.no_wait, push=push)
         out.response(result)
-        return 0
-    _follow(session, session.stream(message, push=push), out)
-    return 0
+        task = result.get("task") or {}
+        return _ended(task.get("id"), _state(task))
+    state, _, task_id = _follow(session, session.stream(message, push=push), out)
+    return _ended(task_id, state)
 
 
 def get(session: Session, args: argparse.Namespace, out: Renderer) -> int:
-    out.task(session.get(args.task_id, args.history), history=bool(args.history))
-    return 0
+    task = session.get(args.task_id, args.history)
+    out.task(task, history=bool(args.history))
+    _ended(task.get("id"), _state(task))
+    return 0  # the task was read: its state is in the output, not the status
 
 
 def list_tasks(session: Session, args: argparse.Namespace, out: Renderer) -> int:
@@ -133,8 +164,8 @@ def cancel(session: Session, args: argparse.Namespace, out: Renderer) -> int:
 
 
 def watch(session: Session, args: argparse.Namespace, out: Renderer) -> int:
-    _follow(session, session.subscribe(args.task_id), out, task_id=args.task_id)
-    return 0
+    state, _, task_id = _follow(session, session.subscribe(args.task_id), out, task_id=args.task_id)
+    return _ended(task_id, state)
 
 
 def push(session: Session, args: argparse.Namespace, out: Renderer) -> int:
@@ -150,6 +181,16 @@ def push(session: Session, args: argparse.Namespace, out: Renderer) -> int:
         for config in [] if args.json else configs:
             out.line(_config_line(config))
     else:
+        try:
+            session.push_get(args.task_id, args.config_id)
+        except ClientError as exc:
+            if exc.code != TASK_NOT_FOUND:
+                raise
+            # A2A's delete succeeds for a config that is not there: say it was not.
+            raise ClientError(
+                f"nothing removed: {exc} (`a2a push list {args.task_id}` shows its configs)",
+                code=exc.code,
+            ) from None
         session.push_remove(args.task_id, args.config_id)
         if not args.json:
             out.line(f"removed push config {args.config_id} of task {args.task_id}")
@@ -175,13 +216,29 @@ def chat(session: Session, args: argparse.Namespace, out: Renderer) -> int:
             result = session.send(message)
             out.response(result)
             task = result.get("task") or {}
-            state = (task.get("status") or {}).get("state")
+            state = _state(task)
             context_id = task.get("contextId") or (result.get("message") or {}).get("contextId")
             task_id = task.get("id")
         context_id = context_id or args.context
         # Only a task waiting for input takes the next line; otherwise a new task begins.
         if state not in INTERRUPTED:
             task_id = None
+
+
+def _ended(task_id: object, state: str | None) -> int:
+    """The exit status for a task last seen in `state`; a task waiting for input says how
+    to answer it (on stderr: the output stays the task's, JSON lines included)."""
+    if state in INTERRUPTED and isinstance(task_id, str) and task_id:
+        print(f"answer with: a2a send --task {printable(task_id)} TEXT...", file=sys.stderr)
+    return TASK_EXITS[state][0] if state in TASK_EXITS else 0
+
+
+def _state(item: Any) -> str | None:
+    """A task's or status update's state, when the agent sent it as text: anything else
+    (a list, an object) is no state, never a crash at a set lookup."""
+    status = item.get("status") if isinstance(item, dict) else None
+    state = status.get("state") if isinstance(status, dict) else None
+    return state if isinstance(state, str) else None
 
 
 # -- following a stream ---------------------------------------------------------------------
@@ -206,6 +263,10 @@ def _follow(
                 if "message" in event.result:  # a message ends a message stream
                     return None, event.result["message"].get("contextId"), None
                 task_id, context_id, state = _track(event.result, task_id, context_id, state)
+                if state in INTERRUPTED:
+                    # Waiting for input: a subscription would stay open on it, silent, until
+                    # the agent's idle limit (A2A_STREAM_IDLE_SECONDS) ends it.
+                    return state, context_id, task_id
         except ClientError as exc:
             if task_id is None:
                 raise  # not even the task came: nothing to resume
@@ -213,7 +274,7 @@ def _follow(
                 # The task ended while we were away: show how.
                 task = session.get(task_id)
                 out.task(task)
-                return (task.get("status") or {}).get("state"), task.get("contextId"), task_id
+                return _state(task), task.get("contextId"), task_id
             if not exc.retryable:
                 raise
             # Cut, or the agent is away (restarting): counted below, unless it brought news.
@@ -243,7 +304,7 @@ def _track(
             task_id = item.get("id" if key == "task" else "taskId") or task_id
             context_id = item.get("contextId") or context_id
             if key != "artifactUpdate":
-                state = (item.get("status") or {}).get("state") or state
+                state = _state(item) or state
     return task_id, context_id, state
 
 
@@ -321,6 +382,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="a2a",
         description="Talk to an A2A agent: its card, messages (streamed), tasks, push configs.",
+        epilog=EXIT_STATUS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--url", default=DEFAULT_URL, help=f"the agent (default {DEFAULT_URL})")
     who = parser.add_mutually_exclusive_group()
@@ -354,7 +417,9 @@ def _add_send(commands: Any) -> None:
     sub.add_argument("text", nargs="*", help="the message's text")
     sub.add_argument("--file", action="append", default=[], help="attach a file (repeatable)")
     sub.add_argument("--data", action="append", default=[], help="a JSON data part (repeatable)")
-    sub.add_argument("--task", help="continue this task (one waiting for input)")
+    sub.add_argument(
+        "--task", metavar="ID", help="answer this task (one waiting for input: input-required)"
+    )
     sub.add_argument("--context", help="send in this context")
     sub.add_argument("--no-stream", action="store_true", help="one answer, no live updates")
     sub.add_argument(

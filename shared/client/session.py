@@ -30,6 +30,7 @@ _V1_METHODS = {
     "cancel": "CancelTask",
     "subscribe": "SubscribeToTask",
     "push_set": "CreateTaskPushNotificationConfig",
+    "push_get": "GetTaskPushNotificationConfig",
     "push_list": "ListTaskPushNotificationConfigs",
     "push_delete": "DeleteTaskPushNotificationConfig",
 }
@@ -40,6 +41,7 @@ _V03_METHODS = {
     "cancel": "tasks/cancel",
     "subscribe": "tasks/resubscribe",
     "push_set": "tasks/pushNotificationConfig/set",
+    "push_get": "tasks/pushNotificationConfig/get",
     "push_list": "tasks/pushNotificationConfig/list",
     "push_delete": "tasks/pushNotificationConfig/delete",
 }
@@ -203,7 +205,16 @@ class Session:
             raise ClientError("the agent answered the push config list with no list")
         return [v03_push_config(c) for c in result if isinstance(c, dict)]
 
+    def push_get(self, task_id: str, config_id: str) -> dict[str, Any]:
+        """One config of the task; ClientError (TaskNotFoundError) when it has none by that id."""
+        if self.version == "1.0":
+            return _object(self._call("push_get", {"taskId": task_id, "id": config_id}))
+        result = self._call("push_get", {"id": task_id, "pushNotificationConfigId": config_id})
+        return v03_push_config(_object(result))
+
     def push_remove(self, task_id: str, config_id: str) -> None:
+        """Delete the config. A2A's delete succeeds whether or not it was there: `push_get`
+        first tells which."""
         if self.version == "1.0":
             self._call("push_delete", {"taskId": task_id, "id": config_id})
         else:

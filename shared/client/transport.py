@@ -138,6 +138,10 @@ class Transport:
                 return
             try:
                 for sse in source.iter_sse():
+                    if not sse.data and sse.event != "error":
+                        # No data, no event (the SSE rule). httpx-sse 0.4.3 yields one for
+                        # each keep-alive comment after an event with an id (its issue 35).
+                        continue
                     if sse.event == "error":
                         raise ClientError(f"the stream failed: {sse.data}")
                     try:

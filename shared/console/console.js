@@ -14,6 +14,20 @@ const TERMINAL = new Set([
   "TASK_STATE_REJECTED",
 ]);
 const INTERRUPTED = new Set(["TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"]);
+// What a person reads for each state; the wire name stays in data-state and the tooltip.
+const STATE_WORDS = {
+  TASK_STATE_SUBMITTED: "Submitted",
+  TASK_STATE_WORKING: "Working",
+  TASK_STATE_INPUT_REQUIRED: "Needs your input",
+  TASK_STATE_AUTH_REQUIRED: "Needs authorization",
+  TASK_STATE_COMPLETED: "Completed",
+  TASK_STATE_CANCELED: "Canceled",
+  TASK_STATE_FAILED: "Failed",
+  TASK_STATE_REJECTED: "Rejected",
+  TASK_STATE_UNSPECIFIED: "Unknown",
+};
+// The card's skill examples an empty chat offers, at most this many.
+const MAX_EXAMPLES = 12;
 // File parts of these types are shown as images as well as offered for download.
 const PREVIEWED = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
 // A stream's unparsed text may not grow past this (a frame is one line of JSON).
@@ -54,8 +68,16 @@ function stateClass(state) {
   return "state";
 }
 
+function stateWords(state) {
+  if (!state) return "";
+  // A state this page does not know (a newer protocol's) is shown by its own name.
+  return Object.hasOwn(STATE_WORDS, state) ? STATE_WORDS[state] : String(state);
+}
+
 function showState(node, state) {
-  node.textContent = state || "";
+  node.textContent = stateWords(state);
+  node.dataset.state = state || "";
+  node.title = state || "";
   node.className = stateClass(state);
 }
 
@@ -267,8 +289,33 @@ const chat = {
 };
 
 function transcript(node) {
+  $("examples").hidden = true;
   $("transcript").append(node);
   node.scrollIntoView({ block: "nearest" });
+}
+
+// An empty chat offers the card's skill examples; a click puts one in the message box, to
+// edit or send (an example is often a template: "the attached report" needs a report).
+function showExamples(card) {
+  const seen = new Set();
+  const list = $("example-list");
+  list.replaceChildren();
+  for (const skill of Array.isArray(card.skills) ? card.skills : []) {
+    for (const example of Array.isArray(skill && skill.examples) ? skill.examples : []) {
+      if (typeof example !== "string" || !example.trim() || seen.has(example)) continue;
+      if (seen.size >= MAX_EXAMPLES) break;
+      seen.add(example);
+      const button = el("button", "example", example);
+      button.type = "button";
+      if (typeof skill.name === "string") button.title = skill.name;
+      button.addEventListener("click", () => {
+        $("message").value = example;
+        $("message").focus();
+      });
+      list.append(button);
+    }
+  }
+  $("examples").hidden = !seen.size || $("transcript").children.length > 0;
 }
 
 function chatIds() {
@@ -298,7 +345,13 @@ function chatTask(task) {
 function chatStatus(status) {
   chat.state = status.state;
   const message = status.message;
-  if (message && !TERMINAL.has(status.state) && !INTERRUPTED.has(status.state)) {
+  const stopped = TERMINAL.has(status.state) || INTERRUPTED.has(status.state);
+  if (stopped && chat.progress) {
+    // The task is no longer at work: its last progress line would say it still is.
+    chat.progress.remove();
+    chat.progress = null;
+  }
+  if (message && !stopped) {
     // Progress replaces progress: one line, not a bubble per step.
     if (!chat.progress) {
       chat.progress = el("li", "progress");
@@ -306,7 +359,6 @@ function chatStatus(status) {
     }
     chat.progress.textContent = message.parts.map((p) => p.text || "").join(" ");
   } else if (message) {
-    chat.progress = null;
     transcript(renderMessage(message));
   }
   chatIds();
@@ -366,6 +418,7 @@ function newConversation() {
   Object.assign(chat, { contextId: null, taskId: null, state: null, progress: null });
   Object.assign(chat, { artifacts: null, artifactItem: null });
   $("transcript").replaceChildren();
+  $("examples").hidden = !$("example-list").children.length;
   chatIds();
   $("message").focus();
 }
@@ -429,7 +482,8 @@ const viewed = { id: null, task: null, watch: null, artifacts: null };
 
 function timelineStatus(status) {
   const item = el("li", "status");
-  const line = el("span", "who", `status ${status.state} ${timestamp(status.timestamp)}`);
+  const line = el("span", "who", `${stateWords(status.state)} · ${timestamp(status.timestamp)}`);
+  line.dataset.state = status.state || "";
   item.append(line);
   if (status.message) item.append(renderParts(status.message.parts));
   $("timeline").append(item);
@@ -481,7 +535,7 @@ async function watchTask(id, resumes = 0) {
   } finally {
     if (viewed.watch === controller) viewed.watch = null;
   }
-  const state = $("task-state").textContent;
+  const state = $("task-state").dataset.state;
   if (viewed.id === id && !TERMINAL.has(state) && !INTERRUPTED.has(state)) {
     if (resumes < MAX_RESUMES) watchTask(id, resumes + 1);
   }
@@ -624,6 +678,7 @@ async function loadCard() {
   $("stream-toggle").checked = agent.streaming;
   $("stream-toggle").disabled = !agent.streaming;
   showCredentials();
+  showExamples(card);
 }
 
 function wire() {

@@ -4,7 +4,7 @@ delivery (docs/observability.md).
 - `context.py`: the correlation of one unit of work (trace, span, the fields of its log line)
   in a ContextVar, and the trace headers it is read from and written to;
 - `logs.py`: the JSON lines Cloud Logging reads, the human lines of local runs, and set-up;
-- `work.py`: one unit of work opened, traced and written as one line;
+- `work.py`: one unit of work opened, traced and written as one line (a stream's when it ends);
 - `tracing.py`: OpenTelemetry spans, only when A2A_TRACING asks for them (the `otel` extra);
 - `store.py`: a TaskStore decorator tracing each store call (wired only with tracing on).
 

@@ -108,14 +108,17 @@ def incoming(traceparent: str | None, cloud_trace: str | None = None) -> Trace:
 
 
 class Record:
-    """One unit of work being done: its trace, its kind, and the fields of its log line."""
+    """One unit of work being done: its trace, its kind, the fields of its log line, and the
+    HTTP status of the worst error it answered (`answered`: a JSON-RPC error is answered
+    with HTTP 200, yet its line says whose fault it was)."""
 
-    __slots__ = ("fields", "kind", "trace")
+    __slots__ = ("error_status", "fields", "kind", "trace")
 
     def __init__(self, kind: str, trace: Trace) -> None:
         self.kind = kind
         self.trace = trace
         self.fields: dict[str, Any] = {}
+        self.error_status = 0
 
 
 _CURRENT: ContextVar[Record | None] = ContextVar("a2a_record", default=None)
@@ -131,6 +134,18 @@ def note(**fields: Any) -> None:
     record = _CURRENT.get()
     if record is not None:
         record.fields.update(fields)
+
+
+def answered(code: int, reason: str, status: int) -> None:
+    """The current unit of work answered an error: its JSON-RPC `code` and A2A `reason`
+    (`TASK_NOT_FOUND`) go on its line, and `status`, the HTTP status the error stands for
+    (whatever the binding answered), sets the line's severity: WARNING for a client's
+    error, ERROR for ours (5xx). Nothing outside one."""
+    record = _CURRENT.get()
+    if record is not None:
+        record.fields["errorCode"] = code
+        record.fields["errorReason"] = reason
+        record.error_status = max(record.error_status, status)
 
 
 def enter(record: Record | None) -> object:

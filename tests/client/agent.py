@@ -3,7 +3,8 @@
 "files": two file artifacts both named `../../escape.txt`, a data artifact and a text with
 terminal escape sequences; "steps=N delay=S": N progress updates S seconds apart; "wait":
 works until canceled (at most 30 s); a phone order asks for input, as the sample agent does;
-anything else is echoed, with a line on its file and data parts.
+"fail", "reject" and "sign in" end the task failed, rejected and auth-required; anything else
+is echoed, with a line on its file and data parts.
 """
 
 from __future__ import annotations
@@ -35,6 +36,12 @@ def handle(ctx: Context) -> None:
             ctx.progress(f"step {step}")
             time.sleep(float(values.get("delay", 0.1)))
         ctx.artifact(text="all steps done", name="result")
+    elif text == "fail":
+        ctx.fail("failed on purpose")
+    elif text == "reject":
+        ctx.reject("not something this agent does")
+    elif text == "sign in":
+        ctx.require_auth("sign in to the calendar first")
     elif text == "wait":
         deadline = time.monotonic() + _WAIT_LIMIT
         ctx.progress("waiting to be canceled")

@@ -4,18 +4,24 @@ as `make run` serves it): every command, both protocol versions, and its failure
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import socket
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from emulator.http_target import HttpTarget
+from shared.client.cli import TASK_EXITS, _ended, _state, main
 from shared.identity.api_key import hashed
 from tests.client.agent import _HOSTILE_TEXT as HOSTILE_TEXT
 from tests.client.conftest import Cli
@@ -114,6 +120,107 @@ def test_list_filters_by_context_and_pages(a2a: Cli) -> None:
     assert len(a2a.ok("list", "--context", context, "--state", "completed").splitlines()) == 3
 
 
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize(
+    ("text", "code", "state"),
+    [("fail", 3, "failed"), ("reject", 4, "rejected"), ("sign in", 7, "auth-required")],
+)
+def test_send_exits_with_the_state_the_task_ended_in(
+    a2a: Cli, text: str, code: int, state: str, stream: bool
+) -> None:
+    run = a2a("send", *([] if stream else ["--no-stream"]), text)
+    assert run.code == code, run
+    assert run.out.splitlines()[-1].startswith(f"[{state}] "), run.out
+    assert "a2a: error" not in run.err  # the call worked: the task did not
+
+
+@pytest.mark.parametrize("protocol", ["1.0", "0.3"])
+@pytest.mark.parametrize("stream", [True, False])
+def test_an_input_required_task_says_how_to_answer_it(
+    a2a: Cli, protocol: str, stream: bool
+) -> None:
+    options = ["--protocol", protocol, "send", *([] if stream else ["--no-stream"])]
+    asked = a2a(*options, "I need a new phone")
+    assert asked.code == 6, asked
+    task = task_id(asked.out)
+    assert asked.out.splitlines()[-1] == "[input-required] Select a phone type (iPhone/Android)"
+    assert asked.err.splitlines()[-1] == f"answer with: a2a send --task {task} TEXT..."
+    # `get` shows the way too (and exits 0: it read the task).
+    shown = a2a("--protocol", protocol, "get", task)
+    assert shown.code == 0 and shown.err == asked.err.splitlines()[-1] + "\n", shown
+
+    answered = a2a(*options, "--task", task, "Android")
+    assert answered.code == 0, answered
+    assert task_id(answered.out) == task, "the answer went to the waiting task"
+    assert "I have ordered a new Android device" in answered.out
+    assert "answer with" not in answered.err
+
+
+def test_exit_statuses_hold_with_json_output_which_stays_json(a2a: Cli) -> None:
+    run = a2a("--json", "send", "I need a new phone")
+    assert run.code == 6, run
+    for line in run.out.splitlines():
+        json.loads(line)
+    assert "answer with: a2a send --task " in run.err
+    assert a2a("--json", "send", "--no-stream", "fail").code == 3
+
+
+def test_watch_and_a_background_send_exit_with_the_tasks_state(a2a: Cli) -> None:
+    started = a2a("send", "--no-wait", "wait")
+    assert started.code == 0, started  # accepted: the task is at work
+    task = task_id(started.out)
+    assert a2a.ok("cancel", task).splitlines()[-1] == "[canceled]"  # the cancel worked
+    watched = a2a("watch", task)
+    assert watched.code == 5 and watched.out.splitlines()[-1] == "[canceled]", watched
+    asked = a2a("send", "--no-wait", "I need a new phone")
+    assert asked.code == 0, asked
+    waiting = a2a("watch", task_id(asked.out))
+    assert waiting.code == 6, waiting
+    assert f"answer with: a2a send --task {task_id(asked.out)}" in waiting.err
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=8,
+)
+STATES = st.sampled_from([*sorted(TASK_EXITS), "TASK_STATE_COMPLETED", "nonsense"])
+
+
+@given(
+    st.fixed_dictionaries(
+        {"id": JSON, "status": JSON | st.fixed_dictionaries({"state": JSON | STATES})}
+    )
+)
+def test_whatever_state_an_agent_sends_the_exit_status_is_one_of_the_list(task: Any) -> None:
+    state = _state(task)
+    assert state is None or isinstance(state, str)
+    assert _ended(task["id"], state) in {0, *(code for code, _ in TASK_EXITS.values())}
+
+
+def test_help_lists_the_exit_statuses(capsys: pytest.CaptureFixture[str]) -> None:
+    def help_of(*args: str) -> str:
+        with pytest.raises(SystemExit) as done:
+            main([*args, "--help"])
+        assert done.value.code == 0
+        return capsys.readouterr().out
+
+    lines = help_of().splitlines()
+    start = lines.index("exit status:")
+    codes = [line.split()[0] for line in lines[start + 1 :] if line[2:3].strip()]
+    assert codes == ["0", "1", "2", "3", "4", "5", "6", "7", "130"]
+    for expected in (
+        "  2    a usage error",
+        "  3    the task failed (send, watch)",
+        "  4    the agent rejected the task (send, watch)",
+        "  5    the task was canceled (send, watch)",
+        "  6    the task waits for input: answer with a2a send --task ID (send, watch)",
+        "  7    the task waits for authorization (auth-required) (send, watch)",
+    ):
+        assert expected in lines, lines
+    assert "answer this task" in help_of("send")
+
+
 def test_cancel_stops_a_running_task(a2a: Cli) -> None:
     started = a2a.ok("send", "--no-wait", "wait")
     assert a2a.ok("cancel", task_id(started)).splitlines()[-1] == "[canceled]"
@@ -134,6 +241,12 @@ def test_push_configs_are_added_listed_and_removed(a2a: Cli, protocol: str) -> N
             "c2",
         ]
         assert "removed push config c2" in a2a.ok(*push, "rm", task, "c2")
+        assert [line.split()[0] for line in a2a.ok(*push, "list", task).splitlines()] == ["c1"]
+        # Removing it again removes nothing, and says so.
+        again = a2a(*push, "rm", task, "c2")
+        assert again.code == 1 and again.out == "", again
+        assert again.err.startswith("a2a: error: nothing removed: "), again.err
+        assert f"task {task} has no push notification config c2" in again.err
         assert [line.split()[0] for line in a2a.ok(*push, "list", task).splitlines()] == ["c1"]
         a2a.ok("cancel", task)
         hits = receiver.wait_for("/hook", 1)
@@ -264,12 +377,15 @@ def test_watch_resumes_after_the_connection_is_cut(a2a: Cli, agent: Server) -> N
 
 @pytest.fixture(scope="module")
 def giving_up() -> Iterator[Server]:
-    """An agent whose push queue gives up after one attempt."""
+    """An agent whose push queue gives up after one attempt, whose streams keep the default
+    limits (A2A_STREAM_IDLE_SECONDS 15 s on a task waiting for input) and send a keep-alive
+    comment after a tenth of a second of silence."""
     server = Server(
         {
             "A2A_HANDLER": "tests.client.agent",
             "A2A_PUSH_ALLOWED_HOSTS": "127.0.0.1",
             "A2A_PUSH_MAX_ATTEMPTS": "1",
+            "A2A_STREAM_KEEPALIVE_SECONDS": "0.1",
         }
     )
     yield server
@@ -295,3 +411,22 @@ def test_push_list_shows_the_failure_of_a_config_the_agent_gave_up_on(
     wait_until(lambda: "delivery failed" in listed(), 20, lambda: f"no failure shown: {listed()}")
     failure = listed().splitlines()[1]
     assert failure.startswith("  delivery failed at 20") and "could not connect" in failure, failure
+
+
+def test_watching_a_task_that_waits_for_input_returns_at_once(a2a: Cli, giving_up: Server) -> None:
+    asked = a2a("send", "--no-stream", "I need a new phone", url=giving_up.url)
+    assert asked.code == 6, asked
+    started = time.monotonic()
+    watched = a2a("watch", task_id(asked.out), url=giving_up.url)
+    assert watched.code == 6 and "answer with: a2a send --task" in watched.err, watched
+    # Not once the agent's idle limit (15 s) has closed the silent subscription.
+    assert time.monotonic() - started < 10
+
+
+def test_a_stream_silent_past_its_keep_alives_goes_on(a2a: Cli, giving_up: Server) -> None:
+    # Half a second between steps: keep-alive comments come meanwhile, and are no events.
+    started = a2a("send", "--no-wait", "steps=2", "delay=0.5", url=giving_up.url)
+    assert started.code == 0, started
+    watched = a2a("watch", task_id(started.out), url=giving_up.url)
+    assert watched.code == 0, watched
+    assert watched.out.splitlines()[-2:] == ["[artifact result] all steps done", "[completed]"]

@@ -92,6 +92,26 @@ def test_a_stream_error_frame_ends_the_stream_with_its_words() -> None:
         next(events)
 
 
+def test_keep_alive_comments_between_events_are_no_events() -> None:
+    frame = '"jsonrpc":"2.0","id":1,"result":{{"statusUpdate":{{"n":{}}}}}'
+    body = (
+        ": before any id\n\n"
+        f"id: 1\ndata: {{{frame.format(1)}}}\n\n"
+        ": keep-alive\n\n: keep-alive\n\n"  # after an id: httpx-sse makes events of these
+        f"id: 2\ndata: {{{frame.format(2)}}}\n\n"
+        ": keep-alive\n\n"
+    )
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, text=body, headers={"Content-Type": "text/event-stream"})
+
+    events = list(transport(answer).stream(URL, "SubscribeToTask", {"id": "t"}, "1.0"))
+    assert [(e.id, e.result) for e in events] == [
+        ("1", {"statusUpdate": {"n": 1}}),
+        ("2", {"statusUpdate": {"n": 2}}),
+    ]
+
+
 def test_an_error_before_the_stream_is_a_json_rpc_error() -> None:
     error = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32004, "message": "task is completed"}}
     events = transport(lambda r: httpx.Response(200, json=error)).stream(

@@ -160,7 +160,9 @@ def test_rest_and_sse_without_valid_credentials_are_401(mode: Mode, verb: str, p
             verb, path, content=json.dumps(MESSAGE_1_0), headers=hdrs
         )
         assert_refused(response, mode)
-        assert response.headers["Content-Type"].startswith("application/json")
+        # The seeds' /sse is JSON-RPC's; the rest HTTP+JSON 1.0's media type (1.0.1).
+        media = "application/json" if path.startswith("/sse") else "application/a2a+json"
+        assert response.headers["Content-Type"] == media
 
 
 def test_the_card_stays_public(mode: Mode) -> None:

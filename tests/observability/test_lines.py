@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shared.bindings.queue_target import QueueTargetApp
+from shared.dialects.v1_0 import V1
 from shared.jobs import Outcome
 from shared.observability.context import note, owner_tag
 from shared.observability.work import http_request
@@ -99,7 +100,8 @@ def test_a_handler_failure_s_reference_is_on_the_lines_the_operator_searches(
     [line] = lines.of("request")
     assert line["reference"] == reference.group(1)
     assert line["turnState"] == "failed"
-    [failure] = [x for x in lines.all() if x["severity"] == "ERROR"]
+    assert line["severity"] == "ERROR"  # a failure of ours, though answered with a task
+    [failure] = [x for x in lines.all() if x["severity"] == "ERROR" and "kind" not in x]
     assert reference.group(1) in failure["message"] and "Traceback" in failure["message"]
     assert failure[TRACE_FIELD] == line[TRACE_FIELD]
 
@@ -143,9 +145,10 @@ def test_a_background_turn_and_its_push_deliveries_log_in_the_request_s_trace(
         }
         headers = {"traceparent": f"00-{TRACE}-{PARENT}-01"}
         task = client.rpc("SendMessage", params, version="1.0", headers=headers)["result"]["task"]
-        lines.wait(lambda got: any(x.get("outcome") == "ran" for x in got))
+        lines.wait(lambda got: any(x.get("kind") == "worker" for x in got))
         drained(client)
-        [turn] = [x for x in lines.of("worker") if x.get("outcome") == "ran"]
+        [turn] = lines.of("worker")
+        assert turn["outcome"] == "completed"  # how the turn ended, not only that it ran
         assert turn["taskId"] == task["id"] and turn["attempt"] == 0
         assert turn["queueLagSeconds"] >= 0 and turn["turnState"] == "completed"
         assert turn["owner"] == owner_tag("anonymous")
@@ -266,3 +269,27 @@ def test_only_an_event_stream_s_line_counts_the_open_streams(
     plain, stream = lines.of("request")
     assert "openStreams" not in plain
     assert stream["method"] == "SendStreamingMessage" and stream["openStreams"] == 1
+
+
+def test_a_stream_that_breaks_off_logs_its_failure_its_reference_and_its_frames(
+    make_client: Callable[..., Client], lines: Lines, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(event: object, task: object) -> None:
+        raise RuntimeError("no form for this event")
+
+    client = make_client()
+    monkeypatch.setattr(V1, "stream_update", broken)  # a failure of ours after the first frame
+    streamed = open_stream(client, "SendStreamingMessage", {"message": message("hi", "m-break")})
+    first, error = list(frames(streamed))
+    assert "task" in first.data["result"] and error.event == "error"
+    reference = re.findall(r"reference (\w+)", error.data["error"]["message"])[0]
+    [line] = lines.of("request")
+    assert (line["outcome"], line["frames"], line["reference"]) == ("failed", 1, reference)
+    assert (line["severity"], line["errorCode"], line["errorReason"]) == (
+        "ERROR",
+        -32603,
+        "INTERNAL",
+    )
+    # The traceback's line is the request's too (made on the stream's thread).
+    [failure] = [x for x in lines.all() if x["logger"] == "a2a.sse"]
+    assert reference in failure["message"] and failure[TRACE_FIELD] == line[TRACE_FIELD]

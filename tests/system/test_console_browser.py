@@ -17,13 +17,22 @@ from typing import Any
 
 import pytest
 import requests
-from playwright.sync_api import Browser, ConsoleMessage, Page, Request, expect, sync_playwright
+from playwright.sync_api import (
+    Browser,
+    ConsoleMessage,
+    Page,
+    Request,
+    Route,
+    expect,
+    sync_playwright,
+)
 
 from emulator._process import EmulatorError
 from emulator.browser import find_chromium
 from shared.bindings.console import CSP
 from shared.identity.api_key import hashed
 from tests.conftest import ROOT, Server
+from tests.handlers.console import _HOSTILE_EXAMPLE as HOSTILE_EXAMPLE
 from tests.identity.issuer import serve as serve_issuer
 
 KEY = "console-browser-test-key-0123456789"
@@ -144,7 +153,11 @@ def test_chat_streams_the_answer(console: Console) -> None:
 
     console.send("hello from the browser")
 
-    expect(console.page.locator("#chat-state")).to_have_text("TASK_STATE_COMPLETED")
+    state = console.page.locator("#chat-state")
+    expect(state).to_have_text("Completed")
+    # In words for a person; the wire name stays in the attribute and the tooltip.
+    expect(state).to_have_attribute("data-state", "TASK_STATE_COMPLETED")
+    expect(state).to_have_attribute("title", "TASK_STATE_COMPLETED")
     expect(console.page.locator("#transcript .artifact")).to_contain_text("hello from the browser")
     assert console.methods == ["SendStreamingMessage"]
     console.shot("chat")
@@ -158,21 +171,71 @@ def test_chat_streams_the_answer(console: Console) -> None:
     console.page.click("#new-chat")
     expect(console.page.locator("#transcript li")).to_have_count(0)
     console.send("hello again")
-    expect(console.page.locator("#chat-state")).to_have_text("TASK_STATE_COMPLETED")
+    expect(console.page.locator("#chat-state")).to_have_text("Completed")
     assert chat_ids(console)[0] not in (first_context, "")
+    assert console.problems == []
+
+
+def test_an_empty_chat_offers_the_cards_examples(console: Console, agent: Server) -> None:
+    card = requests.get(f"{agent.url}/.well-known/agent-card.json", timeout=5).json()
+    examples = [e for skill in card["skills"] for e in skill.get("examples", [])]
+    assert "tell me a joke" in examples and HOSTILE_EXAMPLE in examples
+    console.open()
+    offered = console.page.locator("#example-list button")
+    expect(offered).to_have_text(examples)  # each once, in the card's order, as text
+    assert console.page.locator("#examples img").count() == 0
+    expect(offered.filter(has_text="tell me a joke")).to_have_attribute("title", "Joke")
+    console.shot("chat-examples")
+
+    # A click puts the example in the message box, to edit or send: it sends nothing.
+    offered.filter(has_text="tell me a joke").click()
+    expect(console.page.locator("#message")).to_have_value("tell me a joke")
+    expect(console.page.locator("#message")).to_be_focused()
+    assert console.methods == []
+    console.page.click("#send")
+    expect(console.page.locator("#transcript")).to_contain_text("chicken")
+    expect(console.page.locator("#examples")).to_be_hidden()  # the chat is no longer empty
+
+    console.page.click("#new-chat")
+    expect(console.page.locator("#examples")).to_be_visible()
+    offered.filter(has_text="window.__xss").click()
+    expect(console.page.locator("#message")).to_have_value(HOSTILE_EXAMPLE)
+    assert console.page.evaluate("window.__xss") is None
+    assert console.problems == []
+
+
+def test_the_examples_offered_are_bounded_and_only_text(console: Console) -> None:
+    """A card of any shape: skills or examples that are not lists, examples that are not
+    text or are blank, repeats, and more than the chat shows (12)."""
+
+    def odd_card(route: Route) -> None:
+        card = route.fetch().json()
+        card["skills"] = [
+            None,
+            {"name": "not a list", "examples": "tell me a joke"},
+            {"examples": [42, None, {"text": "x"}, "   ", "first", "first"]},
+            {"name": "many", "examples": [f"example {n}" for n in range(30)]},
+        ]
+        route.fulfill(json=card)
+
+    console.page.route("**/.well-known/agent-card.json", odd_card)
+    console.open()
+    offered = console.page.locator("#example-list button")
+    expect(offered).to_have_text(["first", *(f"example {n}" for n in range(11))])
+    expect(offered.first).not_to_have_attribute("title", re.compile("."))
     assert console.problems == []
 
 
 def test_an_input_required_task_takes_the_answer(console: Console) -> None:
     console.open()
     console.send("I need a new phone")
-    expect(console.page.locator("#chat-state")).to_have_text("TASK_STATE_INPUT_REQUIRED")
+    expect(console.page.locator("#chat-state")).to_have_text("Needs your input")
     expect(console.page.locator("#transcript")).to_contain_text("Select a phone type")
     asked = chat_task_id(console)
 
     console.send("Android, please")
 
-    expect(console.page.locator("#chat-state")).to_have_text("TASK_STATE_COMPLETED")
+    expect(console.page.locator("#chat-state")).to_have_text("Completed")
     expect(console.page.locator("#transcript")).to_contain_text("ordered a new Android device")
     assert chat_task_id(console) == asked, "the answer went to the waiting task"
     console.shot("chat-input-required")
@@ -214,11 +277,17 @@ def test_tasks_list_filters_pages_and_opens_a_timeline(console: Console, agent: 
 
     console.page.select_option("#filter-state", "")
     console.page.click("#task-filters button[type=submit]")
+    expect(rows.first.locator(".state")).to_have_text("Completed")
+    # Nowhere a person reads a state (badges, the filter) is it a wire name.
+    assert "TASK_STATE_" not in console.page.locator("main").inner_text()
+    filter_words = console.page.locator("#filter-state option").all_inner_texts()
+    assert filter_words[:3] == ["any", "Submitted", "Working"], filter_words
     console.page.locator("#task-rows a").first.click()
-    expect(console.page.locator("#task-state")).to_have_text("TASK_STATE_COMPLETED")
+    expect(console.page.locator("#task-state")).to_have_text("Completed")
     timeline = console.page.locator("#timeline")
     expect(timeline.locator("li.user")).to_contain_text(re.compile(r"note \d+"))
-    expect(timeline.locator("li.status")).to_contain_text("TASK_STATE_COMPLETED")
+    expect(timeline.locator("li.status .who")).to_contain_text("Completed · ")
+    assert "TASK_STATE_" not in console.page.locator("main").inner_text()
     expect(console.page.locator("#artifacts .artifact")).to_contain_text(re.compile(r"note \d+"))
 
     # Push configs: add one, see it, delete it; a refused URL says why.
@@ -246,13 +315,13 @@ def test_a_running_task_is_canceled_from_its_timeline(console: Console) -> None:
 
     console.page.goto(f"{console.url}/console/#task/{task_id}")
     expect(console.page.locator("body")).to_have_attribute("data-ready", "true")
-    expect(console.page.locator("#task-state")).to_have_text("TASK_STATE_WORKING")
+    expect(console.page.locator("#task-state")).to_have_text("Working")
     # The timeline follows the task: its status changes arrive while it works.
     expect(console.page.locator("#timeline li.status").nth(1)).to_contain_text("step")
     console.shot("timeline-working")
     console.page.click("#task-cancel")
 
-    expect(console.page.locator("#task-state")).to_have_text("TASK_STATE_CANCELED")
+    expect(console.page.locator("#task-state")).to_have_text("Canceled")
     expect(console.page.locator("#task-cancel")).to_be_hidden()
     console.shot("timeline-canceled")
     assert "CancelTask" in console.methods
@@ -262,18 +331,22 @@ def test_a_running_task_is_canceled_from_its_timeline(console: Console) -> None:
 def test_chat_and_timeline_follow_a_task_past_the_end_of_a_stream(console: Console) -> None:
     console.open()
     console.send("slow steps=30 delay=0.05")  # 1.5 s of work: longer than one stream
-    expect(console.page.locator("#chat-state")).to_have_text("TASK_STATE_COMPLETED")
+    progress = console.page.locator("#transcript li.progress")
+    expect(progress).to_contain_text("step")
+    expect(console.page.locator("#chat-state")).to_have_text("Completed")
     expect(console.page.locator("#transcript .artifact")).to_contain_text("done")
+    # The task is done: its last progress line, which says it is at work, is gone.
+    expect(progress).to_have_count(0)
     assert console.methods[:2] == ["SendStreamingMessage", "SubscribeToTask"]
 
     first = chat_task_id(console)
     console.send("slow steps=50 delay=0.05")  # 2.5 s: the timeline opens at most 2 streams
-    expect(console.page.locator("#chat-state")).to_have_text("TASK_STATE_WORKING")
+    expect(console.page.locator("#chat-state")).to_have_text("Working")
     task_id = chat_task_id(console)
     assert task_id != first, "a new task in the same conversation"
     del console.methods[:]
     console.page.goto(f"{console.url}/console/#task/{task_id}")  # the chat's stream goes
-    expect(console.page.locator("#task-state")).to_have_text("TASK_STATE_COMPLETED")
+    expect(console.page.locator("#task-state")).to_have_text("Completed")
     expect(console.page.locator("#artifacts")).to_contain_text("done")
     assert console.methods.count("SubscribeToTask") >= 2, console.methods
     assert console.problems == []
@@ -283,7 +356,7 @@ def test_agent_text_and_file_parts_are_never_markup(console: Console, agent: Ser
     hostile = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
     console.open()
     console.send(hostile)
-    expect(console.page.locator("#chat-state")).to_have_text("TASK_STATE_COMPLETED")
+    expect(console.page.locator("#chat-state")).to_have_text("Completed")
     expect(console.page.locator("#transcript .artifact")).to_contain_text(hostile)
     assert console.page.locator("#transcript img, #transcript script").count() == 0
     assert console.page.evaluate("window.__xss") is None
@@ -304,7 +377,7 @@ def test_agent_text_and_file_parts_are_never_markup(console: Console, agent: Ser
         },
     )["task"]
     console.page.goto(f"{console.url}/console/#task/{task['id']}")
-    expect(console.page.locator("#task-state")).to_have_text("TASK_STATE_COMPLETED")
+    expect(console.page.locator("#task-state")).to_have_text("Completed")
     timeline = console.page.locator("#timeline")
     # What the agent made of them: text, never markup.
     expect(console.page.locator("#artifacts")).to_contain_text("by URL")
@@ -381,7 +454,7 @@ def test_without_the_key_the_console_says_what_to_send(console: Console) -> None
     console.page.click("#credentials button[type=submit]")
     expect(console.page.locator("#error")).to_be_hidden()
     console.send("hello again")
-    expect(console.page.locator("#chat-state")).to_have_text("TASK_STATE_COMPLETED")
+    expect(console.page.locator("#chat-state")).to_have_text("Completed")
 
 
 def test_a_bearer_token_is_sent_as_the_card_says_and_scopes_what_is_seen(
@@ -406,7 +479,7 @@ def test_a_bearer_token_is_sent_as_the_card_says_and_scopes_what_is_seen(
             console.open(key=alice)
             expect(console.page.locator("#credential-label")).to_have_text("Bearer token")
             console.send("hello from alice")
-            expect(console.page.locator("#chat-state")).to_have_text("TASK_STATE_COMPLETED")
+            expect(console.page.locator("#chat-state")).to_have_text("Completed")
             assert set(console.authorizations) == {f"Bearer {alice}"}
             console.page.click("#nav-tasks")
             expect(console.page.locator("#task-rows a")).to_have_count(1)

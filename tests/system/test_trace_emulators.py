@@ -121,7 +121,7 @@ def test_one_trace_from_the_client_through_both_queues_to_the_webhook(
     a2a, worker, deliver = (stack.lines(s) for s in (stack.a2a, stack.worker, stack.deliver))
     [send] = [x for x in a2a if x.get("method") == "SendMessage"]
     assert send["taskId"] == task_id and send["httpRequest"]["status"] == 200
-    [turn] = [x for x in worker if x.get("kind") == "worker" and x.get("outcome") == "ran"]
+    [turn] = [x for x in worker if x.get("kind") == "worker" and x.get("outcome") == "completed"]
     assert turn["taskId"] == task_id and turn["queueLagSeconds"] >= 0
     assert turn["owner"] == owner_tag_with(OWNER_KEY, "anonymous")
     [handled] = [x for x in worker if x["logger"] == "tests.handlers.logs"]
