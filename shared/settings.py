@@ -395,8 +395,9 @@ class Settings:
     project: str | None = _setting("GOOGLE_CLOUD_PROJECT", None, _PROJECT)
     firestore_database: str = _setting("A2A_FIRESTORE_DATABASE", "(default)")
     retention_days: int = _setting("A2A_RETENTION_DAYS", 30, _Count(1, MAX_RETENTION_DAYS))
-    # The embedded store's bound: past it, the least recently written tasks are forgotten
-    # (as they are after A2A_RETENTION_DAYS): their readers get "task not found".
+    # The embedded store's bound: past it, the owner holding the most bytes loses its least
+    # recently written tasks, terminal ones first (after A2A_RETENTION_DAYS, anyone's are
+    # forgotten): their readers get "task not found".
     memory_max_bytes: int = _setting("A2A_MEMORY_MAX_BYTES", MEMORY_MAX_BYTES, _Count(1024 * 1024))
     # Background work. With A2A_WORKER_URL set, turns go to that `worker` function through
     # the Cloud Tasks queue `work`; without it, to a thread pool in this process.

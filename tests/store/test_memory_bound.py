@@ -1,6 +1,7 @@
 """The embedded store is bounded and compact: it keeps tasks serialized, forgets the least
-recently written ones past A2A_MEMORY_MAX_BYTES or A2A_RETENTION_DAYS (their readers find no
-task), and what it reads back equals what it stored, whatever the content."""
+recently written ones past A2A_RETENTION_DAYS, and past A2A_MEMORY_MAX_BYTES the heaviest
+owner's (terminal ones first), so that one owner's flood costs only its own tasks (their
+readers find no task); and what it reads back equals what it stored, whatever the content."""
 
 from __future__ import annotations
 
@@ -47,8 +48,13 @@ PARTS = st.builds(
 )
 
 
-def big_task(store: MemoryTaskStore, owner: str = ALICE, size: int = 200_000) -> str:
-    task, events = new_task(text="x" * size)
+def big_task(
+    store: MemoryTaskStore,
+    owner: str = ALICE,
+    size: int = 200_000,
+    state: TaskState = TaskState.WORKING,
+) -> str:
+    task, events = new_task(text="x" * size, state=state)
     store.create(owner, task, events, dialect="v1.0")
     return task.id
 
@@ -124,7 +130,7 @@ def test_past_its_bytes_the_least_recently_written_tasks_are_forgotten() -> None
     # Written again: now the most recent, so `second` goes before it.
     current = store.get(ALICE, first)
     assert current is not None
-    update: list[Event] = [status(current.task, TaskState.COMPLETED)]
+    update: list[Event] = [status(current.task, TaskState.INPUT_REQUIRED)]
     store.commit(current, lifecycle.apply_all(current.task, update), update)
     later = [big_task(store) for _ in range(4)]  # ~400 KB each: 6 do not fit, 5 do
 
@@ -134,6 +140,72 @@ def test_past_its_bytes_the_least_recently_written_tasks_are_forgotten() -> None
     listed = {s.task.id for s in store.list(ALICE, TaskQuery(page_size=100)).tasks}
     assert second not in listed and first in listed
     assert listed == {first, *later}
+
+
+def test_past_its_bytes_an_owner_loses_its_terminal_tasks_before_its_live_ones() -> None:
+    store = MemoryTaskStore(max_bytes=2 * MIB)
+    live = big_task(store)
+    done = big_task(store, state=TaskState.COMPLETED)
+    later = [big_task(store) for _ in range(4)]  # one too many: the terminal one goes
+
+    assert store.get(ALICE, done) is None
+    assert store.get(ALICE, live) is not None
+    assert all(store.get(ALICE, task_id) is not None for task_id in later)
+
+
+def test_an_owner_who_floods_the_store_forgets_its_own_tasks_not_another_s() -> None:
+    """Finding 10 of issue 25: one owner's 1,200 messages of 30 KB evicted another owner's
+    task. Now the owner holding the most bytes pays: its oldest go, the quiet one's stays."""
+    store = MemoryTaskStore(max_bytes=MIB)
+    quiet = [big_task(store, ALICE, size=1_000, state=state) for state in TaskState]
+    flood = [big_task(store, MALLORY, size=30_000, state=TaskState.COMPLETED) for _ in range(200)]
+
+    assert all(store.get(ALICE, task_id) is not None for task_id in quiet)
+    assert [e.event for e in store.events(ALICE, quiet[0])]
+    assert store.get(MALLORY, flood[0]) is None and store.get(MALLORY, flood[-1]) is not None
+    assert store._size.used <= MIB
+    listed = store.list(ALICE, TaskQuery(page_size=100))
+    assert {s.task.id for s in listed.tasks} == set(quiet)
+
+
+def test_the_heaviest_owner_pays_whoever_wrote_last() -> None:
+    """Several owners: the one holding the most bytes loses its least recently written task,
+    even when another owner's write brings the store over its bound."""
+    store = MemoryTaskStore(max_bytes=2 * MIB)
+    light = [big_task(store, ALICE, size=50_000) for _ in range(3)]  # the oldest
+    heavy = [big_task(store, MALLORY, size=400_000) for _ in range(2)]  # ~800 KB each
+    other = big_task(store, "bob", size=50_000)
+    assert all(store.get(MALLORY, task_id) is not None for task_id in heavy)
+    light.append(big_task(store, ALICE, size=100_000))  # over the bound: MALLORY pays
+
+    assert store.get(MALLORY, heavy[0]) is None and store.get(MALLORY, heavy[1]) is not None
+    assert all(store.get(ALICE, task_id) is not None for task_id in light)
+    assert store.get("bob", other) is not None
+    assert store._size.used <= 2 * MIB
+
+
+@given(
+    writes=st.lists(
+        st.tuples(st.sampled_from([ALICE, MALLORY, "bob"]), st.integers(1, 150_000)),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_the_bound_and_the_owners_index_hold_whatever_the_writes(
+    writes: list[tuple[str, int]],
+) -> None:
+    store = MemoryTaskStore(max_bytes=MIB)
+    for owner, size in writes:
+        state = TaskState.COMPLETED if size % 2 else TaskState.WORKING
+        big_task(store, owner, size=size, state=state)
+        assert store._size.used <= MIB or len(store._tasks) == 1
+    for owner in {ALICE, MALLORY, "bob"}:
+        kept = store._tasks.owned(owner)
+        held = sum(record.size for _, record in kept)
+        index = store._tasks._owners.get(owner)
+        assert (index.bytes if index else 0) == held
+        assert store._tasks.live(owner) == sum(not r.state.terminal for _, r in kept)
+    assert len(store._tasks) == sum(len(store._tasks.owned(o)) for o in store._tasks._owners)
 
 
 def test_the_bound_holds_the_bytes_whatever_the_tasks() -> None:
