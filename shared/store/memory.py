@@ -27,6 +27,7 @@ entries the owners' heap may hold past two an owner.
 from __future__ import annotations
 
 import heapq
+import math
 import sys
 import threading
 from array import array
@@ -284,6 +285,12 @@ class MemoryTaskStore:
             token = encode_token(query, Cursor(last.status.timestamp, last.id, returned))
         self.cost.add(reads=max(1, len(page)) + 1)  # the page, and the count for totalSize
         return TaskPage(page, token, len(matching))
+
+    def live_tasks(self, owner: str, limit: int) -> int:
+        with self._lock:
+            live = min(self._tasks.live(owner), limit)
+        self.cost.add(reads=max(1, math.ceil(live / 1000)))  # as Firestore's count query
+        return live
 
     def _trim(self) -> None:
         """Forget the least recently written tasks past retention, then, while the store is
