@@ -12,7 +12,7 @@ is the record, and a resend finds the id taken. With a push config store bound t
 
 Bounded and compact: a task and its events are kept serialized, in one record per task (its
 JSON and its updates' without the ids they start with, one bytes per commit of events, its
-other fields in slots: ~1.8 KiB a short task, where the objects took ~10); past
+other fields in slots: ~1.9 KiB a short task, where the objects took ~10); past
 `retention` after their last write, the least recently written tasks are forgotten, as
 Firestore's TTL forgets them: their readers find no task. Past `max_bytes`, the owner whose
 tasks hold the most bytes loses its least recently written terminal task (none left: its

@@ -317,7 +317,7 @@ def test_the_bound_counts_what_a_task_holds_and_a_task_holds_little(
 ) -> None:
     """The store's bound is honest: it counts at least what a stored task allocates (the
     process holds no more than A2A_MEMORY_MAX_BYTES of tasks), and not much more. And a task
-    is small: a short one ~2.1 KiB with its message's record (~9.5 KiB as objects)."""
+    is small: a short one ~2.2 KiB with its message's record (~9.5 KiB as objects)."""
     allocated, counted = allocated_and_counted(store_task)
     assert allocated <= counted <= allocated * 1.25
     assert allocated < most
