@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from shared import lifecycle
 from shared.app import build
+from shared.identity.api_key import hashed
 from shared.model import Artifact, ArtifactUpdate, Event, Part, TaskState, utc_now
 from shared.ports import Lease, TaskQuery
 from shared.settings import Settings
@@ -258,9 +259,10 @@ def bounded_client() -> Iterator[Client]:
     client.app.close()
 
 
-def send(client: Client, text: str) -> str:
+def send(client: Client, text: str, **headers: str) -> str:
     message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": text}]}
-    task_id: str = client.result("SendMessage", {"message": message}, version="1.0")["task"]["id"]
+    answer = client.result("SendMessage", {"message": message}, version="1.0", headers=headers)
+    task_id: str = answer["task"]["id"]
     return task_id
 
 
@@ -272,6 +274,26 @@ def test_a_forgotten_task_is_not_found_on_the_wire(bounded_client: Client) -> No
     assert error["code"] == -32001
     again = send(bounded_client, "z")
     assert bounded_client.result("GetTask", {"id": again}, version="1.0")["id"] == again
+
+
+def test_one_owner_s_flood_leaves_another_s_task_served() -> None:
+    """Issue 25's finding 10 on the wire, as deployed with A2A_MEMORY_MAX_BYTES=1 MiB: one
+    owner's many sends of 30 KB forget its own oldest tasks, and the other's is served."""
+    keys = {hashed("ka"): "alice", hashed("kb"): "bob"}
+    settings = Settings(
+        handler="functions.handlers.echo", memory_max_bytes=MIB, auth="api-key", api_keys=keys
+    )
+    client = Client(build(settings))
+    alice, bob = {"X-API-Key": "ka"}, {"X-API-Key": "kb"}
+    try:
+        kept = send(client, "hello", **alice)
+        flood = [send(client, "y" * 30_000, **bob) for _ in range(80)]
+        assert client.result("GetTask", {"id": kept}, version="1.0", headers=alice)["id"] == kept
+        assert client.error("GetTask", {"id": flood[0]}, version="1.0", headers=bob)["code"] == (
+            -32001
+        )
+    finally:
+        client.app.close()
 
 
 def echo_task(store: MemoryTaskStore, number: int) -> None:
