@@ -435,3 +435,16 @@ def test_a_send_whose_push_config_is_over_the_owner_s_quota_stores_no_task(
         assert "A2A_MAX_PUSH_CONFIGS_PER_OWNER=1" in error["message"]
     assert listed(client, ALICE) == {kept}
     client.result("SendMessage", first, version="1.0", headers=BOB)  # a quota of its own
+
+
+def test_a_resent_background_send_at_the_live_quota_gets_its_first_answer(
+    quota_client: MakeClient,
+) -> None:
+    client = quota_client(handler="tests.handlers.two_turns", max_live_tasks_per_owner=1)
+    background = {"message": message("bg"), "configuration": {"returnImmediately": True}}
+    first = client.result("SendMessage", background, version="1.0", headers=ALICE)["task"]
+    again = client.result("SendMessage", background, version="1.0", headers=ALICE)["task"]
+    assert again["id"] == first["id"]
+    other = {"message": message("other"), "configuration": {"returnImmediately": True}}
+    error = client.error("SendMessage", other, version="1.0", headers=ALICE)
+    assert "A2A_MAX_LIVE_TASKS_PER_OWNER=1" in error["message"]
