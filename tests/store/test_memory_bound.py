@@ -296,14 +296,19 @@ def test_one_owner_s_flood_leaves_another_s_task_served() -> None:
         client.app.close()
 
 
-def echo_task(store: MemoryTaskStore, number: int) -> None:
+def echo_task(store: MemoryTaskStore, number: int, owner: str = ALICE) -> None:
     """What an echo send stores: the message and `working`, then the artifact and `completed`."""
     task, events = new_task()
-    created = store.create(ALICE, task, events, dialect="v1.0", message_key=sent(f"m-{number}"))
+    created = store.create(owner, task, events, dialect="v1.0", message_key=sent(f"m-{number}"))
     artifact = Artifact(artifact_id=f"a-{number}", parts=(Part(text="hello"),), name="echo")
     update = ArtifactUpdate(task_id=task.id, context_id=task.context_id, artifact=artifact)
     more: list[Event] = [update, status(task, TaskState.COMPLETED)]
     store.commit(created, lifecycle.apply_all(created.task, more), more)
+
+
+def owners_task(store: MemoryTaskStore, number: int) -> None:
+    """An echo task of an owner of its own: the owner's index counts too."""
+    echo_task(store, number, owner=f"owner-{number:08}")
 
 
 def leased_task(store: MemoryTaskStore, number: int) -> None:
@@ -333,7 +338,9 @@ def allocated_and_counted(store_task: Callable[[MemoryTaskStore, int], None]) ->
     return grown // 1000, (store._size.used - counted) // 1000
 
 
-@pytest.mark.parametrize(("store_task", "most"), [(echo_task, 2560), (leased_task, 2816)])
+@pytest.mark.parametrize(
+    ("store_task", "most"), [(echo_task, 2560), (leased_task, 2816), (owners_task, 3072)]
+)
 def test_the_bound_counts_what_a_task_holds_and_a_task_holds_little(
     store_task: Callable[[MemoryTaskStore, int], None], most: int
 ) -> None:
