@@ -169,7 +169,7 @@ class LiveTaskQuotaError(A2AError):
 
     def __init__(self, limit: int) -> None:
         super().__init__(
-            f"you have {limit} tasks not ended yet (submitted, working, input-required or "
+            f"you have {limit} or more tasks not ended yet (submitted, working, input-required or "
             f"auth-required), the limit ({self.SETTING}={limit}) for a send that starts one "
             "in the background; wait for some to end, cancel those you no longer need, send "
             "this one blocking, or ask the operator to raise the limit",
