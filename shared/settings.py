@@ -380,6 +380,11 @@ class Settings:
     push_max_attempts: int = _setting("A2A_PUSH_MAX_ATTEMPTS", 34, _Count(1))
     # Push configs one task may have: each event of the task is one POST per config.
     max_push_configs_per_task: int = _setting("A2A_MAX_PUSH_CONFIGS_PER_TASK", 10, _Count(1))
+    # Tasks one owner may have live (not terminal: submitted, working, input- or
+    # auth-required, counted in the store on every instance) when a send starts another in
+    # the background (non-blocking, or to a long-running handler); past it that send is
+    # refused. A blocking send that ends in the request is not checked (it pays no read).
+    max_live_tasks_per_owner: int = _setting("A2A_MAX_LIVE_TASKS_PER_OWNER", 1000, _Count(1))
     # Push configs one owner may have, on all its tasks (kept as long as their task).
     max_push_configs_per_owner: int = _setting("A2A_MAX_PUSH_CONFIGS_PER_OWNER", 1000, _Count(1))
     # POSTs one instance makes to one owner's webhooks in a minute, failed ones too; past it
@@ -396,8 +401,9 @@ class Settings:
     project: str | None = _setting("GOOGLE_CLOUD_PROJECT", None, _PROJECT)
     firestore_database: str = _setting("A2A_FIRESTORE_DATABASE", "(default)")
     retention_days: int = _setting("A2A_RETENTION_DAYS", 30, _Count(1, MAX_RETENTION_DAYS))
-    # The embedded store's bound: past it, the least recently written tasks are forgotten
-    # (as they are after A2A_RETENTION_DAYS): their readers get "task not found".
+    # The embedded store's bound: past it, the owner holding the most bytes loses its least
+    # recently written tasks, terminal ones first (after A2A_RETENTION_DAYS, anyone's are
+    # forgotten): their readers get "task not found".
     memory_max_bytes: int = _setting("A2A_MEMORY_MAX_BYTES", MEMORY_MAX_BYTES, _Count(1024 * 1024))
     # Background work. With A2A_WORKER_URL set, turns go to that `worker` function through
     # the Cloud Tasks queue `work`; without it, to a thread pool in this process.
