@@ -109,7 +109,7 @@ def verify_one(entry: object, payload: bytes, find_key: KeyFinder) -> None:
         raise SignatureProblem("`protected` and `signature` must be strings")
     header = _json_object(protected)
     alg = header.get("alg")
-    if alg not in ALGORITHMS:
+    if not isinstance(alg, str) or alg not in ALGORITHMS:
         raise SignatureProblem(f"alg {alg!r} is not one of {', '.join(sorted(ALGORITHMS))}")
     if "crit" in header:  # RFC 7515 §4.1.11: extensions this verifier does not know
         raise SignatureProblem(f"crit {header['crit']!r}: no critical extension is understood")

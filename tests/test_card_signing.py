@@ -12,9 +12,18 @@ import pytest
 import rfc8785
 from cryptography.hazmat.primitives.asymmetric import ec
 from google.protobuf import json_format
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shared.app import build
-from shared.card_signing import CardSigner, SignatureProblem, canonical, check, jwks_key
+from shared.card_signing import (
+    ALGORITHMS,
+    CardSigner,
+    SignatureProblem,
+    canonical,
+    check,
+    jwks_key,
+)
 from shared.settings import Settings, SettingsError
 from shared.signing_keys import SigningKeyError, b64url, jwks
 from tests.conftest import Client
@@ -97,6 +106,9 @@ def test_a_signed_card_verifies_and_a_changed_one_does_not(key: str, alg: str) -
 def _good() -> tuple[dict[str, Any], dict[str, Any]]:
     signer = CardSigner(EC_KEY)
     return {**CARD, "signatures": [signer.sign(CARD, "https://a/")]}, jwks(signer.key)
+
+
+GOOD = _good()
 
 
 def _forged(header: dict[str, Any]) -> str:
@@ -194,7 +206,7 @@ def test_a_card_is_signed_again_for_each_url_it_is_served_at(make_client: Any) -
         "http://a.example/.well-known/jwks.json",
     ]
     assert cards[0]["signatures"] != cards[1]["signatures"]
-    assert cards[0] == cards[2]  # kept: signed once per URL
+    assert cards[0] == cards[2]  # kept: signed once per URL (ECDSA signs anew differently)
     for card in cards:
         assert _served(client, card) == []
     # Under A2A_PUBLIC_URL's path, the JWKS is the agent's own, beneath it.
@@ -287,3 +299,43 @@ def test_signature_problem_is_an_exception_the_key_finder_raises() -> None:
         raise SignatureProblem("the jku is on another host")
 
     assert check(card, refuse) == ["signatures[0]: the jku is on another host"]
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
+)
+B64 = st.binary(max_size=300).map(b64url)
+JWKS = st.fixed_dictionaries(
+    {"kty": st.sampled_from(["EC", "RSA", "OKP", "oct"]) | JSON},
+    optional={
+        "crv": st.sampled_from(["P-256", "P-384", "Ed25519"]) | JSON,
+        **{member: B64 | JSON for member in ("x", "y", "n", "e", "k")},
+        "alg": st.sampled_from(sorted(ALGORITHMS)) | JSON,
+    },
+)
+HEADERS = st.fixed_dictionaries(
+    {"alg": st.sampled_from(sorted(ALGORITHMS)) | JSON},
+    optional={"kid": JSON, "jku": JSON, "crit": JSON, "jwk": JWKS | JSON},
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    signatures=JSON,
+    header=HEADERS,
+    signature=B64 | st.text(max_size=20),
+)
+def test_no_signature_a_client_could_send_raises_or_verifies(
+    signatures: Any, header: dict[str, Any], signature: str
+) -> None:
+    card, keys = GOOD
+    forged = {"protected": b64url(json.dumps(header).encode()), "signature": signature}
+
+    def find(header: dict[str, Any]) -> Any:  # as `a2a card --verify`: an embedded jwk first
+        return header["jwk"] if isinstance(header.get("jwk"), dict) else jwks_key(keys, header)
+
+    for value in (signatures, [forged], [forged, *card["signatures"]]):
+        problems = check({**CARD, "signatures": value}, find)
+        assert problems and all(isinstance(problem, str) for problem in problems)

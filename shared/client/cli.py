@@ -81,24 +81,24 @@ def card(session: Session, args: argparse.Namespace, out: Renderer) -> int:
         out.line(f"{name}: A2A {session.version} JSON-RPC at {session.url}")
     out.line(json.dumps(session.card, indent=None if args.json else 2, ensure_ascii=False))
     if args.verify:
-        _verify_card(session, out)
+        _verify_card(session, args.json, out)
     return 0
 
 
-def _verify_card(session: Session, out: Renderer) -> None:
+def _verify_card(session: Session, as_json: bool, out: Renderer) -> None:
     """Check every signature of the card with the key its protected header names: from its
     `jku`, which must be on the agent's own origin (a JWKS anyone else serves vouches for
-    nothing, and the request carries the caller's credentials), or an embedded `jwk`, whose
-    thumbprint is shown for the user to compare. Raises ClientError naming what failed."""
+    nothing, and the request carries the caller's credentials), or an embedded `jwk` (shown
+    as such: no host vouches for it). Raises ClientError naming what failed."""
     from shared import card_signing
 
     origin = urlsplit(session.base_url)
     fetched: dict[str, dict[str, Any]] = {}
-    keys: list[str] = []
+    keys: list[dict[str, Any]] = []  # each signature's kid and where its key came from
 
     def find_key(header: dict[str, Any]) -> Any:
         if isinstance(header.get("jwk"), dict):
-            keys.append(f"kid {header.get('kid')!r} from its embedded jwk (no host vouches for it)")
+            keys.append({"kid": header.get("kid"), "key": "embedded jwk"})
             return header["jwk"]
         jku = header.get("jku")
         if not isinstance(jku, str):
@@ -111,13 +111,17 @@ def _verify_card(session: Session, out: Renderer) -> None:
             )
         if jku not in fetched:
             fetched[jku] = session.transport.get_json(jku)
-        keys.append(f"kid {header.get('kid')!r} from {jku}")
+        keys.append({"kid": header.get("kid"), "key": jku})
         return card_signing.jwks_key(fetched[jku], header)
 
     problems = card_signing.check(session.card, find_key)
     if problems:
         raise ClientError("the card's signatures do not verify: " + "; ".join(problems))
-    out.line(printable(f"signatures: {len(keys)} verified ({', '.join(keys)})"))
+    if as_json:
+        out.json({"verified": keys})
+    else:
+        shown = ", ".join(f"kid {key['kid']!r} from {key['key']}" for key in keys)
+        out.line(f"signatures: {len(keys)} verified ({shown})")
 
 
 def send(session: Session, args: argparse.Namespace, out: Renderer) -> int:

@@ -94,7 +94,9 @@ def test_a_changed_card_fails_naming_the_signature(
 ) -> None:
     cli = Cli(documents.url, tmp_path, capsys, monkeypatch)
     documents.serve_signed(CARD)
-    assert cli("card", "--verify").code == 0
+    *_, verified = cli.ok("--json", "card", "--verify").splitlines()
+    jku = f"{documents.url}/.well-known/jwks.json"
+    assert json.loads(verified) == {"verified": [{"kid": CardSigner(EC_KEY).key.kid, "key": jku}]}
     documents.paths["/.well-known/agent-card.json"]["name"] = "Changed"
     run = cli("card", "--verify")
     assert run.code == 1
