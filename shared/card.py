@@ -212,9 +212,17 @@ class AgentCard:
         # Signatures by (URL, extended, hybrid): a card is signed once per URL it is served at.
         self._signatures: dict[tuple[str, bool, bool], dict[str, str]] = {}
         if signer is not None:
-            # Here, at start-up, rather than at the first card request: a value of the handler
-            # module's that JCS cannot write (an integer past 2**53) stops the start.
-            signer.sign(self._card("http://localhost/", hybrid=hybrid), "http://localhost/")
+            # Once at start-up (and kept, for a local URL), rather than first at a card request:
+            # a value of the handler module's that JCS cannot write (an integer past 2**53)
+            # stops the start.
+            local = "http://localhost/"
+            try:
+                self._signed(self._card(local, hybrid=hybrid), local, extended=False, hybrid=hybrid)
+            except ValueError as exc:
+                raise ValueError(
+                    f"the agent card cannot be signed (A2A_CARD_SIGNING_KEY): RFC 8785 cannot "
+                    f"write one of its values: {exc}"
+                ) from None
 
     @property
     def capabilities(self) -> dict[str, Any]:

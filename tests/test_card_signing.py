@@ -4,6 +4,7 @@ JWKS that verifies them, re-signing per URL, the checks of a hostile signature."
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from typing import Any
 
@@ -15,6 +16,7 @@ from google.protobuf import json_format
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from shared.agent import Extension, load_handler_module
 from shared.app import build
 from shared.card_signing import (
     ALGORITHMS,
@@ -339,3 +341,12 @@ def test_no_signature_a_client_could_send_raises_or_verifies(
     for value in (signatures, [forged], [forged, *card["signatures"]]):
         problems = check({**CARD, "signatures": value}, find)
         assert problems and all(isinstance(problem, str) for problem in problems)
+
+
+def test_a_card_value_jcs_cannot_write_stops_the_build() -> None:
+    module = load_handler_module("tests.handlers.extensions")
+    huge = Extension(uri="urn:example:huge", params={"n": 2**60})  # past JSON's safe integers
+    module = dataclasses.replace(module, extensions=(*module.extensions, huge))
+    with pytest.raises(ValueError, match=r"A2A_CARD_SIGNING_KEY\): RFC 8785 cannot write"):
+        build(Settings(card_signing_key=EC_KEY), module=module)
+    build(Settings(), module=module).close()  # unsigned, the same card serves
