@@ -42,6 +42,7 @@ from shared.worker import TurnQueue, Worker, retry_span
 
 if TYPE_CHECKING:  # what only the worker and deliver functions use: imported where they are built
     from shared.bindings.queue_target import QueueTargetApp
+    from shared.card_signing import CardSigner
     from shared.tasks_auth import TokenVerifier
 
 # The in-process work queue's backoff between attempts, in seconds. A turn whose worker went
@@ -122,6 +123,15 @@ def _signer(settings: Settings, module: HandlerModule) -> NotificationSigner | N
     return NotificationSigner(
         settings.push_signing_key, issuer=settings.public_url or module.info.name
     )
+
+
+def _card_signer(settings: Settings) -> CardSigner | None:
+    """The card's signer, with A2A_CARD_SIGNING_KEY (SigningKeyError names it)."""
+    if not settings.card_signing_key:
+        return None
+    from shared.card_signing import CardSigner  # its JOSE and JCS only when signing
+
+    return CardSigner(settings.card_signing_key)
 
 
 def _deliverer(
@@ -263,6 +273,7 @@ def build(
     """The `a2a` function: the agent card, JSON-RPC, HTTP+JSON and the legacy routes."""
     settings = settings or Settings.from_env()
     module = module or load_handler_module(settings.handler)
+    card_signer = _card_signer(settings)  # an unusable key stops the build before anything runs
     tasks = _tasks(settings, module, store)
     work_queue = _cloud_queue(settings, settings.work_queue, settings.worker_url)
     if work_queue is None:  # the embedded backend: the worker runs in this process
@@ -296,6 +307,7 @@ def build(
         _card_time(module),
         hybrid=settings.card_style == "hybrid",
         extended_skills=extended_skills(module, settings),
+        signer=card_signer,
     )
     app = HttpApp(service, card, _authenticator(settings), settings, _signer(settings, module))
     if isinstance(work_queue, InlineQueue):  # no worker function, so no Cloud Scheduler
