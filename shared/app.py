@@ -277,14 +277,8 @@ def build(
     tasks = _tasks(settings, module, store)
     work_queue = _cloud_queue(settings, settings.work_queue, settings.worker_url)
     if work_queue is None:  # the embedded backend: the worker runs in this process
-        work_queue = InlineQueue(
-            # `worker` is made below, before anything is enqueued.
-            lambda payload, delivery: worker.deliver(payload, delivery).accepted,
-            max_attempts=settings.work_max_attempts,
-            min_backoff=_INLINE_BACKOFF[0],
-            max_backoff=_INLINE_BACKOFF[1],
-            kind="worker",
-        )
+        # `worker` is made below, before anything is enqueued.
+        work_queue = _in_process(settings, lambda: worker)
         span = retry_span(settings.work_max_attempts, *_INLINE_BACKOFF)
         turns = _turns(settings, tasks.store, work_queue, span, module)
         worker = Worker(
@@ -321,6 +315,17 @@ def build(
     return app
 
 
+def _in_process(settings: Settings, worker: Callable[[], Worker]) -> InlineQueue:
+    """A work queue whose deliveries `worker()` runs on threads of this process."""
+    return InlineQueue(
+        lambda payload, delivery: worker().deliver(payload, delivery).accepted,
+        max_attempts=settings.work_max_attempts,
+        min_backoff=_INLINE_BACKOFF[0],
+        max_backoff=_INLINE_BACKOFF[1],
+        kind="worker",
+    )
+
+
 def _sweepers(turns: TurnQueue, tasks: _Tasks) -> list[Sweeper]:
     """What the sweep re-drives: every module's work that a failure can leave behind (turns
     without a queue entry or a live owner; push configs behind their task's events)."""
@@ -333,12 +338,12 @@ def _sweepers(turns: TurnQueue, tasks: _Tasks) -> list[Sweeper]:
 def _turns(
     settings: Settings,
     store: TaskStore,
-    queue: TaskQueue | None,
+    queue: TaskQueue,
     span: float,
     module: HandlerModule,
 ) -> TurnQueue:
-    """Queued turns onto `queue` (None: into the outbox), recovered once its retries (`span`
-    seconds, first attempt to last) are over, as the module allows (RERUN_SAFE)."""
+    """Queued turns onto `queue`, recovered once its retries (`span` seconds, first attempt
+    to last) are over, as the module allows (RERUN_SAFE)."""
     return TurnQueue(
         store,
         queue,
@@ -359,8 +364,15 @@ def build_worker(
     settings = settings or Settings.from_env()
     module = module or load_handler_module(settings.handler)
     tasks = _tasks(settings, module, store)
-    # A turn that ends while messages wait on its task queues the next one, to this worker.
+    # A turn that ends while messages wait on its task queues the next one, to this worker:
+    # through Cloud Tasks to its own URL. On the emulator a worker may go without one (it is
+    # no Cloud Tasks target then): it runs those turns on threads of its own, as the embedded
+    # backend's a2a does. In the outbox they would wait for a reader that recovers them, or
+    # a sweep, which nothing schedules on the emulator (issue 27).
     own_queue = _cloud_queue(settings, settings.work_queue, settings.worker_url)
+    if own_queue is None:
+        # `worker` is made below, before anything is enqueued.
+        own_queue = _in_process(settings, lambda: worker)
     turns = _turns(settings, tasks.store, own_queue, settings.work_retry_seconds, module)
     worker = Worker(
         tasks.store,
