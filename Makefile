@@ -14,13 +14,16 @@ AUTH ?=
 IDENTITY ?=
 OPEN_TO_EVERYONE ?=
 INVOKERS ?=
+# SIGN_CARD=1: sign the agent card with a key the deploy makes in Secret Manager (once)
+SIGN_CARD ?=
 DRY_RUN ?=
 URL ?=
 # make smoke: a Google ID token (default: gcloud auth print-identity-token), or an API key
 TOKEN ?=
 API_KEY ?=
 INFRA_ENV = PROJECT=$(PROJECT) REGION=$(REGION) HANDLER=$(HANDLER) AUTH=$(AUTH) \
-  IDENTITY=$(IDENTITY) OPEN_TO_EVERYONE=$(OPEN_TO_EVERYONE) INVOKERS=$(INVOKERS) DRY_RUN=$(DRY_RUN)
+  IDENTITY=$(IDENTITY) OPEN_TO_EVERYONE=$(OPEN_TO_EVERYONE) INVOKERS=$(INVOKERS) \
+  SIGN_CARD=$(SIGN_CARD) DRY_RUN=$(DRY_RUN)
 
 # `make run BACKEND=firestore` with no project set talks to `make emulators` on its default port.
 ifeq ($(BACKEND),firestore)

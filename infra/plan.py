@@ -31,6 +31,7 @@ from infra.resources import (
     FieldOverride,
     Function,
     FunctionSpec,
+    GeneratedSecret,
     Notice,
     Queue,
     Removal,
@@ -71,8 +72,9 @@ WIRING: dict[str, dict[str, str]] = {
 PROJECT_ROLES = ("roles/datastore.user", "roles/cloudtasks.enqueuer")  # a2a and worker
 # Reads tasks and configs, records deliveries; re-queues a delivery that finds its config busy.
 DELIVER_ROLES = ("roles/datastore.user", "roles/cloudtasks.enqueuer")
-# Secrets only `a2a` reads: the callers' key hashes stay away from worker and deliver.
-A2A_ONLY_SECRETS = frozenset({"A2A_API_KEYS"})
+# Secrets only `a2a` reads: the callers' key hashes and the card's signing key stay away from
+# worker and deliver.
+A2A_ONLY_SECRETS = frozenset({"A2A_API_KEYS", "A2A_CARD_SIGNING_KEY"})
 INVOKER = "roles/run.invoker"
 # Writes spans to Cloud Trace: held by the functions' accounts only while A2A_TRACING=gcp.
 TRACE_AGENT = "roles/cloudtrace.agent"
@@ -122,7 +124,7 @@ def function_env(settings: Settings, role: str) -> dict[str, str]:
 def function_secrets(settings: Settings, role: str) -> dict[str, str]:
     return {
         env: ref
-        for env, ref in settings.secrets.items()
+        for env, ref in settings.all_secrets.items()
         if role == "a2a" or env not in A2A_ONLY_SECRETS
     }
 
@@ -135,9 +137,15 @@ def deploy_plan(settings: Settings, repo_root: Path, stage_root: Path) -> list[S
     runtime = f"serviceAccount:{settings.runtime_email}"
     deliverer = f"serviceAccount:{settings.deliver_email}"
     invoker = f"serviceAccount:{settings.invoker_email}"
-    apis = APIS + ((SECRETS_API,) if settings.secrets else ())
+    apis = APIS + ((SECRETS_API,) if settings.all_secrets else ())
     steps: list[Step] = [
         Apis(project, apis),
+        # Before the bindings on it and the function that mounts it (SIGN_CARD=1).
+        *(
+            [GeneratedSecret(project, settings.card_signing_secret, "a new EC P-256 private key")]
+            if settings.sign_card
+            else []
+        ),
         Database(project, settings.firestore_database, settings.location),
         *_index_steps(settings, repo_root / settings.firestore_indexes),
         *(
@@ -365,6 +373,15 @@ def destroy_plan(settings: Settings, *, delete_database: bool) -> list[Step]:
         for member, role in ((runtime, "a2a"), (deliverer, "deliver"))
         for ref in sorted(set(function_secrets(settings, role).values()))
     ]
+    if settings.sign_card:  # the key the deploy made: clients that know its kid lose it
+        name = settings.card_signing_secret
+        steps.append(
+            Removal(
+                f"secret {name} (the card's signing key)",
+                gcloud(project, "secrets", "describe", args=(name,), json=True),
+                gcloud(project, "secrets", "delete", args=(name,)),
+            )
+        )
     for account in (settings.runtime_email, settings.invoker_email, settings.deliver_email):
         steps.append(
             Removal(

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.settings import FunctionSettings, QueueSettings, SweepSettings, seconds
-from infra.steps import Change, Command, Outputs, PlanError, Skipped, Step, gcloud
+from infra.steps import Change, Command, Input, Outputs, PlanError, Skipped, Step, gcloud
 
 # gcloud adds this variable to every gen2 function it deploys; it is not ours to compare.
 _GCLOUD_ENV = frozenset({"LOG_EXECUTION_ID"})
@@ -449,6 +449,49 @@ def service_policy(name: str, region: str) -> PolicyTarget:
 
 def secret_policy(secret: str) -> PolicyTarget:
     return PolicyTarget(f"secret {secret}", ("secrets",), secret)
+
+
+def new_signing_key() -> bytes:
+    """A new EC P-256 private key (ES256), PKCS#8 PEM: made in memory, handed to gcloud on its
+    standard input, never written to disk."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    return ec.generate_private_key(ec.SECP256R1()).private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+@dataclass
+class GeneratedSecret(Step):
+    """A Secret Manager secret whose first version the deploy makes (a new signing key), once:
+    an existing secret is never changed, so the key, and the `kid` clients know, stay."""
+
+    project: str
+    name: str
+    what: str  # what the value is, as a printed plan names it
+
+    @property
+    def title(self) -> str:  # type: ignore[override]
+        return f"secret {self.name}"
+
+    def check(self) -> Command:
+        return gcloud(self.project, "secrets", "describe", args=(self.name,), json=True)
+
+    def changes(self, found: Any, outputs: Outputs) -> list[Change]:
+        if found is not None:
+            return []
+        command = gcloud(
+            self.project,
+            "secrets",
+            "create",
+            args=(self.name,),
+            flags=("--data-file=-", "--replication-policy=automatic"),
+            stdin=Input(self.what, new_signing_key),
+        )
+        return [Change("create", command, self.what)]
 
 
 @dataclass

@@ -194,7 +194,11 @@ def execute(command: Command, echo: IO[str] | None = None) -> Result:
     """Run one gcloud command; with `echo`, its progress (stderr) is shown as it comes."""
     try:
         process = subprocess.Popen(
-            command.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            command.argv,
+            stdin=subprocess.PIPE if command.stdin else None,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
     except FileNotFoundError as error:
         raise StepFailed(
@@ -203,6 +207,10 @@ def execute(command: Command, echo: IO[str] | None = None) -> Result:
         ) from error
     with process:
         assert process.stdout is not None and process.stderr is not None
+        if command.stdin is not None:
+            assert process.stdin is not None
+            with process.stdin:  # a few hundred bytes: within the pipe's buffer, then EOF
+                process.stdin.write(command.stdin.make().decode())
         out_pipe, err_pipe = process.stdout, process.stderr
         stdout: list[str] = []
         # stdout is drained on the side so a chatty command cannot block on a full pipe.

@@ -164,6 +164,12 @@ class Settings(_Strict):
     functions: FunctionSet
     queues: QueueSet
     sweep: SweepSettings
+    # Sign the agent card (A2A_CARD_SIGNING_KEY, shared.card_signing): the deploy makes an EC
+    # P-256 key into this Secret Manager secret once, if it is missing, and mounts it on a2a.
+    sign_card: bool = False
+    card_signing_secret: str = Field(
+        default="a2a-card-signing-key", pattern=r"^[A-Za-z0-9_-]{1,255}$"
+    )
     secrets: dict[str, str] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict)
 
@@ -183,6 +189,13 @@ class Settings(_Strict):
             if not _SECRET_REF.match(ref):
                 raise ValueError(f"{env} = {ref!r}: expected 'secret-name:version'")
         return value
+
+    @property
+    def all_secrets(self) -> dict[str, str]:
+        """[secrets], with the card's signing key when SIGN_CARD makes it."""
+        if not self.sign_card:
+            return self.secrets
+        return {**self.secrets, "A2A_CARD_SIGNING_KEY": f"{self.card_signing_secret}:latest"}
 
     @property
     def location(self) -> str:
@@ -228,6 +241,12 @@ class Settings(_Strict):
                 "agent uses IDENTITY=api-key or IDENTITY=oidc"
             )
         configured = self.env.keys() | self.secrets.keys()
+        if self.sign_card and "A2A_CARD_SIGNING_KEY" in configured:
+            raise SettingsError(
+                "SIGN_CARD=1 makes and mounts the card's signing key itself, and "
+                "infra/deploy.toml sets A2A_CARD_SIGNING_KEY too: keep one (your own key in "
+                "[secrets], or SIGN_CARD=1)"
+            )
         needs = {
             "api-key": ("A2A_API_KEYS",),
             "oidc": ("A2A_OIDC_ISSUER", "A2A_OIDC_AUDIENCE"),

@@ -9,8 +9,18 @@ from __future__ import annotations
 
 import shlex
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+
+@dataclass(frozen=True)
+class Input:
+    """What a command reads on its standard input, made only when it runs (a secret's value:
+    never on a command line, in a log or on disk), and how a printed plan names it."""
+
+    label: str
+    make: Callable[[], bytes] = field(compare=False)
 
 
 @dataclass(frozen=True)
@@ -20,6 +30,7 @@ class Command:
     path: tuple[str, ...]
     args: tuple[str, ...] = ()
     flags: tuple[str, ...] = ()
+    stdin: Input | None = None
 
     @property
     def argv(self) -> list[str]:
@@ -30,7 +41,8 @@ class Command:
         return {flag.split("=", 1)[0] for flag in self.flags}
 
     def __str__(self) -> str:
-        return shlex.join(self.argv)
+        shown = shlex.join(self.argv)
+        return f"{shown} < ({self.stdin.label})" if self.stdin else shown
 
 
 @dataclass(frozen=True)
@@ -93,7 +105,8 @@ def gcloud(
     args: tuple[str, ...] = (),
     flags: tuple[str, ...] = (),
     json: bool = False,
+    stdin: Input | None = None,
 ) -> Command:
     """A command against `project`, never prompting; `json` asks for machine-readable output."""
     extra = ("--format=json",) if json else ()
-    return Command(path, args, (*flags, *extra, f"--project={project}", "--quiet"))
+    return Command(path, args, (*flags, *extra, f"--project={project}", "--quiet"), stdin)

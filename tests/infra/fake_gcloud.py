@@ -40,6 +40,9 @@ COMMANDS = (
     "functions describe",
     "functions deploy",
     "functions delete",
+    "secrets describe",
+    "secrets create",
+    "secrets delete",
 )
 POLICY_GROUPS = ("projects", "iam service-accounts", "run services", "secrets")
 
@@ -194,6 +197,8 @@ def handle(
         if key not in state:
             raise Exit(1, f"ERROR: NOT_FOUND: Unknown service account {email}\n")
         return state.pop(key) if command.endswith("delete") else state[key]
+    if command.startswith("secrets "):
+        return secret(state, command, args[0], one)
     if command.startswith("functions"):
         return function(state, command, args[0], one, flags)
     raise Exit(2, f"fake gcloud: no behaviour for {command}")
@@ -225,6 +230,22 @@ def scheduler_job(state: dict[str, Any], command: str, name: str, one: dict[str,
     if key not in state:
         raise not_found(f"job {name}")
     return state.pop(key) if command.endswith("delete") else state[key]
+
+
+def secret(state: dict[str, Any], command: str, name: str, one: dict[str, str]) -> Any:
+    key = f"secret/{name}"
+    project = one["project"]
+    if command == "secrets create":
+        if key in state:
+            raise Exit(1, f"ERROR: ALREADY_EXISTS: Secret [{name}] already exists.\n")
+        # `--data-file=-`: the value arrives on stdin; the fake keeps it for the tests.
+        value = sys.stdin.read() if one.get("data-file") == "-" else one.get("data-file")
+        state[key] = {"name": f"projects/{project}/secrets/{name}", "value": value}
+        return None
+    if key not in state:
+        raise not_found(f"Secret [projects/{project}/secrets/{name}]")
+    found = state.pop(key) if command == "secrets delete" else state[key]
+    return {"name": found["name"]}
 
 
 def policy(state: dict[str, Any], command: str, resource: str, one: dict[str, str]) -> Any:

@@ -27,6 +27,8 @@ from tests.store.factory import ALICE, new_task
 
 INDEX_FILE = Path(__file__).parents[2] / "infra" / "firestore.indexes.json"
 EQUAL = StructuredQuery.FieldFilter.Operator.EQUAL
+# A disjunction of equalities: served as equalities are (merged single-field indexes).
+EQUALITIES = {EQUAL, StructuredQuery.FieldFilter.Operator.IN}
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ def need_of(query: StructuredQuery) -> Need:
     else:
         filters = [where.field_filter] if "field_filter" in where else []
     orders = [(o.field.field_path, o.direction.name) for o in query.order_by]
-    for ranged in {f.field.field_path for f in filters if f.op != EQUAL}:
+    for ranged in {f.field.field_path for f in filters if f.op not in EQUALITIES}:
         # Firestore would order by it implicitly; the store says so itself, which keeps
         # this derivation simple and the store's queries explicit.
         assert ranged in [field for field, _ in orders], f"order the query by {ranged}"
@@ -69,7 +71,7 @@ def need_of(query: StructuredQuery) -> Need:
     return Need(
         collection=source.collection_id,
         scope="COLLECTION_GROUP" if source.all_descendants else "COLLECTION",
-        equalities=frozenset(f.field.field_path for f in filters if f.op == EQUAL),
+        equalities=frozenset(f.field.field_path for f in filters if f.op in EQUALITIES),
         orders=tuple(orders),
     )
 
@@ -83,6 +85,8 @@ def serves(index: dict[str, Any], need: Need) -> bool:
     if {f for f, _ in equalities} != need.equalities or any(o is None for _, o in equalities):
         return False
     orders = list(need.orders)
+    if not orders:
+        return not rest
     return rest in (orders, [*orders, ("__name__", orders[-1][1])])
 
 
@@ -112,6 +116,7 @@ def walk_every_query_path(store: FirestoreTaskStore) -> None:
         store.create(ALICE, task, events, dialect="v1.0")
     store.events(ALICE, task.id, after_seq=1)
     store.get(ALICE, task.id)  # over its tiny budget: read back through the log
+    store.live_tasks(ALICE, 10)
     for context_id in (None, "c1"):
         for state in (None, TaskState.WORKING):
             for after in (None, task.status.timestamp.replace(year=2000)):
