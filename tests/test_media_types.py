@@ -4,6 +4,7 @@ ContentTypeNotSupportedError, -32005, HTTP 400), and any part when it declares n
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -20,7 +21,7 @@ PNG = {"raw": "iVBORw0KGgo=", "mediaType": "image/png", "filename": "a.png"}
 
 
 @pytest.fixture
-def pictures(make_client: Any) -> Client:
+def pictures(make_client: Callable[..., Client]) -> Client:
     return make_client(handler="tests.handlers.pictures")
 
 
