@@ -64,7 +64,7 @@ class Make:
             line = raw.decode(errors="replace").rstrip("\n")
             self.lines.append(line)
             # make dev: the emulators and functions answer; make run: the card does
-            if line.endswith(("| ready", "| not ready")) or line.startswith("ready: "):
+            if line.endswith("| ready") or "| not ready: " in line or line.startswith("ready: "):
                 self.ready.set()
         self.process.stdout.close()
         self.ready.set()  # it ended: nothing more will come
