@@ -42,6 +42,8 @@ class Change:
     why: str = ""
     # A failure whose stderr matches is retried: IAM takes seconds to see a new service account.
     retry_if: str | None = None
+    # What the command reads on stdin (a generated secret): never printed, not even in a dry run.
+    input: str | None = field(default=None, repr=False)
 
 
 class PlanError(Exception):
@@ -54,7 +56,8 @@ class Skipped(Exception):
 
 @dataclass
 class Outputs:
-    """What running steps learn that later steps need: the URLs of the deployed functions."""
+    """What running steps learn that later steps need: the functions' URLs, known before
+    any of them is built (infra.resources.Project)."""
 
     dry_run: bool = False
     urls: dict[str, str] = field(default_factory=dict)
@@ -64,7 +67,7 @@ class Outputs:
             return self.urls[role]
         if self.dry_run:
             return f"<url of {role}>"
-        raise PlanError(f"the URL of {role} is unknown: its deploy step must run first")
+        raise PlanError(f"the URL of {role} is unknown: the project step must run first")
 
 
 class Step(ABC):
