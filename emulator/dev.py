@@ -369,11 +369,12 @@ class Dev:
         process = function.process
         assert process is not None
         base = local_url(function.role, function.port).rstrip("/")
-        url, wanted = (
-            (base + ready.CARD_PATH, lambda code: code == 200)
-            if function.role == "a2a"
-            else (base + "/", lambda code: code < 500)
-        )
+        card = function.role == "a2a"
+        url = base + ready.CARD_PATH if card else base + "/"
+
+        def wanted(code: int) -> bool:
+            return code == 200 if card else code < 500
+
         seen = ready.wait_answering(
             url,
             wanted,

@@ -205,7 +205,6 @@ def deploy_plan(settings: Settings, repo_root: Path, stage_root: Path) -> list[S
     settings.check_access()
     _refuse_loopback_webhooks(settings)
     project = settings.project
-    invoker = _members(settings)["invoker"]
     names = {role: getattr(settings.functions, role).name for role in DEPLOY_ORDER}
     steps: list[Step] = [
         Apis(project, APIS),
@@ -245,18 +244,26 @@ def deploy_plan(settings: Settings, repo_root: Path, stage_root: Path) -> list[S
             public=public,
         )
         steps.append(Function(project, spec))
-        policy = service_policy(function.name, settings.region)
-        if role == "a2a":
-            # Switching to "authenticated" must also take away an earlier public binding.
-            steps.append(Binding(project, policy, INVOKER, PUBLIC, present=public))
-            if not public:
-                steps += [Binding(project, policy, INVOKER, member) for member in settings.invokers]
-        else:
-            steps.append(Binding(project, policy, INVOKER, invoker))
+        steps += invokers(settings, role)
     # The sweep, once the worker is there to take it: signed as the account that alone may
     # call the worker (it has roles/run.invoker there), so it needs no grant of its own.
     steps.append(SchedulerJob(project, settings.region, settings.sweep, settings.invoker_email))
     return steps
+
+
+def invokers(settings: Settings, role: str) -> list[Binding]:
+    """Who may call the function `role` (once it exists): Cloud Tasks' account the two queue
+    targets; a2a the public or the INVOKERS (and the project's owners)."""
+    project = settings.project
+    policy = service_policy(getattr(settings.functions, role).name, settings.region)
+    if role != "a2a":
+        return [Binding(project, policy, INVOKER, _members(settings)["invoker"])]
+    public = settings.auth == "public"
+    # Switching to "authenticated" must also take away an earlier public binding.
+    bindings = [Binding(project, policy, INVOKER, PUBLIC, present=public)]
+    if not public:
+        bindings += [Binding(project, policy, INVOKER, member) for member in settings.invokers]
+    return bindings
 
 
 def _traces_to_gcp(settings: Settings, role: str) -> bool:
