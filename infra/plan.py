@@ -65,7 +65,7 @@ APIS = (
     "cloudscheduler.googleapis.com",  # the sweep's schedule
     "secretmanager.googleapis.com",  # the shared A2A_LOG_OWNER_KEY, and [secrets]
 )
-# deliver first: worker needs its URL, a2a needs both.
+# The public endpoint last: what it enqueues to serves by the time it takes a request.
 DEPLOY_ORDER = ("deliver", "worker", "a2a")
 # Environment variable -> role whose URL it carries, per function (its own: its tokens' audience).
 WIRING: dict[str, dict[str, str]] = {

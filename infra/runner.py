@@ -129,7 +129,7 @@ class Runner:
         if check is not None:
             self.say(f"  check:  {check}")
         for change in changes:
-            self.say(f"  {change.verb + ':':7} {change.command}")
+            self.say(f"  {change.verb + ':':7} {change.command}{_stdin_note(change)}")
 
     def _apply(self, label: str, step: Step, outputs: Outputs) -> None:
         found = self._check(label, step)
@@ -139,7 +139,7 @@ class Runner:
         for change in changes:
             why = f" ({change.why})" if change.why else ""
             self.say(f"{label}: {change.verb}{why}")
-            self.say(f"  $ {change.command}")
+            self.say(f"  $ {change.command}{_stdin_note(change)}")
             started = time.monotonic()
             self._change(label, change)
             self.say(f"  done in {time.monotonic() - started:.1f} s")
@@ -187,6 +187,10 @@ class Runner:
             f"  gcloud said:\n{said}\n"
             f"  to fix: {hint or FALLBACK}"
         )
+
+
+def _stdin_note(change: Change) -> str:
+    return "  # stdin: a generated value, never shown" if change.input is not None else ""
 
 
 def execute(command: Command, echo: IO[str] | None = None, stdin: str | None = None) -> Result:
