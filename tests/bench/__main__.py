@@ -1,6 +1,8 @@
 """`make bench`: `a2a` side by side with the official SDK's server (throughput, CPU, latency,
 memory, cold start: tests/bench/compare.py); blocking sends and memory over many tasks on the
-Firestore emulator; Firestore reads and writes per operation;
+Firestore emulator; Firestore reads and writes per operation, and what a short,
+background and streamed task and a push notification cost in dollars per million
+(tests/bench/usage.py, cost_model.py, prices.py; beside the SDK's server on Cloud SQL, a model);
 streaming: time to the first frame of an inline stream, the latency from an event's commit
 in one process to its frame at a subscriber on another (Firestore emulator, listener and
 polling), the writes of a 100-event streamed send, and fifty subscribers of one task on one

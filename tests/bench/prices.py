@@ -69,5 +69,6 @@ def table() -> str:
     """The prices as docs/cost.md shows them."""
     lines = ["| price | USD | per | source |", "|---|---|---|---|"]
     for price in ALL:
-        lines.append(f"| {price.unit} | ${price.usd:g} | {price.per:,} | {price.source} |")
+        usd = f"{price.usd:.7f}".rstrip("0").rstrip(".")  # 0.000024, not 2.4e-05
+        lines.append(f"| {price.unit} | ${usd} | {price.per:,} | {price.source} |")
     return "\n".join(lines)
