@@ -108,7 +108,6 @@ class Run:
     enqueues: int
     cpu_seconds: float
     wall_seconds: float  # of the a2a requests
-    done_seconds: float  # from the first request to the last queued work's end
     notifications: int = 0
 
 
@@ -138,13 +137,12 @@ def measure(
             before_docs, before_enq = documents(store.client), enqueues.count
             before_hook = len(hook.accepted()) if hook else 0
             store.cost.reset()
-            cpu, wall, started = time.process_time(), 0.0, time.perf_counter()
+            cpu, wall = time.process_time(), 0.0
             for i in range(runs):
                 t0 = time.perf_counter()
                 work(client, i)
                 wall += time.perf_counter() - t0
             enqueues.join()
-            done = time.perf_counter() - started
             cpu = time.process_time() - cpu
             return Run(
                 runs=runs,
@@ -154,7 +152,6 @@ def measure(
                 enqueues=enqueues.count - before_enq,
                 cpu_seconds=cpu,
                 wall_seconds=wall,
-                done_seconds=done,
                 notifications=(len(hook.accepted()) - before_hook) if hook else 0,
             )
         finally:
@@ -268,7 +265,6 @@ def ours(project: str, short_cpu: float, short_wall: float) -> dict[str, tuple[U
         enqueues=run.enqueues,
         cpu_seconds=max(0.0, run.cpu_seconds - base.cpu_seconds * run.runs / base.runs),
         wall_seconds=0.0,
-        done_seconds=run.done_seconds,
         notifications=run.notifications,
     )
     deliver = fn["deliver"]
