@@ -28,6 +28,7 @@ import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -582,6 +583,14 @@ def dollars(emulator: Any) -> None:
     rows = {name: use for name, (use, _) in found.items()}
     for per_month in (1, 10):
         rows[f"a2a-sdk on Cloud SQL, short task, {per_month}M tasks a month"] = sdk
+    stream = usage.sdk("SendStreamingMessage", "steps=98 delay=0.01", 3)
+    rows["a2a-sdk on Cloud SQL, streamed task of 100 events, 1M tasks a month"] = replace(
+        sdk,
+        busy_seconds=cost_model.billed_busy(
+            stream.cpu_seconds, stream.wall_seconds, a2a.vcpu, a2a.concurrency
+        ),
+        alone_seconds=cost_model.billed_alone(stream.wall_seconds),
+    )
     print(
         f"\nwhat it costs, {prices.REGION} list prices of {prices.PRICES_AS_OF} (free tiers "
         f"left out; tests/bench/prices.py):\n{prices.table()}"
@@ -596,13 +605,15 @@ def dollars(emulator: Any) -> None:
     print(cost_model.HEADER)
     for name, use in rows.items():
         print(cost_model.row(name, cost_model.per_million_of(name, use)))
-    saves, gets = usage.sdk_store_calls()
+    short = usage.sdk("SendMessage", "hi", 10)
     sql = cost_model.SQL_SMALLEST
     print(
-        f"  a2a-sdk (a model): its server's CPU {sdk_cpu * 1000:.1f} ms a send (in-memory store), "
-        f"alone {sdk_alone * 1000:.0f} ms, on Cloud Run sized as ours; {saves} saves and {gets} "
-        f"gets of its task store a short task (measured); Cloud SQL {sql.vcpu:g} vCPU, "
-        f"{sql.memory_gb:g} GB, {sql.storage_gb:g} GB SSD: ${sql.monthly():.2f} a month"
+        f"  a2a-sdk (a model): its server's CPU {sdk_cpu * 1000:.1f} ms a short send (in-memory "
+        f"store), alone {sdk_alone * 1000:.0f} ms, on Cloud Run sized as ours; its task store "
+        f"{short.saves} saves and {short.gets} gets a short task, {stream.saves} and "
+        f"{stream.gets} a streamed one (CPU {stream.cpu_seconds * 1000:.0f} ms in process, "
+        f"{stream.wall_seconds:.2f} s); Cloud SQL {sql.vcpu:g} vCPU, {sql.memory_gb:g} GB, "
+        f"{sql.storage_gb:g} GB SSD: ${sql.monthly():.2f} a month"
     )
 
 

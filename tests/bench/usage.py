@@ -282,11 +282,20 @@ def ours(project: str, short_cpu: float, short_wall: float) -> dict[str, tuple[U
     return found
 
 
-def sdk_store_calls() -> tuple[int, int]:
-    """The task store's saves and gets of one short blocking task on the official SDK's server
-    (tests/bench/reference.py, in this process): on its DatabaseTaskStore each save is a
-    transaction (SQLAlchemy's merge: a SELECT, then an INSERT or UPDATE) and each get a
-    SELECT."""
+@dataclass(frozen=True)
+class SdkRun:
+    """One unit of work on the official SDK's server in this process, through its ASGI app
+    (tests/bench/reference.py)."""
+
+    saves: int  # of its task store: on its DatabaseTaskStore, each a transaction
+    gets: int  # (SQLAlchemy's merge: a SELECT, then an INSERT or UPDATE), each get a SELECT
+    cpu_seconds: float  # this process's (the client's side included, as in `measure`)
+    wall_seconds: float
+
+
+def sdk(method: str, text: str, runs: int) -> SdkRun:
+    """`runs` sends of `text` by `method` to the SDK's server (echo, or for "steps=" the
+    slow handler's shape), after one to warm up: per send."""
     import httpx
     from a2a.server.context import ServerCallContext
     from a2a.server.tasks import InMemoryTaskStore
@@ -306,12 +315,21 @@ def sdk_store_calls() -> tuple[int, int]:
             calls["get"] += 1
             return await super().get(task_id, context)
 
-    with mock.patch.object(reference, "InMemoryTaskStore", Counting):
-        app = reference.app("http://localhost/")
+    executor = reference.StepsExecutor() if text.startswith("steps=") else None
+    app = reference.app("http://localhost/", Counting(), executor)
     with httpx.Client(transport=AsgiTransport(app), base_url="http://localhost") as client:
-        body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage"}
-        body["params"] = {"message": message("hi")}
-        answer = client.post("/", content=json.dumps(body), headers=HEADERS).json()
-    if answer["result"]["task"]["status"]["state"] != "TASK_STATE_COMPLETED":
-        raise RuntimeError(f"the SDK's server answered {answer}")
-    return calls["save"], calls["get"]
+
+        def send() -> None:
+            body = {"jsonrpc": "2.0", "id": 1, "method": method}
+            body["params"] = {"message": message(text)}
+            answer = client.post("/", content=json.dumps(body), headers=HEADERS)
+            if answer.status_code != 200 or "TASK_STATE_COMPLETED" not in answer.text:
+                raise RuntimeError(f"the SDK's server answered {answer.text[:300]}")
+
+        send()
+        calls.update(save=0, get=0)
+        cpu, t0 = time.process_time(), time.perf_counter()
+        for _ in range(runs):
+            send()
+        wall, cpu = time.perf_counter() - t0, time.process_time() - cpu
+    return SdkRun(calls["save"] // runs, calls["get"] // runs, cpu / runs, wall / runs)
