@@ -156,6 +156,12 @@ class Settings(_Strict):
     runtime_service_account: str = Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
     deliver_service_account: str = Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
     invoker_service_account: str = Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+    # Cloud Build builds the functions as this account, granted its roles before the first
+    # build (a new project's default build account may lack them).
+    build_service_account: str = Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+    # The Secret Manager secret holding A2A_LOG_OWNER_KEY for all three functions (one owner,
+    # one log tag everywhere): generated once by the first deploy, unless [secrets] sets it.
+    log_owner_secret: str = Field(pattern=r"^[A-Za-z0-9_-]{1,255}$")
     firestore_database: str
     firestore_location: str
     firestore_indexes: str
@@ -223,6 +229,10 @@ class Settings(_Strict):
     @property
     def deliver_email(self) -> str:
         return self.email(self.deliver_service_account)
+
+    @property
+    def build_email(self) -> str:
+        return self.email(self.build_service_account)
 
     def check_access(self) -> None:
         """Who may call the agent, checked before anything is deployed: never open to the

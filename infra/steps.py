@@ -66,7 +66,8 @@ class Skipped(Exception):
 
 @dataclass
 class Outputs:
-    """What running steps learn that later steps need: the URLs of the deployed functions."""
+    """What running steps learn that later steps need: the functions' URLs, known before
+    any of them is built (infra.resources.Project)."""
 
     dry_run: bool = False
     urls: dict[str, str] = field(default_factory=dict)
@@ -76,7 +77,7 @@ class Outputs:
             return self.urls[role]
         if self.dry_run:
             return f"<url of {role}>"
-        raise PlanError(f"the URL of {role} is unknown: its deploy step must run first")
+        raise PlanError(f"the URL of {role} is unknown: the project step must run first")
 
 
 class Step(ABC):

@@ -119,7 +119,7 @@ def card_template(module: HandlerModule, settings: Settings, *, hybrid: bool) ->
             "streaming": settings.streaming,
             "pushNotifications": settings.push_notifications,
         },
-        "defaultInputModes": list(info.input_modes),
+        "defaultInputModes": list(info.input_modes or ("text/plain",)),
         "defaultOutputModes": list(info.output_modes),
         "skills": [_skill(s) for s in module.skills],
     }

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TypeVar
 
-from shared import streaming
+from shared import media_types, streaming
 from shared.conflicts import retry_on_conflict
 from shared.errors import (
     A2AError,
@@ -184,6 +184,7 @@ class Sending:
         resend's (DuplicateMessage), `resent(first)` with the task the first send went to,
         or, the client having moved on from that one, `start` again under a key that
         replaces the record: twice at most."""
+        media_types.check(self._ports.handler.input_modes, request.message)  # before any write
         key = message_key(request) if self._settings.deduplicate_messages else None
         while True:
             try:

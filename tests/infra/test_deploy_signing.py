@@ -39,10 +39,11 @@ def test_sign_card_makes_the_key_once_and_mounts_it_on_a2a_only(
     assert "secretmanager.googleapis.com" in calls[enable]
     a2a = position(calls, "functions", "deploy", "a2a")
     assert create < a2a
-    assert flag(calls[a2a], "set-secrets") == f"A2A_CARD_SIGNING_KEY={SECRET}:latest"
+    log_key = "A2A_LOG_OWNER_KEY=a2a-log-owner-key:latest"  # the three share it
+    assert flag(calls[a2a], "set-secrets") == f"A2A_CARD_SIGNING_KEY={SECRET}:latest,{log_key}"
     for role in ("worker", "deliver"):
         deployed = calls[position(calls, "functions", "deploy", role)]
-        assert not any(word.startswith("--set-secrets") for word in deployed)
+        assert flag(deployed, "set-secrets") == log_key  # never the card's key
     grant = [
         call
         for call in calls
@@ -57,7 +58,7 @@ def test_a_redeploy_keeps_the_key_and_destroy_removes_it(
 ) -> None:
     signed = settings.model_copy(update={"sign_card": True})
     steps = deploy_plan(signed, fake_repo, fake_repo / "build" / "stage")
-    [step] = [step for step in steps if isinstance(step, GeneratedSecret)]
+    [step] = [step for step in steps if isinstance(step, GeneratedSecret) and step.name == SECRET]
     assert step.changes({"name": f"projects/p/secrets/{SECRET}"}, Outputs()) == []  # kept
     assert f"secret {SECRET} (the card's signing key)" in titles(
         destroy_plan(signed, delete_database=False)
@@ -91,7 +92,7 @@ def test_the_dry_run_prints_the_create_with_no_key(
     capsys.readouterr()
     monkeypatch.delenv("SIGN_CARD")
     assert run(fake_repo, "deploy") == 0
-    assert "gcloud secrets" not in capsys.readouterr().out  # without SIGN_CARD, no key
+    assert SECRET not in capsys.readouterr().out  # without SIGN_CARD, no key
 
 
 def test_sign_card_beside_a_key_of_ones_own_is_refused(
