@@ -9,6 +9,7 @@ rules, and looks for it in the file.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -97,13 +98,17 @@ def declared() -> dict[str, Any]:
 
 @pytest.fixture
 def recorded(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[StructuredQuery]]:
-    """Every structured query built while the fixture is active (queries and aggregations)."""
+    """Every structured query this test's thread builds while the fixture is active (queries
+    and aggregations): not another test's, whose background threads (a sweeper of an app an
+    earlier module built) may still query in this process."""
     made: list[StructuredQuery] = []
     original = BaseQuery._to_protobuf
+    mine = threading.get_ident()
 
     def recording(self: BaseQuery) -> StructuredQuery:
         query = original(self)
-        made.append(query)
+        if threading.get_ident() == mine:
+            made.append(query)
         return query
 
     monkeypatch.setattr(BaseQuery, "_to_protobuf", recording)
