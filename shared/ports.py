@@ -265,6 +265,8 @@ class TaskStore(Protocol):
         """Follow the task's log from `after_seq` on, as other writers (any process) commit.
 
         Following another owner's or a missing task yields nothing. Close the tail when done.
+        A terminal task's log is whole: read it with `events` (a task created ended may
+        keep its log where no tail looks: the Firestore store's task document).
         """
         ...
 

@@ -8,8 +8,9 @@ rest of a burst together when the window closes (sooner once 1 MB of events wait
 on any instance, GetTask and webhooks so see a handler's progress within a window plus the
 store's latency, while the handler still works. Firestore sustains about one write a second
 per document: a 50 ms window still allows twenty, but a handler making events in a loop
-commits a few times instead of once per event. A short turn costs one commit (the task
-document and its events in one batch): its first window's timer is dropped unfired. The
+commits a few times instead of once per event. A short turn costs one commit (created ended:
+the task document holding its events, one write on Firestore): its first window's timer is
+dropped unfired. The
 commits are made by the turn's timer (shared.timers) on a spare thread, not by the handler's
 calls (but for the 1 MB one, and the turn's end), one at a time; one that goes on with the
 turn is written without the turn's lock, so the handler's calls never wait for the store

@@ -252,6 +252,11 @@ def follow(
         # Resuming folds the missed events onto the newer snapshot: only artifact positions
         # and the state are read from the fold, and neither moves back.
         fold = _Fold(stored.task, start)
+        if stored.task.status.state.terminal:
+            # A resumed stream of an ended task: its log is whole, and may be in no place a
+            # tail follows (the store can keep a task created ended with its log).
+            yield from fold.frames(store.events(owner, stored.task.id, start))
+            return
         yield from _follow_tail(store.tail(owner, stored.task.id, start), fold, clock)
 
     return frames()

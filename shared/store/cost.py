@@ -2,12 +2,28 @@
 
 Both stores count, the Firestore store what it really reads and writes, the embedded one
 what Firestore would for the same calls, so one budget test holds both and `make bench`
-prints both.
+prints both; `logs_in_task` is the one rule both follow for a create that writes one
+document rather than two.
 """
 
 from __future__ import annotations
 
 import threading
+
+from shared.model import TaskState
+from shared.ports import Lease
+
+# A task created ended (terminal, with no turn to run: a short blocking send's) keeps the log
+# of its one commit in its own document when the task's JSON and its events' together are at
+# most this many bytes (far under Firestore's 1 MiB a document): one write, where a task with
+# an event document is two.
+LOG_IN_TASK_BYTES = 256_000
+
+
+def logs_in_task(state: TaskState, lease: Lease | None, json_bytes: int) -> bool:
+    """Whether a task created in `state` with `lease`, its JSON and its events' `json_bytes`,
+    holds its own log."""
+    return lease is None and state.terminal and json_bytes <= LOG_IN_TASK_BYTES
 
 
 class Cost:

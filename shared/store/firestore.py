@@ -18,14 +18,19 @@ address another document, and each owner's task ids are a namespace of their own
 - `tasks/{docId}/events/{first}`: the events of one commit in one document (`first`, `last`,
   `events`), id zero-padded so that lexical order is sequence order. One document per commit
   rather than per event keeps a commit at two writes; a commit too big for one document is
-  split over several, still in the same batch.
+  split over several, still in the same batch. A task created ended (terminal, with no
+  lease: a short blocking turn's one commit; `cost.logs_in_task`, under its size) keeps
+  its events in its own document instead (`log`, events 1..n), one write in all: it never
+  changes again, so that is its whole log; `events` reads the task document when it finds
+  no event document after the asked sequence number, and a tail never follows such a task
+  (a terminal task's resumed stream reads `events`: shared.streaming.follow).
 - `tasks/{docId}/pushConfigs/{document_id(configId)}`: the task's push configs
   (`firestore_push`).
 - A message's record (its messageId and content digest, `ports.MessageKey`) costs no
   document of its own when the message starts a task: the task's id derives from the owner
   and the key (`MessageKey.task_id`), so the task document, created with a must-not-exist
   precondition, is the record, and a resend's batch fails on it (a short blocking task is
-  two writes, the task and its events, and no read). Every other message (one that
+  one write, the task with its events, and no read). Every other message (one that
   continues a task, or starts one with an id of the client's or after the client moved on
   from the key's own task) gets
   `idempotency/{document_id(owner, messageId, digest)}`: which task it went to, created in
@@ -92,7 +97,7 @@ from shared.ports import (
     TaskQuery,
     VersionConflict,
 )
-from shared.store.cost import Cost
+from shared.store.cost import Cost, logs_in_task
 from shared.store.firestore_tail import PAGE_DOCUMENTS, FirestoreTail, LogWatches
 from shared.store.paging import Cursor, decode_token, encode_token
 
@@ -215,8 +220,16 @@ class FirestoreTaskStore:
         fields = {**self._task_fields(stored, text, commit_id, log_expires), "pushConfigs": False}
         self._check_size(task.id, fields, encoded)
         batch = self._client.batch()
+        in_task = size is not None and logs_in_task(
+            task.status.state, lease, size + sum(map(_utf8_size, encoded))
+        )
+        if in_task:
+            # Created ended (a short blocking turn), the task never changes again: its log
+            # is this one commit, kept in its own document, one write in all.
+            fields["log"] = encoded
         batch.create(self.task_ref(owner, task.id), fields)
-        self._append(batch, stored, 1, encoded)
+        if not in_task:
+            self._append(batch, stored, 1, encoded)
         self._claim(batch, owner, message_key, task.id, now)
         try:
             results = batch.commit()
@@ -338,10 +351,20 @@ class FirestoreTaskStore:
         return derived if task.exists and task.get("owner") == owner else None
 
     def events(self, owner: str, task_id: str, after_seq: int = 0) -> list[LoggedEvent]:
+        documents = self._run(self._log_query(owner, task_id, after_seq))
+        if documents:
+            return [logged for snapshot in documents for logged in _logged(snapshot, after_seq)]
+        # No event document after `after_seq`: nothing new, or a task created ended, whose
+        # task document holds its whole log (`log`; it never gets an event document).
+        snapshot = self.task_ref(owner, task_id).get(field_paths=["owner", "log"])
+        self.cost.add(reads=1)
+        fields = (snapshot.to_dict() or {}) if snapshot.exists else {}
+        if fields.get("owner") != owner:
+            return []
         return [
-            logged
-            for snapshot in self._run(self._log_query(owner, task_id, after_seq))
-            for logged in _logged(snapshot, after_seq)
+            LoggedEvent(seq, _decode_event(text))
+            for seq, text in enumerate(fields.get("log") or (), start=1)
+            if seq > after_seq
         ]
 
     def tail(self, owner: str, task_id: str, after_seq: int = 0) -> FirestoreTail:

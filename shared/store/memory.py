@@ -52,7 +52,7 @@ from shared.ports import (
     VersionConflict,
 )
 from shared.settings import MEMORY_MAX_BYTES
-from shared.store.cost import Cost
+from shared.store.cost import Cost, logs_in_task
 from shared.store.paging import Cursor, decode_token, encode_token
 
 
@@ -156,7 +156,10 @@ class MemoryTaskStore:
                 size=len(packed),
             )
             self._tasks.write(key, stored, packed, events)
-            self._bill(events, recorded)
+            record = self._tasks.record(key)
+            # Firestore keeps the log of a task created ended in the task's document.
+            in_task = record is not None and _logs_in_task(record)
+            self._bill([] if in_task else events, recorded)
             self._trim()
             if self._waiting:
                 self._changed.notify_all()
@@ -229,10 +232,12 @@ class MemoryTaskStore:
         with self._lock:
             record = self._tasks.record((owner, task_id))
             if record is None:
-                self.cost.add(reads=1)  # the query, which finds nothing
+                self.cost.add(reads=2)  # the query, which finds nothing, and the task
                 return []
-            # One read per event document (commit) with news, as the Firestore query bills.
-            self.cost.add(reads=max(1, record.commits_after(after_seq)))
+            # One read per event document (commit) with news, as the Firestore query bills;
+            # finding none, Firestore reads the task too (its document may hold its log).
+            documents = 0 if _logs_in_task(record) else record.commits_after(after_seq)
+            self.cost.add(reads=documents or 2)
             return record.logged(task_id, after_seq)
 
     def tail(self, owner: str, task_id: str, after_seq: int = 0) -> MemoryTail:
@@ -429,6 +434,16 @@ _KEY3_BYTES = sys.getsizeof(("", "", ""))
 # A short message id, a digest (sha-256 hex) and a uuid task id: what `_messages_kept` is
 # reckoned in.
 _MESSAGE_BYTES = _message_bytes(("", "m" * 36, "d" * 64), "t" * 36)
+
+
+def _logs_in_task(record: _Record) -> bool:
+    """Whether Firestore would keep this task's log in its task document: created ended,
+    never committed since (`cost.logs_in_task`), the sizes as the record holds them."""
+    return (
+        record.version == 1
+        and len(record.commits) == 1
+        and logs_in_task(record.state, record.lease, len(record.task) + len(record.commits[0]))
+    )
 
 
 class _Record:

@@ -535,7 +535,7 @@ def firestore_at_scale(clients: int, tasks: int) -> None:
 
 def costs() -> None:
     budgets = {
-        "SendMessage": "(0, 2)",
+        "SendMessage": "(0, 1)",
         "GetTask": "(1, 0)",
         "ListTasks": "(N + 1 for totalSize, 0)",
     }

@@ -18,7 +18,18 @@ from emulator.firestore import FirestoreEmulator
 from shared import lifecycle, model_json
 from shared.errors import InvalidParamsError
 from shared.limits import LimitExceeded
-from shared.model import Artifact, ArtifactUpdate, Event, Message, Part, PushConfig, Role
+from shared.model import (
+    Artifact,
+    ArtifactUpdate,
+    Event,
+    Message,
+    Part,
+    PushConfig,
+    Role,
+    TaskState,
+)
+from shared.ports import Lease
+from shared.store.cost import LOG_IN_TASK_BYTES
 from shared.store.firestore import (
     COMMIT_BUDGET,
     EVENT_DOCUMENT_BUDGET,
@@ -63,7 +74,8 @@ def test_documents_the_pydantic_models_wrote_read_back_identically(
     configs = FirestorePushConfigStore(store.client, retention=store.retention, cost=store.cost)
     task = json_of.WRITTEN[0][1]
     events = [event for _, event in json_of.LOGGED]
-    store.create(ALICE, task, events, dialect="v1.0")
+    # Under a lease, its events have an event document, as every task's had then.
+    store.create(ALICE, task, events, dialect="v1.0", lease=Lease(turn=1, holder="h"))
     config = json_of.WRITTEN[2][1]
     configs.put(ALICE, config, dialect="1.0")
     tasks = client.collection("tasks")
@@ -95,6 +107,28 @@ def test_one_event_document_per_commit(
         (1, 2, 2),
         (3, 5, 3),
     ]
+
+
+def test_a_task_created_ended_holds_its_log_in_its_own_document(
+    client: firestore.Client, make_firestore_store: MakeStore
+) -> None:
+    store = make_firestore_store()
+    task, events = new_task(state=TaskState.COMPLETED)
+    store.create(ALICE, task, events, dialect="v1.0")
+    assert raw_events(client, task.id) == {}
+    document = client.collection("tasks").document(document_id(ALICE, task.id)).get()
+    assert len(document.get("log")) == len(events)
+    assert [(e.seq, e.event) for e in store.events(ALICE, task.id)] == list(enumerate(events, 1))
+    assert [e.seq for e in store.events(ALICE, task.id, after_seq=1)] == [2]
+    # Created with a lease, or too big to share the task's document (its JSON and its
+    # events' past LOG_IN_TASK_BYTES): an event document, as any commit's.
+    held, held_events = new_task(state=TaskState.COMPLETED)
+    store.create(ALICE, held, held_events, dialect="v1.0", lease=Lease(turn=1, holder="h"))
+    big, big_events = new_task(state=TaskState.COMPLETED, text="x" * (LOG_IN_TASK_BYTES // 2))
+    store.create(ALICE, big, big_events, dialect="v1.0")
+    for other, logged in [(held, held_events), (big, big_events)]:
+        assert list(raw_events(client, other.id)) == ["0000000001"]
+        assert [e.event for e in store.events(ALICE, other.id)] == logged
 
 
 def test_a_commit_too_big_for_one_document_is_split_in_the_same_batch(

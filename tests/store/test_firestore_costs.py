@@ -1,8 +1,9 @@
 """What each store operation costs in Firestore document reads and writes, held to budget.
 
-The budgets (issues 3 and 15): a blocking short task 2 writes and no read (its task is its
-message's record), GetTask 1 read, a ListTasks page of N tasks N reads plus the count. A
-push config put within the per-task limit: its task and the task's configs read, two writes.
+The budgets (issues 3, 15 and 27): a blocking short task 1 write and no read (its task is its
+message's record, and holds its log), GetTask 1 read, a ListTasks page of N tasks N reads
+plus the count. A push config put within the per-task limit: its task and the task's configs
+read, two writes.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pytest
 
 from shared import lifecycle
 from shared.model import Artifact, ArtifactUpdate, Event, Part, Task, TaskState, TaskStatus
-from shared.ports import DuplicateMessage, TaskQuery, TooManyPushConfigs, VersionConflict
+from shared.ports import DuplicateMessage, Lease, TaskQuery, TooManyPushConfigs, VersionConflict
 from shared.store.firestore import FirestoreTaskStore
 from shared.store.firestore_push import FirestorePushConfigStore
 from tests.store.conftest import MakeStore
@@ -47,17 +48,31 @@ def test_a_blocking_short_task_is_one_create(store: FirestoreTaskStore) -> None:
     )
     key = sent("m-1")
     own = replace(start, id=key.task_id(ALICE))
-    store.create(ALICE, lifecycle.apply_all(own, run), run, dialect="v1.0", message_key=key)
-    assert spent(store) == (0, 2)  # the task (the message's record) and its events
+    first = store.create(ALICE, lifecycle.apply_all(own, run), run, dialect="v1.0", message_key=key)
+    # Created ended, the task (the message's record) holds its events itself.
+    assert spent(store) == (0, 1)
+    logged = store.events(ALICE, own.id)
+    assert [entry.event for entry in logged] == run
+    assert [entry.seq for entry in logged] == [1, 2, 3, 4]
+    assert spent(store) == (2, 0)  # the query, which finds no event document, and the task
+    assert [entry.seq for entry in store.events(ALICE, own.id, after_seq=2)] == [3, 4]
+    assert store.events(MALLORY, own.id) == []
+    assert store.get(ALICE, own.id) == first
+    spent(store)
     # Its resend: the batch refused, one read (the task: not a retry of our own batch).
     with pytest.raises(DuplicateMessage):
         store.create(ALICE, lifecycle.apply_all(own, run), run, dialect="v1.0", message_key=key)
     assert spent(store) == (1, 0)
     # A task of the client's id records the message in a document of its own.
+    spent(store)
     store.create(
         ALICE, lifecycle.apply_all(start, run), run, dialect="v1.0", message_key=sent("m-2")
     )
-    assert spent(store) == (0, 3)
+    assert spent(store) == (0, 2)
+    # A task created working (its turn's lease) has a log to grow: an event document.
+    working = replace(start, id="working", status=TaskStatus(state=TaskState.WORKING))
+    store.create(ALICE, working, events, dialect="v1.0", lease=Lease(turn=1, holder="h"))
+    assert spent(store) == (0, 2)
 
 
 def test_get_is_one_read(store: FirestoreTaskStore) -> None:
@@ -122,8 +137,10 @@ def test_reading_the_log_is_one_read_per_commit(store: FirestoreTaskStore) -> No
     assert spent(store) == (2, 0)
     store.events(ALICE, task.id, after_seq=3)
     assert spent(store) == (1, 0)
-    assert store.events(ALICE, task.id, after_seq=4) == []  # polling for nothing new
-    assert spent(store) == (1, 0)
+    # Nothing new: the query finds no event document, and the task is read (a task created
+    # ended holds its log itself).
+    assert store.events(ALICE, task.id, after_seq=4) == []
+    assert spent(store) == (2, 0)
 
 
 def test_a_push_config_within_the_limit_costs_what_the_check_before_it_did(

@@ -11,11 +11,13 @@ import pytest
 
 from emulator.firestore import FirestoreEmulator
 from shared.app import build
+from shared.model import TaskState
 from shared.settings import Settings
 from shared.store.firestore import FirestoreTaskStore
 from shared.store.memory import MemoryTaskStore
 from shared.store.notifying import NotifyingTaskStore
 from tests.conftest import Client, Server
+from tests.test_streaming import frames, open_stream
 
 Start = Callable[..., Server]
 
@@ -157,16 +159,16 @@ def test_cost_budgets_per_operation(
     spent()
     task = client.result("SendMessage", message("hello", "m1"), version="1.0")["task"]
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
-    # Budget: no read, 2 writes (the task, whose id is the message's record, and its events);
-    # the task says it has no push configs, so none are read.
-    assert spent() == (0, 2)
+    # Budget: no read, 1 write (the task, whose id is the message's record, created ended
+    # with its events in it); the task says it has no push configs, so none are read.
+    assert spent() == (0, 1)
 
     again = client.result("SendMessage", message("hello", "m1"), version="1.0")["task"]
     assert again["id"] == task["id"]
     assert spent() == (2, 0)  # a resend: its create refused, the first task read (twice)
     other = client.result("SendMessage", message("other", "m1"), version="1.0")["task"]
     assert other["id"] != task["id"]
-    assert spent() == (0, 2)  # other content: a new message
+    assert spent() == (0, 1)  # other content: a new message
 
     client.result("GetTask", {"id": task["id"]}, version="1.0")
     assert spent() == (1, 0)
@@ -206,3 +208,39 @@ def test_a_part_too_large_for_the_store_is_invalid_params(
     assert error["code"] == -32602
     assert "900000" in error["message"] or "900,000" in error["message"]
     assert client.result("ListTasks", {}, version="1.0")["totalSize"] == 0  # nothing stored
+
+
+def test_a_short_task_is_one_write_and_serves_its_log(clean_firestore: FirestoreEmulator) -> None:
+    """A blocking send whose turn ended at once is stored in one write, its events in its
+    task's document: identical sends at the same moment still make one task, and a stream
+    resumed from any of its events gets the rest of its log, then its end."""
+    client = firestore_client(clean_firestore, handler="functions.handlers.echo")
+    store = adapter(client)
+    assert isinstance(store, FirestoreTaskStore)
+    store.cost.reset()
+    barrier = threading.Barrier(2)
+    answers: list[dict[str, Any]] = []
+
+    def send() -> None:
+        barrier.wait()
+        answers.append(client.result("SendMessage", message("hello", "same"), version="1.0"))
+
+    threads = [threading.Thread(target=send) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    ids = {answer["task"]["id"] for answer in answers}
+    assert len(ids) == 1 and len(answers) == 2
+    assert store.cost.writes == 1  # the resend's create was refused: nothing written
+    (task_id,) = ids
+    stored = store.get("anonymous", task_id)
+    assert stored is not None and stored.task.status.state is TaskState.COMPLETED
+    logged = store.events("anonymous", task_id)
+    assert [entry.seq for entry in logged] == list(range(1, stored.last_seq + 1))
+    resumed = frames(
+        open_stream(client, "SubscribeToTask", {"id": task_id}, {"Last-Event-ID": "1"})
+    )
+    got = list(resumed)
+    assert [int(event.id or "") for event in got] == list(range(2, stored.last_seq + 1))
+    assert got[-1].data["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
