@@ -452,7 +452,8 @@ class Settings:
     # webhook): a burst of events costs one Firestore write batch rather than one per event.
     stream_commit_interval: float = _setting("A2A_STREAM_COMMIT_INTERVAL_SECONDS", 0.05, _Seconds())
     # functions-framework's own THREADS variable (its default is 4 per CPU): the function's
-    # pool, which runs its requests and holds its streams (shared/bindings/asgi.py).
+    # pool, which runs its requests and makes its streams' frames; a stream waiting for its
+    # next event holds no thread (shared/bindings/asgi.py).
     threads: int = _setting("THREADS", _threads, _Count(1))
     # The browser console at /console (shared/bindings/console.py): static files over the
     # agent's own API, for development (`make run` turns it on); deployed agents leave it off.
