@@ -34,8 +34,16 @@ MAX_FIRESTORE_EVENT = 900_000
 # function with room for requests: about 18,000 short tasks (~1.8 KiB each).
 MEMORY_MAX_BYTES = 32 * 1024 * 1024
 
+# The requests one Cloud Run instance takes at once at most (its concurrency's limit, which
+# the deployed `a2a` uses: infra/deploy.toml). A stream waiting for its next event holds no
+# thread and < 5 KiB (`make bench BENCH_ARGS="--only streams"`: 1,000 idle streams of 20 owners
+# on one instance take ~4 MiB of 512), so an instance's streams are bounded by this, not by
+# memory nor THREADS: A2A_MAX_STREAMS is this less THREADS by default (deployed: 1000 - 80 =
+# 920), so that an instance full of streams still takes THREADS other requests.
+INSTANCE_REQUESTS = 1000
+
 # An owner's share of an instance's streams by default (A2A_MAX_STREAMS_PER_OWNER): a
-# quarter, so four owners streaming at once each get all of theirs (deployed: 19 of 78), and
+# quarter, so four owners streaming at once each get all of theirs (deployed: 230 of 920), and
 # at least two on a small instance (a client often holds a send's stream and a subscription:
 # the console does).
 OWNER_STREAM_SHARE = 4
@@ -433,8 +441,8 @@ class Settings:
     # A stream on a task that waits for input (input- or auth-required) ends after this many
     # seconds without news; the client resubscribes to wait on.
     stream_idle: float = _setting("A2A_STREAM_IDLE_SECONDS", 15, _Seconds())
-    # Streams one instance holds at once (each holds one of its THREADS); unset: THREADS less
-    # two, so that other requests still find a thread.
+    # Streams one instance holds at once (each holds a connection, and a thread only while it
+    # makes a frame); unset: INSTANCE_REQUESTS less THREADS.
     max_streams: int | None = _setting("A2A_MAX_STREAMS", None, _Count(1, optional=True))
     # Streams one owner holds at once on an instance; unset: an OWNER_STREAM_SHARE of the
     # instance's limit (at least two, or the limit), so that that many owners each get
@@ -509,7 +517,7 @@ class Settings:
 
     @property
     def stream_limit(self) -> int:
-        return self.max_streams or max(self.threads - 2, 1)
+        return self.max_streams or max(INSTANCE_REQUESTS - self.threads, 1)
 
     @property
     def google_audiences(self) -> tuple[str, ...]:
