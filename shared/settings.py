@@ -36,10 +36,11 @@ MEMORY_MAX_BYTES = 32 * 1024 * 1024
 
 # The requests one Cloud Run instance takes at once at most (its concurrency's limit, which
 # the deployed `a2a` uses: infra/deploy.toml). A stream waiting for its next event holds no
-# thread and < 5 KiB (`make bench BENCH_ARGS="--only streams"`: 1,000 idle streams of 20 owners
-# on one instance take ~4 MiB of 512), so an instance's streams are bounded by this, not by
-# memory nor THREADS: A2A_MAX_STREAMS is this less THREADS by default (deployed: 1000 - 80 =
-# 920), so that an instance full of streams still takes THREADS other requests.
+# thread, and ~40 KiB (embedded) or ~155 KiB (Firestore: its task's listener) of memory
+# (`make bench BENCH_ARGS="--only streams"`: 512 MiB holds ~2,700 on Firestore), so an
+# instance's streams are bounded by this, not by memory nor THREADS: A2A_MAX_STREAMS is this
+# less THREADS by default (deployed: 1000 - 80 = 920, ~230 MiB on Firestore), so that an
+# instance full of streams still takes THREADS other requests.
 INSTANCE_REQUESTS = 1000
 
 # An owner's share of an instance's streams by default (A2A_MAX_STREAMS_PER_OWNER): a
