@@ -236,12 +236,17 @@ class FirestoreTail:
         if watch is None or not watch.active:  # polling: the next read is due then
             return max(self._next_poll - time.monotonic(), 0)
         with watch.arrived:
-            ready = watch.newest > self.position or self.position < watch.floor
-            if not ready:
+            # Behind what the listener holds, the tail reads the log itself, when its poll
+            # is due.
+            behind = self.position < watch.floor
+            ready = watch.newest > self.position and not behind
+            if not ready and not behind:
                 watch.watching.add(wake)
                 self._waking = (watch, wake)
             # The log is read in a silent listener's place (`next`) once this has passed.
             silent_at = watch.heard + SILENT_SECONDS
+        if behind:
+            return max(self._next_poll - time.monotonic(), 0)
         if ready:
             wake()
         return max(silent_at - time.monotonic(), 0)
