@@ -14,13 +14,16 @@ AUTH ?=
 IDENTITY ?=
 OPEN_TO_EVERYONE ?=
 INVOKERS ?=
+# SIGN_CARD=1: sign the agent card with a key the deploy makes in Secret Manager (once)
+SIGN_CARD ?=
 DRY_RUN ?=
 URL ?=
 # make smoke: a Google ID token (default: gcloud auth print-identity-token), or an API key
 TOKEN ?=
 API_KEY ?=
 INFRA_ENV = PROJECT=$(PROJECT) REGION=$(REGION) HANDLER=$(HANDLER) AUTH=$(AUTH) \
-  IDENTITY=$(IDENTITY) OPEN_TO_EVERYONE=$(OPEN_TO_EVERYONE) INVOKERS=$(INVOKERS) DRY_RUN=$(DRY_RUN)
+  IDENTITY=$(IDENTITY) OPEN_TO_EVERYONE=$(OPEN_TO_EVERYONE) INVOKERS=$(INVOKERS) \
+  SIGN_CARD=$(SIGN_CARD) DRY_RUN=$(DRY_RUN)
 
 # `make run BACKEND=firestore` with no project set talks to `make emulators` on its default port.
 ifeq ($(BACKEND),firestore)
@@ -66,11 +69,17 @@ run: $(STAMP)  ## serve the sample agent on localhost:$(PORT) (BACKEND=memory|fi
 	  "WARNING: HOST=$(HOST) listens beyond this machine, but A2A_AUTH=none asks no credentials:" \
 	  "requests sent to any name but localhost (or A2A_PUBLIC_URL's host) are refused;" \
 	  "to serve the LAN, set A2A_AUTH=api-key and A2A_API_KEYS";; esac
+	@# "ready" once the card answers (emulator/ready.py): the watcher gets the server's PID,
+	@# which `exec` keeps, and stops with it.
+	@$(PY) -m emulator.ready --pid $$$$ --say "ready: http://localhost:$(PORT) answers" \
+	  http://127.0.0.1:$(PORT)/.well-known/agent-card.json & \
 	PYTHONPATH=$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH} \
-	  $(RUN_ENV) $(LOCAL_ENV) A2A_BACKEND=$(BACKEND) A2A_HANDLER=$(HANDLER) $(VENV)/bin/functions-framework \
+	  $(RUN_ENV) $(LOCAL_ENV) A2A_BACKEND=$(BACKEND) A2A_HANDLER=$(HANDLER) exec $(VENV)/bin/functions-framework \
 	  --target=a2a --source=functions/main.py --host=$(HOST) --port=$(PORT)
 
 # The three functions on the emulators, wired as `make deploy` wires them (emulator/dev.py).
+# Every port follows PORT (worker +1, deliver +2, Firestore +5, Cloud Tasks +942; DEV_ARGS
+# sets one); HANDLER is looked up on PYTHONPATH after this checkout, as `make run` does.
 dev: $(STAMP)  ## a2a, worker and deliver on the Firestore and Cloud Tasks emulators, reloading on changes
 	$(PY) -m emulator dev --port $(PORT) --handler $(HANDLER) $(DEV_ARGS)
 

@@ -9,6 +9,13 @@ secret the worker and the deliverer check (emulator/oidc.py). Local differences,
 the banner: callers are not authenticated unless A2A_AUTH says so, webhooks on this machine
 are allowed, the console is on.
 
+Every port follows `--port` (`make dev PORT=N`): worker N+1, deliver N+2, Firestore N+5,
+Cloud Tasks N+942 (8080 gives the emulators' own defaults, 8085 and 9022); DEV_ARGS' flags
+move one. The handler is looked up on the developer's PYTHONPATH (after this checkout)
+before anything starts, and the functions get that path too. "ready" is said once each
+function answered over HTTP (emulator/ready.py); otherwise each one that did not is named,
+with the last line it wrote (the exception a failed import ends with).
+
 The functions' output and the Cloud Tasks emulator's dispatches are one stream, each line
 prefixed with its process's name. When a Python file under functions/ or shared/ (or the
 handler module's) changes, the three functions restart; the emulators and their data stay.
@@ -18,6 +25,7 @@ Ctrl-C (SIGINT) or SIGTERM stops everything this started, by process group.
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import os
 import secrets
@@ -33,7 +41,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, TYPE_CHECKING
 
-from emulator import cloud_tasks, firestore
+from emulator import cloud_tasks, firestore, ready
 from emulator._process import REPO_ROOT, EmulatorError, port_in_use, stop_pid
 from emulator.cloud_tasks import TasksEmulator, start_tasks_emulator
 from emulator.firestore import FirestoreEmulator, start_firestore
@@ -50,6 +58,15 @@ WATCHED = ("functions", "shared")  # folders whose Python files restart the func
 POLL_SECONDS = 0.5  # how often the files are looked at
 START_SECONDS = 30.0  # a function that does not answer by then is reported as not started
 STOP_GRACE = 2.0  # seconds each process has after SIGTERM before SIGKILL
+DEFAULT_PORT = 8080
+# Each port's distance from a2a's: 8080 keeps the emulators on their own default ports.
+OFFSETS = {
+    "worker": 1,
+    "deliver": 2,
+    "firestore": firestore.DEFAULT_PORT - DEFAULT_PORT,
+    "tasks": cloud_tasks.DEFAULT_PORT - DEFAULT_PORT,
+}
+TAIL_LINES = 40  # what is kept of each function's output, to say why it did not start
 
 
 @dataclass
@@ -61,6 +78,74 @@ class Function:
     env: dict[str, str]
     process: subprocess.Popen[bytes] | None = None
     reader: threading.Thread | None = field(default=None, repr=False)
+    tail: collections.deque[str] = field(
+        default_factory=lambda: collections.deque(maxlen=TAIL_LINES), repr=False
+    )
+
+    def why(self) -> str:
+        """Why it does not answer: how it exited and the last line it wrote."""
+        code = self.process.poll() if self.process is not None else None
+        said = next((line.strip() for line in reversed(self.tail) if line.strip()), "")
+        how = (
+            f"exited with code {code}" if code is not None else f"no answer in {START_SECONDS:g} s"
+        )
+        return f"{how}: {said}" if said else how
+
+
+def ports_from(args: argparse.Namespace) -> dict[str, int]:
+    """a2a's port and every other one: given in DEV_ARGS, or at its offset from a2a's."""
+    ports = {"a2a": args.port}
+    for name, offset in OFFSETS.items():
+        given = getattr(args, f"{name}_port")
+        ports[name] = args.port + offset if given is None else given
+    for name, port in ports.items():
+        if not 1 <= port <= 65535:
+            raise EmulatorError(
+                f"port {port} (for {name}, PORT={args.port} + {OFFSETS.get(name, 0)}) is not a "
+                f"port: choose a lower PORT, or set it with DEV_ARGS='--{name}-port N'"
+            )
+    taken: dict[int, str] = {}
+    for name, port in ports.items():
+        if port in taken:
+            raise EmulatorError(
+                f"port {port} is given to both {taken[port]} and {name}: give each its own "
+                "(DEV_ARGS='--worker-port N --deliver-port N --firestore-port N --tasks-port N')"
+            )
+        taken[port] = name
+    return ports
+
+
+def python_path(environ: Mapping[str, str]) -> str:
+    """The functions' PYTHONPATH: this checkout first, then the developer's."""
+    theirs = environ.get("PYTHONPATH", "")
+    return os.pathsep.join([str(REPO_ROOT), *(part for part in theirs.split(os.pathsep) if part)])
+
+
+def find_handler(module: str, path: str) -> Path:
+    """The file of the handler module as the functions will import it (on `path`), found
+    without running it; EmulatorError naming the module and the path when there is none."""
+    probe = (
+        "import importlib.util, sys\n"
+        "try:\n    spec = importlib.util.find_spec(sys.argv[1])\n"
+        "except (ImportError, ValueError):\n    spec = None\n"
+        "print(spec.origin if spec and spec.origin else '')"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", probe, module],
+        env={**os.environ, "PYTHONPATH": path},
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    ).stdout.strip()
+    if not found:
+        raise EmulatorError(
+            f"the handler module {module} is not on the functions' PYTHONPATH ({path}): "
+            "put the folder that holds it on PYTHONPATH (PYTHONPATH=/my/agents make dev "
+            "HANDLER=my_agent), or check HANDLER's spelling"
+        )
+    return Path(found)
 
 
 def local_url(role: str, port: int) -> str:
@@ -80,6 +165,8 @@ def function_envs(
     from infra.plan import WIRING, function_env
 
     own = {k: v for k, v in environ.items() if k.startswith("A2A_")}
+    # One owner's log tag alike on the three functions, as the deploy's shared secret makes it.
+    own.setdefault("A2A_LOG_OWNER_KEY", secrets.token_hex(32))
     envs: dict[str, dict[str, str]] = {}
     for role in ROLES:
         deployed = {k: v for k, v in function_env(deploy, role).items() if k not in NOT_LOCAL}
@@ -94,7 +181,7 @@ def function_envs(
             **wiring,
             "A2A_BACKEND": "firestore",
             **emulators,
-            "PYTHONPATH": str(REPO_ROOT),
+            "PYTHONPATH": python_path(environ),
             "PYTHONUNBUFFERED": "1",
         }
     return envs
@@ -148,6 +235,7 @@ class Dev:
         self.store: FirestoreEmulator | None = None
         self.tasks: TasksEmulator | None = None
         self.functions: list[Function] = []
+        self.handler_file: Path | None = None
 
     def say(self, text: str, prefix: str = "dev") -> None:
         with self._print_lock:
@@ -171,18 +259,20 @@ class Dev:
             deploy = load(environ={**os.environ, "PROJECT": args.project, "HANDLER": args.handler})
         except SettingsError as exc:
             raise EmulatorError(f"the deploy settings (infra/deploy.toml): {exc}") from None
-        ports = {"a2a": args.port, "worker": args.worker_port, "deliver": args.deliver_port}
+        ports = ports_from(args)
+        # Before anything starts: a handler the functions cannot import would kill all three.
+        self.handler_file = find_handler(args.handler, python_path(os.environ))
         for role, port in ports.items():
             if port_in_use("127.0.0.1", port):
                 raise EmulatorError(
-                    f"port {port} (for {role}) is in use: stop what serves it, or choose other "
-                    "ports (make dev PORT=N DEV_ARGS='--worker-port N --deliver-port N')"
+                    f"port {port} (for {role}) is in use: stop what serves it, or choose another "
+                    f"PORT (every port follows it), or set this one with DEV_ARGS='--{role}-port N'"
                 )
         secret = os.environ.get(cloud_tasks.SECRET_ENV) or secrets.token_urlsafe(24)
         # Both at once: each takes seconds, mostly waiting.
         with ThreadPoolExecutor(2) as pool:
-            store = pool.submit(start_firestore, args.firestore_port, project=args.project)
-            tasks = pool.submit(start_tasks_emulator, args.tasks_port, secret=secret, out=None)
+            store = pool.submit(start_firestore, ports["firestore"], project=args.project)
+            tasks = pool.submit(start_tasks_emulator, ports["tasks"], secret=secret, out=None)
             failures = [e for f in (store, tasks) if (e := f.exception()) is not None]
         # Whichever started is stopped at shutdown, also when the other failed.
         self.store = None if store.exception() else store.result()
@@ -206,12 +296,12 @@ class Dev:
         self.functions = [Function(role, ports[role], envs[role]) for role in ROLES]
         if self.stop.is_set():
             return 0
-        self.start_functions()
-        self.banner(queues)
+        answering = self.start_functions()
+        self.banner(queues, ports)
         # What the queues dispatch, and how the functions answered, in the same stream.
         tail = threading.Thread(target=self._tail, args=(self.tasks.log_path,), daemon=True)
         tail.start()
-        self.say("ready")
+        self._say_ready(answering)
         seen = snapshot(self.watched())
         while not self.stop.wait(POLL_SECONDS):
             now = snapshot(self.watched())
@@ -220,19 +310,27 @@ class Dev:
                 seen = now
                 self.say(f"{', '.join(changed[:3])} changed: restarting the functions")
                 self.stop_functions()
-                self.start_functions()
-                self.say("ready")
+                self._say_ready(self.start_functions())
         return 0
+
+    def _say_ready(self, answering: bool) -> None:
+        if answering:
+            self.say("ready")
+        elif not self.stop.is_set():
+            self.say("not ready: fix what is named above and save, the functions restart on it")
 
     def watched(self) -> list[Path]:
         roots = [REPO_ROOT / folder for folder in WATCHED]
-        handler = REPO_ROOT.joinpath(*self.args.handler.split("."))
-        roots += [handler.with_suffix(".py"), handler]
+        if self.handler_file is not None:  # a package's whole folder, else its one file
+            package = self.handler_file.name == "__init__.py"
+            roots.append(self.handler_file.parent if package else self.handler_file)
         return roots
 
-    def start_functions(self) -> None:
+    def start_functions(self) -> bool:
+        """Start the three; True once each answers over HTTP, else each failure is said."""
         framework = Path(sys.executable).with_name("functions-framework")
         for function in self.functions:
+            function.tail.clear()
             function.process = subprocess.Popen(
                 [
                     str(framework),
@@ -254,23 +352,36 @@ class Dev:
             function.reader.start()
         started = time.monotonic()
         deadline = started + START_SECONDS
-        for function in self.functions:
-            if not self._wait_answering(function, deadline) and not self.stop.is_set():
-                self.say(
-                    f"{function.role} did not start (its output is above): fix it and save, "
-                    "the functions restart on the change"
-                )
-        self.say(f"functions started in {time.monotonic() - started:.1f} s")
+        failed = [f for f in self.functions if not self._answers(f, deadline)]
+        if self.stop.is_set():
+            return False
+        for function in failed:
+            exited = function.process is not None and function.process.poll() is not None
+            if exited and function.reader is not None:
+                function.reader.join(STOP_GRACE)  # its last words, before they are read
+            self.say(f"{function.role} did not start: {function.why()}")
+        if not failed:
+            self.say(f"functions started in {time.monotonic() - started:.1f} s")
+        return not failed
 
-    def _wait_answering(self, function: Function, deadline: float) -> bool:
-        assert function.process is not None
-        while time.monotonic() < deadline and not self.stop.is_set():
-            if function.process.poll() is not None:
-                return False
-            if port_in_use("127.0.0.1", function.port):
-                return True
-            time.sleep(0.05)
-        return False
+    def _answers(self, function: Function, deadline: float) -> bool:
+        """a2a serves its card; worker and deliver answer at all (a GET is not theirs)."""
+        process = function.process
+        assert process is not None
+        base = local_url(function.role, function.port).rstrip("/")
+        card = function.role == "a2a"
+        url = base + ready.CARD_PATH if card else base + "/"
+
+        def wanted(code: int) -> bool:
+            return code == 200 if card else code < 500
+
+        seen = ready.wait_answering(
+            url,
+            wanted,
+            running=lambda: process.poll() is None and not self.stop.is_set(),
+            deadline=deadline,
+        )
+        return seen is not None and wanted(seen)
 
     def _tail(self, log: Path) -> None:
         """Relay the Cloud Tasks emulator's log lines (from now on) until the stop."""
@@ -285,13 +396,16 @@ class Dev:
 
     def _relay(self, role: str, process: subprocess.Popen[bytes]) -> None:
         assert process.stdout is not None
+        function = next(f for f in self.functions if f.role == role)
         with process.stdout:
             for raw in process.stdout:
-                self.say(raw.decode(errors="replace").rstrip("\n"), role)
+                line = raw.decode(errors="replace").rstrip("\n")
+                function.tail.append(line)
+                self.say(line, role)
 
-    def banner(self, queues: list[str]) -> None:
+    def banner(self, queues: list[str], ports: Mapping[str, int]) -> None:
         assert self.store is not None and self.tasks is not None
-        a2a = local_url("a2a", self.args.port)
+        a2a = local_url("a2a", ports["a2a"])
         auth = os.environ.get("A2A_AUTH") or "none"
         hosts = os.environ.get("A2A_PUSH_ALLOWED_HOSTS", LOOPBACK_HOSTS)
         lines = [
@@ -299,8 +413,8 @@ class Dev:
             f"  agent card   {a2a}.well-known/agent-card.json",
             f"  JSON-RPC     {a2a}   (HTTP+JSON at the same base URL)",
             f"  console      {a2a}console",
-            f"  worker       {local_url('worker', self.args.worker_port)}   <- {queues[0]}",
-            f"  deliver      {local_url('deliver', self.args.deliver_port)}   <- {queues[1]}",
+            f"  worker       {local_url('worker', ports['worker'])}   <- {queues[0]}",
+            f"  deliver      {local_url('deliver', ports['deliver'])}   <- {queues[1]}",
             f"  Firestore    {self.store.address}   log {self.store.log_path}",
             f"  Cloud Tasks  {self.tasks.address}   log {self.tasks.log_path}",
             f"  A2A_AUTH={auth}"
@@ -350,10 +464,13 @@ def snapshot(roots: list[Path]) -> dict[Path, float]:
 
 
 def changes(before: Mapping[Path, float], after: Mapping[Path, float]) -> list[str]:
-    """The files added, removed or modified between two snapshots, relative to the root."""
+    """The files added, removed or modified between two snapshots, relative to the root
+    (a handler outside the checkout: its full path)."""
     modified = {p for p in before.keys() & after.keys() if before[p] != after[p]}
     paths = before.keys() ^ after.keys() | modified
-    return sorted(str(p.relative_to(REPO_ROOT)) for p in paths)
+    return sorted(
+        str(p.relative_to(REPO_ROOT) if p.is_relative_to(REPO_ROOT) else p) for p in paths
+    )
 
 
 def _python_files(roots: list[Path]) -> Iterator[tuple[Path, float]]:
@@ -370,11 +487,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m emulator dev", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--port", type=int, default=8080, help="a2a's port (default 8080)")
-    parser.add_argument("--worker-port", type=int, default=8081)
-    parser.add_argument("--deliver-port", type=int, default=8082)
-    parser.add_argument("--firestore-port", type=int, default=firestore.DEFAULT_PORT)
-    parser.add_argument("--tasks-port", type=int, default=cloud_tasks.DEFAULT_PORT)
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"a2a's port (default {DEFAULT_PORT})"
+    )
+    for name, offset in OFFSETS.items():
+        parser.add_argument(f"--{name}-port", type=int, help=f"default: --port + {offset}")
     parser.add_argument("--project", default=firestore.DEFAULT_PROJECT)
     parser.add_argument("--handler", default="functions.handlers.sample")
     return parser

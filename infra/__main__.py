@@ -1,4 +1,5 @@
-"""`python -m infra deploy|destroy|stage`: the commands behind make deploy, destroy and stage."""
+"""`python -m infra deploy|destroy|stage|summary`: the commands behind make deploy, destroy and
+stage, and README's list of what a deploy creates."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from infra.runner import Runner, StepFailed
 from infra.settings import DEFAULT_FILE, Settings, SettingsError, load
 from infra.stage import StageError, stage
 from infra.steps import PlanError
+from infra.summary import summary
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CARD_PATH = "/.well-known/agent-card.json"
@@ -23,6 +25,11 @@ def main(argv: list[str] | None = None) -> int:
         settings = load(args.settings, os.environ)
         if args.command == "stage":
             return _stage(settings, args.repo_root, args.stage_dir)
+        if args.command == "summary":
+            print(
+                summary(settings.model_copy(update={"project": settings.project or "my-project"}))
+            )
+            return 0
         if not settings.project:
             raise SettingsError("no project: run make deploy PROJECT=my-project")
         runner = Runner(settings.project, dry_run=args.dry_run, out=sys.stdout)
@@ -55,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
         "--delete-database", action="store_true", help="also delete the Firestore database"
     )
     commands.add_parser("stage", help="build the staging folders only")
+    commands.add_parser("summary", help="print README's list of what deploy creates")
     return parser
 
 

@@ -1,25 +1,28 @@
 """The ordered steps of `make deploy` and `make destroy`, built from the settings.
 
-Order is what makes one pass enough: APIs before any resource, service accounts before the
-bindings and functions that name them, `deliver` before `worker` before `a2a` so that each is
-deployed knowing the URLs it enqueues to, and invoker bindings once their service exists. A
-function also learns its own URL, the audience of the tokens it checks, fixed at deploy time
-rather than read from a request's Host header: on a first deploy it exists only after its
-deploy step, so a last step per function sets it (a redeploy finds it already set).
+Order is what makes one pass enough: APIs before any resource, the project's number before
+the functions (each function's deterministic run.app URL names it: infra.resources.Project,
+so each is built once, knowing the URLs it enqueues to and its own, the audience of the
+tokens it checks, fixed at deploy time rather than read from a request's Host header),
+service accounts and their roles before the functions that run or are built as them
+(Cloud Build's account too, granted up front), and invoker bindings once their service exists.
 
 Who may call `a2a` is checked before anything runs (infra.settings.Settings.check_access): by
 default IAM-authenticated with A2A_AUTH=google; never public with A2A_AUTH=none unless asked.
 Each function runs as an account with only the roles it uses: a2a and worker (runtime) read
-and write Firestore and enqueue Cloud Tasks as the invoker account; deliver uses Firestore and
-re-queues a delivery that finds its config busy (Cloud Tasks, as the invoker account too).
-With `[env] A2A_TRACING = "gcp"` both accounts also write spans to Cloud Trace; a deploy with
-tracing off (or to OTLP) takes that role away again.
+and write Firestore and enqueue on both queues (and only there) as the invoker account;
+deliver uses Firestore and re-queues a delivery that finds its config busy (the push queue
+only, as the invoker account too). With `[env] A2A_TRACING = "gcp"` both accounts also write
+spans to Cloud Trace; a deploy with tracing off (or to OTLP) takes that role away again, as
+it takes away the project-wide enqueuer role earlier versions granted. The three functions
+share one A2A_LOG_OWNER_KEY, a secret the first deploy generates.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +34,9 @@ from infra.resources import (
     FieldOverride,
     Function,
     FunctionSpec,
+    GeneratedSecret,
     Notice,
+    Project,
     Queue,
     Removal,
     SchedulerJob,
@@ -41,6 +46,7 @@ from infra.resources import (
     index_from_file,
     index_kind,
     project_policy,
+    queue_policy,
     secret_policy,
     service_policy,
 )
@@ -58,9 +64,9 @@ APIS = (
     "firestore.googleapis.com",
     "cloudtasks.googleapis.com",
     "cloudscheduler.googleapis.com",  # the sweep's schedule
+    "secretmanager.googleapis.com",  # the shared A2A_LOG_OWNER_KEY, and [secrets]
 )
-SECRETS_API = "secretmanager.googleapis.com"
-# deliver first: worker needs its URL, a2a needs both.
+# The public endpoint last: what it enqueues to serves by the time it takes a request.
 DEPLOY_ORDER = ("deliver", "worker", "a2a")
 # Environment variable -> role whose URL it carries, per function (its own: its tokens' audience).
 WIRING: dict[str, dict[str, str]] = {
@@ -68,11 +74,23 @@ WIRING: dict[str, dict[str, str]] = {
     "worker": {"A2A_DELIVER_URL": "deliver", "A2A_WORKER_URL": "worker"},
     "deliver": {"A2A_DELIVER_URL": "deliver"},
 }
-PROJECT_ROLES = ("roles/datastore.user", "roles/cloudtasks.enqueuer")  # a2a and worker
-# Reads tasks and configs, records deliveries; re-queues a delivery that finds its config busy.
-DELIVER_ROLES = ("roles/datastore.user", "roles/cloudtasks.enqueuer")
-# Secrets only `a2a` reads: the callers' key hashes stay away from worker and deliver.
-A2A_ONLY_SECRETS = frozenset({"A2A_API_KEYS"})
+# Firestore, project-wide (a database's IAM is the project's): a2a and worker (runtime), and
+# deliver, which reads tasks and configs and records deliveries.
+PROJECT_ROLES = ("roles/datastore.user",)
+ENQUEUER = "roles/cloudtasks.enqueuer"  # on the queues each function enqueues to, no others
+# Secrets only `a2a` reads: the callers' key hashes and the card's signing key stay away from
+# worker and deliver.
+A2A_ONLY_SECRETS = frozenset({"A2A_API_KEYS", "A2A_CARD_SIGNING_KEY"})
+LOG_OWNER_KEY = "A2A_LOG_OWNER_KEY"
+SECRET_ACCESSOR = "roles/secretmanager.secretAccessor"
+# What Cloud Build's account needs to build a function from source: write the build's logs,
+# push its image to Artifact Registry, read the uploaded source (Cloud Run's "build service
+# account" page lists these three).
+BUILD_ROLES = (
+    "roles/logging.logWriter",
+    "roles/artifactregistry.writer",
+    "roles/storage.objectAdmin",
+)
 INVOKER = "roles/run.invoker"
 # Writes spans to Cloud Trace: held by the functions' accounts only while A2A_TRACING=gcp.
 TRACE_AGENT = "roles/cloudtrace.agent"
@@ -124,11 +142,68 @@ def _threads(function: FunctionSettings) -> int:
 
 
 def function_secrets(settings: Settings, role: str) -> dict[str, str]:
+    """Secret Manager references by variable: the shared log owner key (unless `[secrets]`
+    names its own), then `[secrets]`, less what only a2a reads."""
+    wanted = {LOG_OWNER_KEY: f"{settings.log_owner_secret}:latest", **settings.all_secrets}
+    return {env: ref for env, ref in wanted.items() if role == "a2a" or env not in A2A_ONLY_SECRETS}
+
+
+def _members(settings: Settings) -> dict[str, str]:
     return {
-        env: ref
-        for env, ref in settings.secrets.items()
-        if role == "a2a" or env not in A2A_ONLY_SECRETS
+        "runtime": f"serviceAccount:{settings.runtime_email}",
+        "deliver": f"serviceAccount:{settings.deliver_email}",
+        "invoker": f"serviceAccount:{settings.invoker_email}",
+        "build": f"serviceAccount:{settings.build_email}",
     }
+
+
+def grants(settings: Settings) -> list[Binding]:
+    """Every role a deploy grants its accounts (or makes sure they lack), on what."""
+    project, region = settings.project, settings.region
+    member = _members(settings)
+    runtime, deliverer = member["runtime"], member["deliver"]
+    work, push = settings.queues.work.name, settings.queues.push.name
+    users = ((runtime, ("a2a", "worker")), (deliverer, ("deliver",)))
+    return [
+        *(
+            Binding(project, project_policy(project), role, m)
+            for m, _ in users
+            for role in PROJECT_ROLES
+        ),
+        # Each account enqueues on the queues its functions use, and nowhere else.
+        *(
+            Binding(project, queue_policy(queue, region), ENQUEUER, m)
+            for m, queues in ((runtime, (work, push)), (deliverer, (push,)))
+            for queue in queues
+        ),
+        # Earlier versions granted it project-wide: taken away.
+        *(Binding(project, project_policy(project), ENQUEUER, m, present=False) for m, _ in users),
+        # Switching tracing off (or to otlp) also takes the role away.
+        *(
+            Binding(
+                project,
+                project_policy(project),
+                TRACE_AGENT,
+                m,
+                present=any(_traces_to_gcp(settings, role) for role in roles),
+            )
+            for m, roles in users
+        ),
+        # The functions create tasks whose OIDC token is minted for the invoker account.
+        *(
+            Binding(
+                project, account_policy(settings.invoker_email), "roles/iam.serviceAccountUser", m
+            )
+            for m, _ in users
+        ),
+        *(
+            Binding(project, secret_policy(_secret_name(ref)), SECRET_ACCESSOR, m)
+            for m, (role, *_) in users
+            for ref in sorted(set(function_secrets(settings, role).values()))
+        ),
+        # Before the first build: a new project's default build account may lack them.
+        *(Binding(project, project_policy(project), role, member["build"]) for role in BUILD_ROLES),
+    ]
 
 
 def deploy_plan(settings: Settings, repo_root: Path, stage_root: Path) -> list[Step]:
@@ -136,12 +211,10 @@ def deploy_plan(settings: Settings, repo_root: Path, stage_root: Path) -> list[S
     settings.check_access()
     _refuse_loopback_webhooks(settings)
     project = settings.project
-    runtime = f"serviceAccount:{settings.runtime_email}"
-    deliverer = f"serviceAccount:{settings.deliver_email}"
-    invoker = f"serviceAccount:{settings.invoker_email}"
-    apis = APIS + ((SECRETS_API,) if settings.secrets else ())
+    names = {role: getattr(settings.functions, role).name for role in DEPLOY_ORDER}
     steps: list[Step] = [
-        Apis(project, apis),
+        Apis(project, APIS),
+        Project(project, settings.region, names),
         Database(project, settings.firestore_database, settings.location),
         *_index_steps(settings, repo_root / settings.firestore_indexes),
         *(
@@ -153,41 +226,10 @@ def deploy_plan(settings: Settings, repo_root: Path, stage_root: Path) -> list[S
         ServiceAccount(project, settings.runtime_service_account, "function runtime"),
         ServiceAccount(project, settings.invoker_service_account, "Cloud Tasks invoker"),
         ServiceAccount(project, settings.deliver_service_account, "push delivery"),
-        *(Binding(project, project_policy(project), role, runtime) for role in PROJECT_ROLES),
-        *(Binding(project, project_policy(project), role, deliverer) for role in DELIVER_ROLES),
-        # Switching tracing off (or to otlp) also takes the role away.
-        *(
-            Binding(
-                project,
-                project_policy(project),
-                TRACE_AGENT,
-                member,
-                present=any(_traces_to_gcp(settings, role) for role in roles),
-            )
-            for member, roles in ((runtime, ("a2a", "worker")), (deliverer, ("deliver",)))
-        ),
-        # The functions create tasks whose OIDC token is minted for the invoker account.
-        *(
-            Binding(
-                project,
-                account_policy(settings.invoker_email),
-                "roles/iam.serviceAccountUser",
-                member,
-            )
-            for member in (runtime, deliverer)
-        ),
-        *(
-            Binding(
-                project,
-                secret_policy(_secret_name(ref)),
-                "roles/secretmanager.secretAccessor",
-                member,
-            )
-            for member, role in ((runtime, "a2a"), (deliverer, "deliver"))
-            for ref in sorted(set(function_secrets(settings, role).values()))
-        ),
+        ServiceAccount(project, settings.build_service_account, "Cloud Build of the functions"),
+        *_generated_secrets(settings),
+        *grants(settings),
     ]
-    functions: list[Function] = []
     for role in DEPLOY_ORDER:
         function = getattr(settings.functions, role)
         staged = stage(
@@ -201,27 +243,33 @@ def deploy_plan(settings: Settings, repo_root: Path, stage_root: Path) -> list[S
             source=str(staged.path),
             source_hash=staged.source_hash,
             service_account=settings.deliver_email if role == "deliver" else settings.runtime_email,
+            build_service_account=f"projects/{project}/serviceAccounts/{settings.build_email}",
             env=function_env(settings, role),
             wiring=WIRING[role],
             secrets=function_secrets(settings, role),
             public=public,
         )
-        functions.append(Function(project, spec))
-        steps.append(functions[-1])
-        policy = service_policy(function.name, settings.region)
-        if role == "a2a":
-            # Switching to "authenticated" must also take away an earlier public binding.
-            steps.append(Binding(project, policy, INVOKER, PUBLIC, present=public))
-            if not public:
-                steps += [Binding(project, policy, INVOKER, member) for member in settings.invokers]
-        else:
-            steps.append(Binding(project, policy, INVOKER, invoker))
-    # Each function's own URL, known once it exists (a no-op when a redeploy found it).
-    steps += [Function(project, function.spec, own_url=True) for function in functions]
+        steps.append(Function(project, spec))
+        steps += invokers(settings, role)
     # The sweep, once the worker is there to take it: signed as the account that alone may
     # call the worker (it has roles/run.invoker there), so it needs no grant of its own.
     steps.append(SchedulerJob(project, settings.region, settings.sweep, settings.invoker_email))
     return steps
+
+
+def invokers(settings: Settings, role: str) -> list[Binding]:
+    """Who may call the function `role` (once it exists): Cloud Tasks' account the two queue
+    targets; a2a the public or the INVOKERS (and the project's owners)."""
+    project = settings.project
+    policy = service_policy(getattr(settings.functions, role).name, settings.region)
+    if role != "a2a":
+        return [Binding(project, policy, INVOKER, _members(settings)["invoker"])]
+    public = settings.auth == "public"
+    # Switching to "authenticated" must also take away an earlier public binding.
+    bindings = [Binding(project, policy, INVOKER, PUBLIC, present=public)]
+    if not public:
+        bindings += [Binding(project, policy, INVOKER, member) for member in settings.invokers]
+    return bindings
 
 
 def _traces_to_gcp(settings: Settings, role: str) -> bool:
@@ -254,6 +302,26 @@ def _is_loopback(host: str) -> bool:
 
 def _secret_name(reference: str) -> str:
     return reference.split(":", 1)[0]
+
+
+def _random_key() -> bytes:
+    return secrets.token_hex(32).encode()
+
+
+def _generated_secrets(settings: Settings) -> list[GeneratedSecret]:
+    """The secrets the deploy makes once: the log owner key's, unless `[secrets]` names one
+    of its own, and with SIGN_CARD=1 the card's signing key. Before the bindings on them and
+    the functions that mount them."""
+    made = []
+    if LOG_OWNER_KEY not in settings.secrets:
+        purpose = "a random key for A2A_LOG_OWNER_KEY, shared by the three functions"
+        made.append(
+            GeneratedSecret(settings.project, settings.log_owner_secret, purpose, _random_key)
+        )
+    if settings.sign_card:
+        what = "a new EC P-256 private key"
+        made.append(GeneratedSecret(settings.project, settings.card_signing_secret, what))
+    return made
 
 
 def _index_steps(settings: Settings, path: Path) -> list[Step]:
@@ -290,7 +358,6 @@ def _index_steps(settings: Settings, path: Path) -> list[Step]:
 def destroy_plan(settings: Settings, *, delete_database: bool) -> list[Step]:
     """The deploy in reverse: functions first, so nothing runs while the rest goes away."""
     project, region = settings.project, settings.region
-    runtime = f"serviceAccount:{settings.runtime_email}"
     # The schedule first: it would call a worker that is going away.
     steps: list[Step] = [
         Removal(
@@ -348,28 +415,41 @@ def destroy_plan(settings: Settings, *, delete_database: bool) -> list[Step]:
                 gcloud(project, "tasks", "queues", "delete", args=(queue.name,), flags=flags),
             )
         )
-    deliverer = f"serviceAccount:{settings.deliver_email}"
-    # The trace role too, whatever tracing is now: an earlier deploy may have granted it.
+    # The queues' own bindings went with them. The trace and project-wide enqueuer roles too,
+    # whatever the settings are now: an earlier deploy may have granted them.
+    member = _members(settings)
     steps += [
-        Binding(project, project_policy(project), role, runtime, present=False)
-        for role in (*PROJECT_ROLES, TRACE_AGENT)
+        Binding(project, project_policy(project), role, member[who], present=False)
+        for who in ("runtime", "deliver")
+        for role in (*PROJECT_ROLES, ENQUEUER, TRACE_AGENT)
     ]
     steps += [
-        Binding(project, project_policy(project), role, deliverer, present=False)
-        for role in (*DELIVER_ROLES, TRACE_AGENT)
+        Binding(project, project_policy(project), role, member["build"], present=False)
+        for role in BUILD_ROLES
     ]
     steps += [
         Binding(
-            project,
-            secret_policy(_secret_name(ref)),
-            "roles/secretmanager.secretAccessor",
-            member,
-            present=False,
+            project, secret_policy(_secret_name(ref)), SECRET_ACCESSOR, member[who], present=False
         )
-        for member, role in ((runtime, "a2a"), (deliverer, "deliver"))
+        for who, role in (("runtime", "a2a"), ("deliver", "deliver"))
         for ref in sorted(set(function_secrets(settings, role).values()))
     ]
-    for account in (settings.runtime_email, settings.invoker_email, settings.deliver_email):
+    # Made by the deploy, so removed with it: owner tags in the logs change after a redeploy,
+    # and clients that know the card key's kid lose it.
+    made = {
+        settings.log_owner_secret: "the log owner key: owner tags change after a redeploy",
+        settings.card_signing_secret: "the card's signing key",
+    }
+    steps += [
+        Removal(
+            f"secret {secret.name} ({made[secret.name]})",
+            gcloud(project, "secrets", "describe", args=(secret.name,), json=True),
+            gcloud(project, "secrets", "delete", args=(secret.name,)),
+        )
+        for secret in _generated_secrets(settings)
+    ]
+    accounts = (settings.runtime_email, settings.invoker_email, settings.deliver_email)
+    for account in (*accounts, settings.build_email):
         steps.append(
             Removal(
                 f"service account {account.split('@')[0]}",

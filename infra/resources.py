@@ -6,11 +6,12 @@ that values the API writes back differently ("5s" against "5.000s") do not look 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from infra.settings import FunctionSettings, QueueSettings, SweepSettings, seconds
-from infra.steps import Change, Command, Outputs, PlanError, Skipped, Step, gcloud
+from infra.steps import Change, Command, Input, Outputs, PlanError, Skipped, Step, gcloud
 
 # gcloud adds this variable to every gen2 function it deploys; it is not ours to compare.
 _GCLOUD_ENV = frozenset({"LOG_EXECUTION_ID"})
@@ -37,6 +38,49 @@ class Apis(Step):
             return []
         command = gcloud(self.project, "services", "enable", args=missing)
         return [Change("enable", command, ", ".join(missing))]
+
+
+# A Cloud Run service's deterministic URL has one DNS label: "<name>-<project number>".
+_DNS_LABEL = 63
+
+
+def run_url(name: str, project_number: str, region: str) -> str:
+    """A function's deterministic URL, known before it exists: Cloud Run gives every service
+    whose "<name>-<project number>" fits one DNS label `https://<that>.<region>.run.app`."""
+    return f"https://{name}-{project_number}.{region}.run.app"
+
+
+@dataclass
+class Project(Step):
+    """The project itself: its number, which makes each function's URL known before the first
+    build, so each is built once, knowing the URLs it calls and its own (the audience of the
+    tokens it checks)."""
+
+    project: str
+    region: str
+    functions: dict[str, str]  # role -> function name
+    title: str = "project number (the functions' URLs)"
+
+    def check(self) -> Command:
+        return gcloud(self.project, "projects", "describe", args=(self.project,), json=True)
+
+    def changes(self, found: Any, outputs: Outputs) -> list[Change]:
+        if found is None and not outputs.dry_run:
+            raise PlanError(f"project {self.project} was not found: check PROJECT")
+        return []
+
+    def learn(self, found: Any, outputs: Outputs) -> None:
+        number = str(found.get("projectNumber", ""))
+        if not number.isdigit():
+            raise PlanError(f"gcloud describes {self.project} without a project number")
+        for role, name in self.functions.items():
+            if len(f"{name}-{number}") > _DNS_LABEL:
+                raise PlanError(
+                    f"function {name}: '{name}-{number}' is longer than {_DNS_LABEL} "
+                    "characters, so Cloud Run gives it no URL known in advance; choose a "
+                    f"shorter name (FUNCTIONS_{role.upper()}_NAME)"
+                )
+            outputs.urls[role] = run_url(name, number, self.region)
 
 
 @dataclass
@@ -451,6 +495,55 @@ def secret_policy(secret: str) -> PolicyTarget:
     return PolicyTarget(f"secret {secret}", ("secrets",), secret)
 
 
+def new_signing_key() -> bytes:
+    """A new EC P-256 private key (ES256), PKCS#8 PEM: made in memory, handed to gcloud on its
+    standard input, never written to disk."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    return ec.generate_private_key(ec.SECP256R1()).private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+@dataclass
+class GeneratedSecret(Step):
+    """A Secret Manager secret whose first version the deploy makes (a new signing key, a
+    random key), once: an existing secret is never read, printed or changed, so its value
+    (a signing key's `kid` that clients know, the owner tags in the logs) stays."""
+
+    project: str
+    name: str
+    what: str  # what the value is, as a printed plan names it
+    make: Callable[[], bytes] = field(default=new_signing_key, repr=False)
+
+    @property
+    def title(self) -> str:  # type: ignore[override]
+        return f"secret {self.name}"
+
+    def check(self) -> Command:
+        return gcloud(self.project, "secrets", "describe", args=(self.name,), json=True)
+
+    def changes(self, found: Any, outputs: Outputs) -> list[Change]:
+        if found is not None:
+            return []
+        command = gcloud(
+            self.project,
+            "secrets",
+            "create",
+            args=(self.name,),
+            flags=("--data-file=-", "--replication-policy=automatic"),
+            stdin=Input(self.what, self.make),
+        )
+        return [Change("create", command, self.what)]
+
+
+def queue_policy(queue: str, region: str) -> PolicyTarget:
+    return PolicyTarget(f"queue {queue}", ("tasks", "queues"), queue, (f"--location={region}",))
+
+
 @dataclass
 class Binding(Step):
     """One role for one member on one resource; `present=False` makes sure it is absent."""
@@ -511,6 +604,8 @@ class FunctionSpec:
     source: str
     source_hash: str
     service_account: str
+    # The account Cloud Build builds it as: projects/<project>/serviceAccounts/<e-mail>.
+    build_service_account: str
     env: dict[str, str]
     # Environment variable -> role whose URL it carries (the wiring between the functions).
     wiring: dict[str, str]
@@ -528,18 +623,15 @@ def _env_flag(name: str, values: dict[str, str]) -> str:
 
 @dataclass
 class Function(Step):
-    """A gen2 function on python311, deployed from its staging folder."""
+    """A gen2 function on python311, deployed from its staging folder: built once, knowing
+    every URL it is wired with (infra.resources.Project learnt them before)."""
 
     project: str
     spec: FunctionSpec
-    refresh: bool = True
-    # The last pass of a first deploy: the function exists and now learns its own URL.
-    own_url: bool = False
 
     @property
     def title(self) -> str:  # type: ignore[override]
-        suffix = " (its own URL)" if self.own_url else ""
-        return f"function {self.spec.settings.name}{suffix}"
+        return f"function {self.spec.settings.name}"
 
     def check(self) -> Command:
         return gcloud(
@@ -552,12 +644,11 @@ class Function(Step):
         )
 
     def env(self, outputs: Outputs) -> dict[str, str]:
-        # Its own URL only once known (a function being created has none yet), and not over
-        # a value of the settings' [env] (a custom domain in front of it).
+        # Its own URL not over a value of the settings' [env] (a custom domain in front of it).
         wired = {
             name: outputs.url(role)
             for name, role in self.spec.wiring.items()
-            if role != self.spec.role or (role in outputs.urls and name not in self.spec.env)
+            if role != self.spec.role or name not in self.spec.env
         }
         return {**self.spec.env, **wired}
 
@@ -585,6 +676,7 @@ class Function(Step):
             ("min instances", service.get("minInstanceCount", 0), fs.min_instances),
             ("max instances", service.get("maxInstanceCount"), fs.max_instances),
             ("service account", service.get("serviceAccountEmail"), spec.service_account),
+            ("build account", build.get("serviceAccount"), spec.build_service_account),
             ("source", found.get("labels", {}).get(SOURCE_LABEL), spec.source_hash),
         ]
         differences = [f"{name} {have} -> {want}" for name, have, want in pairs if have != want]
@@ -608,6 +700,7 @@ class Function(Step):
             "--trigger-http",
             "--allow-unauthenticated" if spec.public else "--no-allow-unauthenticated",
             f"--service-account={spec.service_account}",
+            f"--build-service-account={spec.build_service_account}",
             f"--memory={fs.memory}",
             f"--cpu={fs.cpu}",
             f"--timeout={fs.timeout}s",
@@ -623,23 +716,13 @@ class Function(Step):
         return gcloud(self.project, "functions", "deploy", args=(fs.name,), flags=tuple(flags))
 
     def changes(self, found: Any, outputs: Outputs) -> list[Change]:
-        if found is None:
-            if self.own_url:  # the dry run of a first deploy: the first pass created it
-                return []
-            env = self.env(outputs)
-            return [Change("create", self._deploy(env), "builds and deploys, takes minutes")]
-        self.learn(found, outputs)  # its own URL, which its own settings name
         env = self.env(outputs)
+        if found is None:
+            return [Change("create", self._deploy(env), "builds and deploys, takes minutes")]
         differences = self._differences(found, env)
         if not differences:
             return []
         return [Change("update", self._deploy(env), ", ".join(differences))]
-
-    def learn(self, found: Any, outputs: Outputs) -> None:
-        url = found.get("serviceConfig", {}).get("uri") or found.get("url")
-        if not url:
-            raise PlanError(f"gcloud describes {self.spec.settings.name} without a URL")
-        outputs.urls[self.spec.role] = url
 
 
 @dataclass

@@ -58,11 +58,10 @@ def diagnose(stderr: str, project: str) -> str | None:
         )
     if re.search(r"build service account|cloudbuild\.builds\.builder", stderr):
         return (
-            "Cloud Build cannot build the function: grant its service account the builder role, "
-            f"`gcloud projects add-iam-policy-binding {project} --member=serviceAccount:"
-            "PROJECT_NUMBER-compute@developer.gserviceaccount.com "
-            "--role=roles/cloudbuild.builds.builder` (PROJECT_NUMBER from "
-            f"`gcloud projects describe {project} --format='value(projectNumber)'`)"
+            "Cloud Build cannot build the function as its build account: the deploy grants "
+            "that account its roles before the first build (BUILD_SERVICE_ACCOUNT, steps "
+            "'... on project'); IAM may take a minute to apply them, so run make deploy "
+            "again; if it fails the same way, an organization policy may restrict the account"
         )
     if re.search(
         r"no active account|not currently have an active account|auth login|"
@@ -191,10 +190,15 @@ class Runner:
 
 
 def execute(command: Command, echo: IO[str] | None = None) -> Result:
-    """Run one gcloud command; with `echo`, its progress (stderr) is shown as it comes."""
+    """Run one gcloud command; with `echo`, its progress (stderr) is shown as it comes; its
+    `stdin` (a generated secret) is made and written to it (and closed) first."""
     try:
         process = subprocess.Popen(
-            command.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            command.argv,
+            stdin=subprocess.PIPE if command.stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
     except FileNotFoundError as error:
         raise StepFailed(
@@ -203,6 +207,10 @@ def execute(command: Command, echo: IO[str] | None = None) -> Result:
         ) from error
     with process:
         assert process.stdout is not None and process.stderr is not None
+        if command.stdin is not None:
+            assert process.stdin is not None
+            with process.stdin:  # a few hundred bytes: within the pipe's buffer, then EOF
+                process.stdin.write(command.stdin.make().decode())
         out_pipe, err_pipe = process.stdout, process.stderr
         stdout: list[str] = []
         # stdout is drained on the side so a chatty command cannot block on a full pipe.

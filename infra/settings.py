@@ -159,6 +159,12 @@ class Settings(_Strict):
     runtime_service_account: str = Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
     deliver_service_account: str = Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
     invoker_service_account: str = Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+    # Cloud Build builds the functions as this account, granted its roles before the first
+    # build (a new project's default build account may lack them).
+    build_service_account: str = Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+    # The Secret Manager secret holding A2A_LOG_OWNER_KEY for all three functions (one owner,
+    # one log tag everywhere): generated once by the first deploy, unless [secrets] sets it.
+    log_owner_secret: str = Field(pattern=r"^[A-Za-z0-9_-]{1,255}$")
     firestore_database: str
     firestore_location: str
     firestore_indexes: str
@@ -167,6 +173,12 @@ class Settings(_Strict):
     functions: FunctionSet
     queues: QueueSet
     sweep: SweepSettings
+    # Sign the agent card (A2A_CARD_SIGNING_KEY, shared.card_signing): the deploy makes an EC
+    # P-256 key into this Secret Manager secret once, if it is missing, and mounts it on a2a.
+    sign_card: bool = False
+    card_signing_secret: str = Field(
+        default="a2a-card-signing-key", pattern=r"^[A-Za-z0-9_-]{1,255}$"
+    )
     secrets: dict[str, str] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict)
 
@@ -186,6 +198,13 @@ class Settings(_Strict):
             if not _SECRET_REF.match(ref):
                 raise ValueError(f"{env} = {ref!r}: expected 'secret-name:version'")
         return value
+
+    @property
+    def all_secrets(self) -> dict[str, str]:
+        """[secrets], with the card's signing key when SIGN_CARD makes it."""
+        if not self.sign_card:
+            return self.secrets
+        return {**self.secrets, "A2A_CARD_SIGNING_KEY": f"{self.card_signing_secret}:latest"}
 
     @property
     def location(self) -> str:
@@ -214,6 +233,10 @@ class Settings(_Strict):
     def deliver_email(self) -> str:
         return self.email(self.deliver_service_account)
 
+    @property
+    def build_email(self) -> str:
+        return self.email(self.build_service_account)
+
     def check_access(self) -> None:
         """Who may call the agent, checked before anything is deployed: never open to the
         internet by default, and each identity mode with what it needs."""
@@ -231,6 +254,12 @@ class Settings(_Strict):
                 "agent uses IDENTITY=api-key or IDENTITY=oidc"
             )
         configured = self.env.keys() | self.secrets.keys()
+        if self.sign_card and "A2A_CARD_SIGNING_KEY" in configured:
+            raise SettingsError(
+                "SIGN_CARD=1 makes and mounts the card's signing key itself, and "
+                "infra/deploy.toml sets A2A_CARD_SIGNING_KEY too: keep one (your own key in "
+                "[secrets], or SIGN_CARD=1)"
+            )
         needs = {
             "api-key": ("A2A_API_KEYS",),
             "oidc": ("A2A_OIDC_ISSUER", "A2A_OIDC_AUDIENCE"),

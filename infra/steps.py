@@ -9,8 +9,18 @@ from __future__ import annotations
 
 import shlex
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+
+@dataclass(frozen=True)
+class Input:
+    """What a command reads on its standard input, made only when it runs (a secret's value:
+    never on a command line, in a log or on disk), and how a printed plan names it."""
+
+    label: str
+    make: Callable[[], bytes] = field(compare=False)
 
 
 @dataclass(frozen=True)
@@ -20,6 +30,7 @@ class Command:
     path: tuple[str, ...]
     args: tuple[str, ...] = ()
     flags: tuple[str, ...] = ()
+    stdin: Input | None = None
 
     @property
     def argv(self) -> list[str]:
@@ -30,7 +41,8 @@ class Command:
         return {flag.split("=", 1)[0] for flag in self.flags}
 
     def __str__(self) -> str:
-        return shlex.join(self.argv)
+        shown = shlex.join(self.argv)
+        return f"{shown} < ({self.stdin.label})" if self.stdin else shown
 
 
 @dataclass(frozen=True)
@@ -54,7 +66,8 @@ class Skipped(Exception):
 
 @dataclass
 class Outputs:
-    """What running steps learn that later steps need: the URLs of the deployed functions."""
+    """What running steps learn that later steps need: the functions' URLs, known before
+    any of them is built (infra.resources.Project)."""
 
     dry_run: bool = False
     urls: dict[str, str] = field(default_factory=dict)
@@ -64,7 +77,7 @@ class Outputs:
             return self.urls[role]
         if self.dry_run:
             return f"<url of {role}>"
-        raise PlanError(f"the URL of {role} is unknown: its deploy step must run first")
+        raise PlanError(f"the URL of {role} is unknown: the project step must run first")
 
 
 class Step(ABC):
@@ -93,7 +106,8 @@ def gcloud(
     args: tuple[str, ...] = (),
     flags: tuple[str, ...] = (),
     json: bool = False,
+    stdin: Input | None = None,
 ) -> Command:
     """A command against `project`, never prompting; `json` asks for machine-readable output."""
     extra = ("--format=json",) if json else ()
-    return Command(path, args, (*flags, *extra, f"--project={project}", "--quiet"))
+    return Command(path, args, (*flags, *extra, f"--project={project}", "--quiet"), stdin)

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Protocol
 
+from shared import media_types
 from shared.frozen import frozen
 from shared.model import (
     Artifact,
@@ -138,7 +139,10 @@ class AgentInfo:
     name: str = "A2A agent"
     description: str = "An agent served by a2a-functions"
     version: str = "1.0.0"
-    input_modes: tuple[str, ...] = ("text/plain",)
+    # The media types its messages' parts may have (`image/*` and `*/*` allowed), with its
+    # skills' own: a part of another type is refused (ContentTypeNotSupported). Declared by
+    # neither, any part is taken and the card says `text/plain`, what clients assume.
+    input_modes: tuple[str, ...] = ()
     output_modes: tuple[str, ...] = ("text/plain",)
 
 
@@ -371,6 +375,9 @@ class HandlerModule:
     # Skills only authenticated callers see, in the extended card.
     extended_skills: tuple[Skill, ...] = ()
     extensions: tuple[Extension, ...] = ()
+    # The media ranges its messages' parts may have (its AGENT's and skills' input modes);
+    # None: any, as none are declared (shared.media_types).
+    input_modes: frozenset[str] | None = None
 
     def active_extensions(self, message: Message) -> frozenset[str]:
         """The module's extensions in force for a message: those it was sent with (the ones
@@ -421,6 +428,9 @@ def load_handler_module(name: str) -> HandlerModule:
         rerun_safe=rerun_safe,
         extended_skills=extended,
         extensions=_extensions(name, getattr(module, "EXTENSIONS", ())),
+        input_modes=media_types.declared(
+            info.input_modes, tuple(s.input_modes for s in (*skills, *extended))
+        ),
     )
 
 

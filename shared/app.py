@@ -42,6 +42,7 @@ from shared.worker import TurnQueue, Worker, retry_span
 
 if TYPE_CHECKING:  # what only the worker and deliver functions use: imported where they are built
     from shared.bindings.queue_target import QueueTargetApp
+    from shared.card_signing import CardSigner
     from shared.tasks_auth import TokenVerifier
 
 # The in-process work queue's backoff between attempts, in seconds. A turn whose worker went
@@ -122,6 +123,15 @@ def _signer(settings: Settings, module: HandlerModule) -> NotificationSigner | N
     return NotificationSigner(
         settings.push_signing_key, issuer=settings.public_url or module.info.name
     )
+
+
+def _card_signer(settings: Settings) -> CardSigner | None:
+    """The card's signer, with A2A_CARD_SIGNING_KEY (SigningKeyError names it)."""
+    if not settings.card_signing_key:
+        return None
+    from shared.card_signing import CardSigner  # its JOSE and JCS only when signing
+
+    return CardSigner(settings.card_signing_key)
 
 
 def _deliverer(
@@ -263,17 +273,12 @@ def build(
     """The `a2a` function: the agent card, JSON-RPC, HTTP+JSON and the legacy routes."""
     settings = settings or Settings.from_env()
     module = module or load_handler_module(settings.handler)
+    card_signer = _card_signer(settings)  # an unusable key stops the build before anything runs
     tasks = _tasks(settings, module, store)
     work_queue = _cloud_queue(settings, settings.work_queue, settings.worker_url)
     if work_queue is None:  # the embedded backend: the worker runs in this process
-        work_queue = InlineQueue(
-            # `worker` is made below, before anything is enqueued.
-            lambda payload, delivery: worker.deliver(payload, delivery).accepted,
-            max_attempts=settings.work_max_attempts,
-            min_backoff=_INLINE_BACKOFF[0],
-            max_backoff=_INLINE_BACKOFF[1],
-            kind="worker",
-        )
+        # `worker` is made below, before anything is enqueued.
+        work_queue = _in_process(settings, lambda: worker)
         span = retry_span(settings.work_max_attempts, *_INLINE_BACKOFF)
         turns = _turns(settings, tasks.store, work_queue, span, module)
         worker = Worker(
@@ -296,6 +301,7 @@ def build(
         _card_time(module),
         hybrid=settings.card_style == "hybrid",
         extended_skills=extended_skills(module, settings),
+        signer=card_signer,
     )
     app = HttpApp(service, card, _authenticator(settings), settings, _signer(settings, module))
     if isinstance(work_queue, InlineQueue):  # no worker function, so no Cloud Scheduler
@@ -307,6 +313,17 @@ def build(
     if tasks.push_queue is not None:
         app.closers.append(tasks.push_queue.close)
     return app
+
+
+def _in_process(settings: Settings, worker: Callable[[], Worker]) -> InlineQueue:
+    """A work queue whose deliveries `worker()` runs on threads of this process."""
+    return InlineQueue(
+        lambda payload, delivery: worker().deliver(payload, delivery).accepted,
+        max_attempts=settings.work_max_attempts,
+        min_backoff=_INLINE_BACKOFF[0],
+        max_backoff=_INLINE_BACKOFF[1],
+        kind="worker",
+    )
 
 
 def _sweepers(turns: TurnQueue, tasks: _Tasks) -> list[Sweeper]:
@@ -321,12 +338,12 @@ def _sweepers(turns: TurnQueue, tasks: _Tasks) -> list[Sweeper]:
 def _turns(
     settings: Settings,
     store: TaskStore,
-    queue: TaskQueue | None,
+    queue: TaskQueue,
     span: float,
     module: HandlerModule,
 ) -> TurnQueue:
-    """Queued turns onto `queue` (None: into the outbox), recovered once its retries (`span`
-    seconds, first attempt to last) are over, as the module allows (RERUN_SAFE)."""
+    """Queued turns onto `queue`, recovered once its retries (`span` seconds, first attempt
+    to last) are over, as the module allows (RERUN_SAFE)."""
     return TurnQueue(
         store,
         queue,
@@ -347,8 +364,15 @@ def build_worker(
     settings = settings or Settings.from_env()
     module = module or load_handler_module(settings.handler)
     tasks = _tasks(settings, module, store)
-    # A turn that ends while messages wait on its task queues the next one, to this worker.
+    # A turn that ends while messages wait on its task queues the next one, to this worker:
+    # through Cloud Tasks to its own URL. On the emulator a worker may go without one (it is
+    # no Cloud Tasks target then): it runs those turns on threads of its own, as the embedded
+    # backend's a2a does. In the outbox they would wait for a reader that recovers them, or
+    # a sweep, which nothing schedules on the emulator (issue 27).
     own_queue = _cloud_queue(settings, settings.work_queue, settings.worker_url)
+    if own_queue is None:
+        # `worker` is made below, before anything is enqueued.
+        own_queue = _in_process(settings, lambda: worker)
     turns = _turns(settings, tasks.store, own_queue, settings.work_retry_seconds, module)
     worker = Worker(
         tasks.store,

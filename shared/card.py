@@ -16,13 +16,16 @@ import hashlib
 import json
 from datetime import UTC, datetime
 from email.utils import format_datetime, parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared import extensions
 from shared.agent import Extension, HandlerModule, Skill
 from shared.frozen import frozen
 from shared.identity import discovery_url
 from shared.settings import Settings
+
+if TYPE_CHECKING:  # loaded only when a card signing key is configured
+    from shared.card_signing import CardSigner
 
 # The interfaces this deployment serves, most preferred first (the v1.0 card's order). All
 # share the base URL: the HTTP+JSON binding's paths (/message:send, /tasks/...) hang off it.
@@ -97,7 +100,8 @@ def _extension(extension: Extension) -> dict[str, Any]:
     out: dict[str, Any] = {"uri": extension.uri}
     if extension.description:
         out["description"] = extension.description
-    out["required"] = extension.required
+    if extension.required:  # a bool without presence: ProtoJSON leaves out false
+        out["required"] = True
     if extension.params is not None:
         out["params"] = extension.params
     return out
@@ -115,7 +119,7 @@ def card_template(module: HandlerModule, settings: Settings, *, hybrid: bool) ->
             "streaming": settings.streaming,
             "pushNotifications": settings.push_notifications,
         },
-        "defaultInputModes": list(info.input_modes),
+        "defaultInputModes": list(info.input_modes or ("text/plain",)),
         "defaultOutputModes": list(info.output_modes),
         "skills": [_skill(s) for s in module.skills],
     }
@@ -136,7 +140,10 @@ def card_template(module: HandlerModule, settings: Settings, *, hybrid: bool) ->
         card["securitySchemes"] = {
             scheme.name: {**scheme.v0_3, **scheme.v1_0} if hybrid else scheme.v1_0
         }
-        card["securityRequirements"] = [{"schemes": {scheme.name: {"list": scheme.scopes}}}]
+        # A StringList: ProtoJSON writes no scopes as {} (no empty `list`), the form a signed
+        # card's verifier canonicalizes (shared.card_signing).
+        scopes = {"list": scheme.scopes} if scheme.scopes else {}
+        card["securityRequirements"] = [{"schemes": {scheme.name: scopes}}]
         if hybrid:
             card["security"] = [{scheme.name: scheme.scopes}]
         if module.extended_skills:
@@ -190,15 +197,32 @@ class AgentCard:
         *,
         hybrid: bool = True,
         extended_skills: list[dict[str, Any]] | None = None,
+        signer: CardSigner | None = None,
     ) -> None:
         """`templates`: card_template's hybrid (True) and strict v1.0 (False) cards; the public
-        card is the `hybrid` one, the extended card follows the version that asks for it."""
+        card is the `hybrid` one, the extended card follows the version that asks for it.
+        With a `signer`, every card is signed once its URLs are known (shared.card_signing)."""
         self._templates = templates
         self._hybrid = hybrid
         self._extended_skills = extended_skills
+        self.signer = signer
         # HTTP dates have whole seconds; compare like with like.
         self._last_modified = last_modified.astimezone(UTC).replace(microsecond=0)
         self._rendered: dict[str, CardDocument] = {}
+        # Signatures by (URL, extended, hybrid): a card is signed once per URL it is served at.
+        self._signatures: dict[tuple[str, bool, bool], dict[str, str]] = {}
+        if signer is not None:
+            # Once at start-up (and kept, for a local URL), rather than first at a card request:
+            # a value of the handler module's that JCS cannot write (an integer past 2**53)
+            # stops the start.
+            local = "http://localhost/"
+            try:
+                self._signed(self._card(local, hybrid=hybrid), local, extended=False, hybrid=hybrid)
+            except ValueError as exc:
+                raise ValueError(
+                    f"the agent card cannot be signed (A2A_CARD_SIGNING_KEY): RFC 8785 cannot "
+                    f"write one of its values: {exc}"
+                ) from None
 
     @property
     def capabilities(self) -> dict[str, Any]:
@@ -213,9 +237,24 @@ class AgentCard:
         """The authenticated extended card, in the card form of the protocol `version` that
         asks for it (1.0: the strict v1.0 card; 0.x: the hybrid one, which v0.3 reads): the
         public card with the signed-in callers' skills."""
-        card = self._card(url, hybrid=version != "1.0")
+        hybrid = version != "1.0"
+        card = self._card(url, hybrid=hybrid)
         card["skills"] = [*card["skills"], *(self._extended_skills or ())]
-        return card
+        return self._signed(card, url, extended=True, hybrid=hybrid)
+
+    def _signed(
+        self, card: dict[str, Any], url: str, *, extended: bool, hybrid: bool
+    ) -> dict[str, Any]:
+        """The card with its signature (none without a signer), computed once per URL."""
+        if self.signer is None:
+            return card
+        key = (url, extended, hybrid)
+        signature = self._signatures.get(key)
+        if signature is None:
+            signature = self.signer.sign(card, url)
+            if len(self._signatures) < 64:  # a few hosts at most; don't grow on forged ones
+                self._signatures[key] = signature
+        return {**card, "signatures": [signature]}
 
     def _card(self, url: str, *, hybrid: bool) -> dict[str, Any]:
         card = dict(self._templates[hybrid])
@@ -238,7 +277,9 @@ class AgentCard:
     def document(self, url: str) -> CardDocument:
         found = self._rendered.get(url)
         if found is None:
-            card = self._card(url, hybrid=self._hybrid)
+            card = self._signed(
+                self._card(url, hybrid=self._hybrid), url, extended=False, hybrid=self._hybrid
+            )
             body = json.dumps(card, separators=(",", ":")).encode()
             etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
             found = CardDocument(body, etag, self._last_modified)

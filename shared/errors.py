@@ -154,6 +154,29 @@ class StreamLimitError(A2AError):
     grpc_status = "UNAVAILABLE"
 
 
+class LiveTaskQuotaError(A2AError):
+    """The owner has as many live (not terminal) tasks as A2A_MAX_LIVE_TASKS_PER_OWNER allows:
+    a send that would start one more in the background is refused before anything is
+    written (JSON-RPC's server-error range, as the streams' limits)."""
+
+    SETTING = "A2A_MAX_LIVE_TASKS_PER_OWNER"
+    code = -32000
+    default_message = "Too many live tasks"
+    reason = "RESOURCE_EXHAUSTED"
+    http_status = 429
+    grpc_status = "RESOURCE_EXHAUSTED"
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"you have {limit} or more tasks not ended yet (submitted, working, input-required or "
+            f"auth-required), the limit ({self.SETTING}={limit}) for a send that starts one "
+            "in the background; wait for some to end, cancel those you no longer need, send "
+            "this one blocking, or ask the operator to raise the limit",
+            metadata={"limit": str(limit), "setting": self.SETTING},
+        )
+        self.limit = limit
+
+
 class PayloadTooLargeError(InvalidRequestError):
     """A body over A2A_MAX_BODY_BYTES: an invalid request, answered with HTTP 413."""
 

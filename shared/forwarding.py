@@ -98,5 +98,9 @@ class ForwardingTaskStore:
         with self.around("list"):
             return self.inner.list(owner, query)
 
+    def live_tasks(self, owner: str, limit: int) -> int:
+        with self.around("live_tasks"):
+            return self.inner.live_tasks(owner, limit)
+
     def tail(self, owner: str, task_id: str, after_seq: int = 0) -> EventTail:
         return self.inner.tail(owner, task_id, after_seq)

@@ -264,6 +264,11 @@ class TaskStore(Protocol):
         """One page of the owner's tasks. Raises InvalidPageToken for a foreign token."""
         ...
 
+    def live_tasks(self, owner: str, limit: int) -> int:
+        """How many of the owner's tasks are not terminal, counted up to `limit` at most (a
+        quota's check: the count stops there)."""
+        ...
+
     def tail(self, owner: str, task_id: str, after_seq: int = 0) -> EventTail:
         """Follow the task's log from `after_seq` on, as other writers (any process) commit.
 
@@ -324,6 +329,12 @@ class PushConfigStore(Protocol):
         ...
 
     def get(self, owner: str, task_id: str, config_id: str) -> StoredPushConfig | None: ...
+
+    def require_room(self, owner: str) -> None:
+        """Raise PushConfigQuotaError when the owner has as many configs, on all its tasks,
+        as the store's owner limit allows (none: never): a check before a send writes
+        anything, which `put` makes again as it writes."""
+        ...
 
     def list(self, owner: str, task_id: str) -> list[StoredPushConfig]:
         """The owner's configs of the task, oldest first."""

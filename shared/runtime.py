@@ -534,7 +534,7 @@ class Turn:
 
     def _commit(self) -> None:
         """One attempt at committing what is pending (under the lock)."""
-        next_message = None
+        handed = None
         if self._stored is None:
             events = list(self._pending)
             stored = self._store.create(
@@ -547,9 +547,10 @@ class Turn:
             )
         else:
             current = self._stored
-            next_message = self._hand_over_events()
-            events = list(self._pending)  # the hand-over changed them
-            if next_message is not None:
+            task, events = self._task, list(self._pending)
+            handed = self._hand_over_events()
+            if handed is not None:
+                next_message, task, events = handed
                 expires = self._clock.now() + timedelta(seconds=self._lease_seconds)
                 queued = Lease(turn=current.version + 1, expires=expires, message_id=next_message)
                 current = replace(current, lease=queued, pending=current.pending[1:])
@@ -559,11 +560,14 @@ class Turn:
                 current = replace(current, lease=None, pending=() if ended else current.pending)
             else:
                 current = replace(current, lease=self._renewed())
-            stored = self._store.commit(current, self._task, events, message_key=self._message_key)
+            stored = self._store.commit(current, task, events, message_key=self._message_key)
+            # Only now is the task handed over: a commit that lost its race leaves the turn's
+            # own end pending, to be handed over (or not) again from the task as it is then.
+            self._task = task
         logged = self._committed(stored, events, self._pending_bytes)
         if logged is not None and self._listener is not None:
             self._listener(stored, logged)
-        if next_message is not None:
+        if handed is not None:
             self._hand_over(stored)
 
     def _renewed(self) -> Lease:
@@ -580,10 +584,11 @@ class Turn:
         handler can act after no more: terminal, or waiting for input)."""
         return self._ending or self._task.status.state.final
 
-    def _hand_over_events(self) -> str | None:
+    def _hand_over_events(self) -> tuple[str, Task, list[Event]] | None:
         """The pending message this commit hands the task over to, if it ends the turn
-        completed or waiting for input while one waits: the ending status is then replaced
-        by its message (into history) and `submitted`. None: no hand-over."""
+        completed or waiting for input while one waits, with the task and events to commit
+        then: the ending status replaced by its message (into history) and `submitted`. None:
+        no hand-over. The turn's own events are left as they are until the commit lands."""
         stored = self._stored
         state = self._task.status.state
         if stored is None or not stored.pending or state not in _HANDS_OVER:
@@ -594,9 +599,8 @@ class Turn:
                 reply = event.status.message
                 instead: list[Event] = [] if reply is None else [reply]
                 instead.append(self._status(TaskState.SUBMITTED, None))
-                self._pending[index : index + 1] = instead
-                self._task = apply_all(stored.task, self._pending)
-                return stored.pending[0]
+                events = [*self._pending[:index], *instead, *self._pending[index + 1 :]]
+                return stored.pending[0], apply_all(stored.task, events), events
         return None  # the end was committed before the message came: it stands
 
     def _flush(self, *, force: bool = False) -> None:

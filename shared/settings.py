@@ -262,6 +262,34 @@ class _Issuer(_Url):
         raise ValueError("the issuer must be an https:// URL (as in its tokens' iss claim)")
 
 
+class _PrivateKey(_Rule):
+    """A PEM private key, given as itself or as the path of a file holding it (a secret
+    mounted as a file); kept as the PEM text. Whether the key is usable is shared.signing_keys'
+    to say (cryptography is no import of the settings). Errors never repeat the value."""
+
+    def checked(self, value: object) -> object:
+        accepts = (
+            "a PEM private key (-----BEGIN PRIVATE KEY-----...), or the path of a file holding one"
+        )
+        if not isinstance(value, str):
+            raise ValueError(f"expected {accepts}")
+        text = value
+        if not value.lstrip().startswith("-----BEGIN"):
+            if "\n" in value or len(value) > 4096:
+                raise ValueError(f"expected {accepts}")
+            try:
+                with open(value, encoding="utf-8") as file:
+                    text = file.read(64 * 1024)
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ValueError(
+                    f"expected {accepts}; the file it names cannot be read "
+                    f"({exc.strerror if isinstance(exc, OSError) else exc})"
+                ) from None
+        if not re.search(r"-----BEGIN [A-Z ]*PRIVATE KEY-----", text):
+            raise ValueError(f"expected {accepts}; that holds no PEM private key")
+        return text
+
+
 _TEXT = _Rule()
 _OPTIONAL = _Rule(optional=True)
 _URL = _Url(optional=True)
@@ -389,6 +417,11 @@ class Settings:
     push_max_attempts: int = _setting("A2A_PUSH_MAX_ATTEMPTS", 34, _Count(1))
     # Push configs one task may have: each event of the task is one POST per config.
     max_push_configs_per_task: int = _setting("A2A_MAX_PUSH_CONFIGS_PER_TASK", 10, _Count(1))
+    # Tasks one owner may have live (not terminal: submitted, working, input- or
+    # auth-required, counted in the store on every instance) when a send starts another in
+    # the background (non-blocking, or to a long-running handler); past it that send is
+    # refused. A blocking send that ends in the request is not checked (it pays no read).
+    max_live_tasks_per_owner: int = _setting("A2A_MAX_LIVE_TASKS_PER_OWNER", 1000, _Count(1))
     # Push configs one owner may have, on all its tasks (kept as long as their task).
     max_push_configs_per_owner: int = _setting("A2A_MAX_PUSH_CONFIGS_PER_OWNER", 1000, _Count(1))
     # POSTs one instance makes to one owner's webhooks in a minute, failed ones too; past it
@@ -402,11 +435,17 @@ class Settings:
     push_allowed_ports: tuple[int, ...] = _setting("A2A_PUSH_ALLOWED_PORTS", (80, 443), _Ports())
     # PEM private key (EC P-256 or RSA) that signs notifications; from Secret Manager in prod.
     push_signing_key: str | None = _setting("A2A_PUSH_SIGNING_KEY", None, _OPTIONAL, secret=True)
+    # The key that signs the agent card (A2A 1.0 §8.4, shared.card_signing): a PEM private key
+    # (EC P-256 or RSA), or the path of a file holding one; from Secret Manager in prod.
+    card_signing_key: str | None = _setting(
+        "A2A_CARD_SIGNING_KEY", None, _PrivateKey(optional=True), secret=True
+    )
     project: str | None = _setting("GOOGLE_CLOUD_PROJECT", None, _PROJECT)
     firestore_database: str = _setting("A2A_FIRESTORE_DATABASE", "(default)")
     retention_days: int = _setting("A2A_RETENTION_DAYS", 30, _Count(1, MAX_RETENTION_DAYS))
-    # The embedded store's bound: past it, the least recently written tasks are forgotten
-    # (as they are after A2A_RETENTION_DAYS): their readers get "task not found".
+    # The embedded store's bound: past it, the owner holding the most bytes loses its least
+    # recently written tasks, terminal ones first (after A2A_RETENTION_DAYS, anyone's are
+    # forgotten): their readers get "task not found".
     memory_max_bytes: int = _setting("A2A_MEMORY_MAX_BYTES", MEMORY_MAX_BYTES, _Count(1024 * 1024))
     # Background work. With A2A_WORKER_URL set, turns go to that `worker` function through
     # the Cloud Tasks queue `work`; without it, to a thread pool in this process.

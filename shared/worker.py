@@ -279,21 +279,19 @@ class TurnQueue:
     def __init__(
         self,
         store: TaskStore,
-        queue: TaskQueue | None,
+        queue: TaskQueue,
         *,
         lease_seconds: float,
         queue_span: float,
         rerun_safe: bool = True,
         clock: Clock = SYSTEM,
     ) -> None:
-        """`queue`: the work queue; None where this process cannot reach it (the worker on
-        the local emulator, which has no URL of its own): its queued turns go to the outbox,
-        which the a2a function's reads and the sweep enqueue. `queue_span`: seconds the work
-        queue may go on retrying a turn it holds (its attempts' backoff, all told): a queued
-        or worker-held turn silent for longer than that past its lease has no delivery
-        left. An inline turn (no queue entry) is due `lease_seconds` after its lease expired.
-        `rerun_safe` (the handler module's RERUN_SAFE): False, a due turn that a run had
-        started is failed rather than queued again.
+        """`queue`: the work queue. `queue_span`: seconds it may go on retrying a turn it
+        holds (its attempts' backoff, all told): a queued or worker-held turn silent for
+        longer than that past its lease has no delivery left. An inline turn (no queue
+        entry) is due `lease_seconds` after its lease expired. `rerun_safe` (the handler
+        module's RERUN_SAFE): False, a due turn that a run had started is failed rather than
+        queued again.
         """
         self.store = store
         self.queue = queue
@@ -327,8 +325,6 @@ class TurnQueue:
         lease = queued.lease
         assert lease is not None and not lease.holder
         job = TurnJob(queued.task.id, queued.owner, lease.turn, lease.message_id, lease.redrives)
-        if self.queue is None:
-            return False
         try:
             self.queue.enqueue(job.name, job.payload())
         except Exception:

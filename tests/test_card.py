@@ -45,7 +45,6 @@ def test_hybrid_card_has_v1_and_v03_fields(client: Client) -> None:
             {
                 "uri": DELIVERY_STATUS.uri,
                 "description": DELIVERY_STATUS.description,
-                "required": False,
             }
         ],
     }
@@ -207,7 +206,8 @@ def test_the_card_names_the_modes_scheme_in_each_style(
     assert list(card["securitySchemes"]) == [name]
     assert scheme[member].items() >= fields.items()
     assert scheme[member]["description"]  # says what to send
-    assert card["securityRequirements"] == [{"schemes": {name: {"list": scopes}}}]
+    # ProtoJSON's StringList: no scopes is {} (field presence: no empty `list`).
+    assert card["securityRequirements"] == [{"schemes": {name: {"list": scopes} if scopes else {}}}]
     if style == "hybrid":  # v0.3 readers find their own members beside v1.0's
         assert scheme.items() >= v03.items()
         assert card["security"] == [{name: scopes}]

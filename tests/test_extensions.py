@@ -325,8 +325,7 @@ def test_the_card_lists_the_extensions_in_every_style(make_client: Any, style: s
         {"uri": REQUIRED, "description": "Messages are signed", "required": True},
         {
             "uri": OPTIONAL,
-            "description": "Locations",
-            "required": False,
+            "description": "Locations",  # not required: ProtoJSON leaves out a false bool
             "params": {"units": "metric"},
         },
     ]

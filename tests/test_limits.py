@@ -7,7 +7,7 @@ import gc
 import json
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ import pytest
 from emulator.firestore import FirestoreEmulator
 from shared.app import build
 from shared.bindings import body as front_door
+from shared.identity.api_key import hashed
 from shared.limits import Limits, json_bytes
 from shared.settings import Settings, SettingsError
 from shared.store.memory import MemoryTaskStore
@@ -339,3 +340,111 @@ def test_a_handler_output_no_answer_could_carry_fails_the_task(
     task_id = result["result"]["task"]["id"]
     for method in ("GetTask", "ListTasks"):  # the task, and every answer about it, still served
         assert "result" in limited.rpc(method, {"id": task_id}, version="1.0")
+
+
+KEYS = {hashed("ka"): "alice", hashed("kb"): "bob"}
+ALICE, BOB = {"X-API-Key": "ka"}, {"X-API-Key": "kb"}
+HOOK = {"url": "https://hooks.example.com/hook"}
+
+
+@pytest.fixture(params=["memory", pytest.param("firestore", marks=pytest.mark.emulator)])
+def quota_client(request: pytest.FixtureRequest) -> Iterator[MakeClient]:
+    """Clients of apps of two owners (API keys) on each backend, Firestore on the emulator."""
+    made: list[Client] = []
+
+    def make(**settings: Any) -> Client:
+        values: dict[str, Any] = {
+            "handler": "functions.handlers.echo",
+            "auth": "api-key",
+            "api_keys": KEYS,
+            "push_allowed_hosts": ("hooks.example.com",),
+            **settings,
+        }
+        if request.param == "firestore":
+            emulator: FirestoreEmulator = request.getfixturevalue("clean_firestore")
+            client = Client(
+                build(Settings(**values, backend="firestore", project=emulator.project))
+            )
+        else:
+            client = Client(build(Settings(**values), store=MemoryTaskStore()))
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        client.http.close()
+        client.app.close()
+
+
+def listed(client: Client, headers: dict[str, str]) -> set[str]:
+    tasks = client.result("ListTasks", {}, version="1.0", headers=headers)["tasks"]
+    return {task["id"] for task in tasks}
+
+
+def test_live_tasks_per_owner_are_limited_for_sends_that_outlive_the_request(
+    quota_client: MakeClient,
+) -> None:
+    client = quota_client(handler="tests.handlers.two_turns", max_live_tasks_per_owner=2)
+    asked = [
+        client.result("SendMessage", {"message": message(f"q{n}")}, version="1.0", headers=ALICE)
+        for n in range(2)
+    ]
+    assert all(a["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED" for a in asked)
+    background = {"message": message("bg"), "configuration": {"returnImmediately": True}}
+    error = client.error("SendMessage", background, version="1.0", headers=ALICE)
+    assert error["code"] == -32000
+    assert "A2A_MAX_LIVE_TASKS_PER_OWNER=2" in error["message"]
+    response = client.post(background, {**V1, **ALICE}, path="/message:send")
+    assert response.status_code == 429
+    assert "A2A_MAX_LIVE_TASKS_PER_OWNER" in json.loads(response.content)["error"]["message"]
+    assert listed(client, ALICE) == {a["task"]["id"] for a in asked}  # nothing stored
+    # A blocking send is not checked (it pays no read); another owner has a quota of its own.
+    client.result("SendMessage", {"message": message("q2")}, version="1.0", headers=ALICE)
+    bobs = {"message": message("bob"), "configuration": {"returnImmediately": True}}
+    client.result("SendMessage", bobs, version="1.0", headers=BOB)
+    # Tasks that end free their places.
+    for a in asked:
+        client.result("CancelTask", {"id": a["task"]["id"]}, version="1.0", headers=ALICE)
+    started = client.result("SendMessage", background, version="1.0", headers=ALICE)["task"]
+    assert started["id"] in listed(client, ALICE)
+
+
+def test_a_blocking_send_pays_no_read_for_the_live_quota() -> None:
+    store = MemoryTaskStore()
+    client = Client(build(Settings(handler="functions.handlers.echo"), store=store))
+    try:
+        client.result("SendMessage", {"message": message("warm")}, version="1.0")
+        reads = store.cost.reads
+        client.result("SendMessage", {"message": message("short")}, version="1.0")
+        assert store.cost.reads == reads
+    finally:
+        client.app.close()
+
+
+def test_a_send_whose_push_config_is_over_the_owner_s_quota_stores_no_task(
+    quota_client: MakeClient,
+) -> None:
+    client = quota_client(max_push_configs_per_owner=1)
+    first = {"message": message("one"), "configuration": {"taskPushNotificationConfig": HOOK}}
+    kept = client.result("SendMessage", first, version="1.0", headers=ALICE)["task"]["id"]
+    for immediately in (False, True):
+        configuration = {"taskPushNotificationConfig": HOOK, "returnImmediately": immediately}
+        over = {"message": message(f"two-{immediately}"), "configuration": configuration}
+        error = client.error("SendMessage", over, version="1.0", headers=ALICE)
+        assert error["code"] == -32602
+        assert "A2A_MAX_PUSH_CONFIGS_PER_OWNER=1" in error["message"]
+    assert listed(client, ALICE) == {kept}
+    client.result("SendMessage", first, version="1.0", headers=BOB)  # a quota of its own
+
+
+def test_a_resent_background_send_at_the_live_quota_gets_its_first_answer(
+    quota_client: MakeClient,
+) -> None:
+    client = quota_client(handler="tests.handlers.two_turns", max_live_tasks_per_owner=1)
+    background = {"message": message("bg"), "configuration": {"returnImmediately": True}}
+    first = client.result("SendMessage", background, version="1.0", headers=ALICE)["task"]
+    again = client.result("SendMessage", background, version="1.0", headers=ALICE)["task"]
+    assert again["id"] == first["id"]
+    other = {"message": message("other"), "configuration": {"returnImmediately": True}}
+    error = client.error("SendMessage", other, version="1.0", headers=ALICE)
+    assert "A2A_MAX_LIVE_TASKS_PER_OWNER=1" in error["message"]

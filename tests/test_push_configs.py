@@ -472,7 +472,6 @@ def test_the_card_offers_the_delivery_status_extension_only_with_push(make_clien
     assert extension == {
         "uri": DELIVERY_STATUS.uri,
         "description": DELIVERY_STATUS.description,
-        "required": False,
     }
     assert offered(make_client(push_notifications=False)) == []
 

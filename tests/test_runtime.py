@@ -27,13 +27,15 @@ from tests.handlers import slow
 
 class CountingStore(MemoryTaskStore):
     """The memory store, counting commits (creates included), with the threads that made
-    them; `created` is set once a task was created."""
+    them; `created` is set once a task was created. `meanwhile(current, task)`, when set, is
+    called before each commit: what another writer does just before it."""
 
     def __init__(self) -> None:
         super().__init__()
         self.commits = 0
         self.threads: list[threading.Thread] = []
         self.created = threading.Event()
+        self.meanwhile: Callable[[StoredTask, Task], None] | None = None
 
     def create(self, owner: str, task: Task, events: Sequence[Event], **kwargs: Any) -> StoredTask:
         self.commits += 1
@@ -47,6 +49,8 @@ class CountingStore(MemoryTaskStore):
     ) -> StoredTask:
         self.commits += 1
         self.threads.append(threading.current_thread())
+        if self.meanwhile is not None:
+            self.meanwhile(current, task)
         return super().commit(current, task, events, **kwargs)
 
 

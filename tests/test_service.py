@@ -714,6 +714,7 @@ class Gated:
     gate: Gate
     task_id: str
     first: threading.Thread | None  # the blocking send running the first turn inline
+    store: CountingStore
 
     def send(self, text: str, message_id: str | None = None) -> dict[str, Any]:
         return send(self.client, text, messageId=message_id or text, taskId=self.task_id)
@@ -756,7 +757,7 @@ def start(mode: str, first: str = "first") -> Gated:
     assert store.created.wait(10)  # an inline turn's task: by its commit timer
     page = store.list("anonymous", TaskQuery())
     assert len(page.tasks) == 1
-    return Gated(app, gate, page.tasks[0].task.id, running)
+    return Gated(app, gate, page.tasks[0].task.id, running, store)
 
 
 @pytest.fixture(params=["inline", "background"])
@@ -820,6 +821,30 @@ def test_a_question_is_answered_by_the_waiting_message(mode: str) -> None:
         assert TaskState.INPUT_REQUIRED not in states
     finally:
         gated.close()
+
+
+def test_a_hand_over_that_loses_its_race_to_a_third_message_still_hands_over(
+    gated: Gated,
+) -> None:
+    """The commit that hands the task over to the waiting message loses its race to another
+    message (issue 27): it is made again from the task as it is then, and still hands over,
+    instead of leaving the task `submitted` with nobody to run what waits."""
+    joined = [gated.send("second")]
+
+    def third(current: StoredTask, task: Task) -> None:
+        lease = current.lease
+        if lease is not None and not lease.holder and lease.message_id == "second":
+            gated.store.meanwhile = None  # this once: the hand-over's first try
+            joined.append(gated.send("third"))
+
+    gated.store.meanwhile = third
+    for text in ("first", "second", "third"):
+        gated.gate.open(text)
+    gated.wait_state(TaskState.COMPLETED)
+    gated.settle()
+    assert [j["status"]["state"] for j in joined] == ["TASK_STATE_WORKING"] * 2
+    assert gated.gate.ran == ["first", "second", "third"]
+    assert gated.stored().pending == () and gated.stored().lease is None
 
 
 @pytest.mark.parametrize("mode", ["inline", "background"])

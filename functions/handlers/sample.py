@@ -38,6 +38,7 @@ SKILLS = [
         description="Reports on attached files: names, types and sizes.",
         tags=("files",),
         examples=("Analyze the attached report and generate high level overview",),
+        input_modes=("*/*",),  # any file: it reports names, types and sizes
     ),
     *echo.SKILLS,
 ]

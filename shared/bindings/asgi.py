@@ -15,9 +15,12 @@ own pool (THREADS of them, the function's concurrency: a handler may block for a
 its turn runs, which the loop must never do), and writes the answer from the loop. The
 rest of a larger body is read only when the app asks (`Request.read`), which it does once
 it knows the caller: a request without credentials costs its head and a 401, whatever it
-sends after. The rest is read on the loop too (no pool thread reads a socket), within a
-deadline, within the limit (A2A_MAX_BODY_BYTES + 1 bytes, whatever the request declares),
-and within the instance's room for bodies in flight (`_Body`).
+sends after. A request that says `Expect: 100-continue` has nothing of its body asked for
+with its head (uvicorn answers `100 Continue` at the first receive()): a caller refused from
+its head gets its 401 without a 100, and its body is never solicited. The rest is read on
+the loop too (no pool thread reads a socket), within a deadline, within the limit
+(A2A_MAX_BODY_BYTES + 1 bytes, whatever the request declares), and within the instance's
+room for bodies in flight (`_Body`).
 
 A streamed answer (server-sent events) holds a pool thread only while it makes a chunk: a
 pool thread makes each chunk once the loop has written the one before (a slow client holds
@@ -119,9 +122,11 @@ class Front:
         declared = headers.declared_length()
         if declared is not None and declared > self.max_body:
             return Request(scope, headers, b"")
-        first = await body.first()
-        if body.ended or (body.refused is None and len(first) > self.max_body):
-            return Request(scope, headers, first)
+        first = b""
+        if not _expects_continue(headers):
+            first = await body.first()
+            if body.ended or (body.refused is None and len(first) > self.max_body):
+                return Request(scope, headers, first)
         loop = asyncio.get_running_loop()
 
         def rest() -> bytes:  # on the app's pool thread
@@ -294,6 +299,15 @@ class _Body:
             f"the body did not come within {seconds} s (A2A_BODY_READ_SECONDS): send it "
             "at once, after the headers",
         )
+
+
+def _expects_continue(headers: Headers) -> bool:
+    """Whether the client waits for `100 Continue` before it sends its body. uvicorn sends
+    that at the app's first receive(): such a request's body is not asked for with its head,
+    only when the app reads it, once it knows the caller, so a caller refused from its head
+    gets its answer alone, and its body is never solicited."""
+    expect = headers.get("expect")
+    return expect is not None and expect.strip().lower() == "100-continue"
 
 
 async def _disconnect(receive: Receive) -> None:

@@ -28,6 +28,7 @@ from shared.bindings.json_http import JSON, content_type_error, json_response
 from shared.bindings.local_only import LocalOnly
 from shared.bindings.wire import Answer, BodyRefused, Request
 from shared.card import AgentCard
+from shared.card_signing import JWKS_PATH
 from shared.dialects.base import Dialect
 from shared.dialects.v0_3 import V03
 from shared.errors import (
@@ -46,6 +47,7 @@ from shared.pause import Pause
 from shared.push_signing import NotificationSigner
 from shared.service import A2AService
 from shared.settings import Settings
+from shared.signing_keys import jwks
 
 CARD_PATHS = frozenset(
     {"/.well-known/agent-card.json", "/.well-known/agent.json", "/.well-known/agent-card"}
@@ -215,9 +217,12 @@ class HttpApp:
             if request.method not in ("GET", "HEAD"):
                 return _status_error(405, "METHOD_NOT_ALLOWED", "the agent card is read with GET")
             return self._card(request)
-        if path == "/.well-known/jwks.json":
-            # The keys that verify push notification signatures (none when unsigned).
-            keys = self.signer.jwks() if self.signer else {"keys": []}
+        if path == JWKS_PATH:
+            # The keys that verify push notification and card signatures (none when unsigned).
+            keys = jwks(
+                self.signer.key if self.signer else None,
+                self.card.signer.key if self.card.signer else None,
+            )
             return json_response(keys, headers={"Cache-Control": "public, max-age=300"})
         if path == "/sse":
             return self._seed_sse(request)

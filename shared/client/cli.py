@@ -3,7 +3,8 @@
     a2a [--url URL] [--api-key KEY | --token TOKEN | --google] [--protocol 1.0|0.3]
         [--files DIR] [--json] COMMAND ...
 
-    card                                   the agent card, and the version and URL spoken
+    card [--verify]                        the agent card, and the version and URL spoken
+                                           (--verify: check its signatures, A2A 1.0 §8.4)
     send TEXT... [--file PATH] [--data JSON] [--task ID] [--context ID]
                  [--no-stream] [--no-wait] [--push URL [--push-token T]]
     send --task ID TEXT...                 answer a task that waits for input
@@ -33,6 +34,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from shared.client.credentials import google_id_token
 from shared.client.render import Renderer, printable, short_state
@@ -106,7 +108,48 @@ def card(session: Session, args: argparse.Namespace, out: Renderer) -> int:
         name = session.card.get("name", "?")
         out.line(f"{name}: A2A {session.version} JSON-RPC at {session.url}")
     out.line(json.dumps(session.card, indent=None if args.json else 2, ensure_ascii=False))
+    if args.verify:
+        _verify_card(session, args.json, out)
     return 0
+
+
+def _verify_card(session: Session, as_json: bool, out: Renderer) -> None:
+    """Check every signature of the card with the key its protected header names: from its
+    `jku`, which must be on the agent's own origin (a JWKS anyone else serves vouches for
+    nothing, and the request carries the caller's credentials), or an embedded `jwk` (shown
+    as such: no host vouches for it). Raises ClientError naming what failed."""
+    from shared import card_signing
+
+    origin = urlsplit(session.base_url)
+    fetched: dict[str, dict[str, Any]] = {}
+    keys: list[dict[str, Any]] = []  # each signature's kid and where its key came from
+
+    def find_key(header: dict[str, Any]) -> Any:
+        if isinstance(header.get("jwk"), dict):
+            keys.append({"kid": header.get("kid"), "key": "embedded jwk"})
+            return header["jwk"]
+        jku = header.get("jku")
+        if not isinstance(jku, str):
+            raise card_signing.SignatureProblem("its header names no key: no jku, no jwk")
+        where = urlsplit(jku)
+        if (where.scheme, where.netloc) != (origin.scheme, origin.netloc):
+            raise card_signing.SignatureProblem(
+                f"its jku {jku} is not on the agent's origin "
+                f"{origin.scheme}://{origin.netloc}: not fetched"
+            )
+        if jku not in fetched:
+            fetched[jku] = session.transport.get_json(jku)
+        keys.append({"kid": header.get("kid"), "key": jku})
+        return card_signing.jwks_key(fetched[jku], header)
+
+    problems = card_signing.check(session.card, find_key)
+    if problems:
+        raise ClientError("the card's signatures do not verify: " + "; ".join(problems))
+    if as_json:
+        out.json({"verified": keys})
+    else:
+        shown = ", ".join(f"kid {key['kid']!r} from {key['key']}" for key in keys)
+        out.line(f"signatures: {len(keys)} verified ({shown})")
 
 
 def send(session: Session, args: argparse.Namespace, out: Renderer) -> int:
@@ -405,6 +448,9 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     sub = commands.add_parser("card", help="show the agent card")
+    sub.add_argument(
+        "--verify", action="store_true", help="check its signatures (exit 1 if one fails)"
+    )
     sub.set_defaults(command_fn=card)
 
     _add_send(commands)

@@ -61,6 +61,8 @@ class ServiceSettings:
     # How long a blocking send waits for a background turn before it answers the task as it
     # stands.
     blocking_wait: float = 270.0
+    # How many live tasks an owner may have when a send starts one more in the background.
+    max_live_tasks_per_owner: int = 1000
     # How many push configs one task may have (each event of the task is one POST per config).
     max_push_configs_per_task: int = 10
     # Webhook hosts allowed although they resolve to non-public addresses, and the ports.

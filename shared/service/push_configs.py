@@ -49,11 +49,13 @@ class PushConfigs:
             )
         return self._ports.push_configs
 
-    def admit(self, owner: str, config: PushConfig, *, count: bool) -> None:
+    def admit(self, owner: str, config: PushConfig, *, count: bool, quota: bool = False) -> None:
         """Refuse a config whose URL is refused, or (`count`: a send to a task that exists)
-        that would be one too many on its task (replacing one of the owner's configs is
-        always allowed), before a send writes anything. The put counts again, atomically
-        (`put`): that is what holds the limit when sends race."""
+        that would be one too many on its task, or (`quota`: a config sent with a message)
+        one too many of the owner's (replacing one of the owner's configs is always
+        allowed), before a send writes anything: a refused send stores no task. The put
+        counts again, atomically (`put`): that is what holds the limits when sends race
+        (one that lost the owner's last place between the two leaves its message stored)."""
         store = self.require()
         try:
             check_push_url(
@@ -63,11 +65,14 @@ class PushConfigs:
             raise InvalidParamsError(
                 f"push notification URL refused: {exc}", field="push_config.url"
             ) from None
-        if not count:
-            return
-        existing = store.list(owner, config.task_id)
-        if len(existing) >= self._limit and all(c.config.id != config.id for c in existing):
-            raise self._too_many(config.task_id, len(existing))
+        new = True
+        if count:
+            existing = store.list(owner, config.task_id)
+            new = all(c.config.id != config.id for c in existing)
+            if len(existing) >= self._limit and new:
+                raise self._too_many(config.task_id, len(existing))
+        if quota and new:
+            store.require_room(owner)
 
     def _too_many(self, task_id: str, count: int) -> InvalidParamsError:
         limit = self._limit

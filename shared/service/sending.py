@@ -18,6 +18,10 @@ the store refuses as a resend's (DuplicateMessage) is answered with the first se
 or, the client having moved on from that one, made again as a new message, in one loop
 (`Sending._deduplicated`) for every kind of send.
 
+A send that starts a task in the background is refused while the owner has
+A2A_MAX_LIVE_TASKS_PER_OWNER tasks not terminal (`LiveTaskQuotaError`, counted in the store);
+a blocking send that ends in the request is not checked, and pays no read for it.
+
 A push config sent with a message is checked (URL, the per-task limit) before anything is
 written, and stored only once its task is the owner's: created by this send, or read as the
 owner's before it is continued (shared.service.push_configs).
@@ -30,11 +34,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TypeVar
 
-from shared import streaming
+from shared import media_types, streaming
 from shared.conflicts import retry_on_conflict
 from shared.errors import (
     A2AError,
     InvalidParamsError,
+    LiveTaskQuotaError,
     TaskNotFoundError,
     UnsupportedOperationError,
 )
@@ -179,6 +184,7 @@ class Sending:
         resend's (DuplicateMessage), `resent(first)` with the task the first send went to,
         or, the client having moved on from that one, `start` again under a key that
         replaces the record: twice at most."""
+        media_types.check(self._ports.handler.input_modes, request.message)  # before any write
         key = message_key(request) if self._settings.deduplicate_messages else None
         while True:
             try:
@@ -214,6 +220,8 @@ class Sending:
                 stored = self._target(owner, request)
                 if stored is not None:  # before any write: a refused message leaves it as it was
                     check_history(stored, request.message, self._settings.limits)
+                elif background:
+                    self._check_live(owner)
             except A2AError:
                 # The task may have moved on because of this very message (it ended the
                 # task): a resend gets its first answer, not the refusal.
@@ -232,7 +240,7 @@ class Sending:
                 # Checked now, stored once the task is the owner's (created or read as such):
                 # a refused config leaves the task as it was.
                 push = request.push_config.for_task(task.id, default_id=new_id())
-                self._push.admit(owner, push, count=stored is not None)
+                self._push.admit(owner, push, count=stored is not None, quota=True)
             # A new task's config hears of every event; a resumed one's of those to come.
             seen = stored.last_seq if stored is not None else 0
             if background:
@@ -270,6 +278,15 @@ class Sending:
             return turn
 
         return retry_on_conflict(decide, subject=f"task {request.task_id or '(new)'}")
+
+    def _check_live(self, owner: str) -> None:
+        """Refuse a task started in the background while the owner has as many live ones as
+        it may: one count in the store (a read on Firestore), paid only by the sends that
+        store a task to outlive the request, which pay writes and an enqueue already. Sends
+        racing it may each pass: the limit is passed by at most the owner's sends in flight."""
+        limit = self._settings.max_live_tasks_per_owner
+        if self._ports.store.live_tasks(owner, limit) >= limit:
+            raise LiveTaskQuotaError(limit)
 
     def _queue_turn(
         self,

@@ -70,7 +70,17 @@ from shared import ids, lifecycle, model_json
 from shared.errors import InvalidParamsError
 from shared.frozen import frozen
 from shared.limits import LimitExceeded
-from shared.model import ArtifactUpdate, Event, Message, Part, StatusUpdate, Task, new_id, utc_now
+from shared.model import (
+    ArtifactUpdate,
+    Event,
+    Message,
+    Part,
+    StatusUpdate,
+    Task,
+    TaskState,
+    new_id,
+    utc_now,
+)
 from shared.ports import (
     DuplicateMessage,
     Lease,
@@ -107,6 +117,8 @@ LOG_SLACK = 1.5
 # Writes in one batch at most (Firestore's limit), when a log's expiry is refreshed.
 _BATCH_WRITES = 500
 
+# What a task document's `state` is while the task is live (not terminal).
+_LIVE_STATES = [state.value for state in TaskState if not state.terminal]
 # A count aggregation is billed one read per batch of up to this many index entries.
 _COUNT_ENTRIES_PER_READ = 1000
 
@@ -533,6 +545,13 @@ class FirestoreTaskStore:
         total: int = query.count().get()[0][0].value
         self.cost.add(reads=max(1, math.ceil(total / _COUNT_ENTRIES_PER_READ)))
         return total
+
+    def live_tasks(self, owner: str, limit: int) -> int:
+        # Equalities only (`in` is a disjunction of them): served by merging single-field
+        # indexes, no composite index of its own.
+        live = self._client.collection(TASKS).where(filter=FieldFilter("owner", "==", owner))
+        live = live.where(filter=FieldFilter("state", "in", _LIVE_STATES))
+        return self._count(live.limit(limit))
 
     # Last in the class: below it, `list` in an annotation would mean this method.
     def list(self, owner: str, query: TaskQuery) -> TaskPage:

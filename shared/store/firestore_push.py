@@ -113,6 +113,10 @@ class FirestorePushConfigStore:
         self._owner_count(owner)
         return snapshot
 
+    def require_room(self, owner: str) -> None:
+        if self._owner_limit is not None:
+            self._owner_count(owner)
+
     def _task(self, owner: str, task_id: str) -> Any:
         return self._client.collection(TASKS).document(document_id(owner, task_id))
 

@@ -12,16 +12,22 @@ is the record, and a resend finds the id taken. With a push config store bound t
 
 Bounded and compact: a task and its events are kept serialized, in one record per task (its
 JSON and its updates' without the ids they start with, one bytes per commit of events, its
-other fields in slots: ~1.8 KiB a short task, where the objects took ~10); past
-`max_bytes`, or `retention` after their last write, the least recently written tasks are
-forgotten, as Firestore's TTL forgets them: their readers find no task. The bound counts
-what a record really holds in the process (each object's own size, its share of the dict;
-`_Record.weigh`), and the message records beside the tasks. Not counted, as their size does
-not grow with the tasks: the `_HOT_TASKS` kept as objects.
+other fields in slots: ~1.9 KiB a short task, where the objects took ~10); past
+`retention` after their last write, the least recently written tasks are forgotten, as
+Firestore's TTL forgets them: their readers find no task. Past `max_bytes`, the owner whose
+tasks hold the most bytes loses its least recently written terminal task (none left: its
+least recently written live one): an owner who floods the store pays for it with its own
+tasks, and a quiet owner's survive. The bound counts what a record really holds in the
+process (each object's own size, its share of the dicts; `_Record.weigh`), each owner's
+index (`_OWNER_BYTES`), and the message records beside the tasks. Not counted, as their size
+does not grow with the tasks: the `_HOT_TASKS` kept as objects, and the `_HEAP_SLACK`
+entries the owners' heap may hold past two an owner.
 """
 
 from __future__ import annotations
 
+import heapq
+import math
 import sys
 import threading
 from array import array
@@ -266,7 +272,7 @@ class MemoryTaskStore:
         cursor = decode_token(query)
         with self._lock:
             # The index, not the tasks: only the page is decoded.
-            records = [(key[1], r) for key, r in self._tasks.records() if key[0] == owner]
+            records = self._tasks.owned(owner)
         matching = [
             (task_id, r)
             for task_id, r in records
@@ -289,15 +295,22 @@ class MemoryTaskStore:
         self.cost.add(reads=max(1, len(page)) + 1)  # the page, and the count for totalSize
         return TaskPage(page, token, len(matching))
 
+    def live_tasks(self, owner: str, limit: int) -> int:
+        with self._lock:
+            live = min(self._tasks.live(owner), limit)
+        self.cost.add(reads=max(1, math.ceil(live / 1000)))  # as Firestore's count query
+        return live
+
     def _trim(self) -> None:
-        """Forget the least recently written tasks while the store is over its bound or they
-        are past retention. Called with the lock held, after each write."""
+        """Forget the least recently written tasks past retention, then, while the store is
+        over its bound, the heaviest owner's (`_CompactTasks.victim`). Called with the lock
+        held, after each write: the task just written is the most recent, never forgotten."""
+        tasks = self._tasks
         expired = self._clock.now() - self._retention
-        while len(self._tasks) > 1 and (
-            self._size.over() or self._tasks.oldest().updated_at < expired
-        ):
-            key = self._tasks.oldest_key()
-            del self._tasks[key]
+        while len(tasks) > 1 and tasks.oldest().updated_at < expired:
+            del tasks[tasks.oldest_key()]
+        while len(tasks) > 1 and self._size.over():
+            del tasks[tasks.victim()]
         # Message records: past those always kept, two per stored task, the oldest forgotten
         # first. A resend of a forgotten message, like one whose task is gone, is a new
         # message to the service.
@@ -374,6 +387,8 @@ _MESSAGES_KEPT = 10_000
 # three times its entries, so just after, each entry has up to 4 slots of 24 bytes (two
 # thirds of the slots are usable) and 6 indices of up to 4 bytes.
 _DICT_ENTRY = 4 * 24 + 6 * 4
+# Entries the owners' heap may hold past two an owner before it is rebuilt (`_Owners`).
+_HEAP_SLACK = 64
 _EVENT_KINDS: dict[type, bytes] = {Message: b"m", StatusUpdate: b"s", ArtifactUpdate: b"a"}
 # An update's JSON starts with its task's id and context id (as its task's JSON does): kept
 # without that start (a short task's JSON and log hold it four times, a sixth of their
@@ -510,9 +525,10 @@ class _Record:
         return self.ends[-1] if self.ends else 0
 
     def weigh(self, task_id: str) -> int:
-        """The bytes this record holds in the process, with its key and dict entries: each
-        object's own size (`sys.getsizeof`), the strings it shares with others counted as its
-        own, so the bound is never short. (The datetimes: created, updated, the status's.)"""
+        """The bytes this record holds in the process, with its key and dict entries (the
+        store's, its owner's index's): each object's own size (`sys.getsizeof`), the strings
+        it shares with others counted as its own, so the bound is never short. (The
+        datetimes: created, updated, the status's.)"""
         getsizeof = sys.getsizeof
         size = (
             _RECORD_BYTES
@@ -572,7 +588,8 @@ def _fixed_bytes() -> int:
     """A record's own size, its key's, and its datetimes' (what `weigh` adds to the parts
     whose sizes vary), with its entry in the store's dict."""
     now = utc_now()
-    return sys.getsizeof(_Record(now, "")) + _KEY2_BYTES + 3 * sys.getsizeof(now) + _DICT_ENTRY
+    record = sys.getsizeof(_Record(now, ""))
+    return record + _KEY2_BYTES + 3 * sys.getsizeof(now) + 2 * _DICT_ENTRY
 
 
 _RECORD_BYTES = _fixed_bytes()
@@ -582,15 +599,54 @@ _LEASE_BYTES = (
 )
 
 
+class _Owned:
+    """One owner's tasks: their ids in the order of their last write, the terminal ones
+    apart from the live ones, and the bytes their records hold."""
+
+    __slots__ = ("bytes", "done", "live", "owner")
+
+    def __init__(self, owner: str) -> None:
+        self.owner = owner  # the one copy every key of the owner's tasks holds
+        self.bytes = 0
+        self.done: dict[str, None] = {}
+        self.live: dict[str, None] = {}
+
+    def oldest(self, keep: str) -> str | None:
+        """The least recently written terminal task, else live one, but `keep`."""
+        for ids_ in (self.done, self.live):
+            for task_id in ids_:
+                if task_id != keep:
+                    return task_id
+                break  # `keep` is the most recent: the next in this order is none
+        return None
+
+
+def _heap_entry_bytes() -> int:
+    """A heap entry: its tuple, its negated byte count, its slot in the list."""
+    return sys.getsizeof((0, "")) + sys.getsizeof(-(2**40)) + 8
+
+
+# What an owner's index holds besides its tasks' entries (counted in `_Record.weigh`): its
+# `_Owned` and two dicts, its entry in the owners' dict, two entries in their heap, its name.
+_OWNER_BYTES = (
+    sys.getsizeof(_Owned("")) + 2 * sys.getsizeof({}) + _DICT_ENTRY + 2 * _heap_entry_bytes()
+)
+
+
 class _CompactTasks:
     """(owner, task id) -> StoredTask and its log, kept as `_Record`s in the order of their
     last write (the least recently written first), with the most recently used tasks also as
-    objects."""
+    objects, and each owner's index (`_Owned`) with a heap of the owners by their bytes, the
+    heaviest first: an entry is pushed at each change of an owner's bytes, and one that no
+    longer says its owner's bytes is dropped when it comes to the top (or when the heap,
+    past two entries an owner and `_HEAP_SLACK`, is rebuilt), so a write costs O(log n)."""
 
     def __init__(self, size: _Size) -> None:
         self._size = size
         self._records: dict[tuple[str, str], _Record] = {}
         self._hot: dict[tuple[str, str], StoredTask] = {}
+        self._owners: dict[str, _Owned] = {}
+        self._heaviest: list[tuple[int, str]] = []  # (-bytes, owner)
 
     def __len__(self) -> int:
         return len(self._records)
@@ -627,30 +683,67 @@ class _CompactTasks:
         if record is None:
             record = _Record(stored.created_at, stored.task.context_id)
             record.write(stored, packed, events)
+            owned = self._owner(key[0])
+            key = (owned.owner, key[1])
         else:
+            live = not record.state.terminal
             record.write(stored, packed, events)  # raises before it changes anything
             del self._records[key]  # and back in at the end: the most recently written
-            self._size.used -= record.size
+            self._unput(key, record, live)
         self._put(key, record)
         self._keep_hot(key, stored)
 
     def mark(self, key: tuple[str, str], stored: StoredTask) -> None:
         """`stored`, the task of `key` with only its push-config mark changed."""
         record = self._records.pop(key)
-        self._size.used -= record.size
+        self._unput(key, record, not record.state.terminal)
         record.push_configs = stored.push_configs
         self._put(key, record)
         self._keep_hot(key, stored)
+
+    def _owner(self, owner: str) -> _Owned:
+        owned = self._owners.get(owner)
+        if owned is None:
+            owned = self._owners[owner] = _Owned(owner)
+            self._size.used += _OWNER_BYTES + sys.getsizeof(owner)
+        return owned
 
     def _put(self, key: tuple[str, str], record: _Record) -> None:
         record.size = record.weigh(key[1])
         self._size.used += record.size
         self._records[key] = record
+        owned = self._owners[key[0]]
+        (owned.done if record.state.terminal else owned.live)[key[1]] = None
+        owned.bytes += record.size
+        self._weighed(owned)
+
+    def _unput(self, key: tuple[str, str], record: _Record, live: bool) -> _Owned:
+        """Take `record` (`live` when it was put) out of the counts and its owner's index
+        (the caller then says the owner's new bytes to the heap)."""
+        self._size.used -= record.size
+        owned = self._owners[key[0]]
+        del (owned.live if live else owned.done)[key[1]]
+        owned.bytes -= record.size
+        return owned
+
+    def _weighed(self, owned: _Owned) -> None:
+        """Tell the heap the owner's bytes now."""
+        heap = self._heaviest
+        if len(heap) > 2 * len(self._owners) + _HEAP_SLACK:
+            heap[:] = [(-o.bytes, name) for name, o in self._owners.items()]
+            heapq.heapify(heap)
+        else:
+            heapq.heappush(heap, (-owned.bytes, owned.owner))
 
     def __delitem__(self, key: tuple[str, str]) -> None:
         record = self._records.pop(key)
-        self._size.used -= record.size
+        owned = self._unput(key, record, not record.state.terminal)
         self._hot.pop(key, None)
+        if owned.done or owned.live:
+            self._weighed(owned)
+        else:
+            del self._owners[key[0]]
+            self._size.used -= _OWNER_BYTES + sys.getsizeof(owned.owner)
 
     def _keep_hot(self, key: tuple[str, str], stored: StoredTask) -> None:
         self._hot.pop(key, None)
@@ -660,6 +753,37 @@ class _CompactTasks:
 
     def records(self) -> Iterable[tuple[tuple[str, str], _Record]]:
         return list(self._records.items())
+
+    def owned(self, owner: str) -> list[tuple[str, _Record]]:
+        """The owner's tasks' ids and records."""
+        owned = self._owners.get(owner)
+        if owned is None:
+            return []
+        records = self._records
+        return [(t, records[owner, t]) for ids_ in (owned.live, owned.done) for t in ids_]
+
+    def live(self, owner: str) -> int:
+        """How many of the owner's tasks are not terminal."""
+        owned = self._owners.get(owner)
+        return 0 if owned is None else len(owned.live)
+
+    def victim(self) -> tuple[str, str]:
+        """The task to forget for room: the heaviest owner's least recently written terminal
+        one (none: its live one), never the task written last (the global oldest instead,
+        when that one is the heaviest owner's only task)."""
+        heap, owners = self._heaviest, self._owners
+        newest = next(reversed(self._records))
+        while heap:
+            negated, name = heap[0]
+            owned = owners.get(name)
+            if owned is None or owned.bytes != -negated:
+                heapq.heappop(heap)  # stale: its owner's bytes changed since
+                continue
+            task_id = owned.oldest(keep=newest[1] if newest[0] == name else "")
+            if task_id is not None:
+                return (name, task_id)
+            break
+        return self.oldest_key()
 
     def oldest_key(self) -> tuple[str, str]:
         return next(iter(self._records))

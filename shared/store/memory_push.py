@@ -141,6 +141,20 @@ class MemoryPushConfigStore:
             for key in [k for k in self._sizes.get(owner, ()) if k[1] in gone]:
                 self._forget(key)
 
+    def require_room(self, owner: str) -> None:
+        limit = self._owner_limit
+        if limit is None:
+            return
+        self.cost.add(reads=1)  # as Firestore's count query
+        with self._lock:
+            count = self._count(owner)
+        if count >= limit:
+            self._forget_orphans(owner)  # as `put` does at the limit
+            with self._lock:
+                count = self._count(owner)
+        if count >= limit:
+            raise PushConfigQuotaError(count, limit)
+
     def put(
         self,
         owner: str,

@@ -1,6 +1,8 @@
 """`make bench`: `a2a` side by side with the official SDK's server (throughput, CPU, latency,
 memory, cold start: tests/bench/compare.py); blocking sends and memory over many tasks on the
-Firestore emulator; Firestore reads and writes per operation;
+Firestore emulator; Firestore reads and writes per operation, and what a short,
+background and streamed task and a push notification cost in dollars per million
+(tests/bench/usage.py, cost_model.py, prices.py; beside the SDK's server on Cloud SQL, a model);
 streaming: time to the first frame of an inline stream, the latency from an event's commit
 in one process to its frame at a subscriber on another (Firestore emulator, listener and
 polling), the writes of a 100-event streamed send, and fifty subscribers of one task on one
@@ -28,6 +30,7 @@ import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -36,7 +39,7 @@ import requests
 
 from emulator.firestore import start_firestore
 from tests import sse
-from tests.bench.compare import compare, running
+from tests.bench.compare import compare, round_of_load, running
 from tests.bench.load import HEADERS, cpu_seconds, load, percentile, pss_mib, send_body
 from tests.bench.streams import streams
 from tests.conftest import Server, wait_until
@@ -548,6 +551,75 @@ def costs() -> None:
             for name, reads, writes in store_costs(project):
                 budget = budgets[name.split(",")[0]]
                 print(f"  {name}: {reads} reads, {writes} writes {budget}")
+        dollars(emulator)
+
+
+def short_compute(kind: str, extra: dict[str, str] | None = None) -> tuple[float, float]:
+    """CPU seconds per blocking send of a server process under load (4 clients, as `compare`
+    measures it), and the wall seconds of one sent alone (p50 of one client)."""
+    with running(kind, extra) as server:
+        load(server, 2, 10, 30)  # warm-up
+        cpu = round_of_load(server, 4, 100).cpu_ms / 1000
+        alone = load(server, 1, 20, 30)["p50_ms"] / 1000
+    return cpu, alone
+
+
+def dollars(emulator: Any) -> None:
+    """The counts in dollars per million (tests/bench/cost_model.py, tests/bench/prices.py),
+    ours and the official SDK's server on Cloud Run with its database task store (a model)."""
+    from tests.bench import cost_model, prices, usage
+
+    firestore = {"A2A_BACKEND": "firestore", "GOOGLE_CLOUD_PROJECT": emulator.project}
+    cpu, alone = short_compute("ours", {**firestore, **emulator.env()})
+    sdk_cpu, sdk_alone = short_compute("sdk")
+    found = usage.ours(emulator.project, cpu, alone)
+    a2a = usage.functions()["a2a"]
+    sdk = cost_model.Usage(
+        reads=0,
+        writes=0,
+        deletes=0,
+        tasks_operations=0,
+        invocations=1,
+        busy_seconds=cost_model.billed_busy(sdk_cpu, sdk_alone, a2a.vcpu, a2a.concurrency),
+        alone_seconds=cost_model.billed_alone(sdk_alone),
+        vcpu=a2a.vcpu,
+        memory_gib=a2a.memory_gib,
+    )
+    rows = {name: use for name, (use, _) in found.items()}
+    for per_month in (1, 10):
+        rows[f"a2a-sdk on Cloud SQL, short task, {per_month}M tasks a month"] = sdk
+    stream = usage.sdk("SendStreamingMessage", "steps=98 delay=0.01", 3)
+    rows["a2a-sdk on Cloud SQL, streamed task of 100 events, 1M tasks a month"] = replace(
+        sdk,
+        busy_seconds=cost_model.billed_busy(
+            stream.cpu_seconds, stream.wall_seconds, a2a.vcpu, a2a.concurrency
+        ),
+        alone_seconds=cost_model.billed_alone(stream.wall_seconds),
+    )
+    print(
+        f"\nwhat it costs, {prices.REGION} list prices of {prices.PRICES_AS_OF} (free tiers "
+        f"left out; tests/bench/prices.py):\n{prices.table()}"
+    )
+    print(f"\nshort send on a server: CPU {cpu * 1000:.1f} ms, alone {alone * 1000:.0f} ms")
+    for name, (_, run) in found.items():
+        print(f"  {name}: {run.runs} of them measured")
+    print(cost_model.USAGE_HEADER)
+    for name, use in rows.items():
+        print(cost_model.usage_row(name, use))
+    print("\ndollars per million:")
+    print(cost_model.HEADER)
+    for name, use in rows.items():
+        print(cost_model.row(name, cost_model.per_million_of(name, use)))
+    short = usage.sdk("SendMessage", "hi", 10)
+    sql = cost_model.SQL_SMALLEST
+    print(
+        f"  a2a-sdk (a model): its server's CPU {sdk_cpu * 1000:.1f} ms a short send (in-memory "
+        f"store), alone {sdk_alone * 1000:.0f} ms, on Cloud Run sized as ours; its task store "
+        f"{short.saves} saves and {short.gets} gets a short task, {stream.saves} and "
+        f"{stream.gets} a streamed one (CPU {stream.cpu_seconds * 1000:.0f} ms in process, "
+        f"{stream.wall_seconds:.2f} s); Cloud SQL {sql.vcpu:g} vCPU, {sql.memory_gb:g} GB, "
+        f"{sql.storage_gb:g} GB SSD: ${sql.monthly():.2f} a month"
+    )
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 Built as the SDK documents it: its default request handler, its in-memory task store, its
 JSON-RPC and agent card routes in a Starlette app, served by uvicorn. The agent does what
 `functions.handlers.echo` does: one artifact holding the message's text, then completed.
+The cost section gives it its own store and `StepsExecutor` (tests/bench/usage.py).
 
 Run: `python -m tests.bench.reference --port PORT`.
 """
@@ -10,16 +11,28 @@ Run: `python -m tests.bench.reference --port PORT`.
 from __future__ import annotations
 
 import argparse
+import asyncio
 
 import uvicorn
-from a2a.helpers.proto_helpers import get_message_text, new_task_from_user_message
+from a2a.helpers.proto_helpers import (
+    get_message_text,
+    new_task_from_user_message,
+    new_text_message,
+)
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes.agent_card_routes import create_agent_card_routes
 from a2a.server.routes.jsonrpc_routes import create_jsonrpc_routes
-from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Part
+from a2a.server.tasks import InMemoryTaskStore, TaskStore, TaskUpdater
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    Part,
+    TaskState,
+)
 from starlette.applications import Starlette
 
 
@@ -38,7 +51,33 @@ class EchoExecutor(AgentExecutor):
         raise NotImplementedError("the echo agent finishes before a cancel could arrive")
 
 
-def app(url: str) -> Starlette:
+class StepsExecutor(AgentExecutor):
+    """What `tests.handlers.slow` does: "steps=N delay=S" working updates, each with a
+    message, S seconds apart, then an artifact and completed."""
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.message is not None
+        values = dict(
+            w.split("=", 1) for w in get_message_text(context.message).split() if "=" in w
+        )
+        task = context.current_task or new_task_from_user_message(context.message)
+        if context.current_task is None:
+            await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        for step in range(int(values.get("steps", 20))):
+            message = new_text_message(f"step {step}", task_id=task.id, context_id=task.context_id)
+            await updater.update_status(TaskState.TASK_STATE_WORKING, message)
+            await asyncio.sleep(float(values.get("delay", 0.05)))
+        await updater.add_artifact([Part(text="done")], name="done")
+        await updater.complete()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        raise NotImplementedError("not asked of it")
+
+
+def app(
+    url: str, store: TaskStore | None = None, executor: AgentExecutor | None = None
+) -> Starlette:
     card = AgentCard(
         name="Echo agent",
         description="Answers with what it was sent.",
@@ -54,7 +93,9 @@ def app(url: str) -> Starlette:
         ],
     )
     handler = DefaultRequestHandler(
-        agent_executor=EchoExecutor(), task_store=InMemoryTaskStore(), agent_card=card
+        agent_executor=executor or EchoExecutor(),
+        task_store=store or InMemoryTaskStore(),
+        agent_card=card,
     )
     routes = create_agent_card_routes(card) + create_jsonrpc_routes(handler, rpc_url="/")
     return Starlette(routes=routes)

@@ -362,14 +362,15 @@ class CuttingProxy:
 def test_watch_resumes_after_the_connection_is_cut(a2a: Cli, agent: Server) -> None:
     proxy = CuttingProxy(agent.port, b'"statusUpdate"', 2)  # after the first update
     try:
-        started = a2a.ok("send", "--no-wait", "steps=5", "delay=0.1")
+        # Long enough (2 s) that the watch sees two updates however loaded the machine is.
+        started = a2a.ok("send", "--no-wait", "steps=8", "delay=0.25")
         run = a2a("watch", task_id(started), url=f"http://127.0.0.1:{proxy.port}")
         assert proxy.cut.is_set()
         assert run.code == 0, run
         assert "resuming the stream" in run.err
         steps = [int(s) for s in re.findall(r"^\[working\] step (\d)$", run.out, re.MULTILINE)]
         # The update cut off comes after the resumption; nothing comes twice.
-        assert steps == list(range(steps[0], 5))
+        assert steps == list(range(steps[0], 8))
         assert run.out.splitlines()[-1] == "[completed]"
     finally:
         proxy.close()

@@ -4,12 +4,13 @@ wiring. The whole run is tested from a fresh clone in tests/system/test_make_dev
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from emulator._process import REPO_ROOT
-from emulator.dev import changes, function_envs, local_url
+from emulator._process import REPO_ROOT, EmulatorError
+from emulator.dev import _parser, changes, find_handler, function_envs, local_url, ports_from
 from infra.plan import WIRING, function_env
 from infra.settings import Settings as Deploy
 from infra.settings import load
@@ -78,3 +79,61 @@ def test_changes_name_added_removed_and_modified_files() -> None:
         str(Path("shared") / "b.py"),
     ]
     assert changes(after, dict(after)) == []
+
+
+def test_every_port_follows_port_and_dev_args_move_one() -> None:
+    assert ports_from(_parser().parse_args([])) == {
+        "a2a": 8080,
+        "worker": 8081,
+        "deliver": 8082,
+        "firestore": 8085,  # the emulators' own defaults, as before
+        "tasks": 9022,
+    }
+    assert ports_from(_parser().parse_args(["--port", "8180", "--tasks-port", "9500"])) == {
+        "a2a": 8180,
+        "worker": 8181,
+        "deliver": 8182,
+        "firestore": 8185,
+        "tasks": 9500,
+    }
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["--port", "65000"], "port 65942 (for tasks, PORT=65000 + 942) is not a port"),
+        (["--port", "9000", "--deliver-port", "9001"], "port 9001 is given to both worker and"),
+    ],
+)
+def test_ports_out_of_range_or_shared_are_refused_by_name(argv: list[str], named: str) -> None:
+    with pytest.raises(EmulatorError, match=re.escape(named)):
+        ports_from(_parser().parse_args(argv))
+
+
+def test_the_developers_pythonpath_follows_the_checkout_and_one_log_key_is_shared(
+    deploy: Deploy,
+) -> None:
+    envs = function_envs(deploy, PORTS, EMULATORS, {"PYTHONPATH": "/my/agents:/more"})
+    for env in envs.values():
+        assert env["PYTHONPATH"] == f"{REPO_ROOT}:/my/agents:/more"
+    keys = {env["A2A_LOG_OWNER_KEY"] for env in envs.values()}
+    assert len(keys) == 1 and len(keys.pop()) == 64  # one owner, one tag on all three
+    mine = function_envs(deploy, PORTS, EMULATORS, {"A2A_LOG_OWNER_KEY": "k"})
+    assert {env["A2A_LOG_OWNER_KEY"] for env in mine.values()} == {"k"}
+
+
+def test_the_handler_is_found_where_the_functions_look(tmp_path: Path) -> None:
+    (tmp_path / "far_agent.py").write_text("raise SystemExit('never run by the lookup')\n")
+    assert find_handler("far_agent", f"{REPO_ROOT}:{tmp_path}") == tmp_path / "far_agent.py"
+    assert find_handler("functions.handlers.echo", str(REPO_ROOT)) == (
+        REPO_ROOT / "functions" / "handlers" / "echo.py"
+    )
+    with pytest.raises(EmulatorError, match="far_agent is not on the functions' PYTHONPATH"):
+        find_handler("far_agent", str(REPO_ROOT))
+    with pytest.raises(EmulatorError, match=r"no\.such is not on"):
+        find_handler("no.such", str(REPO_ROOT))
+
+
+def test_a_changed_handler_outside_the_checkout_is_named_by_its_path(tmp_path: Path) -> None:
+    outside = tmp_path / "far_agent.py"
+    assert changes({outside: 1.0}, {outside: 2.0}) == [str(outside)]

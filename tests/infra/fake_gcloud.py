@@ -15,7 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+PROJECT_NUMBER = "123456789012"
 COMMANDS = (
+    "projects describe",
+    "secrets describe",
+    "secrets create",
+    "secrets delete",
     "services list",
     "services enable",
     "firestore databases describe",
@@ -41,7 +46,7 @@ COMMANDS = (
     "functions deploy",
     "functions delete",
 )
-POLICY_GROUPS = ("projects", "iam service-accounts", "run services", "secrets")
+POLICY_GROUPS = ("projects", "iam service-accounts", "run services", "secrets", "tasks queues")
 
 
 class Exit(Exception):
@@ -92,6 +97,8 @@ def handle(
     project = one["project"]
     if command.endswith(("get-iam-policy", "add-iam-policy-binding", "remove-iam-policy-binding")):
         return policy(state, command, args[0], one)
+    if command == "projects describe" or command.startswith("secrets"):
+        return secret(state, command, args[0], one)
     if command == "services list":
         return [{"config": {"name": api}} for api in state.setdefault("apis", [])]
     if command == "services enable":
@@ -199,6 +206,28 @@ def handle(
     raise Exit(2, f"fake gcloud: no behaviour for {command}")
 
 
+def secret(state: dict[str, Any], command: str, name: str, one: dict[str, str]) -> Any:
+    """The project's number, and Secret Manager's secrets (kept with their values, for the
+    tests to check what the deploy generated; a describe shows their size, as gcloud's
+    shows no value)."""
+    if command == "projects describe":
+        return {"projectId": name, "projectNumber": PROJECT_NUMBER, "lifecycleState": "ACTIVE"}
+    key = f"secret/{name}"
+    if command == "secrets create":
+        if key in state:
+            raise Exit(1, f"ERROR: ALREADY_EXISTS: Secret [{name}] already exists.\n")
+        data = sys.stdin.read() if one.get("data-file") == "-" else ""
+        if not data:
+            raise Exit(1, "ERROR: (gcloud.secrets.create) the secret's data is empty\n")
+        name_ = f"projects/{PROJECT_NUMBER}/secrets/{name}"
+        state[key] = {"name": name_, "size": len(data), "value": data}
+        return {"name": name_, "size": len(data)}
+    if key not in state:
+        raise not_found(f"secret {name}")
+    found = state.pop(key) if command == "secrets delete" else state[key]
+    return {"name": found["name"], "size": found.get("size", 0)}
+
+
 def scheduler_job(state: dict[str, Any], command: str, name: str, one: dict[str, str]) -> Any:
     project = one["project"]
     key = f"job/{name}"
@@ -231,6 +260,10 @@ def policy(state: dict[str, Any], command: str, resource: str, one: dict[str, st
     group = command.rsplit(" ", 1)[0]
     if group == "run services" and f"function/{resource}" not in state:
         raise not_found(f"service {resource}")
+    if group == "tasks queues" and f"queue/{resource}" not in state:
+        raise not_found(f"queue {resource}")
+    if group == "secrets" and f"secret/{resource}" not in state:
+        raise not_found(f"secret {resource}")
     if group == "iam service-accounts" and f"account/{resource}" not in state:
         raise Exit(1, f"ERROR: NOT_FOUND: Unknown service account {resource}\n")
     bindings = state.setdefault(f"policy/{group}/{resource}", {})
@@ -289,7 +322,8 @@ def function(
         "maxInstanceCount": int(one["max-instances"]),
         "serviceAccountEmail": one["service-account"],
         "environmentVariables": {"LOG_EXECUTION_ID": "true", **pairs(one["set-env-vars"])},
-        "uri": f"https://{name}-fakehash-uc.a.run.app",
+        # The deterministic URL (the one displayed first, as Cloud Run does).
+        "uri": f"https://{name}-{PROJECT_NUMBER}.{one['region']}.run.app",
         "ingressSettings": "ALLOW_ALL",
     }
     # Like the API, a zero minimum is left out of the description.
@@ -309,7 +343,15 @@ def function(
         "name": f"projects/{one['project']}/locations/{one['region']}/functions/{name}",
         "environment": "GEN_2",
         "state": "ACTIVE",
-        "buildConfig": {"runtime": one["runtime"], "entryPoint": one["entry-point"]},
+        "buildConfig": {
+            "runtime": one["runtime"],
+            "entryPoint": one["entry-point"],
+            **(
+                {"serviceAccount": one["build-service-account"]}
+                if "build-service-account" in one
+                else {}
+            ),
+        },
         "serviceConfig": service,
         "labels": labels,
         "url": f"https://{one['region']}-{one['project']}.cloudfunctions.net/{name}",

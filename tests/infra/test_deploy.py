@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
+import re
+import shlex
 from pathlib import Path
 
 import pytest
 
 from infra.__main__ import main
-from tests.infra.fake_gcloud import FakeGcloud
+from tests.infra.conftest import REAL_ROOT
+from tests.infra.fake_gcloud import PROJECT_NUMBER, FakeGcloud
 
 DISABLED = (
     "ERROR: (gcloud.tasks.queues.create) PERMISSION_DENIED: Cloud Tasks API has not been used "
@@ -35,6 +39,59 @@ def flag(call: list[str], name: str) -> str:
     return next(word.split("=", 1)[1] for word in call if word.startswith(f"--{name}="))
 
 
+def _assert_each_account_gets_what_it_uses(
+    calls: list[list[str]], fake_gcloud: FakeGcloud, functions: tuple[int, int, int]
+) -> None:
+    """Cloud Build's roles before the first build, enqueuing on the queues used, one log key."""
+    deliver, worker, a2a = functions
+    granted = {
+        (flag(call, "member").split(":")[1].split("@")[0], flag(call, "role"))
+        for call in calls
+        if call[:2] == ["projects", "add-iam-policy-binding"]
+    }
+    assert granted == {
+        ("a2a-runtime", "roles/datastore.user"),
+        ("a2a-deliver", "roles/datastore.user"),
+        # Cloud Build's account, before the first build, and the functions built as it.
+        ("a2a-build", "roles/logging.logWriter"),
+        ("a2a-build", "roles/artifactregistry.writer"),
+        ("a2a-build", "roles/storage.objectAdmin"),
+    }
+    build_grants = [
+        i
+        for i, call in enumerate(calls)
+        if call[:2] == ["projects", "add-iam-policy-binding"]
+        and "a2a-build@" in flag(call, "member")
+    ]
+    assert max(build_grants) < deliver
+    build_account = (
+        "projects/demo-project/serviceAccounts/a2a-build@demo-project.iam.gserviceaccount.com"
+    )
+    assert {flag(calls[i], "build-service-account") for i in (deliver, worker, a2a)} == {
+        build_account
+    }
+    # Enqueuing only on the queues each uses: a2a and worker both, deliver its own again.
+    enqueuers = {
+        (call[3], flag(call, "member").split(":")[1].split("@")[0])
+        for call in calls
+        if call[:3] == ["tasks", "queues", "add-iam-policy-binding"]
+        and flag(call, "role") == "roles/cloudtasks.enqueuer"
+    }
+    assert enqueuers == {("work", "a2a-runtime"), ("push", "a2a-runtime"), ("push", "a2a-deliver")}
+    # One log owner key for the three: generated once into Secret Manager, read by all.
+    (created,) = [call for call in calls if call[:2] == ["secrets", "create"]]
+    assert created[2] == "a2a-log-owner-key" and "--data-file=-" in created
+    assert json.loads(fake_gcloud.state.read_text())["secret/a2a-log-owner-key"]["size"] == 64
+    for i in (deliver, worker, a2a):
+        assert flag(calls[i], "set-secrets") == "A2A_LOG_OWNER_KEY=a2a-log-owner-key:latest"
+    readers = {
+        flag(call, "member").split(":")[1].split("@")[0]
+        for call in calls
+        if call[:3] == ["secrets", "add-iam-policy-binding", "a2a-log-owner-key"]
+    }
+    assert readers == {"a2a-runtime", "a2a-deliver"}
+
+
 def test_first_run_creates_everything_in_order(
     fake_gcloud: FakeGcloud, fake_repo: Path, project_env: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -57,13 +114,22 @@ def test_first_run_creates_everything_in_order(
     a2a = position(calls, "functions", "deploy", "a2a")
     assert max(runtime_sa, invoker_sa) < deliver < worker < a2a
 
-    # The wiring: each function is deployed knowing the URLs described after earlier deploys.
+    # The wiring: each function is built once, knowing the URLs it calls and its own (the
+    # audience of the tokens it checks), all known from the project's number beforehand.
+    assert [call[2] for call in calls if call[:2] == ["functions", "deploy"]] == [
+        "deliver",
+        "worker",
+        "a2a",
+    ]
     a2a_env = flag(calls[a2a], "set-env-vars")
-    assert "A2A_WORKER_URL=https://worker-fakehash-uc.a.run.app" in a2a_env
-    assert "A2A_DELIVER_URL=https://deliver-fakehash-uc.a.run.app" in a2a_env
-    assert "A2A_DELIVER_URL=https://deliver-fakehash-uc.a.run.app" in flag(
-        calls[worker], "set-env-vars"
-    )
+    url = f"{PROJECT_NUMBER}.us-central1.run.app"
+    assert f"A2A_WORKER_URL=https://worker-{url}" in a2a_env
+    assert f"A2A_DELIVER_URL=https://deliver-{url}" in a2a_env
+    assert f"A2A_PUBLIC_URL=https://a2a-{url}" in a2a_env
+    worker_env = flag(calls[worker], "set-env-vars")
+    assert f"A2A_DELIVER_URL=https://deliver-{url}" in worker_env
+    assert f"A2A_WORKER_URL=https://worker-{url}" in worker_env
+    assert f"A2A_DELIVER_URL=https://deliver-{url}" in flag(calls[deliver], "set-env-vars")
     # Never open by default: IAM checks a Google ID token, the agent owns tasks by its e-mail.
     assert "--no-allow-unauthenticated" in calls[a2a]
     assert "A2A_AUTH=google" in a2a_env
@@ -87,17 +153,7 @@ def test_first_run_creates_everything_in_order(
     # Cloud Tasks to re-queue a delivery that finds its config busy.
     assert flag(calls[deliver], "service-account").startswith("a2a-deliver@")
     assert flag(calls[worker], "service-account").startswith("a2a-runtime@")
-    granted = {
-        (flag(call, "member").split(":")[1].split("@")[0], flag(call, "role"))
-        for call in calls
-        if call[:2] == ["projects", "add-iam-policy-binding"]
-    }
-    assert granted == {
-        ("a2a-runtime", "roles/datastore.user"),
-        ("a2a-runtime", "roles/cloudtasks.enqueuer"),
-        ("a2a-deliver", "roles/datastore.user"),
-        ("a2a-deliver", "roles/cloudtasks.enqueuer"),
-    }
+    _assert_each_account_gets_what_it_uses(calls, fake_gcloud, (deliver, worker, a2a))
     acting = {
         flag(call, "member").split(":")[1].split("@")[0]
         for call in calls
@@ -105,15 +161,6 @@ def test_first_run_creates_everything_in_order(
         and flag(call, "role") == "roles/iam.serviceAccountUser"
     }
     assert acting == {"a2a-runtime", "a2a-deliver"}  # their queued tasks carry a2a-tasks' token
-    # Once each exists, it learns its own URL: the audience of the tokens it checks.
-    own = {
-        call[2]: flag(call, "set-env-vars")
-        for call in calls[a2a + 1 :]
-        if call[:2] == ["functions", "deploy"]
-    }
-    assert "A2A_WORKER_URL=https://worker-fakehash-uc.a.run.app" in own["worker"]
-    assert "A2A_DELIVER_URL=https://deliver-fakehash-uc.a.run.app" in own["deliver"]
-    assert "A2A_PUBLIC_URL=https://a2a-fakehash-uc.a.run.app" in own["a2a"]
     assert position(calls, "run", "services", "add-iam-policy-binding", "worker") > worker
     roles = {flag(call, "role") for call in calls if "add-iam-policy-binding" in call}
     assert roles == {
@@ -121,11 +168,15 @@ def test_first_run_creates_everything_in_order(
         "roles/cloudtasks.enqueuer",
         "roles/iam.serviceAccountUser",
         "roles/run.invoker",
+        "roles/secretmanager.secretAccessor",
+        "roles/logging.logWriter",
+        "roles/artifactregistry.writer",
+        "roles/storage.objectAdmin",
     }
 
     out = capsys.readouterr().out
     assert out.rstrip().splitlines()[-1] == (
-        "agent card: https://a2a-fakehash-uc.a.run.app/.well-known/agent-card.json"
+        f"agent card: https://a2a-{url}/.well-known/agent-card.json"
     )
     assert "callers: IAM (roles/run.invoker), A2A_AUTH=google: Authorization: Bearer" in out
 
@@ -137,7 +188,7 @@ def test_the_default_deploy_leaves_the_console_off(
     deploy's [env] says A2A_CONSOLE."""
     assert run(fake_repo, "deploy") == 0
     deploys = [call for call in fake_gcloud.changes() if call[:2] == ["functions", "deploy"]]
-    assert len(deploys) == 6  # three functions, then each learns its own URL
+    assert len(deploys) == 3  # each function is built once
     for call in deploys:
         assert "A2A_CONSOLE" not in flag(call, "set-env-vars"), call[2]
 
@@ -231,6 +282,74 @@ def test_dry_run_prints_every_command_and_runs_none(
     assert out.rstrip().endswith("agent card: <url of a2a>/.well-known/agent-card.json")
 
 
+def test_the_dry_run_prints_every_change_a_first_deploy_makes_and_no_secret(
+    fake_gcloud: FakeGcloud,
+    fake_repo: Path,
+    project_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Issue 26, item 4: a first deploy built each function twice where the dry run said
+    # `check:` only; now both list the same changes, in the same order.
+    def resource(argv: list[str]) -> list[str]:
+        return list(itertools.takewhile(lambda word: not word.startswith("--"), argv))
+
+    monkeypatch.setenv("DRY_RUN", "1")
+    assert run(fake_repo, "deploy") == 0
+    printed = [
+        resource(shlex.split(line.split(":", 1)[1])[1:])
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("  ") and not line.startswith("  check:")
+    ]
+    monkeypatch.delenv("DRY_RUN")
+    assert run(fake_repo, "deploy") == 0
+    ran = [resource(call) for call in fake_gcloud.changes()]
+    assert printed == ran
+    assert [words[:3] for words in ran].count(["functions", "deploy", "a2a"]) == 1
+    assert not re.search(r"[0-9a-f]{64}", capsys.readouterr().out), "the key is never shown"
+
+
+def test_an_earlier_project_wide_enqueuer_role_is_taken_away(
+    fake_gcloud: FakeGcloud, fake_repo: Path, project_env: None
+) -> None:
+    assert run(fake_repo, "deploy") == 0
+    state = json.loads(fake_gcloud.state.read_text())
+    members = [
+        f"serviceAccount:a2a-{name}@demo-project.iam.gserviceaccount.com"
+        for name in ("runtime", "deliver")
+    ]
+    state["policy/projects/demo-project"]["roles/cloudtasks.enqueuer"] = members
+    fake_gcloud.state.write_text(json.dumps(state))
+    fake_gcloud.clear_log()
+    assert run(fake_repo, "deploy") == 0
+    revoked = [
+        flag(call, "member")
+        for call in fake_gcloud.changes()
+        if call[:2] == ["projects", "remove-iam-policy-binding"]
+        and flag(call, "role") == "roles/cloudtasks.enqueuer"
+    ]
+    assert revoked == members
+    assert len(fake_gcloud.changes()) == 2, "and nothing else changes"
+
+
+def test_a_log_owner_key_of_the_settings_is_used_and_none_generated(
+    fake_gcloud: FakeGcloud, fake_repo: Path, project_env: None, tmp_path: Path
+) -> None:
+    toml = (REAL_ROOT / "infra" / "deploy.toml").read_text()
+    custom = tmp_path / "deploy.toml"
+    custom.write_text(toml.replace("[secrets]\n", '[secrets]\nA2A_LOG_OWNER_KEY = "my-key:3"\n'))
+    assert run(fake_repo, "--settings", str(custom), "deploy") == 1  # no such secret yet
+    fake_gcloud.clear_log()
+    state = json.loads(fake_gcloud.state.read_text())
+    state["secret/my-key"] = {"name": "projects/1/secrets/my-key"}
+    fake_gcloud.state.write_text(json.dumps(state))
+    assert run(fake_repo, "--settings", str(custom), "deploy") == 0
+    calls = fake_gcloud.changes()
+    assert not [call for call in calls if call[:2] == ["secrets", "create"]]
+    deploys = [call for call in calls if call[:2] == ["functions", "deploy"]]
+    assert {flag(call, "set-secrets") for call in deploys} == {"A2A_LOG_OWNER_KEY=my-key:3"}
+
+
 def test_failing_step_stops_the_run_and_says_how_to_fix_it(
     fake_gcloud: FakeGcloud,
     fake_repo: Path,
@@ -316,7 +435,7 @@ def test_the_sweep_is_scheduled_on_the_worker_as_the_account_that_may_call_it(
     assert job > max(
         i for i, call in enumerate(calls) if call[:3] == ["functions", "deploy", "worker"]
     )
-    worker = "https://worker-fakehash-uc.a.run.app"
+    worker = f"https://worker-{PROJECT_NUMBER}.us-central1.run.app"
     assert flag(calls[job], "uri") == f"{worker}/sweep"
     assert flag(calls[job], "http-method") == "POST"
     assert flag(calls[job], "oidc-token-audience") == worker
@@ -352,10 +471,10 @@ def test_destroy_asks_then_removes_what_deploy_created(
     assert run(fake_repo, "destroy") == 0
     deleted = [call[:3] for call in fake_gcloud.changes() if "delete" in call[:3]]
     assert [words[0] for words in deleted] == (
-        ["scheduler"] + ["functions"] * 3 + ["tasks"] * 2 + ["iam"] * 3
+        ["scheduler"] + ["functions"] * 3 + ["tasks"] * 2 + ["secrets"] + ["iam"] * 4
     )
     state = json.loads(fake_gcloud.state.read_text())
-    gone = ("job/", "function/", "queue/", "account/")
+    gone = ("job/", "function/", "queue/", "account/", "secret/")
     assert not [key for key in state if key.startswith(gone)]
     assert "database/(default)" in state, "the data stays unless --delete-database"
 

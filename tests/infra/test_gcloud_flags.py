@@ -50,7 +50,7 @@ def step_commands(steps: list[Step]) -> list[Command]:
 def plan_commands(tmp_path_factory: pytest.TempPathFactory) -> list[Command]:
     """Every command of a deploy (with secrets and an index file) and of a full destroy."""
     settings = load(DEFAULT_FILE, {"PROJECT": PROJECT}).model_copy(
-        update={"secrets": {"API_KEYS": "api-keys:latest"}}
+        update={"secrets": {"API_KEYS": "api-keys:latest"}, "sign_card": True}
     )
     repo = build_fake_repo(tmp_path_factory.mktemp("flags") / "repo")
     (repo / "infra").mkdir()

@@ -630,3 +630,24 @@ def test_a_task_read_back_checks_its_history_without_measuring_it(
         assert len(measured) == (1 if checked is read and slack is None else whole)
     assert outcomes[0] == outcomes[1]
     assert (outcomes[0] is None) == (slack != -1)
+
+
+def test_live_tasks_counts_the_owner_s_tasks_not_terminal_up_to_the_limit(
+    store: TaskStore,
+) -> None:
+    assert store.live_tasks(ALICE, 10) == 0
+    made = {}
+    for state in TaskState:
+        task, events = new_task(state=state)
+        made[state] = store.create(ALICE, task, events, dialect="v1.0")
+    store.create(MALLORY, *new_task(), dialect="v1.0")
+    live = [s for s in TaskState if not s.terminal]
+    assert len(live) == 5  # submitted, working, input- and auth-required, unknown
+    assert store.live_tasks(ALICE, 100) == len(live)
+    assert store.live_tasks(ALICE, 3) == 3  # the count stops at the limit
+    assert store.live_tasks(MALLORY, 100) == 1
+    # A task that ends is no longer live; one that goes on is.
+    working = made[TaskState.WORKING]
+    done: list[Event] = [status(working.task, TaskState.COMPLETED)]
+    store.commit(working, lifecycle.apply_all(working.task, done), done)
+    assert store.live_tasks(ALICE, 100) == len(live) - 1

@@ -9,6 +9,7 @@ rules, and looks for it in the file.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,6 +28,8 @@ from tests.store.factory import ALICE, new_task
 
 INDEX_FILE = Path(__file__).parents[2] / "infra" / "firestore.indexes.json"
 EQUAL = StructuredQuery.FieldFilter.Operator.EQUAL
+# A disjunction of equalities: served as equalities are (merged single-field indexes).
+EQUALITIES = {EQUAL, StructuredQuery.FieldFilter.Operator.IN}
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,7 @@ def need_of(query: StructuredQuery) -> Need:
     else:
         filters = [where.field_filter] if "field_filter" in where else []
     orders = [(o.field.field_path, o.direction.name) for o in query.order_by]
-    for ranged in {f.field.field_path for f in filters if f.op != EQUAL}:
+    for ranged in {f.field.field_path for f in filters if f.op not in EQUALITIES}:
         # Firestore would order by it implicitly; the store says so itself, which keeps
         # this derivation simple and the store's queries explicit.
         assert ranged in [field for field, _ in orders], f"order the query by {ranged}"
@@ -69,7 +72,7 @@ def need_of(query: StructuredQuery) -> Need:
     return Need(
         collection=source.collection_id,
         scope="COLLECTION_GROUP" if source.all_descendants else "COLLECTION",
-        equalities=frozenset(f.field.field_path for f in filters if f.op == EQUAL),
+        equalities=frozenset(f.field.field_path for f in filters if f.op in EQUALITIES),
         orders=tuple(orders),
     )
 
@@ -83,6 +86,8 @@ def serves(index: dict[str, Any], need: Need) -> bool:
     if {f for f, _ in equalities} != need.equalities or any(o is None for _, o in equalities):
         return False
     orders = list(need.orders)
+    if not orders:
+        return not rest
     return rest in (orders, [*orders, ("__name__", orders[-1][1])])
 
 
@@ -93,13 +98,17 @@ def declared() -> dict[str, Any]:
 
 @pytest.fixture
 def recorded(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[StructuredQuery]]:
-    """Every structured query built while the fixture is active (queries and aggregations)."""
+    """Every structured query this test's thread builds while the fixture is active (queries
+    and aggregations): not another test's, whose background threads (a sweeper of an app an
+    earlier module built) may still query in this process."""
     made: list[StructuredQuery] = []
     original = BaseQuery._to_protobuf
+    mine = threading.get_ident()
 
     def recording(self: BaseQuery) -> StructuredQuery:
         query = original(self)
-        made.append(query)
+        if threading.get_ident() == mine:
+            made.append(query)
         return query
 
     monkeypatch.setattr(BaseQuery, "_to_protobuf", recording)
@@ -112,6 +121,7 @@ def walk_every_query_path(store: FirestoreTaskStore) -> None:
         store.create(ALICE, task, events, dialect="v1.0")
     store.events(ALICE, task.id, after_seq=1)
     store.get(ALICE, task.id)  # over its tiny budget: read back through the log
+    store.live_tasks(ALICE, 10)
     for context_id in (None, "c1"):
         for state in (None, TaskState.WORKING):
             for after in (None, task.status.timestamp.replace(year=2000)):

@@ -1,6 +1,7 @@
 """The embedded store is bounded and compact: it keeps tasks serialized, forgets the least
-recently written ones past A2A_MEMORY_MAX_BYTES or A2A_RETENTION_DAYS (their readers find no
-task), and what it reads back equals what it stored, whatever the content."""
+recently written ones past A2A_RETENTION_DAYS, and past A2A_MEMORY_MAX_BYTES the heaviest
+owner's (terminal ones first), so that one owner's flood costs only its own tasks (their
+readers find no task); and what it reads back equals what it stored, whatever the content."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 
 from shared import lifecycle
 from shared.app import build
+from shared.identity.api_key import hashed
 from shared.model import Artifact, ArtifactUpdate, Event, Part, TaskState, utc_now
 from shared.ports import Lease, TaskQuery
 from shared.settings import Settings
@@ -47,8 +49,13 @@ PARTS = st.builds(
 )
 
 
-def big_task(store: MemoryTaskStore, owner: str = ALICE, size: int = 200_000) -> str:
-    task, events = new_task(text="x" * size)
+def big_task(
+    store: MemoryTaskStore,
+    owner: str = ALICE,
+    size: int = 200_000,
+    state: TaskState = TaskState.WORKING,
+) -> str:
+    task, events = new_task(text="x" * size, state=state)
     store.create(owner, task, events, dialect="v1.0")
     return task.id
 
@@ -124,7 +131,7 @@ def test_past_its_bytes_the_least_recently_written_tasks_are_forgotten() -> None
     # Written again: now the most recent, so `second` goes before it.
     current = store.get(ALICE, first)
     assert current is not None
-    update: list[Event] = [status(current.task, TaskState.COMPLETED)]
+    update: list[Event] = [status(current.task, TaskState.INPUT_REQUIRED)]
     store.commit(current, lifecycle.apply_all(current.task, update), update)
     later = [big_task(store) for _ in range(4)]  # ~400 KB each: 6 do not fit, 5 do
 
@@ -134,6 +141,72 @@ def test_past_its_bytes_the_least_recently_written_tasks_are_forgotten() -> None
     listed = {s.task.id for s in store.list(ALICE, TaskQuery(page_size=100)).tasks}
     assert second not in listed and first in listed
     assert listed == {first, *later}
+
+
+def test_past_its_bytes_an_owner_loses_its_terminal_tasks_before_its_live_ones() -> None:
+    store = MemoryTaskStore(max_bytes=2 * MIB)
+    live = big_task(store)
+    done = big_task(store, state=TaskState.COMPLETED)
+    later = [big_task(store) for _ in range(4)]  # one too many: the terminal one goes
+
+    assert store.get(ALICE, done) is None
+    assert store.get(ALICE, live) is not None
+    assert all(store.get(ALICE, task_id) is not None for task_id in later)
+
+
+def test_an_owner_who_floods_the_store_forgets_its_own_tasks_not_another_s() -> None:
+    """Finding 10 of issue 25: one owner's 1,200 messages of 30 KB evicted another owner's
+    task. Now the owner holding the most bytes pays: its oldest go, the quiet one's stays."""
+    store = MemoryTaskStore(max_bytes=MIB)
+    quiet = [big_task(store, ALICE, size=1_000, state=state) for state in TaskState]
+    flood = [big_task(store, MALLORY, size=30_000, state=TaskState.COMPLETED) for _ in range(200)]
+
+    assert all(store.get(ALICE, task_id) is not None for task_id in quiet)
+    assert [e.event for e in store.events(ALICE, quiet[0])]
+    assert store.get(MALLORY, flood[0]) is None and store.get(MALLORY, flood[-1]) is not None
+    assert store._size.used <= MIB
+    listed = store.list(ALICE, TaskQuery(page_size=100))
+    assert {s.task.id for s in listed.tasks} == set(quiet)
+
+
+def test_the_heaviest_owner_pays_whoever_wrote_last() -> None:
+    """Several owners: the one holding the most bytes loses its least recently written task,
+    even when another owner's write brings the store over its bound."""
+    store = MemoryTaskStore(max_bytes=2 * MIB)
+    light = [big_task(store, ALICE, size=50_000) for _ in range(3)]  # the oldest
+    heavy = [big_task(store, MALLORY, size=400_000) for _ in range(2)]  # ~800 KB each
+    other = big_task(store, "bob", size=50_000)
+    assert all(store.get(MALLORY, task_id) is not None for task_id in heavy)
+    light.append(big_task(store, ALICE, size=100_000))  # over the bound: MALLORY pays
+
+    assert store.get(MALLORY, heavy[0]) is None and store.get(MALLORY, heavy[1]) is not None
+    assert all(store.get(ALICE, task_id) is not None for task_id in light)
+    assert store.get("bob", other) is not None
+    assert store._size.used <= 2 * MIB
+
+
+@given(
+    writes=st.lists(
+        st.tuples(st.sampled_from([ALICE, MALLORY, "bob"]), st.integers(1, 150_000)),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_the_bound_and_the_owners_index_hold_whatever_the_writes(
+    writes: list[tuple[str, int]],
+) -> None:
+    store = MemoryTaskStore(max_bytes=MIB)
+    for owner, size in writes:
+        state = TaskState.COMPLETED if size % 2 else TaskState.WORKING
+        big_task(store, owner, size=size, state=state)
+        assert store._size.used <= MIB or len(store._tasks) == 1
+    for owner in {ALICE, MALLORY, "bob"}:
+        kept = store._tasks.owned(owner)
+        held = sum(record.size for _, record in kept)
+        index = store._tasks._owners.get(owner)
+        assert (index.bytes if index else 0) == held
+        assert store._tasks.live(owner) == sum(not r.state.terminal for _, r in kept)
+    assert len(store._tasks) == sum(len(store._tasks.owned(o)) for o in store._tasks._owners)
 
 
 def test_the_bound_holds_the_bytes_whatever_the_tasks() -> None:
@@ -186,9 +259,10 @@ def bounded_client() -> Iterator[Client]:
     client.app.close()
 
 
-def send(client: Client, text: str) -> str:
+def send(client: Client, text: str, **headers: str) -> str:
     message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": text}]}
-    task_id: str = client.result("SendMessage", {"message": message}, version="1.0")["task"]["id"]
+    answer = client.result("SendMessage", {"message": message}, version="1.0", headers=headers)
+    task_id: str = answer["task"]["id"]
     return task_id
 
 
@@ -202,14 +276,39 @@ def test_a_forgotten_task_is_not_found_on_the_wire(bounded_client: Client) -> No
     assert bounded_client.result("GetTask", {"id": again}, version="1.0")["id"] == again
 
 
-def echo_task(store: MemoryTaskStore, number: int) -> None:
+def test_one_owner_s_flood_leaves_another_s_task_served() -> None:
+    """Issue 25's finding 10 on the wire, as deployed with A2A_MEMORY_MAX_BYTES=1 MiB: one
+    owner's many sends of 30 KB forget its own oldest tasks, and the other's is served."""
+    keys = {hashed("ka"): "alice", hashed("kb"): "bob"}
+    settings = Settings(
+        handler="functions.handlers.echo", memory_max_bytes=MIB, auth="api-key", api_keys=keys
+    )
+    client = Client(build(settings))
+    alice, bob = {"X-API-Key": "ka"}, {"X-API-Key": "kb"}
+    try:
+        kept = send(client, "hello", **alice)
+        flood = [send(client, "y" * 30_000, **bob) for _ in range(80)]
+        assert client.result("GetTask", {"id": kept}, version="1.0", headers=alice)["id"] == kept
+        assert client.error("GetTask", {"id": flood[0]}, version="1.0", headers=bob)["code"] == (
+            -32001
+        )
+    finally:
+        client.app.close()
+
+
+def echo_task(store: MemoryTaskStore, number: int, owner: str = ALICE) -> None:
     """What an echo send stores: the message and `working`, then the artifact and `completed`."""
     task, events = new_task()
-    created = store.create(ALICE, task, events, dialect="v1.0", message_key=sent(f"m-{number}"))
+    created = store.create(owner, task, events, dialect="v1.0", message_key=sent(f"m-{number}"))
     artifact = Artifact(artifact_id=f"a-{number}", parts=(Part(text="hello"),), name="echo")
     update = ArtifactUpdate(task_id=task.id, context_id=task.context_id, artifact=artifact)
     more: list[Event] = [update, status(task, TaskState.COMPLETED)]
     store.commit(created, lifecycle.apply_all(created.task, more), more)
+
+
+def owners_task(store: MemoryTaskStore, number: int) -> None:
+    """An echo task of an owner of its own: the owner's index counts too."""
+    echo_task(store, number, owner=f"owner-{number:08}")
 
 
 def leased_task(store: MemoryTaskStore, number: int) -> None:
@@ -239,13 +338,15 @@ def allocated_and_counted(store_task: Callable[[MemoryTaskStore, int], None]) ->
     return grown // 1000, (store._size.used - counted) // 1000
 
 
-@pytest.mark.parametrize(("store_task", "most"), [(echo_task, 2560), (leased_task, 2816)])
+@pytest.mark.parametrize(
+    ("store_task", "most"), [(echo_task, 2560), (leased_task, 2816), (owners_task, 3072)]
+)
 def test_the_bound_counts_what_a_task_holds_and_a_task_holds_little(
     store_task: Callable[[MemoryTaskStore, int], None], most: int
 ) -> None:
     """The store's bound is honest: it counts at least what a stored task allocates (the
     process holds no more than A2A_MEMORY_MAX_BYTES of tasks), and not much more. And a task
-    is small: a short one ~2.1 KiB with its message's record (~9.5 KiB as objects)."""
+    is small: a short one ~2.2 KiB with its message's record (~9.5 KiB as objects)."""
     allocated, counted = allocated_and_counted(store_task)
     assert allocated <= counted <= allocated * 1.25
     assert allocated < most

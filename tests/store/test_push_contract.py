@@ -576,3 +576,20 @@ def test_many_concurrent_new_configs_far_below_the_owners_limit_all_succeed(
     with ThreadPoolExecutor(racers) as pool:
         list(pool.map(put, range(racers)))
     assert all(len(configs.list(A, task_id)) == 1 for task_id in task_ids)
+
+
+def test_require_room_refuses_at_the_owner_s_limit_before_anything_is_written(
+    owned: tuple[MemoryTaskStore | FirestoreTaskStore, PushConfigStore],
+) -> None:
+    tasks, configs = owned
+    task, events = new_task()
+    tasks.create(A, task, events, dialect="v1.0")
+    for n in range(3):
+        configs.require_room(A)
+        configs.put(A, config(f"c{n}", task_id=task.id), dialect="1.0", limit=10)
+    with pytest.raises(PushConfigQuotaError) as refused:
+        configs.require_room(A)
+    assert (refused.value.count, refused.value.limit) == (3, 3)
+    configs.require_room(B)  # another owner's limit is its own
+    assert configs.delete(A, task.id, "c0")
+    configs.require_room(A)

@@ -206,3 +206,37 @@ def test_refusing_a_large_costly_body_costs_about_what_a_tiny_one_does(
     large, answers = refusals(COSTLY)
     assert large <= 3 * tiny + 0.2, f"{count} refusals: large {large:.2f} s, tiny {tiny:.2f} s"
     assert all(refused["id"] is None for refused in answers)
+
+
+def expecting(length: int, key: str | None = None) -> bytes:
+    """A POST's head as `head`'s, saying the client waits for `100 Continue` to send its body."""
+    return head(length, key).removesuffix(b"\r\n") + b"Expect: 100-continue\r\n\r\n"
+
+
+def next_head(connection: socket.socket) -> str:
+    """The status line of the server's next head, read to its end (an interim `100
+    Continue` is all the server sends before the client's body)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += _recv(connection)
+    return data.partition(b"\r\n")[0].decode("latin-1")
+
+
+def test_a_caller_without_credentials_gets_no_100_continue(
+    start_server: Callable[..., Server],
+) -> None:
+    """A client that waits for `100 Continue` before sending its body gets, without
+    credentials, its 401 at once: its body is never solicited. With its key, the server
+    asks for the body (100), then serves it."""
+    server = api_key_server(start_server)
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": "t"}})
+    with connected(server) as connection:
+        connection.sendall(expecting(len(body)))
+        assert next_head(connection) == "HTTP/1.1 401 Unauthorized"
+    with connected(server) as connection:
+        connection.sendall(expecting(len(body), KEY))
+        assert next_head(connection) == "HTTP/1.1 100 Continue"
+        connection.sendall(body.encode())
+        status, _, answered = answer(connection)
+        assert status == 200
+        assert answered["error"]["code"] == -32001  # served: there is no such task

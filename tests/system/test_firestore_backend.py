@@ -72,24 +72,28 @@ def adapter(client: Client) -> object:
     return store.inner
 
 
+def at_once(client: Client, task_id: str, *mids: str) -> dict[str, Any]:
+    """Each blocking send's answer, by message id: sent to the task at a barrier."""
+    barrier = threading.Barrier(len(mids))
+    answers: dict[str, Any] = {}
+
+    def send(mid: str) -> None:
+        barrier.wait()
+        answers[mid] = client.rpc("SendMessage", message(mid, mid, taskId=task_id), version="1.0")
+
+    threads = [threading.Thread(target=send, args=(mid,)) for mid in mids]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    return answers
+
+
 def test_two_messages_to_one_waiting_task_are_both_kept(clean_firestore: FirestoreEmulator) -> None:
     client = firestore_client(clean_firestore, handler="tests.handlers.two_turns")
     first = client.result("SendMessage", message("start", "a"), version="1.0")["task"]
     assert first["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
-    barrier = threading.Barrier(2)
-    answers: list[Any] = []
-
-    def send(text: str, mid: str) -> None:
-        barrier.wait()
-        answers.append(
-            client.rpc("SendMessage", message(text, mid, taskId=first["id"]), version="1.0")
-        )
-
-    threads = [threading.Thread(target=send, args=(t, m)) for t, m in (("one", "b"), ("two", "c"))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
+    answers = at_once(client, first["id"], "one", "two").values()
     assert all("result" in a for a in answers), answers
     store = adapter(client)
     assert isinstance(store, FirestoreTaskStore)
@@ -100,6 +104,36 @@ def test_two_messages_to_one_waiting_task_are_both_kept(clean_firestore: Firesto
     seqs = [e.seq for e in store.events("anonymous", first["id"])]
     assert seqs == list(range(1, len(seqs) + 1))  # dense: no event lost or doubled
     assert final.version >= 3
+
+
+ROUNDS = 50  # of two answers at once: the race is lost one way or the other each time
+
+
+@pytest.mark.parametrize("backend", ["memory", "firestore"])
+def test_two_blocking_answers_at_once_are_each_run_or_refused(
+    backend: str, make_client: Callable[..., Client], request: pytest.FixtureRequest
+) -> None:
+    """Round after round, two blocking answers to a waiting task at a barrier (issue 27):
+    each answer acknowledged is the one a turn ran on, or the next turn's (the winner's send
+    waits for that turn too); the other is refused clearly, the task having ended."""
+    handler = "tests.handlers.answers"
+    if backend == "firestore":
+        emulator: FirestoreEmulator = request.getfixturevalue("clean_firestore")
+        client = firestore_client(emulator, handler=handler)
+    else:
+        client = make_client(handler=handler)
+    for round_ in range(ROUNDS):
+        first = client.result("SendMessage", message("start", f"s{round_}"), version="1.0")
+        task_id = first["task"]["id"]
+        answers = at_once(client, task_id, f"a{round_}", f"b{round_}")
+        task = client.result("GetTask", {"id": task_id}, version="1.0")
+        said = [m["parts"][0]["text"] for m in task["history"] if m["role"] == "ROLE_AGENT"]
+        said.append(task["status"]["message"]["parts"][0]["text"])
+        for mid, answer in answers.items():
+            if "error" in answer:
+                assert answer["error"]["code"] == -32004, answer
+            else:
+                assert f"got {mid}" in said, (mid, answers, task)
 
 
 @pytest.mark.parametrize("backend", ["memory", "firestore"])

@@ -147,7 +147,8 @@ class Emulated(Stack):
             "A2A_WORK_MAX_ATTEMPTS": str(WORK_MAX_ATTEMPTS),
             "TEST_HANDLER_LOG": str(log),
         }
-        # No A2A_WORKER_URL on the worker, as deployed: it takes its audience from the request.
+        # No A2A_WORKER_URL on the worker (the emulator allows it): it takes its audience from
+        # the request, and runs the turns it hands over itself (shared.app.build_worker).
         self.worker_env = common
         self.worker = Server(common, target="worker")
         a2a_env = {

@@ -216,6 +216,32 @@ def test_a_turn_no_worker_ever_takes_is_failed_after_its_redrives() -> None:
     assert message.parts[0].text == REDRIVEN_TEXT.format(count=REDRIVE_LIMIT + 1)
 
 
+def test_a_hand_over_whose_process_died_before_its_enqueue_is_swept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The worker died between the commit handing the task over to a waiting message and the
+    enqueue of that message's turn (issue 27): the queued turn has no entry, and the sweep
+    re-drives it once the queue could have no attempt of it left."""
+    r = rig()
+    task = r.service.sending.send(
+        OWNER, request("go", blocking=False), dialect="1.0", message_results=True
+    )
+    assert isinstance(task, Task)
+    more = request("more", message_id="m2", task_id=task.id, blocking=False)
+    r.service.sending.send(OWNER, more, dialect="1.0", message_results=True)
+    monkeypatch.setattr(r.turns, "hand_over", lambda queued: None)  # died right after
+    assert r.deliver_all() == [Outcome.RAN]
+    handed = r.store.get(OWNER, task.id)
+    assert handed is not None and handed.task.status.state is TaskState.SUBMITTED
+    assert handed.lease is not None and handed.lease.message_id == "m2" and not r.queue.jobs
+    r.clock.advance(LEASE + SPAN + 1)
+    assert r.turns.sweep(r.clock.now()) == 1
+    assert r.deliver_all() == [Outcome.RAN]
+    done = r.store.get(OWNER, task.id)
+    assert done is not None and done.task.status.state is TaskState.COMPLETED
+    assert done.lease is None and done.pending == ()
+
+
 def test_a_final_lease_that_expired_is_failed_not_rerun() -> None:
     r = rig()
     final = Lease(turn=1, holder="w", expires=r.clock.now(), final=True, message_id="m")
