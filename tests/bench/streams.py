@@ -162,8 +162,9 @@ class Tenants:
 
 
 async def _measure(server: Server, keys: dict[str, str], counts: tuple[int, ...]) -> None:
-    # Idle connections are let go before the server's keep-alive (gunicorn's 2 s) closes them.
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None, keepalive_expiry=1)
+    # A connection a request each, as a new client's: one kept idle could be closed by the
+    # server's keep-alive timeout (gunicorn's 2 s) just as it is reused (a ReadError).
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=0)
     async with (
         httpx.AsyncClient(limits=limits, timeout=60) as held,
         httpx.AsyncClient(limits=limits, timeout=60) as timed,
