@@ -149,9 +149,10 @@ def quiesce(
             stored = store.get(owner, task_id)
             config = configs.get(owner, task_id, config_id)
             if (
-                stored is not None
-                and config is not None
-                and (config.delivered_seq >= stored.last_seq or config.last_error is not None)
+                stored is None  # nothing to wait for: the ledger says what is missing
+                or config is None
+                or config.delivered_seq >= stored.last_seq
+                or config.last_error is not None
             ):
                 pushes.discard((owner, task_id, config_id))
         if not tasks and not pushes:
