@@ -18,6 +18,10 @@ INVOKERS ?=
 SIGN_CARD ?=
 DRY_RUN ?=
 URL ?=
+# make soak
+SOAK_SECONDS ?= 300
+SOAK_SEED ?=
+SOAK_OWNERS ?= 3
 # make smoke: a Google ID token (default: gcloud auth print-identity-token), or an API key
 TOKEN ?=
 API_KEY ?=
@@ -32,7 +36,7 @@ RUN_ENV = FIRESTORE_EMULATOR_HOST=$${FIRESTORE_EMULATOR_HOST:-127.0.0.1:8085} GO
 endif
 endif
 
-.PHONY: help install run dev test lint bench fuzz emulators deploy destroy stage smoke clean
+.PHONY: help install run dev test lint bench fuzz soak emulators deploy destroy stage smoke clean
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -103,6 +107,11 @@ bench: $(STAMP)  ## throughput, latency, cold start, memory and Firestore costs
 fuzz: $(STAMP)  ## hostile requests on both backends, FUZZ_EXAMPLES each (default 3000), with counts
 	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-3000} $(PY) -m pytest -q -s -p no:cacheprovider \
 	  tests/test_fuzz.py -k hostile_requests $(PYTEST_ARGS)
+
+# The chaos soak (tests/soak): the three functions, several processes each, on the emulators,
+# a mixed load of SOAK_OWNERS owners and faults drawn from SOAK_SEED, then the ledger's check.
+soak: $(STAMP)  ## chaos soak on the emulators: SOAK_SECONDS (300), SOAK_SEED, SOAK_OWNERS; fails on a violation
+	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_SEED=$(SOAK_SEED) SOAK_OWNERS=$(SOAK_OWNERS) $(PY) -m tests.soak
 
 deploy: $(STAMP)  ## create or update everything in PROJECT (DRY_RUN=1 prints the commands)
 	$(INFRA_ENV) $(PY) -m infra deploy

@@ -111,9 +111,10 @@ _worker: Callable[[], QueueTargetApp] = _once(build_worker)
 _deliver: Callable[[], QueueTargetApp] = _once(build_deliver)
 
 
-# Each function's requests run on a pool of THREADS threads (its concurrency, set by `make
-# deploy`); a body is read past what came with its head only once the app knows the caller,
-# within A2A_MAX_BODY_BYTES, A2A_BODY_READ_SECONDS and A2A_MAX_BUFFERED_BYTES.
+# Each function's requests run on a pool of THREADS threads (deploy.toml's `threads`, else its
+# concurrency, set by `make deploy`; a waiting stream holds none); a body is read past what
+# came with its head only once the app knows the caller, within A2A_MAX_BODY_BYTES,
+# A2A_BODY_READ_SECONDS and A2A_MAX_BUFFERED_BYTES.
 _a2a_front = Front.of(_a2a, _SETTINGS)
 _worker_front = Front.of(_worker, _SETTINGS)
 _deliver_front = Front.of(_deliver, _SETTINGS)

@@ -38,6 +38,9 @@ class FunctionSettings(_Strict):
     cpu: str = Field(pattern=r"^\d+(\.\d+)?$")
     timeout: int = Field(ge=1, le=3600)
     concurrency: int = Field(ge=1, le=1000)
+    # The function's pool of threads (THREADS); unset: its concurrency, a thread for each
+    # request it takes at once (a worker's turn holds one for its length).
+    threads: int | None = Field(default=None, ge=1, le=1000)
     min_instances: int = Field(ge=0)
     max_instances: int = Field(ge=1)
 

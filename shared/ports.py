@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import builtins
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import field
 from datetime import datetime
 from json.encoder import encode_basestring_ascii as _quoted
@@ -183,6 +183,14 @@ class EventTail(Protocol):
     def next(self, timeout: float) -> list[LoggedEvent]:
         """The events after the last one returned (at first: after `after_seq`), in order and
         each once; waits up to `timeout` seconds for one to be committed, [] if none was."""
+        ...
+
+    def watch(self, wake: Callable[[], None]) -> float | None:
+        """Have `wake` called (from any thread, perhaps at once, here) when `next` may have
+        events: a stream waits for them without a thread (shared.pause). Returns the seconds
+        after which `next` must be called anyway (a read of the log the tail makes itself:
+        polling, a listener fallen silent), None when only a wake can bring news. The next
+        `next` or `close` forgets `wake`."""
         ...
 
     def close(self) -> None:

@@ -59,7 +59,19 @@ class PushNotifier:
         for config in self._configs.list(stored.owner, stored.task.id):
             job = PushJob(stored.owner, stored.task.id, config.config.id, stored.last_seq)
             # Recorded first: if the enqueue is lost (outage, dead process), the sweep sees it.
-            self._configs.want(job.owner, job.task_id, job.config_id, job.seq, sweep_at)
+            # A record that fails (Firestore aborts a write that waits on a config locked by a
+            # delivery) still queues the delivery, which posts all the config has not had:
+            # without it, a task's last events would never be posted.
+            try:
+                self._configs.want(job.owner, job.task_id, job.config_id, job.seq, sweep_at)
+            except Exception:
+                log.exception(
+                    "could not record event %d as wanted by push config %s of task %s; "
+                    "its delivery is queued all the same",
+                    job.seq,
+                    job.config_id,
+                    job.task_id,
+                )
             self.queue.enqueue(job.name, job.payload())
 
 

@@ -34,8 +34,17 @@ MAX_FIRESTORE_EVENT = 900_000
 # function with room for requests: about 18,000 short tasks (~1.8 KiB each).
 MEMORY_MAX_BYTES = 32 * 1024 * 1024
 
+# The requests one Cloud Run instance takes at once at most (its concurrency's limit, which
+# the deployed `a2a` uses: infra/deploy.toml). A stream waiting for its next event holds no
+# thread, and ~40 KiB (embedded) or ~155 KiB (Firestore: its task's listener) of memory
+# (`make bench BENCH_ARGS="--only streams"`: 512 MiB holds ~2,700 on Firestore), so an
+# instance's streams are bounded by this, not by memory nor THREADS: A2A_MAX_STREAMS is this
+# less THREADS by default (deployed: 1000 - 80 = 920, ~230 MiB on Firestore), so that an
+# instance full of streams still takes THREADS other requests.
+INSTANCE_REQUESTS = 1000
+
 # An owner's share of an instance's streams by default (A2A_MAX_STREAMS_PER_OWNER): a
-# quarter, so four owners streaming at once each get all of theirs (deployed: 19 of 78), and
+# quarter, so four owners streaming at once each get all of theirs (deployed: 230 of 920), and
 # at least two on a small instance (a client often holds a send's stream and a subscription:
 # the console does).
 OWNER_STREAM_SHARE = 4
@@ -472,8 +481,8 @@ class Settings:
     # A stream on a task that waits for input (input- or auth-required) ends after this many
     # seconds without news; the client resubscribes to wait on.
     stream_idle: float = _setting("A2A_STREAM_IDLE_SECONDS", 15, _Seconds())
-    # Streams one instance holds at once (each holds one of its THREADS); unset: THREADS less
-    # two, so that other requests still find a thread.
+    # Streams one instance holds at once (each holds a connection, and a thread only while it
+    # makes a frame); unset: INSTANCE_REQUESTS less THREADS.
     max_streams: int | None = _setting("A2A_MAX_STREAMS", None, _Count(1, optional=True))
     # Streams one owner holds at once on an instance; unset: an OWNER_STREAM_SHARE of the
     # instance's limit (at least two, or the limit), so that that many owners each get
@@ -491,7 +500,8 @@ class Settings:
     # webhook): a burst of events costs one Firestore write batch rather than one per event.
     stream_commit_interval: float = _setting("A2A_STREAM_COMMIT_INTERVAL_SECONDS", 0.05, _Seconds())
     # functions-framework's own THREADS variable (its default is 4 per CPU): the function's
-    # pool, which runs its requests and holds its streams (shared/bindings/asgi.py).
+    # pool, which runs its requests and makes its streams' frames; a stream waiting for its
+    # next event holds no thread (shared/bindings/asgi.py).
     threads: int = _setting("THREADS", _threads, _Count(1))
     # The browser console at /console (shared/bindings/console.py): static files over the
     # agent's own API, for development (`make run` turns it on); deployed agents leave it off.
@@ -547,7 +557,7 @@ class Settings:
 
     @property
     def stream_limit(self) -> int:
-        return self.max_streams or max(self.threads - 2, 1)
+        return self.max_streams or max(INSTANCE_REQUESTS - self.threads, 1)
 
     @property
     def google_audiences(self) -> tuple[str, ...]:

@@ -1,11 +1,13 @@
 """Streams of a task's events in canonical form: what a streamed send or a subscriber sees.
 
-A stream is an iterator of Frames and keep-alive ticks (None). It opens with the task (a
+A stream is an iterator of Frames, keep-alive ticks (None) and pauses (shared.pause: nothing
+to send until woken or some seconds passed, which its reader waits out without a thread, so
+an idle stream holds none). It opens with the task (a
 snapshot) unless it resumes after a sequence number, then carries every status and artifact
 event in log order with its sequence number, and ends after a status change to a terminal or
 interrupted state, at its deadline, or after a while without news on a task that waits for
-input, or when the instance stops (`StreamSlots.stop`: SIGTERM; within STOP_CHECK seconds)
-(the client resubscribes, with Last-Event-ID, and loses nothing). A streamed send
+input, or when the instance stops (`StreamSlots.stop`: SIGTERM, which wakes every paused
+stream) (the client resubscribes, with Last-Event-ID, and loses nothing). A streamed send
 listens to its own turn, which commits its events in short windows
 (`StreamPolicy.commit_interval`) and each before its frame goes out: what a client saw is in
 the log, so a resume on any instance is exact. Anything else follows the log through the
@@ -19,6 +21,7 @@ import logging
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Callable, Generator
 from typing import Any
 
@@ -26,6 +29,7 @@ from shared.errors import StreamLimitError
 from shared.frozen import frozen
 from shared.lifecycle import apply
 from shared.model import ArtifactUpdate, StatusUpdate, Task
+from shared.pause import Pause
 from shared.ports import EventTail, LoggedEvent, StoredTask, TaskStore
 from shared.runtime import Turn
 
@@ -41,17 +45,15 @@ class Frame:
     task: Task  # the task as of this frame (v0.1 numbers artifacts by their place in it)
 
 
-# A stream looks at least this often (seconds) whether its instance is stopping.
-STOP_CHECK = 0.5
-
-# None is a keep-alive tick: nothing happened for `StreamPolicy.keepalive` seconds.
-Stream = Generator[Frame | None, None, None]
+# None is a keep-alive tick: nothing happened for `StreamPolicy.keepalive` seconds; a Pause:
+# nothing to send yet.
+Stream = Generator[Frame | Pause | None, None, None]
 
 
 class StreamSlots:
-    """The streams one instance may hold open at once (each holds one of the function's
-    threads), and one owner of them: a caller with many streams open cannot starve everyone
-    else."""
+    """The streams one instance may hold open at once (each holds a connection and its
+    memory, and a thread only while it makes a frame), and one owner's share of them: a
+    caller with many streams open cannot starve everyone else."""
 
     def __init__(self, limit: int, per_owner: int | None = None) -> None:
         self.limit = limit
@@ -59,12 +61,25 @@ class StreamSlots:
         self._lock = threading.Lock()
         self._open: dict[str, int] = {}
         self.stopping = threading.Event()
+        self._paused: weakref.WeakSet[Pause] = weakref.WeakSet()  # woken by `stop`
 
     def stop(self) -> None:
-        """The instance is going away: every stream ends within STOP_CHECK seconds, as at its
-        deadline (the client resumes elsewhere with Last-Event-ID), and so does any opened
-        after this."""
+        """The instance is going away: every stream ends at once, as at its deadline (the
+        client resumes elsewhere with Last-Event-ID), and so does any opened after this."""
         self.stopping.set()
+        with self._lock:
+            paused = list(self._paused)
+        for pause in paused:
+            pause.wake()
+
+    def pause(self, seconds: float) -> Pause:
+        """A stream's pause of at most `seconds`, which `stop` wakes."""
+        pause = Pause(seconds)
+        with self._lock:
+            self._paused.add(pause)
+        if self.stopping.is_set():
+            pause.wake()
+        return pause
 
     @property
     def held(self) -> int:
@@ -104,7 +119,7 @@ class StreamSlots:
                 del self._open[owner]
 
 
-class HeldStream(Generator[Frame | None, None, None]):
+class HeldStream(Generator[Frame | Pause | None, None, None]):
     """A stream holding a slot: the slot goes back once, on every exit — the stream ends,
     raises, or is closed, started or not (a generator's `finally` never runs when it is
     closed before its first `next`, which is how a HEAD or a client gone early leaves it)."""
@@ -113,14 +128,14 @@ class HeldStream(Generator[Frame | None, None, None]):
         self._stream = stream
         self._release: Callable[[], None] | None = release
 
-    def send(self, value: None) -> Frame | None:
+    def send(self, value: None) -> Frame | Pause | None:
         try:
             return self._stream.send(value)
         except BaseException:
             self.close()
             raise
 
-    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Frame | None:
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Frame | Pause | None:
         try:
             return self._stream.throw(typ, val, tb)
         except BaseException:
@@ -143,8 +158,8 @@ class StreamPolicy:
     keepalive: float  # seconds of silence before a keep-alive tick
     duration: float  # seconds a stream stays open at most (less than the function's timeout)
     # Seconds a stream on a task that waits for input (input- or auth-required) stays open
-    # without news: nothing happens until someone answers, and an open stream holds a server
-    # thread and keeps the instance billed. The client resubscribes to go on waiting.
+    # without news: nothing happens until someone answers, and an open stream holds a
+    # connection and keeps the instance billed. The client resubscribes to go on waiting.
     idle: float
     slots: StreamSlots  # this instance's open streams
     # Seconds a streamed send's events wait to be committed together (shared.runtime.Turn.
@@ -173,12 +188,11 @@ class _Clock:
         return max(self._end - time.monotonic(), 0)
 
     def wait(self, waiting_for_input: bool = False) -> float:
-        """Seconds until the next tick or the end, whichever comes first (at most STOP_CHECK:
-        a waiting stream wakes to see whether the instance is stopping)."""
+        """Seconds until the next tick or the end, whichever comes first."""
         until = min(self._quiet_since + self._keepalive, self._end)
         if waiting_for_input:
             until = min(until, self._news_at + self._idle)
-        return min(max(until - time.monotonic(), 0), STOP_CHECK)
+        return max(until - time.monotonic(), 0)
 
     def tick_due(self) -> bool:
         return time.monotonic() >= self._quiet_since + self._keepalive
@@ -216,19 +230,33 @@ class _Fold:
         return out
 
 
-def _follow_tail(tail: EventTail, fold: _Fold, clock: _Clock) -> Stream:
+def _follow_tail(tail: EventTail, fold: _Fold, clock: _Clock, slots: StreamSlots) -> Stream:
     with contextlib.closing(tail):
         while not fold.ended and not clock.expired:
             waiting = fold.task.status.state.interrupted
             if waiting and clock.idle():
                 return
-            frames = fold.frames(tail.next(clock.wait(waiting)))
+            frames = fold.frames(tail.next(0))
             yield from frames
             if frames:
                 clock.sent()
             elif clock.tick_due():
                 yield None
                 clock.sent(news=False)
+            else:
+                yield _paused(slots, clock.wait(waiting), tail.watch)
+
+
+def _paused(
+    slots: StreamSlots, seconds: float, watch: Callable[[Callable[[], None]], float | None]
+) -> Pause:
+    """A pause until the next tick or the end (`seconds`), or until `watch` wakes it, or its
+    due time (the tail's own next read) passed, or the instance stops."""
+    pause = slots.pause(seconds)
+    due = watch(pause.wake)
+    if due is not None:
+        pause.seconds = min(seconds, due)
+    return pause
 
 
 def follow(
@@ -257,7 +285,8 @@ def follow(
             # tail follows (the store can keep a task created ended with its log).
             yield from fold.frames(store.events(owner, stored.task.id, start))
             return
-        yield from _follow_tail(store.tail(owner, stored.task.id, start), fold, clock)
+        tail = store.tail(owner, stored.task.id, start)
+        yield from _follow_tail(tail, fold, clock, policy.slots)
 
     return frames()
 
@@ -266,7 +295,7 @@ def inline(turn: Turn, store: TaskStore, owner: str, policy: StreamPolicy) -> St
     """A streamed send's stream: runs the claimed `turn` now, on a thread of its own, and
     sends each event as the turn commits it; after the turn, whatever others committed
     (a cancel) comes from the log."""
-    commits: queue.Queue[list[LoggedEvent] | None] = queue.Queue()
+    commits = _Commits()
     opening = turn.listen(lambda _stored, logged: commits.put(logged), policy.commit_interval)
     thread = threading.Thread(
         target=_run, args=(turn, commits), name=f"turn-{opening.task.id}", daemon=True
@@ -282,16 +311,17 @@ def inline(turn: Turn, store: TaskStore, owner: str, policy: StreamPolicy) -> St
             clock.sent()
             while not fold.ended and not clock.expired:
                 try:
-                    logged = commits.get(timeout=clock.wait())
+                    logged = commits.get_nowait()
                 except queue.Empty:
                     if clock.tick_due():
                         yield None
                         clock.sent(news=False)
+                    else:
+                        yield _paused(policy.slots, clock.wait(), commits.watch)
                     continue
                 if logged is None:
-                    yield from _follow_tail(
-                        store.tail(owner, opening.task.id, fold.last), fold, clock
-                    )
+                    tail = store.tail(owner, opening.task.id, fold.last)
+                    yield from _follow_tail(tail, fold, clock, policy.slots)
                     return
                 for frame in fold.frames(logged):
                     yield frame
@@ -306,7 +336,32 @@ def inline(turn: Turn, store: TaskStore, owner: str, policy: StreamPolicy) -> St
     return frames()
 
 
-def _run(turn: Turn, commits: queue.Queue[list[LoggedEvent] | None]) -> None:
+class _Commits:
+    """A streamed turn's commits (None: the turn ended), from its thread to its stream, which
+    waits for the next without a thread: the next `put` calls the stream's wake."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[list[LoggedEvent] | None] = queue.SimpleQueue()
+        self._wake: Callable[[], None] | None = None
+
+    def put(self, logged: list[LoggedEvent] | None) -> None:
+        self._queue.put(logged)
+        wake, self._wake = self._wake, None
+        if wake is not None:
+            wake()
+
+    def get_nowait(self) -> list[LoggedEvent] | None:
+        return self._queue.get_nowait()
+
+    def watch(self, wake: Callable[[], None]) -> float | None:
+        self._wake = wake
+        if not self._queue.empty():  # put before the wake was there
+            self._wake = None
+            wake()
+        return None
+
+
+def _run(turn: Turn, commits: _Commits) -> None:
     try:
         turn.run()
     except Exception:

@@ -19,6 +19,7 @@ from shared.extensions import DELIVERY_STATUS
 from shared.identity.api_key import hashed
 from shared.limits import MAX_PUSH_SECRET_BYTES, MAX_PUSH_URL_CHARS
 from shared.model import utc_now
+from shared.ports import TaskQuery
 from shared.service.resends import message_key
 from shared.settings import Settings
 from shared.store.memory import MemoryTaskStore
@@ -667,3 +668,40 @@ def test_configs_per_owner_are_limited_on_all_its_tasks(make_client: Any) -> Non
     client.result("CreateTaskPushNotificationConfig", params, version="1.0", headers=bob)
     params = {"taskId": second, "id": "c", "url": HOOK + "/2"}
     client.result("CreateTaskPushNotificationConfig", params, version="1.0", headers=alice)
+
+
+@pytest.mark.parametrize("config_id", ["c1", None])
+def test_a_resend_stores_the_config_its_first_send_died_before_storing(
+    push: Client, monkeypatch: pytest.MonkeyPatch, config_id: str | None
+) -> None:
+    """Seen in `make soak`: an instance killed after storing a task, before its config. The
+    client's resend is answered with that task and puts the config it carries, due to the
+    sweep for the events the task had meanwhile."""
+    from shared.service.push_configs import PushConfigs
+
+    config = {"url": HOOK, **({"id": config_id} if config_id else {})}
+    params = {
+        "message": {"role": "ROLE_USER", "parts": [{"text": "hi"}], "messageId": "m-died"},
+        "configuration": {"taskPushNotificationConfig": config},
+    }
+    with monkeypatch.context() as patch:
+
+        def died(*args: Any, **kwargs: Any) -> None:
+            raise RuntimeError("the instance died")  # nothing after this ran
+
+        patch.setattr(PushConfigs, "put", died)
+        assert push.rpc("SendMessage", params, version="1.0")["error"]["code"] == -32603
+    configs = push.app.service.ports.push_configs
+    assert configs is not None
+    [task_id] = [
+        t.task.id for t in push.app.service.ports.store.list("anonymous", TaskQuery()).tasks
+    ]
+    assert configs.list("anonymous", task_id) == []
+    again = push.result("SendMessage", params, version="1.0")["task"]
+    assert again["id"] == task_id
+    [stored] = configs.list("anonymous", task_id)
+    assert stored.config.url == HOOK and stored.config.id == (config_id or stored.config.id)
+    due = configs.lagging(utc_now() + timedelta(seconds=1), 10)
+    assert [(c.config.task_id, c.wanted_seq > c.delivered_seq) for c in due] == [(task_id, True)]
+    push.result("SendMessage", params, version="1.0")  # once more: no second config
+    assert len(configs.list("anonymous", task_id)) == 1

@@ -571,6 +571,31 @@ def test_the_notifier_records_the_lag_before_it_queues_and_the_sweeper_redrives_
     assert sweep(clock.now()) == 0
 
 
+class Aborting(MemoryPushConfigStore):
+    """A push config store whose `want` fails, as Firestore aborts a write that waited on a
+    config locked by a delivery's transaction (seen in `make soak`)."""
+
+    def want(self, owner: str, task_id: str, config_id: str, seq: int, sweep_at: datetime) -> None:
+        raise RuntimeError("409 Transaction lock timeout.")
+
+
+def test_a_lag_that_cannot_be_recorded_still_queues_every_config_s_delivery() -> None:
+    store = MemoryTaskStore()
+    configs = Aborting(tasks=store)
+    task = Task(id="t", context_id="c", status=TaskStatus(state=TaskState.WORKING))
+    store.create("anonymous", task, [], dialect="1.0")
+    for config_id in ("p", "q"):
+        hook = PushConfig(id=config_id, task_id="t", url="https://a.example.com/")
+        configs.put("anonymous", hook, dialect="1.0")
+    queue = Recorded()
+    notify = NotifyingTaskStore(store, PushNotifier(configs, queue))
+    stored = notify.get("anonymous", "t")
+    assert stored is not None
+    done = StatusUpdate(task_id="t", context_id="c", status=TaskStatus(state=TaskState.COMPLETED))
+    notify.commit(stored, stored.task, [done])
+    assert [payload["configId"] for _, payload, _ in queue.entries] == ["p", "q"]
+
+
 def test_one_sweep_redrives_every_lagging_config_past_a_full_page() -> None:
     configs, now = MemoryPushConfigStore(), ManualClock().now()
     for n in range(SWEEP_BATCH + 50):

@@ -26,6 +26,7 @@ from shared.store.memory import MemoryTaskStore
 from shared.streaming import Frame, StreamPolicy, StreamSlots
 from shared.worker import TurnQueue
 from tests.clock import ManualClock
+from tests.pauses import waited
 from tests.test_runtime import NoQueue, module, request
 
 OWNER = "o"
@@ -51,7 +52,7 @@ def streamed(
     policy = StreamPolicy(
         keepalive=15, duration=30, idle=15, slots=StreamSlots(4), commit_interval=WINDOW
     )
-    return service.sending.stream(OWNER, request("go"), dialect="1.0", policy=policy)
+    return waited(service.sending.stream(OWNER, request("go"), dialect="1.0", policy=policy))
 
 
 def test_a_100_event_stream_commits_in_windows_within_budget(

@@ -22,23 +22,27 @@ the loop too (no pool thread reads a socket), within a deadline, within the limi
 (A2A_MAX_BODY_BYTES + 1 bytes, whatever the request declares), and within the instance's
 room for bodies in flight (`_Body`).
 
-A streamed answer (server-sent events) holds a pool thread for its life, as a server thread
-held it under gunicorn: that thread makes each chunk once the loop has written the one
-before (a slow client holds back its own stream, never the memory). A client that goes away
-is noticed at once (http.disconnect), and its stream is closed at its next chunk, which
-frees its slot.
+A streamed answer (server-sent events) holds a pool thread only while it makes a chunk: a
+pool thread makes each chunk once the loop has written the one before (a slow client holds
+back its own stream, never the memory), and a stream with nothing to send hands the loop a
+pause (shared.pause), which the loop waits out holding no thread, until its tail's wake (a
+commit), its next keep-alive or end, or the client's leaving. So idle streams are bounded by
+memory (A2A_MAX_STREAMS), not THREADS, and never keep a plain request from a thread. A
+client that goes away is noticed at once (http.disconnect): a paused stream is closed then,
+which frees its slot; one making a chunk, once it is made.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import queue
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+import contextlib
+from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from shared.bindings.wire import Answer, BodyRefused, Headers, Request
+from shared.pause import Pause
 from shared.settings import Settings
 
 Scope = MutableMapping[str, Any]
@@ -162,44 +166,66 @@ class Front:
         return self.app()(request)
 
     async def _stream(
-        self, chunks: Iterable[bytes], close: Callable[[], None], receive: Receive, send: Send
+        self,
+        chunks: Iterable[bytes | Pause],
+        close: Callable[[], None],
+        receive: Receive,
+        send: Send,
     ) -> None:
-        """Write a streamed answer: its chunks made on a pool thread (`_make`), each handed
-        to the loop, written, and answered (go on, or stop: the client left) before the next
-        is made."""
+        """Write a streamed answer: each chunk made on a pool thread once the one before is
+        written, a pause waited out here (`_paused`), until the last chunk or the client's
+        leaving; then the stream is closed on a pool thread, however the writing ended."""
         loop = asyncio.get_running_loop()
-        ready: asyncio.Queue[bytes | None] = asyncio.Queue()  # the maker's chunks, then None
-        answers: queue.SimpleQueue[bool] = queue.SimpleQueue()  # one to each chunk
-
-        def written(chunk: bytes) -> bool:  # on the pool thread
-            loop.call_soon_threadsafe(ready.put_nowait, chunk)
-            return answers.get()
-
-        made = loop.run_in_executor(self.pool, _make, chunks, close, written)
-        made.add_done_callback(lambda _: ready.put_nowait(None))
+        made: Iterator[bytes | Pause] = iter(chunks)
         left = asyncio.ensure_future(_disconnect(receive))
-        chunk: bytes | None = b""
+        making: asyncio.Future[bytes | Pause | None] | None = None
         try:
-            while (chunk := await ready.get()) is not None:
-                going = False
-                try:
-                    if not left.done():
-                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                        going = True
-                finally:
-                    answers.put(going)  # the one answer to this chunk, however its write went
+            while not left.done():
+                making = loop.run_in_executor(self.pool, next, made, None)
+                chunk = await asyncio.shield(making)
+                if chunk is None:
+                    break
+                if isinstance(chunk, Pause):
+                    await _paused(loop, chunk, left)
+                elif not left.done():
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
         finally:
             # However the writing ended (the server cancelling the request at its shutdown),
-            # the maker is told to stop at its next chunk and closes the stream; the loop
-            # waits for that, so every chunk handed to it is answered.
+            # the chunk in the making is waited for: a generator is closed only when idle.
             gone = left.done()
             left.cancel()
-            while chunk is not None:
-                if (chunk := await ready.get()) is not None:
-                    answers.put(False)
-        await made  # what the app's stream raised, if it did
+            if making is not None and not making.done():
+                await asyncio.wait([making])
+                if not making.cancelled():
+                    making.exception()  # retrieved: the stream's close is what matters now
+            await loop.run_in_executor(self.pool, close)
         if not gone:
             await send({"type": "http.response.body", "body": b""})
+
+
+async def _paused(
+    loop: asyncio.AbstractEventLoop, pause: Pause, left: asyncio.Future[None]
+) -> None:
+    """Until the pause is woken (from any thread), its seconds passed, or the client left:
+    on the loop, without a thread."""
+    woken: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:  # any thread
+        with contextlib.suppress(RuntimeError):  # the loop closed: the process goes away
+            loop.call_soon_threadsafe(_settle, woken)
+
+    pause.on_wake(wake)
+    try:
+        await asyncio.wait(
+            [woken, left], timeout=pause.seconds, return_when=asyncio.FIRST_COMPLETED
+        )
+    finally:
+        woken.cancel()
+
+
+def _settle(woken: asyncio.Future[None]) -> None:
+    if not woken.done():
+        woken.set_result(None)
 
 
 class _Body:
@@ -288,17 +314,3 @@ async def _disconnect(receive: Receive) -> None:
     """Until the client went away."""
     while (await receive())["type"] != "http.disconnect":
         pass
-
-
-def _make(
-    chunks: Iterable[bytes], close: Callable[[], None], written: Callable[[bytes], bool]
-) -> None:
-    """On a pool thread: each chunk, once the one before was written, until the last or the
-    client's leaving; then the stream is closed, here, on the thread that made its chunks,
-    however it ended."""
-    try:
-        for chunk in chunks:
-            if not written(chunk):
-                break
-    finally:
-        close()

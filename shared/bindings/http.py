@@ -43,6 +43,7 @@ from shared.errors import (
 from shared.identity import AuthenticationError, Authenticator, Principal
 from shared.observability.context import CLOUD_TRACE, TRACEPARENT, answered, note, owner_tag
 from shared.observability.work import Kept, http_request, unit
+from shared.pause import Pause
 from shared.push_signing import NotificationSigner
 from shared.service import A2AService
 from shared.settings import Settings
@@ -487,7 +488,7 @@ class HttpApp:
         return sse.response(sse.task_updates(streamed.frames), streamed.frames)
 
 
-def _logged_at_end(answer: Answer, chunks: Iterator[bytes], kept: Kept) -> Answer:
+def _logged_at_end(answer: Answer, chunks: Iterator[bytes | Pause], kept: Kept) -> Answer:
     """A stream whose chunks are made in its request's unit of work, and whose line is
     written once it is closed (the front closes it however it ended: the last chunk, the
     client gone, the server stopping)."""

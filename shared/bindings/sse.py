@@ -1,7 +1,8 @@
 """Server-sent events on the wire: a stream's frames as events, and the streaming response.
 
 Frames are `id: <seq>` and one line of JSON `data:`; an `event:` name only where a form needs
-one (the seeds' `task_update`, an `error` frame). Keep-alive ticks are comments. A failure
+one (the seeds' `task_update`, an `error` frame). Keep-alive ticks are comments; a stream's
+pauses go to the front as they are (it waits them out without a thread). A failure
 after the first frame can only end the stream, with an `error` event. Closing an event
 iterator or the response (the client went away, even before the first byte) closes its
 stream and frees its slot. Proxies must not buffer
@@ -22,12 +23,13 @@ from shared.dialects.v1_0 import part as v1_part
 from shared.errors import A2AError, InternalError
 from shared.model import ArtifactUpdate, Role, Task, new_id
 from shared.observability.context import note
+from shared.pause import Pause
 
 log = logging.getLogger("a2a.sse")
 
 CONTENT_TYPE = "text/event-stream; charset=utf-8"
-# A stream's events: a generator, which the answer closes however the stream ends.
-Events = Generator[str, None, None]
+# A stream's events and pauses: a generator, which the answer closes however the stream ends.
+Events = Generator[str | Pause, None, None]
 
 
 def event(data: Any, *, seq: int | None = None, name: str | None = None) -> str:
@@ -57,7 +59,8 @@ def response(events: Events, frames: streaming.Stream) -> Answer:
             frames.close()  # ... and one never started still frees its slot
 
     headers = {"Content-Type": CONTENT_TYPE, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return Answer(200, headers, chunks=(event.encode() for event in events), close=close)
+    chunks = (e if isinstance(e, Pause) else e.encode() for e in events)
+    return Answer(200, headers, chunks=chunks, close=close)
 
 
 def frame_events(
@@ -75,6 +78,9 @@ def frame_events(
         for frame in frames:
             if frame is None:
                 yield comment("keep-alive")
+                continue
+            if isinstance(frame, Pause):
+                yield frame
                 continue
             if isinstance(frame.item, Task):
                 result = dialect.stream_opening(frame.item)
@@ -107,6 +113,9 @@ def task_updates(frames: streaming.Stream) -> Events:
         for frame in frames:
             if frame is None:
                 yield comment("keep-alive")
+                continue
+            if isinstance(frame, Pause):
+                yield frame
                 continue
             item = frame.item
             data: dict[str, Any] = {"state": frame.task.status.state.value}

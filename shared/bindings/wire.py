@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
+from shared.pause import Pause
+
 Scope = Mapping[str, Any]
 
 # A host, an IPv4 address or a bracketed IPv6 one, and a port (the rule Flask's host kept).
@@ -177,8 +179,9 @@ class Request:
 
 class Answer:
     """What an app answers: a status, headers, and a body whole or, streamed, its chunks made
-    one at a time, and what must run once the stream is done with (`close`: after its last
-    chunk, or when the client left, or before its first for a HEAD), however it ends.
+    one at a time (between them, pauses: shared.pause), and what must run once the stream is
+    done with (`close`: after its last chunk, or when the client left, or before its first
+    for a HEAD), however it ends.
 
     The front writes the rest: the Content-Length of a body that is whole (none on a 1xx,
     204 or 304), and no body for a HEAD, whose headers are the GET's."""
@@ -191,7 +194,7 @@ class Answer:
         headers: dict[str, str] | None = None,
         body: bytes = b"",
         *,
-        chunks: Iterator[bytes] | None = None,
+        chunks: Iterator[bytes | Pause] | None = None,
         close: Callable[[], None] | None = None,
     ) -> None:
         self.status = status

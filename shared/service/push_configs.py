@@ -18,12 +18,13 @@ from __future__ import annotations
 import builtins
 
 from shared.errors import InvalidParamsError, PushNotificationNotSupportedError, TaskNotFoundError
-from shared.model import PushConfig
-from shared.ports import PushConfigStore, StoredPushConfig, TooManyPushConfigs
+from shared.model import PushConfig, new_id
+from shared.ports import PushConfigStore, StoredPushConfig, StoredTask, TooManyPushConfigs
 from shared.push_url import PushURLRefused, check_push_url
 from shared.requests import (
     DeletePushConfigRequest,
     GetPushConfigRequest,
+    InlinePushConfig,
     ListPushConfigsRequest,
     SetPushConfigRequest,
 )
@@ -94,6 +95,21 @@ class PushConfigs:
             )
         except TooManyPushConfigs as exc:
             raise self._too_many(exc.task_id, exc.count) from None
+
+    def resent(self, owner: str, config: InlinePushConfig, first: StoredTask) -> None:
+        """A resend's config, put on the task its first send went to when that task has none
+        of its id or URL: the first send may have died between storing its task and its
+        config. Wanted up to the task's last event, due now: the sweep delivers what the
+        task did meanwhile, its later commits the rest."""
+        store = self.require()
+        push = config.for_task(first.task.id, default_id=new_id())
+        present = store.list(owner, first.task.id)
+        if any(c.config.id == push.id or c.config.url == push.url for c in present):
+            return
+        self.admit(owner, push, count=True, quota=True)
+        self.put(owner, push, first.dialect, 0)
+        if first.last_seq:
+            store.want(owner, first.task.id, push.id, first.last_seq, self._ports.clock.now())
 
     def set(self, owner: str, request: SetPushConfigRequest, dialect: str) -> StoredPushConfig:
         """A config made for a task that exists hears of the events that come after it.

@@ -192,6 +192,8 @@ class Sending:
             except DuplicateMessage as duplicate:
                 answer = self._resends.after_duplicate(owner, key, duplicate.task_id)
                 if isinstance(answer, StoredTask):
+                    if request.push_config is not None:
+                        self._push.resent(owner, request.push_config, answer)
                     return resent(answer)
                 key = answer
             except TaskExists:

@@ -292,11 +292,19 @@ class FirestoreTaskStore:
         self._claim(batch, current.owner, message_key, task.id, now)
         try:
             results = batch.commit()
-        except (google_errors.FailedPrecondition, google_errors.AlreadyExists) as exc:
+        except (
+            google_errors.FailedPrecondition,
+            google_errors.AlreadyExists,
+            google_errors.Aborted,
+        ) as exc:
             ours = self._ours(current.owner, task.id, commit_id, log_expires)
             if ours is not None:
                 return replace(new, token=ours)
-            if isinstance(exc, google_errors.FailedPrecondition):
+            # Aborted: the write met another on the same documents (contention; the emulator
+            # says "Transaction lock timeout") and was not applied. The writer re-reads and
+            # decides again, as after a lost race: a cancel beside a turn's commit never
+            # answers -32603 (seen in `make soak`).
+            if isinstance(exc, google_errors.FailedPrecondition | google_errors.Aborted):
                 raise VersionConflict(task.id) from None
             self._raise_if_duplicate(current.owner, message_key)
             # Not the message: a concurrent commit took these sequence numbers first.

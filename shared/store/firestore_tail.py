@@ -18,6 +18,10 @@ of the log after SILENT_SECONDS without a snapshot while its tails wait: events 
 it never handed over, and does not hand over within LATE_SECONDS more, close it, and its
 tails listen again.
 
+A stream waits for its tail without a thread (`FirestoreTail.watch`, shared.pause): the
+listener's next snapshot wakes it, and a tail that polls, or whose listener is due a read in
+its place, says when to look again.
+
 An event document holds the events of one commit (`first`..`last`). Event documents are
 only ever created, and commits are ordered by the task document's precondition, so a
 snapshot that shows commit N shows every commit before it: events are handed out by
@@ -87,6 +91,8 @@ class LogWatch:
         self._events: dict[int, tuple[Event, int]] = {}  # seq -> (event, its bytes)
         self._bytes = 0
         self.tails: set[FirestoreTail] = {first}
+        # What the next snapshot calls, once: the wakes of streams waiting without a thread.
+        self.watching: set[Callable[[], None]] = set()
         # When it last handed over a snapshot, or its log was last read in its place.
         self.heard = time.monotonic()
         self._watch: Any = None
@@ -114,6 +120,9 @@ class LogWatch:
                 self.newest += 1
             self.trim()
             self.arrived.notify_all()
+            woken, self.watching = self.watching, set()
+        for wake in woken:
+            wake()
 
     def take(self, after: int) -> list[LoggedEvent]:
         """The events after `after` (at or above the floor) received so far. Hold `arrived`."""
@@ -145,6 +154,10 @@ class LogWatch:
         watch, self._watch = self._watch, None
         if watch is not None:
             watch.unsubscribe()
+        with self.arrived:  # its waiting tails look again: they poll, or listen anew
+            woken, self.watching = self.watching, set()
+        for wake in woken:
+            wake()
 
 
 class LogWatches:
@@ -215,12 +228,43 @@ class FirestoreTail:
         self._watches = watches
         self._watch = None if watches is None else watches.join(self, owner, task_id)
         self._relisten_at = 0.0  # monotonic time after which a dead listener is replaced
+        self._waking: tuple[LogWatch, Callable[[], None]] | None = None  # a stream's wake
+
+    def watch(self, wake: Callable[[], None]) -> float | None:
+        self._forget()
+        watch = self._watch
+        if watch is None or not watch.active:  # polling: the next read is due then
+            return max(self._next_poll - time.monotonic(), 0)
+        with watch.arrived:
+            # Behind what the listener holds, the tail reads the log itself, when its poll
+            # is due.
+            behind = self.position < watch.floor
+            ready = watch.newest > self.position and not behind
+            if not ready and not behind:
+                watch.watching.add(wake)
+                self._waking = (watch, wake)
+            # The log is read in a silent listener's place (`next`) once this has passed.
+            silent_at = watch.heard + SILENT_SECONDS
+        if behind:
+            return max(self._next_poll - time.monotonic(), 0)
+        if ready:
+            wake()
+        return max(silent_at - time.monotonic(), 0)
+
+    def _forget(self) -> None:
+        """Drop a stream's wake that no snapshot has called yet."""
+        waking, self._waking = self._waking, None
+        if waking is not None:
+            watch, wake = waking
+            with watch.arrived:
+                watch.watching.discard(wake)
 
     @property
     def listening(self) -> bool:
         return self._watch is not None and self._watch.active
 
     def next(self, timeout: float) -> list[LoggedEvent]:
+        self._forget()
         watch, watches = self._watch, self._watches
         dead = watch is not None and not watch.active
         if dead and watches is not None and time.monotonic() >= self._relisten_at:
@@ -295,6 +339,7 @@ class FirestoreTail:
             self._delay = min(self._delay * 2, POLL_MAX_SECONDS)
 
     def close(self) -> None:
+        self._forget()
         watch, self._watch = self._watch, None
         if watch is not None and self._watches is not None:
             self._watches.leave(self, self._owner, self._task_id, watch)

@@ -32,7 +32,7 @@ import sys
 import threading
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -86,6 +86,9 @@ class MemoryTaskStore:
         # Tails waiting on it: a commit notifies only then (a notify with nobody waiting still
         # costs a commit a check of the lock and a deque).
         self._waiting = 0
+        # Tails watched by a stream that waits without a thread (`MemoryTail.watch`), by task:
+        # the task's next commit calls them, once.
+        self._watching: dict[tuple[str, str], set[Callable[[], None]]] = {}
 
     def get(self, owner: str, task_id: str) -> StoredTask | None:
         self.cost.add(reads=1)
@@ -163,6 +166,9 @@ class MemoryTaskStore:
             self._trim()
             if self._waiting:
                 self._changed.notify_all()
+            woken = self._watching.pop(key, ())
+        for wake in woken:
+            wake()
         return stored
 
     def commit(
@@ -196,6 +202,9 @@ class MemoryTaskStore:
             self._trim()
             if self._waiting:
                 self._changed.notify_all()
+            woken = self._watching.pop(key, ())
+        for wake in woken:
+            wake()
         return new
 
     def _claim(self, owner: str, key: MessageKey | None, task_id: str) -> bool:
@@ -323,14 +332,38 @@ class MemoryTail:
         self._store = store
         self._key = (owner, task_id)
         self._last = max(after_seq, 0)
+        self._wake: Callable[[], None] | None = None  # what the task's next commit calls
 
     def _ahead(self) -> bool:
         record = self._store._tasks.record(self._key)
         return record is not None and record.last_seq > self._last
 
+    def watch(self, wake: Callable[[], None]) -> float | None:
+        store = self._store
+        with store._lock:
+            self._forget()
+            ahead = self._ahead()
+            if not ahead:
+                self._wake = wake
+                store._watching.setdefault(self._key, set()).add(wake)
+        if ahead:
+            wake()
+        return None
+
+    def _forget(self) -> None:
+        """Drop the stream's wake, if the commit it waited for has not called it. Hold the
+        store's lock."""
+        wake, self._wake = self._wake, None
+        watching = self._store._watching.get(self._key)
+        if wake is not None and watching is not None:
+            watching.discard(wake)
+            if not watching:
+                del self._store._watching[self._key]
+
     def next(self, timeout: float) -> list[LoggedEvent]:
         store = self._store
         with store._changed:
+            self._forget()
             store._waiting += 1
             try:
                 if not store._changed.wait_for(self._ahead, timeout=max(timeout, 0)):
@@ -344,7 +377,8 @@ class MemoryTail:
         return found
 
     def close(self) -> None:
-        """Nothing to release: waiting happens only inside next()."""
+        with self._store._lock:
+            self._forget()
 
 
 # -- the compact form --------------------------------------------------------------------------

@@ -6,7 +6,9 @@ background and streamed task and a push notification cost in dollars per million
 streaming: time to the first frame of an inline stream, the latency from an event's commit
 in one process to its frame at a subscriber on another (Firestore emulator, listener and
 polling), the writes of a 100-event streamed send, and fifty subscribers of one task on one
-instance (frames, listeners, threads); live progress: the time from a handler's
+instance (frames, listeners, threads); many tenants' streams on one instance (memory per
+open stream, how many fit 512 MiB, first frame at 100 and 1,000 open: tests/bench/streams.py);
+live progress: the time from a handler's
 `ctx.progress` in the worker to its frame at a stream on another `a2a` instance (the
 Firestore and Cloud Tasks emulators); background work: the time from a non-blocking send
 to the handler's start in the worker, and tasks completed per second through the queue
@@ -39,6 +41,7 @@ from emulator.firestore import start_firestore
 from tests import sse
 from tests.bench.compare import compare, round_of_load, running
 from tests.bench.load import HEADERS, cpu_seconds, load, percentile, pss_mib, send_body
+from tests.bench.streams import streams
 from tests.conftest import Server, wait_until
 
 
@@ -455,7 +458,7 @@ def completed(server: Server) -> int:
     return total
 
 
-SECTIONS = ("compare", "firestore", "costs", "streaming", "live", "background", "push")
+SECTIONS = ("compare", "firestore", "costs", "streaming", "streams", "live", "background", "push")
 # What `--only requests` selected before the sections were split.
 ALIASES = {"requests": ("compare", "firestore", "costs")}
 
@@ -490,6 +493,8 @@ def main() -> None:
             costs()
         elif section == "streaming":
             streaming(args)
+        elif section == "streams":
+            streams()
         elif section == "live":
             live_progress(args.live_tasks)
         else:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from shared.bindings.asgi import Front
 from shared.bindings.wire import Answer, BodyRefused, Request
+from shared.pause import Pause
 
 Message = MutableMapping[str, Any]
 
@@ -161,28 +162,81 @@ def stream(
     return sent, chunks
 
 
-def test_a_stream_is_made_one_chunk_after_the_other_on_one_thread() -> None:
+def test_a_stream_is_made_one_chunk_after_the_other_on_pool_threads() -> None:
     sent, chunks = stream(5)
     assert [m["body"] for m in sent[1:]] == [b"0", b"1", b"2", b"3", b"4", b""]
     assert chunks.written_before == [0, 1, 2, 3, 4]  # each made once the one before was written
     assert not any(name == b"content-length" for name, _ in sent[0]["headers"])
-    assert len(chunks.threads) == 1 and chunks.closed_on in chunks.threads
-    assert threading.get_ident() not in chunks.threads  # never on the loop's thread
+    loop = threading.get_ident()
+    assert loop not in chunks.threads and chunks.closed_on not in (None, loop)  # on the pool
 
 
-def test_a_client_that_leaves_ends_its_stream_at_the_next_chunk() -> None:
+def test_a_client_that_leaves_ends_its_stream_before_the_next_chunk() -> None:
     sent, chunks = stream(100, leave_after=2)
     assert [m["body"] for m in sent[1:]] == [b"0", b"1"]  # nothing after, not even the end
-    assert len(chunks.written_before) == 3  # the next chunk was made, and not written
-    assert chunks.closed_on in chunks.threads
+    assert len(chunks.written_before) == 2  # no chunk made after the client left
+    assert chunks.closed_on not in (None, threading.get_ident())
 
 
-def test_a_request_the_server_cancels_ends_its_stream_on_its_own_thread() -> None:
-    """As uvicorn cancels what is still running at its shutdown: the maker is told to stop
-    at its next chunk, closes the stream there, and the request ends after it."""
+def test_a_request_the_server_cancels_ends_its_stream_on_the_pool() -> None:
+    """As uvicorn cancels what is still running at its shutdown: no chunk is made after,
+    the stream is closed on a pool thread, and the request ends after it."""
     sent, chunks = stream(100, cancel_after=3)
     assert [m["body"] for m in sent[1:]] == [b"0", b"1", b"2"]  # nothing after, not the end
-    assert len(chunks.written_before) <= 4 and chunks.closed_on in chunks.threads
+    assert len(chunks.written_before) <= 4
+    assert chunks.closed_on not in (None, threading.get_ident())
+
+
+def paused_stream(leave: bool) -> tuple[list[Message], list[str]]:
+    """Serve a stream that writes a chunk, pauses (600 s, for ever to a test), and writes
+    another once woken: woken by another thread, or the client leaves during the pause.
+    What was sent, and what the stream saw (`made`: its chunks; `busy`: pool threads taken
+    during the pause; `closed`)."""
+    sent: list[Message] = []
+    seen: list[str] = []
+    pause = Pause(600)
+    front = Front(lambda: app, 1, 100, read_seconds=30, max_buffered=10_000)
+    paused = threading.Event()
+
+    def chunks() -> Iterator[bytes | Pause]:
+        yield b"0"
+        paused.set()
+        yield pause
+        yield b"1"
+
+    def app(request: Request) -> Answer:
+        return Answer(200, chunks=chunks(), close=lambda: seen.append("closed"))
+
+    async def receive() -> Message:
+        if not sent:
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await asyncio.get_running_loop().run_in_executor(None, paused.wait)
+        # The one pool thread is free while the stream pauses: a request would get it.
+        free = front.pool.submit(threading.get_ident).result(10)
+        seen.append(f"free {free is not None}")
+        if leave:
+            return {"type": "http.disconnect"}
+        threading.Thread(target=pause.wake).start()
+        await asyncio.Event().wait()  # stays
+        raise AssertionError("unreachable")
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    asyncio.run(asyncio.wait_for(front(scope(), receive, send), 30))
+    return sent, seen
+
+
+def test_a_paused_stream_holds_no_thread_and_goes_on_when_woken() -> None:
+    sent, seen = paused_stream(leave=False)
+    assert [m["body"] for m in sent[1:]] == [b"0", b"1", b""]
+    assert seen == ["free True", "closed"]
+
+
+def test_a_client_that_leaves_during_a_pause_ends_its_stream_at_once() -> None:
+    sent, seen = paused_stream(leave=True)
+    assert [m["body"] for m in sent[1:]] == [b"0"]
+    assert seen == ["free True", "closed"]
 
 
 def test_a_head_s_stream_is_closed_unread() -> None:

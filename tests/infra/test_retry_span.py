@@ -96,3 +96,20 @@ def test_a_retry_duration_that_outlasts_max_attempts_adds_attempts() -> None:
 def test_a_bad_retry_span_stops_start_up_naming_the_variable(value: str) -> None:
     with pytest.raises(StartupError, match="A2A_WORK_RETRY_SECONDS"):
         Settings.from_env({"A2A_WORK_RETRY_SECONDS": value})
+
+
+def test_the_deployed_a2a_holds_its_streams_within_its_concurrency() -> None:
+    """Streams hold no thread while they wait: `a2a` takes Cloud Run's most requests at once
+    on a pool of its own THREADS, and its streams leave THREADS of them for other requests;
+    a function whose requests each hold a thread has one per request."""
+    deploy = load(DEFAULT_FILE, {"PROJECT": "my-project"})
+    functions = deploy.functions
+    env = function_env(deploy, "a2a") | {
+        n: f"https://{t}.example" for n, t in WIRING["a2a"].items()
+    }
+    settings = Settings.from_env(env)
+    assert (functions.a2a.concurrency, settings.threads) == (1000, 80)
+    assert settings.stream_limit == functions.a2a.concurrency - settings.threads
+    assert function_env(deploy, "worker")["THREADS"] == str(functions.worker.concurrency)
+    lowered = load(DEFAULT_FILE, {"PROJECT": "my-project", "FUNCTIONS_A2A_THREADS": "40"})
+    assert function_env(lowered, "a2a")["THREADS"] == "40"

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from google.api_core import exceptions as google_errors
 from google.cloud import firestore
 from google.cloud.firestore_v1.batch import WriteBatch
 from hypothesis import given
@@ -28,7 +29,7 @@ from shared.model import (
     Role,
     TaskState,
 )
-from shared.ports import Lease
+from shared.ports import Lease, VersionConflict
 from shared.store.cost import LOG_IN_TASK_BYTES
 from shared.store.firestore import (
     COMMIT_BUDGET,
@@ -336,6 +337,25 @@ def test_a_commit_retried_after_it_succeeded_is_recognised_as_ours(
     last = store.commit(committed, lifecycle.apply_all(committed.task, again), again)
     assert store.get(ALICE, task.id) == last
     assert [e.seq for e in store.events(ALICE, task.id)] == [1, 2, 3, 4]
+
+
+def test_a_commit_aborted_by_contention_is_a_lost_race(
+    make_firestore_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = make_firestore_store()
+    task, events = new_task()
+    created = store.create(ALICE, task, events, dialect="v1.0")
+
+    def aborted(self: WriteBatch, *args: Any, **kwargs: Any) -> Any:
+        raise google_errors.Aborted("Transaction lock timeout.")  # type: ignore[no-untyped-call]
+
+    turn: list[Event] = [message("more", task.id)]
+    with monkeypatch.context() as patch:
+        patch.setattr(WriteBatch, "commit", aborted)
+        with pytest.raises(VersionConflict):
+            store.commit(created, lifecycle.apply_all(created.task, turn), turn)
+    assert store.get(ALICE, task.id) == created  # nothing written: the writer decides again
+    assert store.commit(created, lifecycle.apply_all(created.task, turn), turn).version == 2
 
 
 def test_a_commit_over_one_request_is_refused_before_anything_is_written(

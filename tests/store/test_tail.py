@@ -14,6 +14,8 @@ import pytest
 from shared import lifecycle
 from shared.model import Event, TaskState
 from shared.ports import StoredTask, TaskStore
+from shared.store.firestore import FirestoreTaskStore
+from shared.store.firestore_tail import POLL_MAX_SECONDS
 from shared.store.memory import MemoryTaskStore
 from tests.store.conftest import MakeStore
 from tests.store.factory import ALICE, MALLORY, new_task, status
@@ -62,6 +64,32 @@ def test_tail_sees_the_log_then_what_others_commit(tailing_store: TaskStore) -> 
     finally:
         tail.close()
         tail.close()  # idempotent
+
+
+def test_a_watched_tail_is_woken_by_a_commit_or_says_when_to_look(
+    tailing_store: TaskStore,
+) -> None:
+    """What a stream waiting without a thread relies on (shared.pause): a commit wakes the
+    watcher (the embedded store's commit, the listener's snapshot), or, polling, the tail
+    says when its next read is due; a wake is a hint, the next read finds the events."""
+    store = tailing_store
+    polling = isinstance(store, FirestoreTaskStore) and store.watches is None
+    task, events = new_task()
+    current = store.create(ALICE, task, events, dialect="1.0")
+    tail = store.tail(ALICE, task.id, 0)
+    try:
+        assert drain(tail, 2) == [1, 2]
+        for n in range(2):
+            woken = threading.Event()
+            due = tail.watch(woken.set)
+            current = step(store, current, [status(task, TaskState.WORKING, text=f"s{n}")])
+            if polling:  # nothing wakes it: its next read is due within the backoff's cap
+                assert due is not None and due <= POLL_MAX_SECONDS
+            else:
+                assert woken.wait(10), "the commit did not wake the watcher"
+            assert drain(tail, 1) == [3 + n]
+    finally:
+        tail.close()
 
 
 def test_tail_starts_after_a_sequence_number_inside_a_commit(tailing_store: TaskStore) -> None:

@@ -45,6 +45,7 @@ from shared.worker import (
 )
 from tests.clock import ManualClock
 from tests.conftest import Client
+from tests.pauses import waited
 from tests.test_runtime import request
 
 OWNER = "anonymous"
@@ -337,7 +338,8 @@ def test_a_subscriber_of_a_task_whose_run_died_sees_the_rerun_to_its_end() -> No
     policy = StreamPolicy(
         keepalive=0.01, duration=30, idle=30, slots=StreamSlots(4), commit_interval=0.05
     )
-    _, frames = r.service.tasks.subscribe(OWNER, SubscribeRequest("t1"), policy)
+    _, stream = r.service.tasks.subscribe(OWNER, SubscribeRequest("t1"), policy)
+    frames = waited(stream)
     try:
         opening = next(frames)
         assert opening is not None and opening.task.status.state is TaskState.WORKING
