@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import argparse
 import http.client
-import os
 import sys
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+
+from emulator._process import pid_alive
 
 CARD_PATH = "/.well-known/agent-card.json"
 POLL_SECONDS = 0.05
@@ -56,16 +57,6 @@ def wait_answering(
     return seen
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m emulator.ready", description=__doc__)
     parser.add_argument("url", help="what must answer 200, e.g. the agent card")
@@ -76,14 +67,17 @@ def main(argv: list[str] | None = None) -> int:
     deadline = time.monotonic() + args.seconds
     try:
         seen = wait_answering(
-            args.url, lambda code: code == 200, running=lambda: _alive(args.pid), deadline=deadline
+            args.url,
+            lambda code: code == 200,
+            running=lambda: pid_alive(args.pid),
+            deadline=deadline,
         )
     except KeyboardInterrupt:
         return 1
     if seen == 200:
         print(args.say, flush=True)
         return 0
-    if _alive(args.pid):  # an exited server has said why itself
+    if pid_alive(args.pid):  # an exited server has said why itself
         print(f"not ready: {args.url} answered {seen or 'nothing'} in {args.seconds:g} s")
     return 1
 
