@@ -24,7 +24,8 @@ from emulator.cloud_tasks import TasksEmulator, start_tasks_emulator
 from emulator.firestore import FirestoreEmulator, start_firestore
 from emulator.oidc import make_token
 from infra.settings import QueueSettings, seconds
-from tests.conftest import LOCATION, SA, Server, free_port, make_queue
+from tests.conftest import LOCATION, SA, free_port, make_queue
+from tests.system.test_faults_stack import Process as Started
 
 HANDLER = "tests.handlers.soak"
 LEASE = 3.0  # seconds: a silent inline turn is re-driven soon after a fault
@@ -56,21 +57,14 @@ def api_key(owner: str, seed: int) -> str:
     return f"soak-{seed}-{owner}-".ljust(40, "k")
 
 
-class Process(Server):
-    """A function process that starts without waiting for its first answer (`ready`), so that
-    start-ups overlap, and can be started again in its place (`restart`)."""
+class Process(Started):
+    """A function process of the stack, named, that starts without waiting for its first
+    answer (`ready`), so that start-ups overlap, and can be started again in its place
+    (`restart`)."""
 
     def __init__(self, name: str, env: dict[str, str], target: str, port: int) -> None:
         self.name = name
-        self.env = env
         super().__init__(env, target, port)
-
-    def _wait(self) -> None:
-        pass
-
-    def ready(self) -> Process:
-        Server._wait(self)
-        return self
 
     def alive(self) -> bool:
         return self.process.poll() is None
