@@ -35,6 +35,7 @@ from infra.resources import (
     Function,
     FunctionSpec,
     GeneratedSecret,
+    NamedSecret,
     Notice,
     Project,
     Queue,
@@ -228,6 +229,10 @@ def deploy_plan(settings: Settings, repo_root: Path, stage_root: Path) -> list[S
         ServiceAccount(project, settings.deliver_service_account, "push delivery"),
         ServiceAccount(project, settings.build_service_account, "Cloud Build of the functions"),
         *_generated_secrets(settings),
+        *(
+            NamedSecret(project, _secret_name(ref), variable)
+            for variable, ref in sorted(settings.secrets.items())
+        ),
         *grants(settings),
     ]
     for role in DEPLOY_ORDER:

@@ -540,6 +540,33 @@ class GeneratedSecret(Step):
         return [Change("create", command, self.what)]
 
 
+@dataclass
+class NamedSecret(Step):
+    """A secret that `[secrets]` names and the user makes: the deploy only checks that it is
+    there, before granting on it (IAM would answer "not found" to each retry of the grant)."""
+
+    project: str
+    name: str
+    variable: str
+
+    @property
+    def title(self) -> str:  # type: ignore[override]
+        return f"secret {self.name} ({self.variable})"
+
+    def check(self) -> Command:
+        return gcloud(self.project, "secrets", "describe", args=(self.name,), json=True)
+
+    def changes(self, found: Any, outputs: Outputs) -> list[Change]:
+        if found is None and not outputs.dry_run:
+            raise PlanError(
+                f"[secrets] {self.variable} names secret {self.name}, which does not exist in "
+                f"{self.project}: make it with `printf %s VALUE | gcloud secrets create "
+                f"{self.name} --data-file=- --project={self.project}`, or take "
+                f"{self.variable} out of [secrets]"
+            )
+        return []
+
+
 def queue_policy(queue: str, region: str) -> PolicyTarget:
     return PolicyTarget(f"queue {queue}", ("tasks", "queues"), queue, (f"--location={region}",))
 

@@ -11,9 +11,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+
+# The fake runs once per gcloud call (hundreds per deploy test): json, os and sys only, as
+# dataclasses, pathlib and typing would double its start (29 vs 52 ms a call).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 PROJECT_NUMBER = "123456789012"
 COMMANDS = (
@@ -309,7 +313,7 @@ def function(
         state.pop(key)
         state.pop(f"policy/run services/{name}", None)
         return None
-    if "source" not in one or not Path(one["source"], "main.py").is_file():
+    if "source" not in one or not os.path.isfile(os.path.join(one["source"], "main.py")):
         raise Exit(1, "ERROR: (gcloud.functions.deploy) the source has no main.py\n")
     previous = state.get(key, {})
     labels = {**previous.get("labels", {}), "deployment-tool": "cli-gcloud"}
@@ -364,12 +368,11 @@ def function(
     return state[key]
 
 
-@dataclass
 class FakeGcloud:
     """The fake's log and state, as a test reads them."""
 
-    log: Path
-    state: Path
+    def __init__(self, log: Path, state: Path) -> None:
+        self.log, self.state = log, state
 
     def calls(self) -> list[list[str]]:
         if not self.log.exists():
@@ -387,10 +390,13 @@ class FakeGcloud:
 
 def main() -> int:
     argv = sys.argv[1:]
-    with Path(os.environ["FAKE_GCLOUD_LOG"]).open("a") as log:
+    with open(os.environ["FAKE_GCLOUD_LOG"], "a") as log:
         log.write(json.dumps(argv) + "\n")
-    state_file = Path(os.environ["FAKE_GCLOUD_STATE"])
-    state = json.loads(state_file.read_text()) if state_file.exists() else {}
+    state_file = os.environ["FAKE_GCLOUD_STATE"]
+    state = {}
+    if os.path.exists(state_file):
+        with open(state_file) as saved:
+            state = json.load(saved)
     failure = json.loads(os.environ.get("FAKE_GCLOUD_FAIL") or "null")
     try:
         if failure and failure["match"] in " ".join(argv):
@@ -400,7 +406,8 @@ def main() -> int:
     except Exit as exit_:
         sys.stderr.write(exit_.stderr)
         return exit_.code
-    state_file.write_text(json.dumps(state, indent=1))
+    with open(state_file, "w") as saved:
+        json.dump(state, saved, indent=1)
     if result is not None and "format" in flags:
         sys.stdout.write(json.dumps(result))
     return 0

@@ -333,12 +333,20 @@ def test_an_earlier_project_wide_enqueuer_role_is_taken_away(
 
 
 def test_a_log_owner_key_of_the_settings_is_used_and_none_generated(
-    fake_gcloud: FakeGcloud, fake_repo: Path, project_env: None, tmp_path: Path
+    fake_gcloud: FakeGcloud,
+    fake_repo: Path,
+    project_env: None,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     toml = (REAL_ROOT / "infra" / "deploy.toml").read_text()
     custom = tmp_path / "deploy.toml"
     custom.write_text(toml.replace("[secrets]\n", '[secrets]\nA2A_LOG_OWNER_KEY = "my-key:3"\n'))
     assert run(fake_repo, "--settings", str(custom), "deploy") == 1  # no such secret yet
+    err = capsys.readouterr().err
+    assert "[secrets] A2A_LOG_OWNER_KEY names secret my-key, which does not exist" in err
+    assert "gcloud secrets create my-key --data-file=- --project=demo-project" in err
+    assert not [c for c in fake_gcloud.calls() if "add-iam-policy-binding" in c], "stops first"
     fake_gcloud.clear_log()
     state = json.loads(fake_gcloud.state.read_text())
     state["secret/my-key"] = {"name": "projects/1/secrets/my-key"}
