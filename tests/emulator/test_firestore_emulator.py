@@ -79,3 +79,34 @@ def test_fixture_fails_loudly_without_java(tmp_path: Path) -> None:
     assert "1 error" in result.stdout
     assert "skipped" not in result.stdout
     assert "java was not found on PATH" in result.stdout
+
+
+def test_a_reset_the_emulator_cancels_is_tried_again(tmp_path: Path) -> None:
+    """The emulator answers a reset 499 CANCELLED when a listener's client closed meanwhile."""
+    import http.server
+    import threading
+
+    answers = [499, 200]
+    asked: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_DELETE(self) -> None:
+            asked.append(self.path)
+            self.send_response(answers.pop(0))
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        emu = FirestoreEmulator("127.0.0.1", server.server_address[1], 0, tmp_path / "log")
+        emu.reset()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert len(asked) == 2 and not answers
