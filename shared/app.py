@@ -29,7 +29,7 @@ from shared.identity import Anonymous, Authenticator
 from shared.observability.store import traced
 from shared.ports import DelayingTaskQueue, PushConfigStore, TaskQueue, TaskStore
 from shared.push_delivery import Deliverer
-from shared.push_notify import PushNotifier, PushSweeper
+from shared.push_notify import NewsSweeper, PushNotifier, PushSweeper
 from shared.push_signing import NotificationSigner
 from shared.push_url import resolve_push_url
 from shared.queue.inline import InlineQueue
@@ -328,10 +328,12 @@ def _in_process(settings: Settings, worker: Callable[[], Worker]) -> InlineQueue
 
 def _sweepers(turns: TurnQueue, tasks: _Tasks) -> list[Sweeper]:
     """What the sweep re-drives: every module's work that a failure can leave behind (turns
-    without a queue entry or a live owner; push configs behind their task's events)."""
+    without a queue entry or a live owner; push configs behind their task's events, and
+    events whose commit's notifier never recorded them)."""
     sweepers: list[Sweeper] = [turns.sweep]
     if tasks.push_configs is not None and tasks.push_queue is not None:
         sweepers.append(PushSweeper(tasks.push_configs, tasks.push_queue))
+        sweepers.append(NewsSweeper(tasks.store, tasks.push_configs, tasks.push_queue))
     return sweepers
 
 

@@ -94,6 +94,12 @@ class ForwardingTaskStore:
         with self.around("expired_leases"):
             return self.inner.expired_leases(before, limit, after)
 
+    def push_news(
+        self, since: datetime, before: datetime, limit: int, after: StoredTask | None = None
+    ) -> list[StoredTask]:
+        with self.around("push_news"):
+            return self.inner.push_news(since, before, limit, after)
+
     def list(self, owner: str, query: TaskQuery) -> TaskPage:
         with self.around("list"):
             return self.inner.list(owner, query)

@@ -251,3 +251,9 @@ class PushConfig:
 
 # What the event log holds: a message entering history, a status change, an artifact change.
 Event = Message | StatusUpdate | ArtifactUpdate
+
+
+def notifiable(events: Sequence[Event]) -> bool:
+    """Whether a commit's events are news for a push config: a status or an artifact (a
+    message joining the history is not)."""
+    return any(isinstance(event, StatusUpdate | ArtifactUpdate) for event in events)

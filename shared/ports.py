@@ -75,6 +75,10 @@ class StoredTask:
     # was ever put on the task (the notifier then reads none); a config's `put` marks the task
     # so that every later commit sees it. True (the default): unknown, read them.
     push_configs: bool = True
+    # When a commit last logged status or artifact events (`model.notifiable`) on the task
+    # while it had push configs; None: none did, or a store that does not say. The push
+    # sweep checks that such a commit's events were wanted (shared.push_notify.NewsSweeper).
+    push_news_at: datetime | None = None
     # The bytes of the JSON the store read or wrote `task` as, when that JSON holds the whole
     # history (a bound of the history's JSON: `limits.check_history` measures none of its
     # messages while the bound leaves room); None: unknown (a task its store rebuilds from
@@ -258,6 +262,17 @@ class TaskStore(Protocol):
         (shared.sweep). `after`, the last task of the previous page as it read it, goes on
         past that one. Not scoped by owner: only the sweep calls it, and recovers each task
         as its owner's."""
+        ...
+
+    def push_news(
+        self, since: datetime, before: datetime, limit: int, after: StoredTask | None = None
+    ) -> list[StoredTask]:
+        """Up to `limit` tasks, of every owner, whose `push_news_at` is at `since` or later
+        and before `before`, the oldest first (ties in an order of the store's own), paged
+        as `expired_leases` is: the push sweep's check of commits whose wanted events no
+        config recorded, their process dead between the commit and its notifier. A store
+        whose commits cannot outlive their notifier (the memory store: one process, which
+        loses its tasks with it) keeps no `push_news_at` and finds none."""
         ...
 
     def list(self, owner: str, query: TaskQuery) -> TaskPage:

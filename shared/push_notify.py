@@ -13,6 +13,14 @@ of a failed delivery (`RETRY_WINDOW`), is due to a sweep: `PushSweeper` (one of 
 the sweep runs, each called with the current time) queues a delivery for each, so an
 enqueue lost with its process, or a delivery dropped by the queue, still ends up delivered.
 A config whose last attempt failed waits for the next event or for its owner to update it.
+
+A process that dies between a commit and its notifier (or whose record failed and whose
+enqueue was lost) leaves every config looking caught up, which no lagging query finds. So
+the commit itself says it had news for configs (`StoredTask.push_news_at`, on the task's own
+document: no extra write), and `NewsSweeper` looks at each task whose last news is between
+one and two SWEEP_AFTER old (by then its notifier has long recorded it, or died): a config
+that neither wanted nor had the task's last event is recorded as lagging and gets the
+delivery the notifier would have queued, under its name.
 """
 
 from __future__ import annotations
@@ -23,8 +31,8 @@ from datetime import datetime, timedelta
 
 from shared.clock import SYSTEM, Clock
 from shared.jobs import PushJob
-from shared.model import ArtifactUpdate, Event, StatusUpdate
-from shared.ports import PushConfigStore, StoredTask, TaskQueue
+from shared.model import Event, notifiable
+from shared.ports import PushConfigStore, StoredTask, TaskQueue, TaskStore
 from shared.sweep import pages
 
 log = logging.getLogger("a2a.push")
@@ -51,28 +59,36 @@ class PushNotifier:
         self._clock = clock
 
     def __call__(self, stored: StoredTask, events: Sequence[Event]) -> None:
-        if not any(isinstance(e, StatusUpdate | ArtifactUpdate) for e in events):
-            return  # a message joining the history is not news for a webhook
+        if not notifiable(events):
+            return
         if not stored.push_configs:
             return  # the task says none was put on it (no read: shared.store.firestore_push)
         sweep_at = self._clock.now() + SWEEP_AFTER
         for config in self._configs.list(stored.owner, stored.task.id):
             job = PushJob(stored.owner, stored.task.id, config.config.id, stored.last_seq)
-            # Recorded first: if the enqueue is lost (outage, dead process), the sweep sees it.
-            # A record that fails (Firestore aborts a write that waits on a config locked by a
-            # delivery) still queues the delivery, which posts all the config has not had:
-            # without it, a task's last events would never be posted.
-            try:
-                self._configs.want(job.owner, job.task_id, job.config_id, job.seq, sweep_at)
-            except Exception:
-                log.exception(
-                    "could not record event %d as wanted by push config %s of task %s; "
-                    "its delivery is queued all the same",
-                    job.seq,
-                    job.config_id,
-                    job.task_id,
-                )
-            self.queue.enqueue(job.name, job.payload())
+            want_and_queue(self._configs, self.queue, job, sweep_at)
+
+
+def want_and_queue(
+    configs: PushConfigStore, queue: TaskQueue, job: PushJob, sweep_at: datetime
+) -> bool:
+    """Record the job's event as wanted by its config, then queue its delivery; whether the
+    queue took it (False: a delivery of that name was queued already)."""
+    # Recorded first: if the enqueue is lost (outage, dead process), the sweep sees it. A
+    # record that fails (Firestore aborts a write that waits on a config locked by a
+    # delivery) still queues the delivery, which posts all the config has not had: without
+    # it, a task's last events would never be posted.
+    try:
+        configs.want(job.owner, job.task_id, job.config_id, job.seq, sweep_at)
+    except Exception:
+        log.exception(
+            "could not record event %d as wanted by push config %s of task %s; "
+            "its delivery is queued all the same",
+            job.seq,
+            job.config_id,
+            job.task_id,
+        )
+    return queue.enqueue(job.name, job.payload())
 
 
 class PushSweeper:
@@ -109,4 +125,49 @@ class PushSweeper:
                     config.delivered_seq + 1,
                     job.seq,
                 )
+        return queued
+
+
+class NewsSweeper:
+    """Queues the deliveries that a commit's notifier never recorded (see the module's
+    docstring): call it with the current time; it answers how many it queued. A task is
+    looked at by every sweep of the SWEEP_AFTER its news spends in the window (two, one a
+    minute as deployed: a config list each); one found caught up costs nothing more."""
+
+    def __init__(
+        self,
+        tasks: TaskStore,
+        configs: PushConfigStore,
+        queue: TaskQueue,
+        *,
+        clock: Clock = SYSTEM,
+    ) -> None:
+        self._tasks = tasks
+        self._configs = configs
+        self._queue = queue
+        self._clock = clock
+
+    def __call__(self, now: datetime) -> int:
+        since, before = now - 2 * SWEEP_AFTER, now - SWEEP_AFTER
+        queued = 0
+        found = pages(
+            lambda after: self._tasks.push_news(since, before, SWEEP_BATCH, after),
+            SWEEP_BATCH,
+            clock=self._clock,
+        )
+        for stored in found:
+            for config in self._configs.list(stored.owner, stored.task.id):
+                if max(config.wanted_seq, config.delivered_seq) >= stored.last_seq:
+                    continue  # its notifier recorded it (or a later one did)
+                job = PushJob(stored.owner, stored.task.id, config.config.id, stored.last_seq)
+                if want_and_queue(self._configs, self._queue, job, now + SWEEP_AFTER):
+                    queued += 1
+                    log.warning(
+                        "sweep: queued the delivery of task %s to push config %s (events %d to "
+                        "%d) that its commit's notifier never recorded",
+                        job.task_id,
+                        job.config_id,
+                        config.delivered_seq + 1,
+                        job.seq,
+                    )
         return queued

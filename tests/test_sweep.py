@@ -1,6 +1,7 @@
 """The sweep: every sweeper runs at one `now` and a failing one stops none of the others;
 the timer of `make run`; the worker's `POST /sweep` (token first, then the count); and the
-sweep the worker function is built with recovers a turn nobody reads again."""
+sweep the worker function is built with recovers a turn nobody reads again, and delivers
+the events of a commit whose process died before its notifier recorded them."""
 
 from __future__ import annotations
 
@@ -9,15 +10,22 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from emulator.firestore import FirestoreEmulator
 from emulator.oidc import make_token
+from shared import lifecycle
 from shared.app import build_worker
-from shared.model import TaskState
+from shared.model import PushConfig, TaskState
 from shared.ports import Lease
+from shared.push_notify import SWEEP_AFTER
 from shared.settings import Settings
+from shared.store.firestore import TASKS, FirestoreTaskStore, document_id
+from shared.store.firestore_push import FirestorePushConfigStore
 from shared.store.memory import MemoryTaskStore
 from shared.sweep import BUDGET, Sweep, SweepTimer, pages
 from tests.clock import ManualClock
 from tests.conftest import SA, served
+from tests.store.factory import new_task, status
+from tests.webhook import Webhook
 from tests.worker.test_recovery import left_by_a_dead_run
 
 SECRET = "sweep-test-secret"
@@ -136,3 +144,51 @@ def test_pages_stop_once_the_budget_is_spent_and_the_next_sweep_goes_on() -> Non
         return [start, start + 1]
 
     assert list(pages(read, 2, clock=clock)) == [0, 1, 2, 3, 4, 5]  # three pages, 1.5 budgets
+
+
+def test_the_worker_sweep_delivers_what_a_commit_s_dead_notifier_never_recorded(
+    clean_firestore: FirestoreEmulator,
+) -> None:
+    """On the Firestore emulator: a task with a push config commits its end, and its process
+    dies before the notifier records the event as wanted (the store is written to directly,
+    without one). The config looks caught up; the worker's sweep, a SWEEP_AFTER later,
+    delivers the end all the same, and once."""
+    project = clean_firestore.project
+    tasks = FirestoreTaskStore(project)
+    configs = FirestorePushConfigStore(tasks.client, retention=tasks.retention, cost=tasks.cost)
+    hook = Webhook()
+    app = build_worker(
+        Settings(
+            handler="tests.handlers.long",
+            backend="firestore",
+            project=project,
+            push_allowed_hosts=("localhost",),
+            tasks_emulator_host="localhost:1",
+            tasks_emulator_secret=SECRET,
+            tasks_service_account=SA,
+            worker_url=URL,
+        )
+    )
+    try:
+        created = tasks.create("alice", *new_task(task_id="t1"), dialect="v1.0")
+        push = PushConfig(id="c1", task_id="t1", url=hook.url("/n"))
+        configs.put("alice", push, dialect="1.0", delivered_seq=created.last_seq)
+        current = tasks.get("alice", "t1")
+        assert current is not None
+        done = [status(current.task, TaskState.COMPLETED)]
+        ended = tasks.commit(current, lifecycle.apply_all(current.task, done), done)
+        web = served(app)
+        token = make_token(SA, URL, SECRET)
+        sweep = {"Authorization": f"Bearer {token}"}
+        assert web.post("/sweep", headers=sweep).json()["redriven"] == 0, "its notifier's time"
+        # A SWEEP_AFTER and a half on: the commit's news time, moved back as the clock moves on.
+        assert ended.push_news_at is not None
+        tasks.client.document(TASKS, document_id("alice", "t1")).update(
+            {"pushNewsAt": ended.push_news_at - SWEEP_AFTER * 1.5}
+        )
+        assert web.post("/sweep", headers=sweep).json()["redriven"] == 1
+        (received,) = hook.wait_accepted(1)
+        assert received.json["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert web.post("/sweep", headers=sweep).json()["redriven"] == 0, "recorded: once"
+    finally:
+        hook.close()

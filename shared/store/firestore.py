@@ -84,6 +84,7 @@ from shared.model import (
     Task,
     TaskState,
     new_id,
+    notifiable,
     utc_now,
 )
 from shared.ports import (
@@ -272,6 +273,11 @@ class FirestoreTaskStore:
             last_seq=current.last_seq + len(events),
             updated_at=now,
             size=size,
+            # A config put since `current` was read makes this batch lose its race, so a
+            # commit that lands knows whether the task has configs.
+            push_news_at=(
+                now if current.push_configs and notifiable(events) else current.push_news_at
+            ),
         )
         commit_id = new_id()
         log_expires = revision.log_expires
@@ -401,6 +407,24 @@ class FirestoreTaskStore:
             )
         return [self._stored(snapshot) for snapshot in self._run(query)]
 
+    def push_news(
+        self, since: datetime, before: datetime, limit: int, after: StoredTask | None = None
+    ) -> list[StoredTask]:
+        # As expired_leases: one field's automatic index, which holds only the tasks with it.
+        query = (
+            self._client.collection(TASKS)
+            .where(filter=FieldFilter("pushNewsAt", ">=", since))
+            .where(filter=FieldFilter("pushNewsAt", "<", before))
+            .order_by("pushNewsAt")
+            .order_by("__name__")
+            .limit(limit)
+        )
+        if after is not None and after.push_news_at is not None:
+            query = query.start_after(
+                [after.push_news_at, self.task_ref(after.owner, after.task.id)]
+            )
+        return [self._stored(snapshot) for snapshot in self._run(query)]
+
     def _log_query(self, owner: str, task_id: str, after_seq: int) -> Any:
         """The event documents holding events after `after_seq`, oldest first."""
         # The owner is on every event document, so reading the log needs no read of the task.
@@ -433,6 +457,7 @@ class FirestoreTaskStore:
             _decode_lease(fields.get("lease")),
             tuple(fields.get("pending") or ()),  # absent in documents stored before it
             push_configs=fields.get("pushConfigs", True),  # absent before it: unknown
+            push_news_at=fields.get("pushNewsAt"),
             size=size,
             token=_Revision(owner, task.id, snapshot.update_time, fields.get("logExpireAt")),
         )
@@ -482,6 +507,8 @@ class FirestoreTaskStore:
             "pending": list(stored.pending),
             "commitId": commit_id,
             "logExpireAt": log_expires,
+            # Only on a task with news for push configs: the sweep's query finds no other.
+            **({"pushNewsAt": stored.push_news_at} if stored.push_news_at else {}),
         }
 
     def _encode_events(self, events: Sequence[Event]) -> list[str]:

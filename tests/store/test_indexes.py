@@ -12,6 +12,7 @@ import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +123,8 @@ def walk_every_query_path(store: FirestoreTaskStore) -> None:
     store.events(ALICE, task.id, after_seq=1)
     store.get(ALICE, task.id)  # over its tiny budget: read back through the log
     store.live_tasks(ALICE, 10)
+    store.push_news(utc_now() - timedelta(hours=1), utc_now(), 10)
+    store.expired_leases(utc_now(), 10)
     for context_id in (None, "c1"):
         for state in (None, TaskState.WORKING):
             for after in (None, task.status.timestamp.replace(year=2000)):

@@ -19,8 +19,8 @@ from shared.conflicts import retry_on_conflict
 from shared.errors import PushConfigQuotaError
 from shared.jobs import PushJob
 from shared.model import PushAuthentication, PushConfig, TaskState, utc_now
-from shared.ports import PushConfigStore, StoredTask, TooManyPushConfigs
-from shared.push_notify import PushNotifier
+from shared.ports import PushConfigStore, StoredTask, TaskStore, TooManyPushConfigs
+from shared.push_notify import SWEEP_AFTER, NewsSweeper, PushNotifier
 from shared.store.firestore import FirestoreTaskStore
 from shared.store.firestore_push import FirestorePushConfigStore
 from shared.store.memory import MemoryTaskStore
@@ -395,6 +395,98 @@ def test_a_config_put_while_a_commit_is_under_way_hears_of_it(
     assert queue.names == [PushJob(A, task.id, "a", committed.last_seq).name]
     wanted = configs.get(A, task.id, "a")
     assert wanted is not None and wanted.wanted_seq == committed.last_seq
+
+
+# -- a commit whose notifier never ran: the news sweep (shared.push_notify.NewsSweeper) --
+
+
+def with_config(
+    tasks: TaskStore,
+    configs: PushConfigStore,
+    task_id: str = "t1",
+    owner: str = A,
+) -> StoredTask:
+    """A task with one config `a` that has had every event so far, as read after the put."""
+    created = tasks.create(owner, *new_task(task_id=task_id), dialect="v1.0")
+    configs.put(owner, config("a", task_id=task_id), dialect="1.0", delivered_seq=created.last_seq)
+    stored = tasks.get(owner, task_id)
+    assert stored is not None
+    return stored
+
+
+def committed_alone(tasks: TaskStore, current: StoredTask, state: TaskState) -> StoredTask:
+    """A commit of a status with no notifier after it: its process died right then."""
+    done = [status(current.task, state)]
+    return tasks.commit(current, lifecycle.apply_all(current.task, done), done)
+
+
+def test_a_commit_with_news_for_configs_says_when_and_is_found_by_that_time(
+    stores: tuple[MemoryTaskStore | FirestoreTaskStore, PushConfigStore],
+) -> None:
+    tasks, configs = stores
+    before = utc_now()
+    news = committed_alone(tasks, with_config(tasks, configs), TaskState.COMPLETED)
+    later = utc_now() + timedelta(seconds=1)
+    if isinstance(tasks, MemoryTaskStore):  # its notifier dies with all its tasks: none
+        assert news.push_news_at is None and tasks.push_news(before, later, 10) == []
+        return
+    assert news.push_news_at is not None and before <= news.push_news_at <= later
+    assert read(tasks, "t1").push_news_at == news.push_news_at
+    assert [s.task.id for s in tasks.push_news(before, later, 10)] == ["t1"]
+    assert tasks.push_news(later, later + timedelta(hours=1), 10) == []  # since: after it
+    assert tasks.push_news(before - timedelta(hours=1), before, 10) == []  # before: not yet
+    # A commit without news (a message joining the history) leaves the time as it was.
+    plain = tasks.create(A, *new_task(task_id="t2"), dialect="v1.0")
+    quiet = committed_alone(tasks, plain, TaskState.COMPLETED)
+    assert quiet.push_news_at is None, "no config: no news for one"
+    assert [s.task.id for s in tasks.push_news(before, utc_now() + timedelta(seconds=1), 10)] == [
+        "t1"
+    ]
+
+
+def test_the_news_of_every_owner_comes_oldest_first_page_after_page(
+    make_firestore_store: MakeStore,
+) -> None:
+    tasks = make_firestore_store()
+    configs = FirestorePushConfigStore(tasks.client, retention=tasks.retention, cost=tasks.cost)
+    before = utc_now()
+    order = []
+    for n, owner in enumerate([A, B, A, B, A]):
+        current = with_config(tasks, configs, f"t{n}", owner)
+        order.append(committed_alone(tasks, current, TaskState.WORKING).task.id)
+    later = utc_now() + timedelta(seconds=1)
+    seen: list[str] = []
+    page = tasks.push_news(before, later, 2)
+    while page:
+        seen += [s.task.id for s in page]
+        page = tasks.push_news(before, later, 2, after=page[-1])
+    assert seen == order
+
+
+def test_the_news_sweep_queues_what_a_dead_notifier_never_recorded_once(
+    make_firestore_store: MakeStore,
+) -> None:
+    tasks = make_firestore_store()
+    configs = FirestorePushConfigStore(tasks.client, retention=tasks.retention, cost=tasks.cost)
+    queue = Queued()
+    sweep = NewsSweeper(tasks, configs, queue)
+    lost = committed_alone(tasks, with_config(tasks, configs, "lost"), TaskState.COMPLETED)
+    notifying = NotifyingTaskStore(tasks, PushNotifier(configs, queue))
+    heard = with_config(notifying, configs, "heard")
+    done = [status(heard.task, TaskState.COMPLETED)]
+    heard = notifying.commit(heard, lifecycle.apply_all(heard.task, done), done)
+    assert queue.names == [PushJob(A, "heard", "a", heard.last_seq).name]
+    assert lost.push_news_at is not None
+    soon = lost.push_news_at + SWEEP_AFTER / 2
+    assert sweep(soon) == 0, "a notifier has its SWEEP_AFTER to record what it wanted"
+    due = lost.push_news_at + SWEEP_AFTER * 1.5
+    assert sweep(due) == 1
+    job = PushJob(A, "lost", "a", lost.last_seq)
+    assert queue.names[1:] == [job.name]
+    wanted = configs.get(A, "lost", "a")
+    assert wanted is not None and wanted.wanted_seq == lost.last_seq, "it lags now: swept on"
+    assert sweep(due + SWEEP_AFTER / 4) == 0 and len(queue.names) == 2, "recorded: not again"
+    assert sweep(lost.push_news_at + SWEEP_AFTER * 2.5) == 0  # past the window
 
 
 def test_lagging_configs_page_after_page_each_once(push_store: PushConfigStore) -> None:
