@@ -151,6 +151,12 @@ def start_firestore(
         java,
         # English messages, whatever the machine's locale: the log is read by people.
         "-Duser.language=en",
+        # The JVM's first compiler only, and its one-thread collector: an emulator lives for a
+        # test session or a dev run, where the optimising compiler's work never pays back
+        # (its CPU per task, 600 tasks after 200: 17.9 ms by default, 5.7 ms with these;
+        # 5.5 vs 4.6 ms once warm, after 2,000), and two cores are shared with everything.
+        "-XX:TieredStopAtLevel=1",
+        "-XX:+UseSerialGC",
         "-cp",
         str(jar),
         MAIN_CLASS,
