@@ -51,7 +51,7 @@ from infra.resources import (
     secret_policy,
     service_policy,
 )
-from infra.settings import FunctionSettings, Settings
+from infra.settings import Settings
 from infra.stage import stage
 from infra.steps import PlanError, Step, gcloud
 
@@ -131,15 +131,11 @@ def function_env(settings: Settings, role: str) -> dict[str, str]:
         "A2A_TASKS_SERVICE_ACCOUNT": settings.invoker_email,
         # functions-framework serves with 4 threads per CPU unless told: the function's own
         # (deploy.toml), or one thread per request it accepts at once.
-        "THREADS": str(_threads(getattr(settings.functions, role))),
+        "THREADS": str(getattr(settings.functions, role).pool_threads),
     } | (
         # Only `deliver` acts on the push queue's last attempt.
         {"A2A_PUSH_MAX_ATTEMPTS": str(settings.queues.push.attempts())} if role == "deliver" else {}
     )
-
-
-def _threads(function: FunctionSettings) -> int:
-    return function.threads or function.concurrency
 
 
 def function_secrets(settings: Settings, role: str) -> dict[str, str]:

@@ -44,6 +44,11 @@ class FunctionSettings(_Strict):
     min_instances: int = Field(ge=0)
     max_instances: int = Field(ge=1)
 
+    @property
+    def pool_threads(self) -> int:
+        """THREADS as deployed: `threads`, else `concurrency`."""
+        return self.threads or self.concurrency
+
 
 class QueueSettings(_Strict):
     """One Cloud Tasks queue and its retry policy, in the units of `gcloud tasks queues`."""

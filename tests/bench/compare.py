@@ -28,17 +28,17 @@ from pathlib import Path
 
 import requests
 
-from infra import settings as deploy
 from infra.stage import stage
+from tests.bench import usage
 from tests.bench.load import HEADERS, cpu_seconds, load, pss_mib, send_body
 from tests.conftest import FUNCTIONS_FRAMEWORK, ROOT, free_port
 
 
 def _as_deployed() -> dict[str, str]:
     """What `make deploy` gives the `a2a` function's server and Cloud Functions its logs: the
-    threads of its concurrency in deploy.toml, and JSON lines (auto under K_SERVICE)."""
-    functions = deploy.load(deploy.DEFAULT_FILE, {"PROJECT": "bench-project"}).functions
-    return {"THREADS": str(functions.a2a.concurrency), "A2A_LOG_FORMAT": "json"}
+    threads of deploy.toml (`infra.plan.function_env`'s THREADS), and JSON lines (auto under
+    K_SERVICE)."""
+    return {"THREADS": str(usage.functions()["a2a"].threads), "A2A_LOG_FORMAT": "json"}
 
 
 OURS_ENV = {"A2A_HANDLER": "functions.handlers.echo", "A2A_BACKEND": "memory", **_as_deployed()}

@@ -33,14 +33,16 @@ import httpx
 
 from emulator.firestore import start_firestore
 from shared.identity.api_key import hashed
+from tests.bench import usage
 from tests.bench.load import HEADERS, group_pids, percentile, pss_mib
 from tests.conftest import Server
 
 OWNERS = 20
 COUNTS = (100, 250, 500, 1000)  # open streams at which the figures are taken
 FIRESTORE_COUNTS = (100, 250, 500)  # on the emulator, which this machine also runs
-MEMORY_MIB = 512  # the a2a function's memory in infra/deploy.toml
-THREADS = 80  # its concurrency there, which `make deploy` sets THREADS to
+_A2A = usage.functions()["a2a"]  # as infra/deploy.toml sizes it
+MEMORY_MIB = round(_A2A.memory_gib * 1024)
+THREADS = _A2A.threads
 SAMPLES = 20  # new streams (and GetTasks) timed at each count
 
 

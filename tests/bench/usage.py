@@ -39,6 +39,7 @@ class Function:
     vcpu: float
     memory_gib: float
     concurrency: int
+    threads: int  # THREADS, as `make deploy` sets it
 
 
 def functions() -> dict[str, Function]:
@@ -49,7 +50,7 @@ def functions() -> dict[str, Function]:
         fs = getattr(found, role)
         amount, unit = int(fs.memory[:-2]), fs.memory[-2:]
         gib = amount / (1024 if unit == "Mi" else 1)
-        sizes[role] = Function(float(fs.cpu), gib, fs.concurrency)
+        sizes[role] = Function(float(fs.cpu), gib, fs.concurrency, fs.pool_threads)
     return sizes
 
 
