@@ -1,8 +1,9 @@
-"""A short soak (60 s, a fixed seed) run whole, as `make soak` runs it: its ledger is clean.
+"""A short soak (20 s, a fixed seed: an a2a process killed, Firestore paused, the webhook
+failing) run whole, as `make soak` runs it: its ledger is clean.
 
-It took 288 s on the shared 2-core machine (load average ~16: the stack's start, the load,
-the settling, the ledger), more than the whole suite's 5-minute budget, so it runs only when
-SOAK_IN_SUITE=1 asks (a CI job of its own); `make soak` is the full one."""
+About 35 s of the suite on this 2-core machine (the stack's start, ~290 tasks, the settling,
+the ledger); 60 s of load took ~130 s, more than the suite's budget leaves. `make soak` is
+the full one."""
 
 from __future__ import annotations
 
@@ -14,17 +15,12 @@ import pytest
 
 from tests.conftest import ROOT
 
-pytestmark = [
-    pytest.mark.emulator,
-    pytest.mark.skipif(
-        os.environ.get("SOAK_IN_SUITE") != "1", reason="a 60 s soak: SOAK_IN_SUITE=1 runs it"
-    ),
-]
+pytestmark = pytest.mark.emulator
 
 
 @pytest.mark.timeout(900)
 def test_a_short_soak_has_a_clean_ledger(tmp_path: object) -> None:
-    env = {**os.environ, "SOAK_SECONDS": "60", "SOAK_SEED": "27", "SOAK_DIR": str(tmp_path)}
+    env = {**os.environ, "SOAK_SECONDS": "20", "SOAK_SEED": "27", "SOAK_DIR": str(tmp_path)}
     done = subprocess.run(
         [sys.executable, "-m", "tests.soak"],
         cwd=ROOT,
