@@ -25,6 +25,7 @@ from shared.ports import (
     LoggedEvent,
     MessageKey,
     StoredTask,
+    TaskNews,
     TaskPage,
     TaskQuery,
     TaskStore,
@@ -95,8 +96,8 @@ class ForwardingTaskStore:
             return self.inner.expired_leases(before, limit, after)
 
     def push_news(
-        self, since: datetime, before: datetime, limit: int, after: StoredTask | None = None
-    ) -> list[StoredTask]:
+        self, since: datetime, before: datetime, limit: int, after: TaskNews | None = None
+    ) -> list[TaskNews]:
         with self.around("push_news"):
             return self.inner.push_news(since, before, limit, after)
 

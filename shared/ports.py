@@ -75,10 +75,6 @@ class StoredTask:
     # was ever put on the task (the notifier then reads none); a config's `put` marks the task
     # so that every later commit sees it. True (the default): unknown, read them.
     push_configs: bool = True
-    # When a commit last logged status or artifact events (`model.notifiable`) on the task
-    # while it had push configs; None: none did, or a store that does not say. The push
-    # sweep checks that such a commit's events were wanted (shared.push_notify.NewsSweeper).
-    push_news_at: datetime | None = None
     # The bytes of the JSON the store read or wrote `task` as, when that JSON holds the whole
     # history (a bound of the history's JSON: `limits.check_history` measures none of its
     # messages while the bound leaves room); None: unknown (a task its store rebuilds from
@@ -88,6 +84,18 @@ class StoredTask:
     # transaction (Firestore: the document's update time); opaque to callers, None in stores
     # that need nothing beyond `version`. Not part of equality: two reads of one version agree.
     token: object = field(default=None, compare=False, repr=False)
+
+
+@frozen
+class TaskNews:
+    """A task whose last commit of status or artifact events (`model.notifiable`) landed
+    while it had push configs, and when: what the push sweep checks was wanted by each
+    config (shared.push_notify.NewsSweeper). Only what that check reads."""
+
+    owner: str
+    task_id: str
+    last_seq: int  # the task's newest event
+    at: datetime
 
 
 @frozen
@@ -265,14 +273,15 @@ class TaskStore(Protocol):
         ...
 
     def push_news(
-        self, since: datetime, before: datetime, limit: int, after: StoredTask | None = None
-    ) -> list[StoredTask]:
-        """Up to `limit` tasks, of every owner, whose `push_news_at` is at `since` or later
-        and before `before`, the oldest first (ties in an order of the store's own), paged
-        as `expired_leases` is: the push sweep's check of commits whose wanted events no
-        config recorded, their process dead between the commit and its notifier. A store
-        whose commits cannot outlive their notifier (the memory store: one process, which
-        loses its tasks with it) keeps no `push_news_at` and finds none."""
+        self, since: datetime, before: datetime, limit: int, after: TaskNews | None = None
+    ) -> list[TaskNews]:
+        """Up to `limit` tasks, of every owner, whose last news for push configs came at
+        `since` or later and before `before`, the oldest first (ties in an order of the
+        store's own), paged as `expired_leases` is: the push sweep's check of commits whose
+        wanted events no config recorded, their process dead between the commit and its
+        notifier. The time is recorded by the commit's own write. A store whose commits
+        cannot outlive their notifier (the memory store: one process, which loses its tasks
+        with it) records none and finds none."""
         ...
 
     def list(self, owner: str, query: TaskQuery) -> TaskPage:

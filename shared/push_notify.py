@@ -16,11 +16,11 @@ A config whose last attempt failed waits for the next event or for its owner to 
 
 A process that dies between a commit and its notifier (or whose record failed and whose
 enqueue was lost) leaves every config looking caught up, which no lagging query finds. So
-the commit itself says it had news for configs (`StoredTask.push_news_at`, on the task's own
-document: no extra write), and `NewsSweeper` looks at each task whose last news is between
-one and two SWEEP_AFTER old (by then its notifier has long recorded it, or died): a config
-that neither wanted nor had the task's last event is recorded as lagging and gets the
-delivery the notifier would have queued, under its name.
+the commit itself records that it had news for configs (on the task's own document: no
+extra write), and `NewsSweeper` looks at each task whose last news is between one and two
+SWEEP_AFTER old (`TaskStore.push_news`; by then its notifier has long recorded it, or
+died): a config that neither wanted nor had the task's last event is recorded as lagging
+and gets the delivery the notifier would have queued, under its name.
 """
 
 from __future__ import annotations
@@ -155,11 +155,11 @@ class NewsSweeper:
             SWEEP_BATCH,
             clock=self._clock,
         )
-        for stored in found:
-            for config in self._configs.list(stored.owner, stored.task.id):
-                if max(config.wanted_seq, config.delivered_seq) >= stored.last_seq:
+        for news in found:
+            for config in self._configs.list(news.owner, news.task_id):
+                if max(config.wanted_seq, config.delivered_seq) >= news.last_seq:
                     continue  # its notifier recorded it (or a later one did)
-                job = PushJob(stored.owner, stored.task.id, config.config.id, stored.last_seq)
+                job = PushJob(news.owner, news.task_id, config.config.id, news.last_seq)
                 if want_and_queue(self._configs, self._queue, job, now + SWEEP_AFTER):
                     queued += 1
                     log.warning(

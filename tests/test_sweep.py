@@ -14,7 +14,7 @@ from emulator.firestore import FirestoreEmulator
 from emulator.oidc import make_token
 from shared import lifecycle
 from shared.app import build_worker
-from shared.model import PushConfig, TaskState
+from shared.model import PushConfig, TaskState, utc_now
 from shared.ports import Lease
 from shared.push_notify import SWEEP_AFTER
 from shared.settings import Settings
@@ -182,9 +182,9 @@ def test_the_worker_sweep_delivers_what_a_commit_s_dead_notifier_never_recorded(
         sweep = {"Authorization": f"Bearer {token}"}
         assert web.post("/sweep", headers=sweep).json()["redriven"] == 0, "its notifier's time"
         # A SWEEP_AFTER and a half on: the commit's news time, moved back as the clock moves on.
-        assert ended.push_news_at is not None
+        (news,) = tasks.push_news(ended.updated_at - SWEEP_AFTER, utc_now(), 10)
         tasks.client.document(TASKS, document_id("alice", "t1")).update(
-            {"pushNewsAt": ended.push_news_at - SWEEP_AFTER * 1.5}
+            {"pushNewsAt": news.at - SWEEP_AFTER * 1.5}
         )
         assert web.post("/sweep", headers=sweep).json()["redriven"] == 1
         (received,) = hook.wait_accepted(1)

@@ -94,6 +94,7 @@ from shared.ports import (
     MessageKey,
     StoredTask,
     TaskExists,
+    TaskNews,
     TaskPage,
     TaskQuery,
     VersionConflict,
@@ -273,11 +274,6 @@ class FirestoreTaskStore:
             last_seq=current.last_seq + len(events),
             updated_at=now,
             size=size,
-            # A config put since `current` was read makes this batch lose its race, so a
-            # commit that lands knows whether the task has configs.
-            push_news_at=(
-                now if current.push_configs and notifiable(events) else current.push_news_at
-            ),
         )
         commit_id = new_id()
         log_expires = revision.log_expires
@@ -287,6 +283,11 @@ class FirestoreTaskStore:
             log_expires = now + self.log_retention
             self._refresh_log(current.owner, task.id, log_expires)
         fields = self._task_fields(new, text, commit_id, log_expires)
+        # A config put since `current` was read makes this batch lose its race, so a commit
+        # that lands knows whether the task has configs. Only such tasks have the field: the
+        # news sweep's query finds no other.
+        if current.push_configs and notifiable(events):
+            fields["pushNewsAt"] = now
         self._check_size(task.id, fields, encoded)
         batch = self._client.batch()
         batch.update(
@@ -408,22 +409,25 @@ class FirestoreTaskStore:
         return [self._stored(snapshot) for snapshot in self._run(query)]
 
     def push_news(
-        self, since: datetime, before: datetime, limit: int, after: StoredTask | None = None
-    ) -> list[StoredTask]:
-        # As expired_leases: one field's automatic index, which holds only the tasks with it.
+        self, since: datetime, before: datetime, limit: int, after: TaskNews | None = None
+    ) -> list[TaskNews]:
+        # As expired_leases: one field's automatic index, which holds only the tasks with it;
+        # the fields the check reads, not the task (a big one is rebuilt from its log).
         query = (
             self._client.collection(TASKS)
             .where(filter=FieldFilter("pushNewsAt", ">=", since))
             .where(filter=FieldFilter("pushNewsAt", "<", before))
             .order_by("pushNewsAt")
             .order_by("__name__")
+            .select(["owner", "taskId", "lastSeq", "pushNewsAt"])
             .limit(limit)
         )
-        if after is not None and after.push_news_at is not None:
-            query = query.start_after(
-                [after.push_news_at, self.task_ref(after.owner, after.task.id)]
-            )
-        return [self._stored(snapshot) for snapshot in self._run(query)]
+        if after is not None:
+            query = query.start_after([after.at, self.task_ref(after.owner, after.task_id)])
+        return [
+            TaskNews(s.get("owner"), s.get("taskId"), s.get("lastSeq"), s.get("pushNewsAt"))
+            for s in self._run(query)
+        ]
 
     def _log_query(self, owner: str, task_id: str, after_seq: int) -> Any:
         """The event documents holding events after `after_seq`, oldest first."""
@@ -457,7 +461,6 @@ class FirestoreTaskStore:
             _decode_lease(fields.get("lease")),
             tuple(fields.get("pending") or ()),  # absent in documents stored before it
             push_configs=fields.get("pushConfigs", True),  # absent before it: unknown
-            push_news_at=fields.get("pushNewsAt"),
             size=size,
             token=_Revision(owner, task.id, snapshot.update_time, fields.get("logExpireAt")),
         )
@@ -507,8 +510,6 @@ class FirestoreTaskStore:
             "pending": list(stored.pending),
             "commitId": commit_id,
             "logExpireAt": log_expires,
-            # Only on a task with news for push configs: the sweep's query finds no other.
-            **({"pushNewsAt": stored.push_news_at} if stored.push_news_at else {}),
         }
 
     def _encode_events(self, events: Sequence[Event]) -> list[str]:

@@ -47,6 +47,7 @@ from shared.ports import (
     MessageKey,
     StoredTask,
     TaskExists,
+    TaskNews,
     TaskPage,
     TaskQuery,
     VersionConflict,
@@ -274,8 +275,8 @@ class MemoryTaskStore:
         return found
 
     def push_news(
-        self, since: datetime, before: datetime, limit: int, after: StoredTask | None = None
-    ) -> list[StoredTask]:
+        self, since: datetime, before: datetime, limit: int, after: TaskNews | None = None
+    ) -> list[TaskNews]:
         # Its notifier runs in the process that commits, which loses every task if it dies.
         return []
 

@@ -27,7 +27,7 @@ from shared.store.memory import MemoryTaskStore
 from shared.store.memory_push import MemoryPushConfigStore
 from shared.store.notifying import NotifyingTaskStore
 from tests.store.conftest import MakeStore
-from tests.store.factory import new_task, status
+from tests.store.factory import message, new_task, status
 
 
 @pytest.fixture(params=["memory", "firestore"])
@@ -420,28 +420,27 @@ def committed_alone(tasks: TaskStore, current: StoredTask, state: TaskState) -> 
     return tasks.commit(current, lifecycle.apply_all(current.task, done), done)
 
 
-def test_a_commit_with_news_for_configs_says_when_and_is_found_by_that_time(
+def test_a_commit_with_news_for_configs_is_found_by_when_it_landed(
     stores: tuple[MemoryTaskStore | FirestoreTaskStore, PushConfigStore],
 ) -> None:
     tasks, configs = stores
     before = utc_now()
-    news = committed_alone(tasks, with_config(tasks, configs), TaskState.COMPLETED)
-    later = utc_now() + timedelta(seconds=1)
-    if isinstance(tasks, MemoryTaskStore):  # its notifier dies with all its tasks: none
-        assert news.push_news_at is None and tasks.push_news(before, later, 10) == []
-        return
-    assert news.push_news_at is not None and before <= news.push_news_at <= later
-    assert read(tasks, "t1").push_news_at == news.push_news_at
-    assert [s.task.id for s in tasks.push_news(before, later, 10)] == ["t1"]
-    assert tasks.push_news(later, later + timedelta(hours=1), 10) == []  # since: after it
-    assert tasks.push_news(before - timedelta(hours=1), before, 10) == []  # before: not yet
-    # A commit without news (a message joining the history) leaves the time as it was.
+    news = committed_alone(tasks, with_config(tasks, configs), TaskState.WORKING)
+    # No news: a message joining the history of a task with configs, a task without any.
+    said = [message("more", "t1")]
+    committed = tasks.commit(news, lifecycle.apply_all(news.task, said), said)
     plain = tasks.create(A, *new_task(task_id="t2"), dialect="v1.0")
-    quiet = committed_alone(tasks, plain, TaskState.COMPLETED)
-    assert quiet.push_news_at is None, "no config: no news for one"
-    assert [s.task.id for s in tasks.push_news(before, utc_now() + timedelta(seconds=1), 10)] == [
-        "t1"
-    ]
+    committed_alone(tasks, plain, TaskState.COMPLETED)
+    later = utc_now() + timedelta(seconds=1)
+    found = tasks.push_news(before, later, 10)
+    if isinstance(tasks, MemoryTaskStore):  # its notifier dies with all its tasks: none
+        assert found == []
+        return
+    (only,) = found
+    assert (only.owner, only.task_id, only.last_seq) == (A, "t1", committed.last_seq)
+    assert before <= only.at <= later
+    assert tasks.push_news(only.at + timedelta(microseconds=1), later, 10) == []  # since
+    assert tasks.push_news(before, only.at, 10) == []  # before: not yet
 
 
 def test_the_news_of_every_owner_comes_oldest_first_page_after_page(
@@ -458,7 +457,7 @@ def test_the_news_of_every_owner_comes_oldest_first_page_after_page(
     seen: list[str] = []
     page = tasks.push_news(before, later, 2)
     while page:
-        seen += [s.task.id for s in page]
+        seen += [news.task_id for news in page]
         page = tasks.push_news(before, later, 2, after=page[-1])
     assert seen == order
 
@@ -476,17 +475,19 @@ def test_the_news_sweep_queues_what_a_dead_notifier_never_recorded_once(
     done = [status(heard.task, TaskState.COMPLETED)]
     heard = notifying.commit(heard, lifecycle.apply_all(heard.task, done), done)
     assert queue.names == [PushJob(A, "heard", "a", heard.last_seq).name]
-    assert lost.push_news_at is not None
-    soon = lost.push_news_at + SWEEP_AFTER / 2
+    (landed,) = [
+        n.at for n in tasks.push_news(lost.updated_at, utc_now(), 10) if n.task_id == "lost"
+    ]
+    soon = landed + SWEEP_AFTER / 2
     assert sweep(soon) == 0, "a notifier has its SWEEP_AFTER to record what it wanted"
-    due = lost.push_news_at + SWEEP_AFTER * 1.5
+    due = landed + SWEEP_AFTER * 1.5
     assert sweep(due) == 1
     job = PushJob(A, "lost", "a", lost.last_seq)
     assert queue.names[1:] == [job.name]
     wanted = configs.get(A, "lost", "a")
     assert wanted is not None and wanted.wanted_seq == lost.last_seq, "it lags now: swept on"
     assert sweep(due + SWEEP_AFTER / 4) == 0 and len(queue.names) == 2, "recorded: not again"
-    assert sweep(lost.push_news_at + SWEEP_AFTER * 2.5) == 0  # past the window
+    assert sweep(landed + SWEEP_AFTER * 2.5) == 0  # past the window
 
 
 def test_lagging_configs_page_after_page_each_once(push_store: PushConfigStore) -> None:
