@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import random
+import signal
 import sys
 import time
 from collections import Counter
@@ -56,6 +57,9 @@ class Options:
 
 
 def main() -> int:
+    # Stopped by a signal (a CI job's timeout, `kill`), it still stops what it started: the
+    # `finally` below runs for SystemExit as it does for Ctrl-C.
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
     options = Options.from_env()
     options.folder.mkdir(parents=True, exist_ok=True)
     owners = [f"owner-{n}" for n in range(options.owners)]

@@ -65,10 +65,14 @@ class Log:
 
     def write(self, record: dict[str, Any]) -> None:
         with self._lock:
-            self._file.write(json.dumps(record) + "\n")
+            # A load stopped early (a signal) closes the logs while clients are still in
+            # their requests: what they see then is no evidence of the run.
+            if not self._file.closed:
+                self._file.write(json.dumps(record) + "\n")
 
     def close(self) -> None:
-        self._file.close()
+        with self._lock:
+            self._file.close()
 
 
 @dataclass
