@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import signal
 import subprocess
@@ -215,14 +216,20 @@ def handle(ctx: Context) -> None:
 '''
 # make dev's ports at their distance from PORT (emulator/dev.py: OFFSETS).
 DERIVED = {"worker": 1, "deliver": 2, "firestore": 5, "tasks": 942}
+# Where the ports the system hands out for outgoing connections begin (Linux's default).
+_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+EPHEMERAL_START = int(_RANGE.read_text().split()[0]) if _RANGE.exists() else 32768
 
 
 def free_base() -> int:
-    """A PORT whose derived ports are all free too (each is checked, none is held)."""
+    """A PORT whose derived ports are all free too (each is checked, none is held), all
+    below the system's ephemeral range: there, any process's outgoing connection may take
+    one between the check and the bind (the Firestore emulator's once failed on it)."""
+    rng = random.Random()
     for _ in range(50):
-        base = free_port()
-        others = [base + offset for offset in DERIVED.values()]
-        if max(others) <= 65535 and not any(port_in_use("127.0.0.1", p) for p in others):
+        base = rng.randrange(20000, EPHEMERAL_START - max(DERIVED.values()))
+        ports = [base, *(base + offset for offset in DERIVED.values())]
+        if not any(port_in_use("127.0.0.1", p) for p in ports):
             return base
     raise AssertionError("no free PORT with free derived ports")
 
