@@ -1,9 +1,11 @@
 """A short soak (20 s, a fixed seed: an a2a process killed, Firestore paused, the webhook
 failing) run whole, as `make soak` runs it: its ledger is clean.
 
-About 35 s of the suite on this 2-core machine (the stack's start, ~290 tasks, the settling,
-the ledger); 60 s of load took ~130 s, more than the suite's budget leaves. `make soak` is
-the full one."""
+About 35 s on this 2-core machine (the stack's start, ~290 tasks, the settling, the ledger),
+but in the whole suite it took the fresh-clone run from 224 to 270-274 s, and its seven
+processes and two emulators beside the other worker's tests made a timing-bound one flake
+(a tail's listener taken for silent). So it runs when SOAK_IN_SUITE=1 asks (a CI job of its
+own); `make soak` is the full one."""
 
 from __future__ import annotations
 
@@ -15,7 +17,13 @@ import pytest
 
 from tests.conftest import ROOT
 
-pytestmark = pytest.mark.emulator
+pytestmark = [
+    pytest.mark.emulator,
+    pytest.mark.skipif(
+        os.environ.get("SOAK_IN_SUITE") != "1",
+        reason="a 20 s soak, past what the suite's 5 minutes leave: SOAK_IN_SUITE=1 runs it",
+    ),
+]
 
 
 @pytest.mark.timeout(900)
