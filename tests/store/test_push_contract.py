@@ -291,8 +291,14 @@ def stores(
     if request.param == "memory":
         memory = MemoryTaskStore()
         return memory, MemoryPushConfigStore(memory.cost, tasks=memory)
-    make: MakeStore = request.getfixturevalue("make_firestore_store")
-    tasks = make()
+    pair: tuple[FirestoreTaskStore, PushConfigStore] = request.getfixturevalue("firestore_stores")
+    return pair
+
+
+@pytest.fixture
+def firestore_stores(make_firestore_store: MakeStore) -> tuple[FirestoreTaskStore, PushConfigStore]:
+    """The Firestore task store and its push config store, as shared.app wires them."""
+    tasks = make_firestore_store()
     return tasks, FirestorePushConfigStore(tasks.client, retention=tasks.retention, cost=tasks.cost)
 
 
@@ -444,10 +450,9 @@ def test_a_commit_with_news_for_configs_is_found_by_when_it_landed(
 
 
 def test_the_news_of_every_owner_comes_oldest_first_page_after_page(
-    make_firestore_store: MakeStore,
+    firestore_stores: tuple[FirestoreTaskStore, PushConfigStore],
 ) -> None:
-    tasks = make_firestore_store()
-    configs = FirestorePushConfigStore(tasks.client, retention=tasks.retention, cost=tasks.cost)
+    tasks, configs = firestore_stores
     before = utc_now()
     order = []
     for n, owner in enumerate([A, B, A, B, A]):
@@ -463,10 +468,9 @@ def test_the_news_of_every_owner_comes_oldest_first_page_after_page(
 
 
 def test_the_news_sweep_queues_what_a_dead_notifier_never_recorded_once(
-    make_firestore_store: MakeStore,
+    firestore_stores: tuple[FirestoreTaskStore, PushConfigStore],
 ) -> None:
-    tasks = make_firestore_store()
-    configs = FirestorePushConfigStore(tasks.client, retention=tasks.retention, cost=tasks.cost)
+    tasks, configs = firestore_stores
     queue = Queued()
     sweep = NewsSweeper(tasks, configs, queue)
     lost = committed_alone(tasks, with_config(tasks, configs, "lost"), TaskState.COMPLETED)
