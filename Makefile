@@ -62,7 +62,8 @@ install: $(STAMP)  ## create the venv and install everything
 ifneq ($(origin HOST),command line)
 HOST := 127.0.0.1
 endif
-LOCAL_ENV = A2A_PUSH_ALLOWED_HOSTS=$${A2A_PUSH_ALLOWED_HOSTS-localhost,127.0.0.1} A2A_CONSOLE=$${A2A_CONSOLE:-true}
+LOCAL_ENV = A2A_PUSH_ALLOWED_HOSTS=$${A2A_PUSH_ALLOWED_HOSTS-localhost,127.0.0.1} A2A_CONSOLE=$${A2A_CONSOLE:-true} \
+  MALLOC_ARENA_MAX=$${MALLOC_ARENA_MAX:-1}
 run: $(STAMP)  ## serve the sample agent on localhost:$(PORT) (BACKEND=memory|firestore, HOST=0.0.0.0), in one process
 	@echo "serving $(HANDLER) on http://localhost:$(PORT) ($(BACKEND) backend);" \
 	  "card: http://localhost:$(PORT)/.well-known/agent-card.json; Ctrl-C stops it"

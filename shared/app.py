@@ -24,15 +24,19 @@ from typing import TYPE_CHECKING, Any
 from shared.agent import HandlerModule, load_handler_module
 from shared.bindings.http import HttpApp
 from shared.card import AgentCard, card_template, extended_skills
+from shared.clock import SYSTEM
+from shared.engine import Engine
 from shared.frozen import frozen
 from shared.identity import Anonymous, Authenticator
 from shared.observability.store import traced
+from shared.pause import wait_out
 from shared.ports import DelayingTaskQueue, PushConfigStore, TaskQueue, TaskStore
 from shared.push_delivery import Deliverer
 from shared.push_notify import NewsSweeper, PushNotifier, PushSweeper
 from shared.push_signing import NotificationSigner
 from shared.push_url import resolve_push_url
 from shared.queue.inline import InlineQueue
+from shared.runtime import Runner, TurnSettings
 from shared.service import A2AService
 from shared.service.base import Ports, ServiceSettings
 from shared.settings import Settings, SettingsError
@@ -275,25 +279,18 @@ def build(
     module = module or load_handler_module(settings.handler)
     card_signer = _card_signer(settings)  # an unusable key stops the build before anything runs
     tasks = _tasks(settings, module, store)
+    engine = _engine(settings)
     work_queue = _cloud_queue(settings, settings.work_queue, settings.worker_url)
     if work_queue is None:  # the embedded backend: the worker runs in this process
         # `worker` is made below, before anything is enqueued.
         work_queue = _in_process(settings, lambda: worker)
         span = retry_span(settings.work_max_attempts, *_INLINE_BACKOFF)
         turns = _turns(settings, tasks.store, work_queue, span, module)
-        worker = Worker(
-            tasks.store,
-            module,
-            commit_interval=settings.commit_interval,
-            window=settings.stream_commit_interval,
-            lease_seconds=settings.lease_seconds,
-            turns=turns,
-            limits=settings.limits,
-        )
+        worker = Worker(_runner(settings, tasks.store, module, engine, turns), turns)
     else:
         turns = _turns(settings, tasks.store, work_queue, settings.work_retry_seconds, module)
     service = A2AService(
-        Ports(tasks.store, module, turns, tasks.push_configs),
+        Ports(tasks.store, module, turns, tasks.push_configs, engine=engine),
         ServiceSettings.from_settings(settings),
     )
     card = AgentCard(
@@ -310,15 +307,17 @@ def build(
         app.closers.append(timer.close)
     app.closers.append(app.streams.slots.stop)
     app.closers.append(work_queue.close)
+    app.closers.append(engine.close)
     if tasks.push_queue is not None:
         app.closers.append(tasks.push_queue.close)
     return app
 
 
 def _in_process(settings: Settings, worker: Callable[[], Worker]) -> InlineQueue:
-    """A work queue whose deliveries `worker()` runs on threads of this process."""
+    """A work queue whose deliveries `worker()` runs on threads of this process (each waits
+    for its turn, which runs on the engine)."""
     return InlineQueue(
-        lambda payload, delivery: worker().deliver(payload, delivery).accepted,
+        lambda payload, delivery: wait_out(worker().deliver(payload, delivery)).accepted,
         max_attempts=settings.work_max_attempts,
         min_backoff=_INLINE_BACKOFF[0],
         max_backoff=_INLINE_BACKOFF[1],
@@ -355,6 +354,25 @@ def _turns(
     )
 
 
+def _engine(settings: Settings) -> Engine:
+    """The engine of a function's turns (its store's calls block on Firestore only)."""
+    return Engine(settings.sync_turns, store_blocks=settings.backend == "firestore")
+
+
+def _runner(
+    settings: Settings, store: TaskStore, module: HandlerModule, engine: Engine, turns: TurnQueue
+) -> Runner:
+    """What runs the worker's turns: on `engine`, handing tasks over through `turns`."""
+    return Runner(
+        store,
+        module,
+        engine,
+        turns.hand_over,
+        TurnSettings.of(settings),
+        SYSTEM,
+    )
+
+
 def build_worker(
     settings: Settings | None = None,
     store: TaskStore | None = None,
@@ -376,15 +394,7 @@ def build_worker(
         # `worker` is made below, before anything is enqueued.
         own_queue = _in_process(settings, lambda: worker)
     turns = _turns(settings, tasks.store, own_queue, settings.work_retry_seconds, module)
-    worker = Worker(
-        tasks.store,
-        module,
-        commit_interval=settings.commit_interval,
-        window=settings.stream_commit_interval,
-        lease_seconds=settings.lease_seconds,
-        turns=turns,
-        limits=settings.limits,
-    )
+    worker = Worker(_runner(settings, tasks.store, module, _engine(settings), turns), turns)
     return QueueTargetApp(
         "worker",
         worker.deliver,

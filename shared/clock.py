@@ -7,6 +7,7 @@ blocking sends) asks a Clock. `SYSTEM` is the real one; tests pass a manual cloc
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from datetime import datetime
@@ -29,6 +30,10 @@ class Clock(Protocol):
         A pause that nothing can cut short waits on an event nobody sets."""
         ...
 
+    async def sleep(self, seconds: float) -> None:
+        """On an event loop: return once `seconds` passed (a turn's windows and checks)."""
+        ...
+
 
 class SystemClock:
     def now(self) -> datetime:
@@ -39,6 +44,9 @@ class SystemClock:
 
     def wait(self, event: threading.Event, timeout: float) -> bool:
         return event.wait(max(timeout, 0.0))
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
 
 
 SYSTEM: Clock = SystemClock()

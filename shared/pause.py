@@ -10,12 +10,29 @@ only then has a pool thread make the stream's next chunk.
 
 A wake is a hint, never a frame: the stream looks again and may find nothing (a commit of
 another task's events, or one it already sent), and pauses again.
+
+A request that waits for a turn (a blocking send, the worker's call) is the same kind of
+work: `Waiting[T]` is a generator that yields a Pause whenever it has to wait and returns its
+value at the end. Code that might wait is written once, as such a generator; `begun` runs
+it up to its first pause, so that work that never waits (most requests) answers at once,
+and what does wait is handed to the front as `Later`, which steps it on a pool thread and
+waits out its pauses on the loop, holding no thread (shared.bindings.asgi). `wait_out`
+drives one on a thread that may block (tests, an in-process queue's thread).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Iterator
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+U = TypeVar("U")
+
+# Seconds a wait for a future is looked at again even if nothing woke it (a future is always
+# settled in the end: this only bounds a lost wake).
+_FUTURE_LOOK = 60.0
 
 
 class Pause:
@@ -47,3 +64,84 @@ class Pause:
                 self._on_wake = callback
                 return
         callback()
+
+
+Waiting = Generator[Pause, None, T]
+
+
+class Later(Generic[T]):
+    """Work that paused (`begun`): iterating it yields its pauses and returns its value."""
+
+    __slots__ = ("first", "work")
+
+    def __init__(self, work: Waiting[T], first: Pause) -> None:
+        self.work = work
+        self.first = first
+
+    def __iter__(self) -> Iterator[Pause]:
+        return self.rest()
+
+    def rest(self) -> Waiting[T]:
+        yield self.first
+        return (yield from self.work)
+
+    def then(self, function: Callable[[T], U]) -> Later[U]:
+        """This work, its value passed through `function` once it has it."""
+
+        def after() -> Waiting[U]:
+            return function((yield from self.work))
+
+        return Later(after(), self.first)
+
+    def close(self) -> None:
+        self.work.close()
+
+
+def ready(value: T) -> Waiting[T]:
+    """Work that needs no wait: its value."""
+    return value
+    yield  # a generator function, which returns at its first step
+
+
+def begun(work: Waiting[T]) -> T | Later[T]:
+    """The work's value if it never waits; else the work, paused at its first pause."""
+    try:
+        first = next(work)
+    except StopIteration as done:
+        value: T = done.value
+        return value
+    return Later(work, first)
+
+
+def resolved(value: T | Later[T]) -> Waiting[T]:
+    """What `begun` gave, as work again (to go on with it inside another Waiting)."""
+    if isinstance(value, Later):
+        return (yield from value.rest())
+    return value
+
+
+def settled(future: concurrent.futures.Future[T]) -> Waiting[T]:
+    """The future's value (or what it raised), waited for without a thread."""
+    while not future.done():
+        pause = Pause(_FUTURE_LOOK)
+        future.add_done_callback(_waking(pause))
+        yield pause
+    return future.result()
+
+
+def _waking(pause: Pause) -> Callable[[object], None]:
+    return lambda _: pause.wake()
+
+
+def wait_out(work: Waiting[T]) -> T:
+    """Drive `work` on this thread, blocking through each pause until woken or its seconds
+    passed: for callers that may hold a thread."""
+    try:
+        while True:
+            pause = next(work)
+            woken = threading.Event()
+            pause.on_wake(woken.set)
+            woken.wait(pause.seconds)
+    except StopIteration as done:
+        value: T = done.value
+        return value

@@ -503,6 +503,12 @@ class Settings:
     # pool, which runs its requests and makes its streams' frames; a stream waiting for its
     # next event holds no thread (shared/bindings/asgi.py).
     threads: int = _setting("THREADS", _threads, _Count(1))
+    # Turns of a sync handler running at once on an instance: each holds a thread of a pool of
+    # its own for its whole length (an async handler's turn holds none: shared.engine), apart
+    # from THREADS, so that sync turns never keep a request that runs no handler waiting.
+    # 32: a turn blocked on a model's answer costs a thread's stack and little CPU; past
+    # that, more turns of one instance wait for a thread (without holding the request's).
+    sync_turns: int = _setting("A2A_SYNC_TURNS", 32, _Count(1))
     # The browser console at /console (shared/bindings/console.py): static files over the
     # agent's own API, for development (`make run` turns it on); deployed agents leave it off.
     console: bool = _setting("A2A_CONSOLE", False, _Flag())

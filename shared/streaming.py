@@ -8,8 +8,8 @@ event in log order with its sequence number, and ends after a status change to a
 interrupted state, at its deadline, or after a while without news on a task that waits for
 input, or when the instance stops (`StreamSlots.stop`: SIGTERM, which wakes every paused
 stream) (the client resubscribes, with Last-Event-ID, and loses nothing). A streamed send
-listens to its own turn, which commits its events in short windows
-(`StreamPolicy.commit_interval`) and each before its frame goes out: what a client saw is in
+listens to its own turn, which commits its events in short windows (the stream commit
+interval: shared.runtime) and each before its frame goes out: what a client saw is in
 the log, so a resume on any instance is exact. Anything else follows the log through the
 store's tail. The wire format is the bindings' business.
 """
@@ -25,6 +25,7 @@ import weakref
 from collections.abc import Callable, Generator
 from typing import Any
 
+from shared.engine import Engine
 from shared.errors import StreamLimitError
 from shared.frozen import frozen
 from shared.lifecycle import apply
@@ -162,9 +163,6 @@ class StreamPolicy:
     # connection and keeps the instance billed. The client resubscribes to go on waiting.
     idle: float
     slots: StreamSlots  # this instance's open streams
-    # Seconds a streamed send's events wait to be committed together (shared.runtime.Turn.
-    # listen): an event's frame waits at most this long, and a burst costs one commit.
-    commit_interval: float
 
 
 class _Clock:
@@ -291,47 +289,40 @@ def follow(
     return frames()
 
 
-def inline(turn: Turn, store: TaskStore, owner: str, policy: StreamPolicy) -> Stream:
-    """A streamed send's stream: runs the claimed `turn` now, on a thread of its own, and
-    sends each event as the turn commits it; after the turn, whatever others committed
-    (a cancel) comes from the log."""
+def inline(
+    turn: Turn, engine: Engine, store: TaskStore, owner: str, policy: StreamPolicy
+) -> Stream:
+    """A streamed send's stream: runs the claimed `turn` now, on the engine, and sends each
+    event as the turn commits it; after the turn, whatever others committed (a cancel) comes
+    from the log."""
     commits = _Commits()
-    opening = turn.listen(lambda _stored, logged: commits.put(logged), policy.commit_interval)
-    thread = threading.Thread(
-        target=_run, args=(turn, commits), name=f"turn-{opening.task.id}", daemon=True
-    )
-    # Started before any frame is read: a claimed turn must run even if nobody listens.
-    thread.start()
+    opening = turn.listen(lambda _stored, logged: commits.put(logged))
+    # Started before any frame is read: a claimed turn must run even if nobody listens, and
+    # goes on if the client goes away.
+    engine.submit(_run(turn, commits))
 
     def frames() -> Stream:
         clock = _Clock(policy)
         fold = _Fold(opening.task, opening.last_seq)
-        try:
-            yield Frame(opening.last_seq, opening.task, opening.task)
-            clock.sent()
-            while not fold.ended and not clock.expired:
-                try:
-                    logged = commits.get_nowait()
-                except queue.Empty:
-                    if clock.tick_due():
-                        yield None
-                        clock.sent(news=False)
-                    else:
-                        yield _paused(policy.slots, clock.wait(), commits.watch)
-                    continue
-                if logged is None:
-                    tail = store.tail(owner, opening.task.id, fold.last)
-                    yield from _follow_tail(tail, fold, clock, policy.slots)
-                    return
-                for frame in fold.frames(logged):
-                    yield frame
-                    clock.sent()
-        finally:
-            # A client that goes away does not stop the turn. Holding the request until the
-            # turn ends keeps the instance's CPU allocated (Cloud Functions throttles it
-            # between requests), within the stream's own deadline.
-            # A stopping instance holds nothing up: the turn dies with it (its lease says so).
-            thread.join(timeout=0 if policy.slots.stopping.is_set() else clock.remaining)
+        yield Frame(opening.last_seq, opening.task, opening.task)
+        clock.sent()
+        while not fold.ended and not clock.expired:
+            try:
+                logged = commits.get_nowait()
+            except queue.Empty:
+                if clock.tick_due():
+                    yield None
+                    clock.sent(news=False)
+                else:
+                    yield _paused(policy.slots, clock.wait(), commits.watch)
+                continue
+            if logged is None:
+                tail = store.tail(owner, opening.task.id, fold.last)
+                yield from _follow_tail(tail, fold, clock, policy.slots)
+                return
+            for frame in fold.frames(logged):
+                yield frame
+                clock.sent()
 
     return frames()
 
@@ -361,9 +352,9 @@ class _Commits:
         return None
 
 
-def _run(turn: Turn, commits: _Commits) -> None:
+async def _run(turn: Turn, commits: _Commits) -> None:
     try:
-        turn.run()
+        await turn.run()
     except Exception:
         log.exception("the streamed turn of task %s failed", turn.task.id)
     finally:

@@ -33,12 +33,10 @@ import logging
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from shared.agent import HandlerModule
 from shared.clock import SYSTEM, Clock
 from shared.conflicts import retry_on_conflict
 from shared.jobs import Outcome, TurnJob
 from shared.lifecycle import apply
-from shared.limits import DEFAULT_LIMITS, Limits
 from shared.model import (
     Message,
     Role,
@@ -50,8 +48,9 @@ from shared.model import (
 )
 from shared.observability import tracing
 from shared.observability.context import note, owner_tag
+from shared.pause import Waiting, settled
 from shared.ports import Delivery, Lease, StoredTask, TaskQueue, TaskStore, VersionConflict
-from shared.runtime import Turn
+from shared.runtime import Runner, Start, Turn
 from shared.sweep import pages
 
 log = logging.getLogger("a2a.worker")
@@ -86,37 +85,24 @@ class QueueUnavailable(Exception):
 
 
 class Worker:
-    def __init__(
-        self,
-        store: TaskStore,
-        handler: HandlerModule,
-        *,
-        commit_interval: float,
-        lease_seconds: float,
-        turns: TurnQueue,
-        window: float | None = None,
-        limits: Limits = DEFAULT_LIMITS,
-        clock: Clock = SYSTEM,
-    ) -> None:
-        """`turns` queues the next turn of a task whose turn ended while messages waited;
-        `window`: how long a handler's event waits for its commit (shared.runtime.Turn)."""
-        self.store = store
-        self._turns = turns
-        self._limits = limits
-        self.handler = handler
-        self._commit_interval = commit_interval
-        self._window = window
-        self._lease_seconds = lease_seconds
-        self._clock = clock
+    """Runs the turns the work queue delivers, on the runner's engine: a delivery waits for its
+    turn without a thread (`deliver` is work that pauses, shared.pause.Waiting)."""
 
-    def deliver(self, payload: object, delivery: Delivery) -> Outcome:
+    def __init__(self, runner: Runner, turns: TurnQueue) -> None:
+        """`turns` queues the next turn of a task whose turn ended while messages waited."""
+        self.runner = runner
+        self.store = runner.store
+        self.handler = runner.handler
+        self._turns = turns
+        self._clock = runner.clock
+
+    def deliver(self, payload: object, delivery: Delivery) -> Waiting[Outcome]:
         """Run the job in `payload`. Raises BadPayload for a malformed payload and whatever the
         store raised (the queue retries); on the last attempt, the task is failed first."""
         job = TurnJob.from_payload(payload)
         note(taskId=job.task_id, owner=owner_tag(job.owner))
         try:
-            with tracing.span("worker turn", turn=job.turn, attempt=delivery.attempt):
-                outcome = self.run(job, delivery)
+            outcome = yield from self.run(job, delivery)
         except Exception:
             if delivery.final:
                 self.fail(job)
@@ -127,13 +113,16 @@ class Worker:
             note(outcome=outcome.value)
         return outcome
 
-    def run(self, job: TurnJob, delivery: Delivery) -> Outcome:
-        claimed = retry_on_conflict(
-            lambda: self._claim(job, delivery), subject=f"task {job.task_id}"
-        )
+    def run(self, job: TurnJob, delivery: Delivery) -> Waiting[Outcome]:
+        # The span is the claim's; the turn, made inside it, is its child however long it runs
+        # (a span ends where it began: the turn's waits are no place to end it).
+        with tracing.span("worker turn", turn=job.turn, attempt=delivery.attempt):
+            claimed = retry_on_conflict(
+                lambda: self._claim(job, delivery), subject=f"task {job.task_id}"
+            )
         if isinstance(claimed, Outcome):
             return claimed
-        claimed.run()
+        yield from settled(self.runner.engine.submit(claimed.run()))
         # The line says how the turn ended (completed, failed, canceled, input-required...),
         # not only that it ran: the queue's answer is `ran` whichever.
         note(outcome=claimed.ended)
@@ -173,24 +162,8 @@ class Worker:
             outbox=False,
             inline=False,
         )
-        turn = Turn(
-            self.store,
-            job.owner,
-            self.handler,
-            task=stored.task,
-            stored=stored,
-            message=message,
-            dialect=stored.dialect,
-            message_key=None,
-            commit_interval=self._commit_interval,
-            window=self._window,
-            allow_message=False,
-            hand_over=self._turns.hand_over,
-            lease=held,
-            lease_seconds=self._lease_seconds,
-            limits=self._limits,
-            clock=self._clock,
-        )
+        start = Start(stored.task, stored, message, stored.dialect, lease=held)
+        turn = Turn(self.runner, job.owner, start)
         turn.claim()
         return turn
 

@@ -3,6 +3,7 @@ let a lease expire or a backoff pass."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from datetime import datetime, timedelta
 
@@ -31,6 +32,13 @@ class ManualClock:
                 # Re-checks the event now and then: a set() does not notify this condition.
                 self._changed.wait(0.01)
             return event.is_set()
+
+    async def sleep(self, seconds: float) -> None:
+        """On an event loop: returns once the test advanced time past `seconds` from now,
+        looking every few real milliseconds."""
+        deadline = self.monotonic() + seconds
+        while self.monotonic() < deadline:
+            await asyncio.sleep(0.002)
 
     def advance(self, seconds: float) -> None:
         with self._changed:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from emulator.firestore import FirestoreEmulator
+from infra.plan import MALLOC_ARENAS
 from shared.app import build
 from shared.bindings import body as front_door
 from shared.identity.api_key import hashed
@@ -243,6 +245,7 @@ def test_the_largest_allowed_request_grows_the_process_by_at_most_the_factor(
     body.write_bytes(largest_allowed(shape, Settings()))
     done = subprocess.run(
         [sys.executable, "-m", "tests.test_limits", str(body)],
+        env={**os.environ, "MALLOC_ARENA_MAX": MALLOC_ARENAS},  # as the functions run
         capture_output=True,
         text=True,
         timeout=120,

@@ -5,21 +5,21 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from shared import runtime
 from shared.agent import AgentInfo, Context, HandlerModule, TurnEnded
+from shared.engine import Engine
+from shared.limits import DEFAULT_LIMITS
 from shared.model import ArtifactUpdate, Event, Message, Part, Role, Task, TaskState, TaskStatus
+from shared.pause import wait_out
 from shared.ports import StoredTask, TaskQuery
 from shared.requests import CancelRequest, SendRequest
-from shared.runtime import Turn
+from shared.runtime import Runner, Start, Turn, TurnSettings
 from shared.service import A2AService
 from shared.service.base import Ports, ServiceSettings
 from shared.store.memory import MemoryTaskStore
-from shared.timers import Timer, Timers
 from shared.worker import TurnQueue
 from tests.clock import ManualClock
 from tests.handlers import slow
@@ -104,8 +104,8 @@ def test_a_short_turn_is_one_commit() -> None:
         ctx.artifact(text="a")
         ctx.artifact(text="b")
 
-    task = service(handle, store).sending.send(
-        "o", request("x"), dialect="1.0", message_results=True
+    task = wait_out(
+        service(handle, store).sending.send("o", request("x"), dialect="1.0", message_results=True)
     )
     assert isinstance(task, Task)
     assert store.commits == 1
@@ -127,8 +127,8 @@ def test_a_turn_keeps_what_the_handler_handed_over_whatever_it_changes_after() -
         row["i"] = float("nan")  # what JSON cannot carry, after it was checked
         said["n"] = None
 
-    task = service(handle, store).sending.send(
-        "o", request("x"), dialect="1.0", message_results=True
+    task = wait_out(
+        service(handle, store).sending.send("o", request("x"), dialect="1.0", message_results=True)
     )
     assert isinstance(task, Task)
     assert [a.parts[0].data for a in task.artifacts] == [{"i": 0}, {"i": 1}, {"i": 2}]
@@ -155,24 +155,15 @@ def test_a_silent_slow_turn_becomes_visible_and_its_events_are_committed_while_i
         seen.wait(5)  # until the test found it committed: the handler's call did not commit
 
     task = Task(id="t", context_id="c", status=TaskStatus(state=TaskState.SUBMITTED))
-    turn = Turn(
-        store,
-        "o",
-        module(handle),
-        task=task,
-        stored=None,
-        message=replace(request("x", task_id="t").message, context_id="c"),
-        dialect="1.0",
-        message_key=None,
-        commit_interval=0.05,
-        allow_message=True,
-        hand_over=lambda queued: None,
-        clock=clock,
+    message = replace(request("x", task_id="t").message, context_id="c")
+    settings = TurnSettings(
+        window=0.05, commit_interval=0.05, lease_seconds=30, limits=DEFAULT_LIMITS
     )
-    result: list[Task | Message] = []
-    running = threading.Thread(target=lambda: result.append(turn.run()), daemon=True)
-    running.start()
-    # The commit timer may start waiting after any one advance: time goes on until it fired.
+    engine = Engine(sync_turns=2)
+    runner = Runner(store, module(handle), engine, lambda queued: None, settings, clock)
+    turn = Turn(runner, "o", Start(task, None, message, "1.0", allow_message=True))
+    running = engine.submit(turn.run())
+    # The committer may start waiting after any one advance: time goes on until it fired.
     while not store.created.wait(0.01):
         clock.advance(0.05)
     page = store.list("o", TaskQuery())
@@ -186,25 +177,16 @@ def test_a_silent_slow_turn_becomes_visible_and_its_events_are_committed_while_i
     finally:
         tail.close()
     assert [type(e.event) for e in logged] == [ArtifactUpdate]
-    assert store.threads[1] is not running  # the timer's, off the handler's thread
+    assert all(t.name.startswith("turn-io") for t in store.threads)  # never the handler's
     seen.set()
-    running.join(5)
-    [done] = result
+    done = running.result(5)
     assert isinstance(done, Task) and done.status.state is TaskState.COMPLETED
-    assert store.commits == 3  # the timer's create, the late artifact, the end
+    assert store.commits == 3  # the window's create, the late artifact, the end
 
 
-def test_a_short_turn_sets_one_deadline_whatever_it_emits(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A turn that ends within its first window costs its timers one deadline, dropped
-    unfired: its events need no earlier one (each could wake the timers' thread)."""
-    deadlines: list[Timer] = []
-    own = Timers(ManualClock())
-
-    def call_at(due: float, function: Callable[[], None]) -> Timer:
-        deadlines.append(own.call_at(due, function))
-        return deadlines[-1]
-
-    monkeypatch.setattr(runtime, "timers_of", lambda clock: SimpleNamespace(call_at=call_at))
+def test_a_short_turn_is_one_commit_made_by_its_end_not_by_a_window() -> None:
+    """A turn that ends within its first window commits once, at its end: its events need
+    no commit of their own."""
     store = CountingStore()
 
     def handle(ctx: Context) -> None:
@@ -212,12 +194,13 @@ def test_a_short_turn_sets_one_deadline_whatever_it_emits(monkeypatch: pytest.Mo
             ctx.progress(f"step {step}")
         ctx.artifact(text="a")
 
-    task = service(handle, store, interval=0.05).sending.send(
-        "o", request("x"), dialect="1.0", message_results=True
+    task = wait_out(
+        service(handle, store, interval=5).sending.send(
+            "o", request("x"), dialect="1.0", message_results=True
+        )
     )
     assert isinstance(task, Task) and task.status.state is TaskState.COMPLETED
     assert store.commits == 1
-    assert len(deadlines) == 1 and deadlines[0].canceled
 
 
 def test_cancel_from_another_thread_stops_the_handler() -> None:
@@ -226,8 +209,10 @@ def test_cancel_from_another_thread_stops_the_handler() -> None:
     result: list[Any] = []
     worker = threading.Thread(
         target=lambda: result.append(
-            svc.sending.send(
-                "o", request("steps=100 delay=0.02"), dialect="1.0", message_results=True
+            wait_out(
+                svc.sending.send(
+                    "o", request("steps=100 delay=0.02"), dialect="1.0", message_results=True
+                )
             )
         )
     )
@@ -259,7 +244,9 @@ def test_acting_after_the_turn_ended_fails_the_task() -> None:
         ctx.complete("done")
         ctx.artifact(text="too late")
 
-    task = service(handle).sending.send("o", request("x"), dialect="1.0", message_results=True)
+    task = wait_out(
+        service(handle).sending.send("o", request("x"), dialect="1.0", message_results=True)
+    )
     assert isinstance(task, Task)
     assert task.status.state is TaskState.COMPLETED  # the first end stands
     assert not task.artifacts
@@ -275,7 +262,9 @@ def test_turn_ended_is_raised_to_the_handler() -> None:
         except TurnEnded as exc:
             raised.append(exc)
 
-    task = service(handle).sending.send("o", request("x"), dialect="1.0", message_results=True)
+    task = wait_out(
+        service(handle).sending.send("o", request("x"), dialect="1.0", message_results=True)
+    )
     assert isinstance(task, Task) and task.status.state is TaskState.INPUT_REQUIRED
     assert raised and "already ended" in str(raised[0])
 
@@ -284,7 +273,9 @@ def test_artifact_needs_exactly_one_content() -> None:
     def handle(ctx: Context) -> None:
         ctx.artifact(text="a", data={"b": 1})
 
-    task = service(handle).sending.send("o", request("x"), dialect="1.0", message_results=True)
+    task = wait_out(
+        service(handle).sending.send("o", request("x"), dialect="1.0", message_results=True)
+    )
     assert isinstance(task, Task) and task.status.state is TaskState.FAILED
 
 
@@ -294,7 +285,9 @@ def test_chunked_artifact_is_assembled() -> None:
         ctx.artifact(text="two ", artifact_id=first, append=True)
         ctx.artifact(text="three", artifact_id=first, append=True, last_chunk=True)
 
-    task = service(handle).sending.send("o", request("x"), dialect="1.0", message_results=True)
+    task = wait_out(
+        service(handle).sending.send("o", request("x"), dialect="1.0", message_results=True)
+    )
     assert isinstance(task, Task)
     [artifact] = task.artifacts
     assert [p.text for p in artifact.parts] == ["one ", "two ", "three"]
@@ -306,7 +299,9 @@ def test_reply_after_output_becomes_a_completed_task() -> None:
         ctx.artifact(text="a")
         ctx.reply("and a message")
 
-    result = service(handle).sending.send("o", request("x"), dialect="1.0", message_results=True)
+    result = wait_out(
+        service(handle).sending.send("o", request("x"), dialect="1.0", message_results=True)
+    )
     assert isinstance(result, Task)
     assert result.status.state is TaskState.COMPLETED
     assert (
@@ -343,8 +338,8 @@ def test_a_handler_that_changes_what_it_reads_changes_nothing_stored() -> None:
         ctx.history[0].parts[0].data["b"] = 1
         ctx.artifact(text="done")
 
-    task = service(handle, store).sending.send(
-        "o", data_request, dialect="1.0", message_results=True
+    task = wait_out(
+        service(handle, store).sending.send("o", data_request, dialect="1.0", message_results=True)
     )
     assert isinstance(task, Task)
     assert task.status.state == TaskState.COMPLETED
@@ -395,7 +390,7 @@ def test_the_handler_goes_on_while_its_events_are_written() -> None:
     result: list[Task | Message] = []
     running = threading.Thread(
         target=lambda: result.append(
-            svc.sending.send("o", request("x"), dialect="1.0", message_results=True)
+            wait_out(svc.sending.send("o", request("x"), dialect="1.0", message_results=True))
         ),
         daemon=True,
     )

@@ -20,7 +20,7 @@ from shared.limits import model_bytes
 from shared.model import Event, Task, TaskState
 from shared.ports import StoredTask
 from shared.service import A2AService
-from shared.service.base import Ports
+from shared.service.base import Ports, ServiceSettings
 from shared.store.firestore import FirestoreTaskStore
 from shared.store.memory import MemoryTaskStore
 from shared.streaming import Frame, StreamPolicy, StreamSlots
@@ -48,10 +48,11 @@ def streamed(
     store: MemoryTaskStore | FirestoreTaskStore, clock: ManualClock, handle: object
 ) -> Iterator[Frame | None]:
     turns = TurnQueue(store, NoQueue(), lease_seconds=30, queue_span=60)
-    service = A2AService(Ports(store, module(handle), turns, clock=clock))
-    policy = StreamPolicy(
-        keepalive=15, duration=30, idle=15, slots=StreamSlots(4), commit_interval=WINDOW
+    service = A2AService(
+        Ports(store, module(handle), turns, clock=clock),
+        ServiceSettings(stream_commit_interval=WINDOW),
     )
+    policy = StreamPolicy(keepalive=15, duration=30, idle=15, slots=StreamSlots(4))
     return waited(service.sending.stream(OWNER, request("go"), dialect="1.0", policy=policy))
 
 

@@ -22,6 +22,11 @@ the loop too (no pool thread reads a socket), within a deadline, within the limi
 (A2A_MAX_BODY_BYTES + 1 bytes, whatever the request declares), and within the instance's
 room for bodies in flight (`_Body`).
 
+An answer that waits for a turn (a blocking send, the worker's call: `Answer.later`) holds a
+pool thread only while it makes a step of its work; between steps it waits on the loop for
+its turn's end, as a stream's pause does, so a thousand turns awaiting a model keep no
+request waiting for a thread.
+
 A streamed answer (server-sent events) holds a pool thread only while it makes a chunk: a
 pool thread makes each chunk once the loop has written the one before (a slow client holds
 back its own stream, never the memory), and a stream with nothing to send hands the loop a
@@ -42,7 +47,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from shared.bindings.wire import Answer, BodyRefused, Headers, Request
-from shared.pause import Pause
+from shared.pause import Pause, Waiting
 from shared.settings import Settings
 
 Scope = MutableMapping[str, Any]
@@ -107,6 +112,8 @@ class Front:
             request = await self.request(scope, body)
             loop = asyncio.get_running_loop()
             answer = await loop.run_in_executor(self.pool, self._answer, request)
+            if answer.later is not None:
+                answer = await self._waited(answer.later)
             await self._write(request, answer, body.ended, receive, send)
         finally:
             self.buffered -= body.held
@@ -165,6 +172,22 @@ class Front:
         """On a pool thread: the app's answer."""
         return self.app()(request)
 
+    async def _waited(self, later: Waiting[Answer]) -> Answer:
+        """The answer of an app's work that waits (a blocking send's turn): each step made on
+        a pool thread, each pause waited out here, holding no thread, until it answers. A
+        client that goes away meanwhile changes nothing: the work ends as it would."""
+        loop = asyncio.get_running_loop()
+        staying: asyncio.Future[None] = loop.create_future()  # the pause's other way out: none
+        try:
+            while True:
+                step = await loop.run_in_executor(self.pool, _step, later)
+                if isinstance(step, Answer):
+                    return step
+                await _paused(loop, step, staying)
+        finally:
+            if not staying.done():
+                staying.cancel()
+
     async def _stream(
         self,
         chunks: Iterable[bytes | Pause],
@@ -221,6 +244,15 @@ async def _paused(
         )
     finally:
         woken.cancel()
+
+
+def _step(later: Waiting[Answer]) -> Answer | Pause:
+    """On a pool thread: the work's next pause, or its answer."""
+    try:
+        return next(later)
+    except StopIteration as done:
+        answer: Answer = done.value
+        return answer
 
 
 def _settle(woken: asyncio.Future[None]) -> None:

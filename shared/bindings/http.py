@@ -43,7 +43,7 @@ from shared.errors import (
 from shared.identity import AuthenticationError, Authenticator, Principal
 from shared.observability.context import CLOUD_TRACE, TRACEPARENT, answered, note, owner_tag
 from shared.observability.work import Kept, http_request, unit
-from shared.pause import Pause
+from shared.pause import Later, Pause, Waiting
 from shared.push_signing import NotificationSigner
 from shared.service import A2AService
 from shared.settings import Settings
@@ -171,7 +171,6 @@ class HttpApp:
             duration=settings.stream_duration,
             idle=settings.stream_idle,
             slots=streaming.StreamSlots(settings.stream_limit, settings.owner_stream_limit),
-            commit_interval=settings.stream_commit_interval,
         )
         self.console = Console() if settings.console else None  # A2A_CONSOLE
         # An agent that asks no credentials serves only this machine (shared.bindings.local_only).
@@ -192,14 +191,9 @@ class HttpApp:
         )
         with opened as record:
             response = self._route(request)
-            record.fields["httpRequest"] = http_request(
-                request.method,
-                request.path,
-                response.status,
-                user_agent=request.headers.get("User-Agent"),
-                forwarded_for=request.headers.get("X-Forwarded-For"),
-                remote_addr=request.remote_addr,
-            )
+            if response.later is not None:  # it waits for a turn: its line, once answered
+                return Answer(later=_logged_when_answered(request, response.later, opened.keep()))
+            record.fields["httpRequest"] = _http_request(request, response.status)
             if response.chunks is not None:  # streamed: an event stream (sse.response)
                 record.fields["openStreams"] = self.streams.slots.held
                 response = _logged_at_end(response, response.chunks, opened.keep())
@@ -361,13 +355,9 @@ class HttpApp:
             version=_version(request),
             max_batch=self.settings.max_batch,
         )
-        if answer is None:
-            response = Answer(204)
-        elif isinstance(answer, jsonrpc.StreamAnswer):
-            response = sse.response(answer.events(), answer.streamed.frames)
-        else:
-            response = json_response(answer)
-        return _echo(response, call)
+        if isinstance(answer, Later):  # a blocking send's: once its turn ended
+            return Answer(later=answer.then(lambda value: _echo(_rpc_answer(value), call)).rest())
+        return _echo(_rpc_answer(answer), call)
 
     def _rest(
         self,
@@ -395,11 +385,9 @@ class HttpApp:
             )
         except A2AError as error:
             return _echo(_rest_error(error, binding), call)
-        if isinstance(answer, operations.Streamed):
-            return _echo(sse.response(binding.stream_events(answer), answer.frames), call)
-        # A delete answers google.protobuf.Empty.
-        answer = {} if answer is None else answer
-        return _echo(json_response(answer, media_type=binding.MEDIA_TYPE), call)
+        if isinstance(answer, Later):  # a blocking send's: once its turn ended
+            return Answer(later=_rest_later(answer, binding, call))
+        return _echo(_rest_answer(answer, binding), call)
 
     def _call(self, request: Request, principal: Principal) -> operations.Call:
         """What an operation gets: the caller, the extensions its request activates and, when
@@ -486,6 +474,53 @@ class HttpApp:
         except A2AError as error:
             return _rpc_error(error, error.http_status)
         return sse.response(sse.task_updates(streamed.frames), streamed.frames)
+
+
+def _rpc_answer(answer: Any) -> Answer:
+    """The HTTP answer of what JSON-RPC answered (None: notifications only)."""
+    if answer is None:
+        return Answer(204)
+    if isinstance(answer, jsonrpc.StreamAnswer):
+        return sse.response(answer.events(), answer.streamed.frames)
+    return json_response(answer)
+
+
+def _rest_answer(answer: Any, binding: RestBinding) -> Answer:
+    """The HTTP answer of a REST operation's result."""
+    if isinstance(answer, operations.Streamed):
+        return sse.response(binding.stream_events(answer), answer.frames)
+    # A delete answers google.protobuf.Empty.
+    return json_response({} if answer is None else answer, media_type=binding.MEDIA_TYPE)
+
+
+def _rest_later(later: Later[Any], binding: RestBinding, call: operations.Call) -> Waiting[Answer]:
+    """A REST operation's answer once its turn ended: its result, or its error."""
+    try:
+        answer = _rest_answer((yield from later.rest()), binding)
+    except A2AError as error:
+        answer = _rest_error(error, binding)
+    return _echo(answer, call)
+
+
+def _http_request(request: Request, status: int) -> dict[str, Any]:
+    """The request's `httpRequest` log field, answered with `status`."""
+    return http_request(
+        request.method,
+        request.path,
+        status,
+        user_agent=request.headers.get("User-Agent"),
+        forwarded_for=request.headers.get("X-Forwarded-For"),
+        remote_addr=request.remote_addr,
+    )
+
+
+def _logged_when_answered(request: Request, later: Waiting[Answer], kept: Kept) -> Waiting[Answer]:
+    """Work whose steps are made in its request's unit of work, and whose line is written
+    once it answers (the time it waited for its turn is the request's latency)."""
+    answer = yield from kept.stepped(later)
+    kept.fields["httpRequest"] = _http_request(request, answer.status)
+    kept.end(stream=False)
+    return answer
 
 
 def _logged_at_end(answer: Answer, chunks: Iterator[bytes | Pause], kept: Kept) -> Answer:

@@ -37,6 +37,7 @@ from shared.errors import (
 from shared.frozen import frozen
 from shared.model import new_id
 from shared.observability.context import answered, note
+from shared.pause import Later, Waiting, begun, resolved
 
 log = logging.getLogger("a2a.jsonrpc")
 
@@ -121,8 +122,18 @@ def dispatch(
             )
             return _error(None, too_many, header_dialect)
         answers = [_one(item, call, version, header_dialect, batch=True) for item in payload]
+        if any(isinstance(a, Later) for a in answers):  # sends started: wait for their turns
+            return begun(_gathered(answers))
         return [a for a in answers if a is not None] or None
     return _one(payload, call, version, header_dialect)
+
+
+def _gathered(answers: list[Any]) -> Waiting[Any]:
+    """A batch's responses once each of its sends' turns ended (they all run meanwhile)."""
+    done = []
+    for answer in answers:
+        done.append((yield from resolved(answer)))
+    return [a for a in done if a is not None] or None
 
 
 def _one(
@@ -184,19 +195,32 @@ def _call(
         if batch:
             problem = InvalidRequestError(f"{method} streams its answer and cannot be batched")
             return _error(answer_id, problem, dialect)
+    answer = begun(
+        _answered(method, operation_name, call, params, answer_id=answer_id, dialect=dialect)
+    )
+    if isinstance(answer, Later):  # a blocking send's: once its turn ended
+        return answer.then(lambda value: None if notification else value)
+    return None if notification else answer
+
+
+def _answered(
+    method: str, operation: str, call: Call, params: Any, *, answer_id: Any, dialect: Dialect
+) -> Waiting[Any]:
+    """The response to one call: its result, its stream, or its error (a failure of ours
+    logged with a reference); a blocking send's once its turn ended."""
     try:
         if not isinstance(params, dict):
             raise InvalidParamsError("'params' must be an object", field="params")
-        result = run(operation_name, call, params, dialect)
+        result = run(operation, call, params, dialect)
+        if isinstance(result, Later):
+            result = yield from result.rest()
     except A2AError as error:
-        answer: dict[str, Any] | None = _error(answer_id, error, dialect)
+        return _error(answer_id, error, dialect)
     except Exception:
         reference = new_id()[:8]
         log.exception("%s failed (reference %s)", method, reference)
         note(reference=reference)  # on the request's log line too
-        answer = _error(answer_id, InternalError(f"reference {reference}"), dialect)
-    else:
-        if isinstance(result, Streamed):
-            return StreamAnswer(result, answer_id)
-        answer = {"jsonrpc": "2.0", "id": answer_id, "result": result}
-    return None if notification else answer
+        return _error(answer_id, InternalError(f"reference {reference}"), dialect)
+    if isinstance(result, Streamed):
+        return StreamAnswer(result, answer_id)
+    return {"jsonrpc": "2.0", "id": answer_id, "result": result}

@@ -26,6 +26,7 @@ from shared.extensions import DELIVERY_STATUS, Activation
 from shared.frozen import frozen
 from shared.identity import Principal
 from shared.observability.context import note
+from shared.pause import Waiting, begun
 from shared.ports import StoredPushConfig
 from shared.requests import SendRequest
 from shared.service import A2AService
@@ -114,10 +115,16 @@ def _message_request(
 
 
 def _send(call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
+    """The send's result, or, while its turn runs, `Later` (shared.pause): a blocking send
+    waits for its turn without a thread."""
     dialect = _send_dialect(params, dialect)
     request, fields = _message_request(call, params, dialect)
+    return begun(_sent(call, request, fields, dialect))
+
+
+def _sent(call: Call, request: SendRequest, fields: WireFields, dialect: Dialect) -> Waiting[Any]:
     try:
-        result = call.service.sending.send(
+        result = yield from call.service.sending.send(
             call.principal.owner,
             request,
             dialect=dialect.name,
@@ -276,8 +283,9 @@ _LOGGED_NAMES = {operation: method for method, (operation, d) in METHODS.items()
 
 
 def run(operation: str, call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
-    """The operation's answer in the dialect (a Streamed for a streaming one); raises the
-    A2AError that refuses it, its field the wire field the caller sent."""
+    """The operation's answer in the dialect (a Streamed for a streaming one; a Later for a
+    send whose turn runs: its errors are raised as it goes on); raises the A2AError that
+    refuses it, its field the wire field the caller sent."""
     note(method=_LOGGED_NAMES.get(operation, operation), dialect=dialect.version)
     try:
         return OPERATIONS[operation](call, params, dialect)

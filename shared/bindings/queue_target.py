@@ -16,22 +16,24 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any
 
 from shared.bindings.json_http import json_response
 from shared.bindings.wire import Answer, BodyRefused, Request
 from shared.jobs import Outcome
 from shared.observability.context import CLOUD_TRACE, TRACEPARENT, note
-from shared.observability.work import http_request, unit
+from shared.observability.work import Kept, http_request, unit
+from shared.pause import Later, Waiting, begun
 from shared.ports import BadPayload, Delivery
 from shared.sweep import Sweep
 from shared.tasks_auth import TokenRefused, TokenVerifier, bearer
 
 log = logging.getLogger("a2a.queue_target")
 
-# Takes one payload and its attempt; raises BadPayload when it cannot read the payload.
-Target = Callable[[dict[str, Any], Delivery], Outcome]
+# Takes one payload and its attempt; raises BadPayload when it cannot read the payload. Its
+# outcome may come once its work is done: a worker's turn (shared.pause.Waiting).
+Target = Callable[[dict[str, Any], Delivery], Outcome | Waiting[Outcome]]
 
 
 class QueueTargetApp:
@@ -59,19 +61,22 @@ class QueueTargetApp:
         """The answer, and the call's one log line (shared.observability), in the trace of
         the request that queued the payload (its `traceparent` travels on the task)."""
         headers = request.headers
-        with unit(
+        opened = unit(
             self.name, traceparent=headers.get(TRACEPARENT), cloud_trace=headers.get(CLOUD_TRACE)
-        ) as record:
+        )
+        with opened as record:
             response = self._answer(request)
-            record.fields["httpRequest"] = http_request(
-                request.method,
-                request.path,
-                response.status,
-                user_agent=headers.get("User-Agent"),
-                forwarded_for=None,  # Cloud Tasks calls from Google's network
-                remote_addr=request.remote_addr,
-            )
+            if response.later is not None:  # a turn runs: its line once it is done
+                return Answer(later=self._logged_when_done(request, response.later, opened.keep()))
+            record.fields["httpRequest"] = _http_request(request, response.status)
         return response
+
+    @staticmethod
+    def _logged_when_done(request: Request, later: Waiting[Answer], kept: Kept) -> Waiting[Answer]:
+        answer = yield from kept.stepped(later)
+        kept.fields["httpRequest"] = _http_request(request, answer.status)
+        kept.end(stream=False)
+        return answer
 
     def _answer(self, request: Request) -> Answer:
         if request.method != "POST":
@@ -102,11 +107,18 @@ class QueueTargetApp:
         attempt = _count(request.headers.get("X-CloudTasks-TaskRetryCount"))
         delivery = Delivery(attempt, final=attempt + 1 >= self._max_attempts)
         note(attempt=attempt, queueLagSeconds=_lag(request.headers.get("X-CloudTasks-TaskETA")))
+        answer = begun(self._delivered(payload, delivery))
+        return Answer(later=answer.rest()) if isinstance(answer, Later) else answer
+
+    def _delivered(self, payload: dict[str, Any], delivery: Delivery) -> Waiting[Answer]:
+        """The target's outcome as an answer, once it is done (a worker's turn waits)."""
         try:
-            outcome = self.target(payload, delivery)
+            result = self.target(payload, delivery)
+            outcome = (yield from result) if isinstance(result, Generator) else result
         except BadPayload as exc:
             return json_response({"error": f"not a payload of the {self.name}: {exc}"}, 400)
         except Exception:
+            attempt = delivery.attempt
             log.exception("%s: attempt %d failed; Cloud Tasks retries it", self.name, attempt + 1)
             return json_response({"error": f"the {self.name} failed; its log says why"}, 500)
         return json_response({"outcome": outcome.value}, 200 if outcome.accepted else 503)
@@ -130,6 +142,18 @@ _REFUSALS = {
     "wrong issuer": "the token is for another audience or account",
     "signing keys unavailable": "the token cannot be checked now",
 }
+
+
+def _http_request(request: Request, status: int) -> dict[str, Any]:
+    """The call's `httpRequest` log field, answered with `status`."""
+    return http_request(
+        request.method,
+        request.path,
+        status,
+        user_agent=request.headers.get("User-Agent"),
+        forwarded_for=None,  # Cloud Tasks calls from Google's network
+        remote_addr=request.remote_addr,
+    )
 
 
 def _refusal(reason: str) -> str:

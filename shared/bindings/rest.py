@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from shared.bindings import body as json_body
@@ -27,6 +27,7 @@ from shared.errors import A2AError, InternalError, InvalidParamsError
 from shared.frozen import frozen
 from shared.model import new_id
 from shared.observability.context import note
+from shared.pause import Waiting, begun, resolved
 
 log = logging.getLogger("a2a.rest")
 # What the binding's answers and errors say they are (1.0.1, S1 §11.1); streams stay SSE.
@@ -108,8 +109,14 @@ def dispatch(
 def run_route(route: Route, call: Call, params: Mapping[str, Any], dialect: Dialect) -> Any:
     """The route's operation in the dialect; a failure of ours is an InternalError with a
     reference to the logged traceback."""
+    return begun(_guarded(route, lambda: resolved(run(route.operation, call, params, dialect))))
+
+
+def _guarded(route: Route, work: Callable[[], Waiting[Any]]) -> Waiting[Any]:
+    """`work()`'s value; a failure of ours, all the way through, is an InternalError with a
+    reference to the logged traceback."""
     try:
-        return run(route.operation, call, params, dialect)
+        return (yield from work())
     except A2AError:
         raise
     except Exception:

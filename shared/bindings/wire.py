@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
-from shared.pause import Pause
+from shared.pause import Pause, Waiting
 
 Scope = Mapping[str, Any]
 
@@ -184,9 +184,14 @@ class Answer:
     for a HEAD), however it ends.
 
     The front writes the rest: the Content-Length of a body that is whole (none on a 1xx,
-    204 or 304), and no body for a HEAD, whose headers are the GET's."""
+    204 or 304), and no body for a HEAD, whose headers are the GET's.
 
-    __slots__ = ("_close", "body", "chunks", "headers", "status")
+    An answer that waits for a turn (a blocking send) is `later`: work that pauses
+    (shared.pause.Waiting) and gives the answer at its end, which the front steps on a pool
+    thread and whose pauses it waits out on its loop, holding no thread; its other fields
+    are unused."""
+
+    __slots__ = ("_close", "body", "chunks", "headers", "later", "status")
 
     def __init__(
         self,
@@ -196,8 +201,10 @@ class Answer:
         *,
         chunks: Iterator[bytes | Pause] | None = None,
         close: Callable[[], None] | None = None,
+        later: Waiting[Answer] | None = None,
     ) -> None:
         self.status = status
+        self.later = later
         self.headers = {} if headers is None else headers
         self.body = body
         self.chunks = chunks

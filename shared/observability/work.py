@@ -26,6 +26,7 @@ from typing import TypeVar
 
 from shared.observability import logs, tracing
 from shared.observability.context import Record, Trace, enter, incoming, leave
+from shared.pause import Waiting
 
 # Outcomes (shared.jobs.Outcome values, a worker turn's end) a line reports as a warning.
 _WARN_OUTCOMES = frozenset({"failed", "busy"})
@@ -126,14 +127,41 @@ class Kept:
                 leave(token)
             yield chunk
 
-    def end(self) -> None:
-        """Write the unit's line, its latency the stream's whole life. A copy of its fields
-        is written: a streamed turn's thread that outlived the stream may still note some."""
+    def stepped(self, work: Waiting[T]) -> Waiting[T]:
+        """`work` (an answer that waits for a turn), each step made with this unit current;
+        its value at the end. Its line is written by `end`, also when a step raised."""
+        record = self._record
+        while True:
+            token = enter(record)
+            try:
+                pause = next(work)
+            except StopIteration as done:
+                self._done = True
+                value: T = done.value
+                return value
+            except Exception:
+                self._raised = True
+                self.end(stream=False)
+                raise
+            finally:
+                leave(token)
+            yield pause
+
+    @property
+    def fields(self) -> dict[str, object]:
+        """The fields its line will carry."""
+        return self._record.fields
+
+    def end(self, *, stream: bool = True) -> None:
+        """Write the unit's line, its latency the stream's (or the wait's) whole life. A copy
+        of its fields is written: a streamed turn that outlived the stream may still note
+        some. A stream's line says how it ended (`outcome`)."""
         kept = self._record
         record = Record(kept.kind, kept.trace)
         record.fields = dict(kept.fields)
-        outcome = "failed" if self._raised else "ended" if self._done else "disconnected"
-        record.fields.setdefault("outcome", outcome)
+        if stream:
+            outcome = "failed" if self._raised else "ended" if self._done else "disconnected"
+            record.fields.setdefault("outcome", outcome)
         record.error_status = kept.error_status
         _finish(record, time.perf_counter() - self._started, self._raised)
 

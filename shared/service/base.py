@@ -8,11 +8,12 @@ its reader asked (`view`).
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import field, fields, replace
 
 from shared import streaming
 from shared.agent import HandlerModule
 from shared.clock import SYSTEM, Clock
+from shared.engine import Engine
 from shared.errors import A2AError, TaskNotFoundError
 from shared.frozen import frozen
 from shared.limits import DEFAULT_LIMITS, Limits
@@ -87,6 +88,8 @@ class Ports:
     # Push notifications are offered only with a store for their configs.
     push_configs: PushConfigStore | None = None
     clock: Clock = SYSTEM
+    # Runs the turns of this process (shared.app builds one per process: a test gets its own).
+    engine: Engine = field(default_factory=lambda: Engine(sync_turns=8))
 
     def stored(self, owner: str, task_id: str) -> StoredTask:
         """The owner's task (settled), or TaskNotFound naming `task_id`."""

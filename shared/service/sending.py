@@ -1,13 +1,15 @@
 """Sending a message: blocking, in the background, or streamed; the one place a message is
 stored (joining a task, starting or resuming its turn).
 
-A blocking send runs the handler in the request, under a lease of its own (a reader or the
-sweep recovers the turn if the instance dies). A non-blocking one, and every send to a
-long-running handler, stores the message with the task `submitted` and a queued lease,
-enqueues the turn for the worker (shared.worker) and answers; a blocking send then waits on
-the store until the turn ends or its budget does. When the work queue does not take the
-turn, the turn waits in the task's outbox and the client gets `TurnNotQueuedError`, naming
-the task: the sweep or the task's next read enqueues it.
+A blocking send runs the handler's turn on this instance's engine (shared.engine), under a
+lease of its own (a reader or the sweep recovers the turn if the instance dies), and waits
+for it without a thread: `send` is work that pauses (shared.pause.Waiting). A non-blocking
+one, and every send to a long-running handler, stores the message with the task `submitted`
+and a queued lease, enqueues the turn for the worker (shared.worker) and answers; a blocking
+send then polls the store, pausing between reads, until the turn ends or its budget does.
+When the work queue does not take the turn, the turn waits in the task's outbox and the
+client gets `TurnNotQueuedError`, naming the task: the sweep or the task's next read
+enqueues it.
 
 A message to a task whose turn is running (`submitted` or `working`) joins its history and
 waits (`StoredTask.pending`, at most `MAX_PENDING_MESSAGES`): it is the task's next turn when
@@ -29,7 +31,6 @@ owner's before it is continued (shared.service.push_configs).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TypeVar
@@ -54,9 +55,10 @@ from shared.model import (
     TaskStatus,
     new_id,
 )
+from shared.pause import Pause, Waiting, ready, settled, wait_out
 from shared.ports import DuplicateMessage, MessageKey, StoredTask, TaskExists
 from shared.requests import SendRequest
-from shared.runtime import Turn
+from shared.runtime import Runner, Start, Turn, TurnSettings
 from shared.service.base import Ports, ServiceSettings, view
 from shared.service.push_configs import PushConfigs
 from shared.service.resends import Resends, message_key
@@ -103,10 +105,18 @@ class Sending:
         self._settings = settings
         self._push = push
         self._resends = resends
+        self._runner = Runner(
+            ports.store,
+            ports.handler,
+            ports.engine,
+            ports.turns.hand_over,
+            TurnSettings.of(settings),
+            ports.clock,
+        )
 
     def send(
         self, owner: str, request: SendRequest, *, dialect: str, message_results: bool
-    ) -> Task | Message:
+    ) -> Waiting[Task | Message]:
         """Start or continue a task with the request's message; the task or a direct reply.
 
         Non-blocking sends and long-running handlers go to the worker through the queue; a
@@ -114,7 +124,7 @@ class Sending:
         """
         background = not request.blocking or self._ports.handler.long_running
 
-        def start(key: MessageKey | None) -> Task | Message:
+        def start(key: MessageKey | None) -> Waiting[Task | Message]:
             begun = self._begin(
                 owner,
                 request,
@@ -126,21 +136,22 @@ class Sending:
             if isinstance(begun, Task):
                 return begun
             if isinstance(begun, StoredTask):
-                queued = self._wait(begun) if request.blocking else begun
+                queued = (yield from self._wait(begun)) if request.blocking else begun
                 return view(queued.task, request.history_length)
-            result = begun.run()
+            result = yield from settled(self._ports.engine.submit(begun.run()))
             if isinstance(result, Message):
                 return result
             if not result.status.state.final:
                 # The turn handed the task over to a message sent meanwhile: wait for that too.
                 handed = self._ports.store.get(owner, result.id)
                 if handed is not None:
-                    result = self._wait(handed).task
+                    result = (yield from self._wait(handed)).task
             return view(result, request.history_length)
 
-        return self._deduplicated(
-            owner, request, start, lambda first: self._resends.answer(first, request)
-        )
+        def resent(first: StoredTask) -> Task | Message:
+            return self._resends.answer(first, request)
+
+        return (yield from self._deduplicated(owner, request, start, resent))
 
     def stream(
         self, owner: str, request: SendRequest, *, dialect: str, policy: streaming.StreamPolicy
@@ -154,22 +165,23 @@ class Sending:
         """The claimed turn the message starts, run here and listened to or, when the message
         only joins a task that is running already (or was sent before), or goes to the worker
         (a long-running handler), that task followed in its log."""
-        begun = self._deduplicated(
-            owner,
-            request,
-            lambda key: self._begin(
-                owner,
-                request,
-                key,
-                dialect=dialect,
-                message_results=False,
-                background=self._ports.handler.long_running,
-                claim=True,
-            ),
-            lambda first: first,
-        )
+
+        def begin(key: MessageKey | None) -> Waiting[Turn | StoredTask | Task]:
+            return ready(
+                self._begin(
+                    owner,
+                    request,
+                    key,
+                    dialect=dialect,
+                    message_results=False,
+                    background=self._ports.handler.long_running,
+                    claim=True,
+                )
+            )
+
+        begun = wait_out(self._deduplicated(owner, request, begin, lambda first: first))
         if isinstance(begun, Turn):
-            return streaming.inline(begun, self._ports.store, owner, policy)
+            return streaming.inline(begun, self._ports.engine, self._ports.store, owner, policy)
         task_id = begun.task.id if isinstance(begun, StoredTask) else begun.id
         return self._ports.follow(owner, self._ports.stored(owner, task_id), None, policy)
 
@@ -177,9 +189,9 @@ class Sending:
         self,
         owner: str,
         request: SendRequest,
-        start: Callable[[MessageKey | None], T],
+        start: Callable[[MessageKey | None], Waiting[T]],
         resent: Callable[[StoredTask], T],
-    ) -> T:
+    ) -> Waiting[T]:
         """`start(key)` under the message's key; when the store refuses its write as a
         resend's (DuplicateMessage), `resent(first)` with the task the first send went to,
         or, the client having moved on from that one, `start` again under a key that
@@ -188,7 +200,7 @@ class Sending:
         key = message_key(request) if self._settings.deduplicate_messages else None
         while True:
             try:
-                return start(key)
+                return (yield from start(key))
             except DuplicateMessage as duplicate:
                 answer = self._resends.after_duplicate(owner, key, duplicate.task_id)
                 if isinstance(answer, StoredTask):
@@ -252,23 +264,10 @@ class Sending:
                     self._push.put(owner, push, dialect, seen)
                 self._ports.enqueue(queued)
                 return queued
-            turn = Turn(
-                self._ports.store,
-                owner,
-                self._ports.handler,
-                task=task,
-                stored=stored,
-                message=_addressed(request.message, task),
-                dialect=dialect,
-                message_key=key,
-                commit_interval=self._settings.commit_interval,
-                window=self._settings.stream_commit_interval,
-                allow_message=message_results and stored is None,
-                hand_over=self._ports.turns.hand_over,
-                lease_seconds=self._settings.lease_seconds,
-                limits=self._settings.limits,
-                clock=self._ports.clock,
-            )
+            message = _addressed(request.message, task)
+            allow_message = message_results and stored is None
+            start = Start(task, stored, message, dialect, key, allow_message=allow_message)
+            turn = Turn(self._runner, owner, start)
             # A handler that must not run twice (RERUN_SAFE = False) runs only once its task
             # is stored: a resend of its message is refused by that write, not after a run.
             rerun_safe = self._ports.handler.rerun_safe
@@ -328,10 +327,11 @@ class Sending:
             replace(stored, lease=lease), apply_all(task, events), events, message_key=key
         )
 
-    def _wait(self, queued: StoredTask) -> StoredTask:
+    def _wait(self, queued: StoredTask) -> Waiting[StoredTask]:
         """The task once its background turn ended (or paused for input), or as it stands
-        when the blocking budget is spent; polls with backoff to keep reads few."""
-        clock, never = self._ports.clock, threading.Event()
+        when the blocking budget is spent; polls with backoff to keep reads few, pausing
+        (holding no thread) between reads."""
+        clock = self._ports.clock
         deadline = clock.monotonic() + self._settings.blocking_wait
         pause, current = _FIRST_POLL, queued
         while True:
@@ -339,7 +339,7 @@ class Sending:
             left = deadline - clock.monotonic()
             if state.terminal or state.interrupted or left <= 0:
                 return current
-            clock.wait(never, min(pause, left))
+            yield Pause(min(pause, left))
             pause = min(pause * 2, _MAX_POLL)
             stored = self._ports.store.get(current.owner, current.task.id)
             current = self._ports.settle(stored or current)

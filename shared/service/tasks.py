@@ -4,7 +4,8 @@ the seeds' message listing.
 Every read settles first: a task whose turn's owner vanished has its turn recovered
 (re-queued or failed) before it is answered, and so does a followed task at each keep-alive
 tick (shared.service.base). A cancel is a write that makes the running turn's next commit
-lose: the turn stops, and messages waiting on the task are never run.
+lose: the turn stops (at once when it runs on this instance: its pending await is cancelled),
+and messages waiting on the task are never run.
 """
 
 from __future__ import annotations
@@ -88,7 +89,11 @@ class Tasks:
             return store.commit(ended, apply(stored.task, event), [event])
 
         # A lost race means the running turn committed meanwhile: read again, decide again.
-        return retry_on_conflict(decide, subject=f"task {task_id}")
+        canceled = retry_on_conflict(decide, subject=f"task {task_id}")
+        # A turn running it here stops now, its pending await cancelled; elsewhere, at its
+        # next look at the task (shared.runtime.CHECK_SECONDS).
+        self._ports.engine.cancel(owner, task_id)
+        return canceled
 
     def subscribe(
         self,

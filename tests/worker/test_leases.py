@@ -19,10 +19,14 @@ from typing import Any
 import pytest
 
 from shared.agent import AgentInfo, Context, HandlerModule
+from shared.engine import Engine
 from shared.jobs import Outcome
+from shared.limits import DEFAULT_LIMITS
 from shared.model import Task, TaskState, utc_now
+from shared.pause import wait_out
 from shared.ports import Delivery, StoredTask
 from shared.requests import TaskSelector
+from shared.runtime import Runner, TurnSettings
 from shared.service import A2AService
 from shared.service.base import Ports
 from shared.store.memory import MemoryTaskStore
@@ -117,7 +121,8 @@ class Queued:
     ) -> tuple[threading.Thread, queue.Queue[Outcome]]:
         outcomes: queue.Queue[Outcome] = queue.Queue()
         thread = threading.Thread(
-            target=lambda: outcomes.put(self.worker.deliver(self.job, delivery)), daemon=True
+            target=lambda: outcomes.put(wait_out(self.worker.deliver(self.job, delivery))),
+            daemon=True,
         )
         thread.start()
         return thread, outcomes
@@ -130,12 +135,16 @@ def queued(script: Script, clock: ManualClock | None = None) -> Queued:
     recorder = Recorder()
     turns = TurnQueue(store, recorder, lease_seconds=LEASE, queue_span=LEASE)
     service = A2AService(Ports(store, module, turns))
-    task = service.sending.send(
-        OWNER, request("go", blocking=False), dialect="1.0", message_results=True
+    task = wait_out(
+        service.sending.send(
+            OWNER, request("go", blocking=False), dialect="1.0", message_results=True
+        )
     )
     assert isinstance(task, Task) and task.status.state is TaskState.SUBMITTED
     clock = clock or ManualClock()
-    worker = Worker(store, module, commit_interval=0, lease_seconds=LEASE, turns=turns, clock=clock)
+    settings = TurnSettings(window=0, commit_interval=0, lease_seconds=LEASE, limits=DEFAULT_LIMITS)
+    runner = Runner(store, module, Engine(sync_turns=4), turns.hand_over, settings, clock)
+    worker = Worker(runner, turns)
     return Queued(service, worker, clock, recorder.payloads[0], task.id)
 
 
@@ -151,7 +160,7 @@ def test_two_deliveries_of_one_attempt_run_the_handler_once() -> None:
 
     def deliver() -> None:
         barrier.wait()
-        outcomes.put(q.worker.deliver(q.job, Delivery(0)))
+        outcomes.put(wait_out(q.worker.deliver(q.job, Delivery(0))))
 
     threads = [threading.Thread(target=deliver, daemon=True) for _ in range(2)]
     for thread in threads:
@@ -165,7 +174,9 @@ def test_two_deliveries_of_one_attempt_run_the_handler_once() -> None:
     assert script.runs == 1
     done = q.stored().task
     assert done.status.state is TaskState.COMPLETED and len(done.artifacts) == 5
-    assert q.worker.deliver(q.job, Delivery(1)) is Outcome.NOTHING_TO_DO  # a late one: done
+    assert (
+        wait_out(q.worker.deliver(q.job, Delivery(1))) is Outcome.NOTHING_TO_DO
+    )  # a late one: done
 
 
 def test_a_later_attempt_takes_over_and_the_earlier_run_stops_without_writing() -> None:
@@ -177,7 +188,7 @@ def test_a_later_attempt_takes_over_and_the_earlier_run_stops_without_writing() 
     assert names(held.task) == ["part-0", "part-1"]
     assert held.lease is not None and held.lease.expires is not None
     assert held.lease.expires > q.clock.now()  # a live lease, of an earlier attempt
-    assert q.worker.deliver(q.job, Delivery(1)) is Outcome.RAN
+    assert wait_out(q.worker.deliver(q.job, Delivery(1))) is Outcome.RAN
     done = q.stored()
     script.resume()
     first.join(WAIT)
@@ -193,7 +204,7 @@ def test_a_run_that_dies_on_the_last_attempt_leaves_the_task_failed() -> None:
     clock = ManualClock(start=utc_now() - timedelta(hours=1))
     q = queued(Script(4, crash_after=1), clock)
     with pytest.raises(Crash):  # the process "died": nothing ran after the crash
-        q.worker.deliver(q.job, Delivery(0, final=True))
+        wait_out(q.worker.deliver(q.job, Delivery(0, final=True)))
     stored = q.stored()
     assert stored.task.status.state is TaskState.WORKING
     assert not abandoned(stored, clock)  # its holder may still come back within the lease
@@ -211,7 +222,7 @@ def test_a_busy_last_attempt_marks_the_lease_final() -> None:
     first, outcomes = q.deliver_in_background(Delivery(0))
     assert script.wait_paused() == 0
     holder = q.stored().lease.holder  # type: ignore[union-attr]
-    assert q.worker.deliver(q.job, Delivery(0, final=True)) is Outcome.BUSY
+    assert wait_out(q.worker.deliver(q.job, Delivery(0, final=True))) is Outcome.BUSY
     assert q.stored().lease.final  # type: ignore[union-attr]
     script.resume()
     assert script.wait_paused() == 1  # the running turn committed meanwhile, and kept the mark

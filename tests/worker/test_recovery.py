@@ -9,6 +9,7 @@ expiry; a recording queue stands for Cloud Tasks, and the test delivers its jobs
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
@@ -16,8 +17,10 @@ from typing import Any
 import pytest
 
 from shared.agent import AgentInfo, Context, HandlerModule
+from shared.engine import Engine
 from shared.jobs import Outcome, TurnJob
 from shared.lifecycle import apply_all
+from shared.limits import DEFAULT_LIMITS
 from shared.model import (
     Event,
     Message,
@@ -28,8 +31,10 @@ from shared.model import (
     TaskState,
     TaskStatus,
 )
+from shared.pause import wait_out
 from shared.ports import Delivery, Lease, StoredTask, TaskQuery
 from shared.requests import SubscribeRequest, TaskSelector
+from shared.runtime import Runner, TurnSettings
 from shared.service import A2AService
 from shared.service.base import Ports, ServiceSettings, TurnNotQueuedError
 from shared.store.memory import MemoryTaskStore
@@ -97,7 +102,7 @@ class Rig:
 
     def deliver_all(self) -> list[Outcome]:
         jobs, self.queue.jobs = self.queue.jobs, []
-        return [self.worker.deliver(payload, Delivery(0)) for _, payload in jobs]
+        return [wait_out(self.worker.deliver(payload, Delivery(0))) for _, payload in jobs]
 
 
 def left_by_a_dead_run(
@@ -115,6 +120,15 @@ def left_by_a_dead_run(
     return store.create(owner, apply_all(task, events), events, dialect="1.0", lease=lease)
 
 
+def _handing_over(turns: TurnQueue) -> Callable[[StoredTask], None]:
+    """The turn queue's own hand_over, looked up at each hand-over: a test may replace it."""
+
+    def hand_over(queued: StoredTask) -> None:
+        turns.hand_over(queued)
+
+    return hand_over
+
+
 def rig(module: HandlerModule = MODULE) -> Rig:
     store, clock, queue = MemoryTaskStore(), ManualClock(), Recorder()
     turns = TurnQueue(
@@ -129,7 +143,9 @@ def rig(module: HandlerModule = MODULE) -> Rig:
         Ports(store, module, turns, clock=clock),
         ServiceSettings(commit_interval=0, lease_seconds=LEASE),
     )
-    worker = Worker(store, module, commit_interval=0, lease_seconds=LEASE, turns=turns, clock=clock)
+    settings = TurnSettings(window=0, commit_interval=0, lease_seconds=LEASE, limits=DEFAULT_LIMITS)
+    runner = Runner(store, module, Engine(sync_turns=4), _handing_over(turns), settings, clock)
+    worker = Worker(runner, turns)
     return Rig(store, clock, queue, turns, service, worker)
 
 
@@ -173,7 +189,7 @@ def test_a_later_attempt_does_not_rerun_a_turn_not_safe_to_rerun() -> None:
     held = Lease(turn=1, holder="w", expires=r.clock.now() + timedelta(hours=1), message_id="m")
     r.left_by_a_dead_run("t1", held)
     job = TurnJob("t1", OWNER, 1, "m")
-    assert r.worker.deliver(job.payload(), Delivery(attempt=1)) is Outcome.NOTHING_TO_DO
+    assert wait_out(r.worker.deliver(job.payload(), Delivery(attempt=1))) is Outcome.NOTHING_TO_DO
     not_rerun(r.read("t1"))
 
 
@@ -223,12 +239,14 @@ def test_a_hand_over_whose_process_died_before_its_enqueue_is_swept(
     enqueue of that message's turn (issue 27): the queued turn has no entry, and the sweep
     re-drives it once the queue could have no attempt of it left."""
     r = rig()
-    task = r.service.sending.send(
-        OWNER, request("go", blocking=False), dialect="1.0", message_results=True
+    task = wait_out(
+        r.service.sending.send(
+            OWNER, request("go", blocking=False), dialect="1.0", message_results=True
+        )
     )
     assert isinstance(task, Task)
     more = request("more", message_id="m2", task_id=task.id, blocking=False)
-    r.service.sending.send(OWNER, more, dialect="1.0", message_results=True)
+    wait_out(r.service.sending.send(OWNER, more, dialect="1.0", message_results=True))
     monkeypatch.setattr(r.turns, "hand_over", lambda queued: None)  # died right after
     assert r.deliver_all() == [Outcome.RAN]
     handed = r.store.get(OWNER, task.id)
@@ -257,8 +275,10 @@ def test_an_enqueue_the_queue_refuses_waits_in_the_outbox() -> None:
     r = rig()
     r.queue.down = True
     with pytest.raises(TurnNotQueuedError) as refused:
-        r.service.sending.send(
-            OWNER, request("go", blocking=False), dialect="1.0", message_results=True
+        wait_out(
+            r.service.sending.send(
+                OWNER, request("go", blocking=False), dialect="1.0", message_results=True
+            )
         )
     task_id = refused.value.metadata["taskId"]
     assert task_id in refused.value.message and "send the same message again" in (
@@ -335,9 +355,7 @@ def test_a_subscriber_of_a_task_whose_run_died_sees_the_rerun_to_its_end() -> No
     r = rig()
     dead = Lease(turn=1, holder="gone", expires=r.clock.now(), message_id="m", inline=True)
     r.left_by_a_dead_run("t1", dead)
-    policy = StreamPolicy(
-        keepalive=0.01, duration=30, idle=30, slots=StreamSlots(4), commit_interval=0.05
-    )
+    policy = StreamPolicy(keepalive=0.01, duration=30, idle=30, slots=StreamSlots(4))
     _, stream = r.service.tasks.subscribe(OWNER, SubscribeRequest("t1"), policy)
     frames = waited(stream)
     try:
@@ -397,7 +415,9 @@ def test_a_slow_inline_turn_that_is_alive_keeps_its_lease_and_is_never_rerun() -
     answers: list[Any] = []
     running = threading.Thread(
         target=lambda: answers.append(
-            service.sending.send(OWNER, request("go"), dialect="1.0", message_results=True)
+            wait_out(
+                service.sending.send(OWNER, request("go"), dialect="1.0", message_results=True)
+            )
         )
     )
     running.start()

@@ -1,0 +1,215 @@
+"""The process's background work: the event loop its turns run on, and its few threads.
+
+An LLM agent's turn spends seconds awaiting a model. Such a turn holds no thread here: every
+turn (shared.runtime.Turn) is a task on one event loop, which runs on a thread of its own,
+started at the first turn. An async handler is awaited there, so thousands of turns wait at
+once on one instance, and a cancel cancels the await they wait on (`cancel`). Code that
+blocks runs on bounded pools, so nothing the loop waits for can hold it:
+
+- a sync handler runs on the `sync_turns` pool (A2A_SYNC_TURNS): a turn that holds a thread
+  for its whole length, bounded apart from the requests' own pool, which turns never take;
+- a store call of a turn (a commit, a read) runs on the `io` pool: Firestore's client blocks.
+
+The Engine is built once by shared.app and handed to what starts or cancels turns (the
+service, the worker). It owns the turns running in this process, by task, so a cancel that
+reaches this instance reaches the turn at once; one that reaches another instance is seen
+by the turn's own check of its task (shared.runtime). Nothing of it is module-global.
+
+A handler that blocks the loop (a sync call in an async handler: `time.sleep`, a blocking
+HTTP client) holds every turn of the instance: the engine says so in the log when the loop
+was held for over `HELD_SECONDS` while turns ran (a tick it sets comes that late), naming
+the turns running, and docs/agents.md says what to do instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import functools
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol, TypeVar
+
+log = logging.getLogger("a2a.engine")
+
+T = TypeVar("T")
+
+# Threads for turns' store calls: a commit or read of Firestore takes a few milliseconds of
+# waiting on the network, so a few dozen serve hundreds of turns committing once a second.
+IO_THREADS = 32
+# A loop held this long by one step of a turn is logged: every other turn of the instance
+# waited meanwhile. Looked at every TICK_SECONDS while turns run.
+HELD_SECONDS = 0.25
+TICK_SECONDS = 0.25
+
+
+class EngineClosed(RuntimeError):
+    """A turn was to start on an engine that was closed (the process is going away)."""
+
+
+def _stop(loop: asyncio.AbstractEventLoop) -> None:
+    for task in asyncio.all_tasks(loop):
+        task.cancel()
+    loop.call_soon(loop.stop)
+
+
+class Running(Protocol):
+    """A turn as the engine holds it while it runs: it can be stopped from outside."""
+
+    def stop_now(self) -> None:
+        """The task was canceled here: stop the turn now (on the loop)."""
+        ...
+
+    @property
+    def task(self) -> Any:
+        """The task it runs (its id names it in the log)."""
+        ...
+
+
+class Engine:
+    """The loop that runs this process's turns, its pools, and the turns running."""
+
+    def __init__(self, sync_turns: int, *, store_blocks: bool = True) -> None:
+        """`store_blocks`: the store's calls wait on the network (Firestore), so they run on
+        the io threads; the embedded store's take microseconds of CPU, made on the loop."""
+        self._sync_turns = sync_turns
+        self._store_blocks = store_blocks
+        self._lock = threading.Lock()  # guards the start of the loop's thread only
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread = 0  # the loop's thread's ident
+        self._ticking = False  # the held-loop check is scheduled
+        self._closed = False
+        self._io: ThreadPoolExecutor | None = None
+        self._sync: ThreadPoolExecutor | None = None
+        # The turns running here, by (owner, task id): read and written on the loop only.
+        self._running: dict[tuple[str, str], Running] = {}
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The turns' loop, started at the first use."""
+        loop = self._loop
+        if loop is None:
+            with self._lock:
+                if self._loop is None:
+                    self._loop = self._start()
+                loop = self._loop
+        return loop
+
+    def _start(self) -> asyncio.AbstractEventLoop:
+        loop = asyncio.new_event_loop()
+        self._io = ThreadPoolExecutor(IO_THREADS, thread_name_prefix="turn-io")
+        self._sync = ThreadPoolExecutor(self._sync_turns, thread_name_prefix="sync-turn")
+        started = threading.Event()
+
+        def serve() -> None:
+            asyncio.set_event_loop(loop)
+            self._thread = threading.get_ident()
+            loop.call_soon(started.set)
+            try:
+                loop.run_forever()
+            finally:
+                loop.close()
+
+        threading.Thread(target=serve, name="turns", daemon=True).start()
+        started.wait()
+        return loop
+
+    def on_loop(self) -> bool:
+        """Whether this is the loop's thread."""
+        return threading.get_ident() == self._thread
+
+    def submit(self, work: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Run `work` on the loop (from any thread other than the loop's). Raises EngineClosed
+        once the process is going away (`close`)."""
+        if self._closed:
+            work.close()
+            raise EngineClosed("this instance is shutting down: it starts no turn")
+        return asyncio.run_coroutine_threadsafe(work, self.loop)
+
+    def call(self, function: Callable[[], T]) -> T:
+        """`function()` run on the loop, from another thread (a sync handler's), waited for:
+        its value, or what it raised."""
+        done: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                done.set_result(function())
+            except BaseException as exc:  # handed back to the caller's thread
+                done.set_exception(exc)
+
+        self.loop.call_soon_threadsafe(run)
+        return done.result()
+
+    async def io(self, function: Callable[..., T], *args: Any) -> T:
+        """`function(*args)` (a store call) on the io pool, awaited on the loop, in the calling
+        turn's context (its unit of work: logs, spans); on the loop itself when the store
+        does not block."""
+        if not self._store_blocks:
+            return function(*args)
+        run = functools.partial(contextvars.copy_context().run, function, *args)
+        return await self.loop.run_in_executor(self._io, run)
+
+    def in_thread(self, function: Callable[..., T], *args: Any) -> Awaitable[T]:
+        """`function(*args)` (a sync handler) on the sync turns' pool, awaited on the loop, in
+        the calling turn's context."""
+        run = functools.partial(contextvars.copy_context().run, function, *args)
+        return self.loop.run_in_executor(self._sync, run)
+
+    # -- the turns running here (on the loop) ---------------------------------------------
+
+    def running(self, owner: str, task_id: str, turn: Running) -> None:
+        self._running[(owner, task_id)] = turn
+        if not self._ticking:
+            self._ticking = True
+            self._tick(time.monotonic())
+
+    def _tick(self, set_at: float) -> None:
+        """Every TICK_SECONDS while turns run: a tick that comes HELD_SECONDS late means a
+        step of some turn held the loop (a blocking call in an async handler)."""
+        now = time.monotonic()
+        held = now - set_at - TICK_SECONDS
+        if held > HELD_SECONDS:
+            tasks = ", ".join(sorted(turn.task.id for turn in self._running.values())[:5])
+            log.warning(
+                "the turns' loop was held %.2f s by a blocking call in an async handler "
+                "(turns running: %s): await it, or run it with asyncio.to_thread "
+                "(docs/agents.md)",
+                held,
+                tasks or "none",
+            )
+        if not self._running:
+            self._ticking = False
+            return
+        self.loop.call_later(TICK_SECONDS, self._tick, now)
+
+    def ended(self, owner: str, task_id: str, turn: Running) -> None:
+        if self._running.get((owner, task_id)) is turn:
+            del self._running[(owner, task_id)]
+
+    def cancel(self, owner: str, task_id: str) -> None:
+        """The owner's task was canceled by a write of this instance: the turn running it
+        here, if any, stops now (any thread; nothing waits for it)."""
+        if self._loop is None:
+            return  # no turn ever ran here
+
+        def stop() -> None:
+            turn = self._running.get((owner, task_id))
+            if turn is not None:
+                turn.stop_now()
+
+        self._loop.call_soon_threadsafe(stop)
+
+    def close(self) -> None:
+        """The process is going away: no turn starts any more, and those running are
+        cancelled (their leases say they died: a reader or the sweep recovers them)."""
+        self._closed = True
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(_stop, loop)
+        for pool in (self._io, self._sync):
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)

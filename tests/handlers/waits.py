@@ -1,0 +1,61 @@
+"""Handlers that wait, as an LLM agent's turn waits on a model: the engine's tests.
+
+`handle` (async) counts itself in, then awaits until the test lets it go (`go`), or is
+cancelled (recorded in `cancelled`). `blocking` (sync, the `sync` module attribute's) holds
+its thread until let go. `holds_the_loop` sleeps without awaiting: a mistake the log names.
+The test sets `expected` (how many turns make `everyone`) and resets the state between tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+from shared.agent import Context
+
+lock = threading.Lock()
+arrived = 0
+expected = 1
+everyone = threading.Event()  # `expected` turns are waiting at once
+go = threading.Event()
+cancelled: dict[str, float] = {}  # task id -> time.monotonic() of the CancelledError
+
+
+def reset(count: int) -> None:
+    global arrived, expected  # noqa: PLW0603 - the handler's state, shared with its test
+    with lock:
+        arrived, expected = 0, count
+    everyone.clear()
+    go.clear()
+    cancelled.clear()
+
+
+def _arrive() -> None:
+    global arrived  # noqa: PLW0603
+    with lock:
+        arrived += 1
+        if arrived >= expected:
+            everyone.set()
+
+
+async def handle(ctx: Context) -> None:
+    _arrive()
+    try:
+        while not go.is_set():
+            await asyncio.sleep(0.005)  # the model's answer, not yet come
+    except asyncio.CancelledError:
+        cancelled[ctx.task_id] = time.monotonic()
+        raise
+    ctx.artifact(text="answered")
+
+
+def blocking(ctx: Context) -> None:
+    _arrive()
+    go.wait(30)
+    ctx.artifact(text="answered")
+
+
+async def holds_the_loop(ctx: Context) -> None:
+    time.sleep(0.6)  # a sync call in an async handler: every turn waits meanwhile
+    ctx.artifact(text="answered")

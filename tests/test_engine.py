@@ -1,0 +1,152 @@
+"""shared.engine, through the functions' front: turns that await hold no thread, requests
+that run no handler are answered meanwhile, a cancel reaches the await, sync turns keep to
+their own pool, and a handler that holds the loop is named in the log."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from shared.agent import AgentInfo, HandlerModule, load_handler_module
+from shared.app import build
+from shared.settings import Settings
+from shared.store.memory import MemoryTaskStore
+from tests.conftest import Client
+from tests.handlers import waits
+
+THREADS = 4  # the front's pool: far fewer than the turns that wait at once
+
+
+def send(text: str, message_id: str, *, blocking: bool = True) -> dict[str, Any]:
+    return {
+        "message": {"role": "ROLE_USER", "parts": [{"text": text}], "messageId": message_id},
+        "configuration": {"returnImmediately": not blocking},
+    }
+
+
+@pytest.fixture
+def make() -> Iterator[Callable[..., Client]]:
+    """A client of an `a2a` app with THREADS threads whose handler is `handle` of
+    tests.handlers.waits (or the module given), over `store` (a fresh one by default)."""
+    made: list[Client] = []
+
+    def make_one(
+        module: HandlerModule | None = None, store: MemoryTaskStore | None = None, **values: Any
+    ) -> Client:
+        settings = Settings(handler="tests.handlers.waits", threads=THREADS, **values)
+        module = module or load_handler_module("tests.handlers.waits")
+        client = Client(build(settings, store=store or MemoryTaskStore(), module=module))
+        made.append(client)
+        return client
+
+    yield make_one
+    waits.go.set()  # whatever still waits ends
+    for client in made:
+        client.http.close()
+        client.app.close()
+
+
+def test_turns_that_await_hold_no_thread_and_other_requests_are_answered_meanwhile(
+    make: Callable[..., Client],
+) -> None:
+    """200 blocking sends wait on their turns at once on a front of 4 threads: were a waiting
+    send to hold a thread, at most 4 turns could ever wait together and `everyone` would
+    never come. The card and GetTask are answered while they all wait."""
+    turns = 200
+    waits.reset(turns)
+    client = make()
+    with ThreadPoolExecutor(turns) as clients:
+        answers = [
+            clients.submit(client.result, "SendMessage", send("hi", f"m{n}"), version="1.0")
+            for n in range(turns)
+        ]
+        assert waits.everyone.wait(30), f"only {waits.arrived} of {turns} turns waited at once"
+        assert client.http.get("/.well-known/agent-card.json").status_code == 200
+        page = client.result("ListTasks", {"pageSize": 1}, version="1.0")
+        [task] = page["tasks"]
+        got = client.result("GetTask", {"id": task["id"]}, version="1.0")
+        assert got["status"]["state"] == "TASK_STATE_WORKING"
+        waits.go.set()
+        done = [answer.result(30)["task"] for answer in answers]
+    assert {t["status"]["state"] for t in done} == {"TASK_STATE_COMPLETED"}
+    assert all(t["artifacts"][0]["parts"] == [{"text": "answered"}] for t in done)
+
+
+def test_a_cancel_on_the_instance_running_the_turn_cancels_its_await(
+    make: Callable[..., Client],
+) -> None:
+    waits.reset(1)
+    client = make()
+    task = client.result("SendMessage", send("hi", "m1", blocking=False), version="1.0")["task"]
+    assert waits.everyone.wait(10)
+    asked = time.monotonic()
+    canceled = client.result("CancelTask", {"id": task["id"]}, version="1.0")
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+    deadline = time.monotonic() + 10
+    while task["id"] not in waits.cancelled and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert task["id"] in waits.cancelled, "the handler's await was never cancelled"
+    # At once: the cancel's own request stops the turn here (the note gives the figure).
+    assert waits.cancelled[task["id"]] - asked < 1.0
+    assert not waits.go.is_set()
+
+
+def test_a_cancel_written_by_another_instance_reaches_the_await(
+    make: Callable[..., Client],
+) -> None:
+    """Two instances over one store: the turn runs on the first, the cancel is written by
+    the second, and the turn's own look at its task stops it."""
+    waits.reset(1)
+    store = MemoryTaskStore()
+    running, other = make(store=store), make(store=store)
+    task = running.result("SendMessage", send("hi", "m1", blocking=False), version="1.0")["task"]
+    assert waits.everyone.wait(10)
+    asked = time.monotonic()
+    other.result("CancelTask", {"id": task["id"]}, version="1.0")
+    deadline = time.monotonic() + 10
+    while task["id"] not in waits.cancelled and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert task["id"] in waits.cancelled, "the turn never saw the cancel"
+    assert waits.cancelled[task["id"]] - asked < 3.0  # within a look (0.5 s) and a read
+    got = running.result("GetTask", {"id": task["id"]}, version="1.0")
+    assert got["status"]["state"] == "TASK_STATE_CANCELED" and not got.get("artifacts")
+
+
+def test_sync_turns_keep_to_their_own_pool(make: Callable[..., Client]) -> None:
+    """Sync turns that hold their threads, more of them than the front has threads: the
+    card is still answered, and the turns past A2A_SYNC_TURNS wait for a thread of their
+    pool, holding none of the front's."""
+    module = HandlerModule(name="blocking", handle=waits.blocking, info=AgentInfo(), skills=())
+    held = THREADS * 2
+    waits.reset(2)
+    client = make(module, sync_turns=2)
+    with ThreadPoolExecutor(held) as clients:
+        answers = [
+            clients.submit(client.result, "SendMessage", send("hi", f"m{n}"), version="1.0")
+            for n in range(held)
+        ]
+        assert waits.everyone.wait(10)
+        assert client.http.get("/.well-known/agent-card.json").status_code == 200
+        assert waits.arrived == 2  # the pool's two threads: the others wait for one
+        waits.go.set()
+        done = [answer.result(30)["task"] for answer in answers]
+    assert {t["status"]["state"] for t in done} == {"TASK_STATE_COMPLETED"}
+
+
+def test_a_handler_that_holds_the_loop_is_named_in_the_log(
+    make: Callable[..., Client], caplog: pytest.LogCaptureFixture
+) -> None:
+    module = HandlerModule(
+        name="holds", handle=waits.holds_the_loop, info=AgentInfo(), skills=()
+    )
+    client = make(module)
+    with caplog.at_level(logging.WARNING, logger="a2a.engine"):
+        task = client.result("SendMessage", send("hi", "m1"), version="1.0")["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    [warning] = [r.getMessage() for r in caplog.records if r.name == "a2a.engine"]
+    assert "held" in warning and "asyncio.to_thread" in warning and task["id"] in warning
