@@ -141,9 +141,7 @@ def test_sync_turns_keep_to_their_own_pool(make: Callable[..., Client]) -> None:
 def test_a_handler_that_holds_the_loop_is_named_in_the_log(
     make: Callable[..., Client], caplog: pytest.LogCaptureFixture
 ) -> None:
-    module = HandlerModule(
-        name="holds", handle=waits.holds_the_loop, info=AgentInfo(), skills=()
-    )
+    module = HandlerModule(name="holds", handle=waits.holds_the_loop, info=AgentInfo(), skills=())
     client = make(module)
     with caplog.at_level(logging.WARNING, logger="a2a.engine"):
         task = client.result("SendMessage", send("hi", "m1"), version="1.0")["task"]

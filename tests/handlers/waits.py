@@ -23,7 +23,7 @@ cancelled: dict[str, float] = {}  # task id -> time.monotonic() of the Cancelled
 
 
 def reset(count: int) -> None:
-    global arrived, expected  # noqa: PLW0603 - the handler's state, shared with its test
+    global arrived, expected
     with lock:
         arrived, expected = 0, count
     everyone.clear()
