@@ -81,9 +81,11 @@ def test_a_listener_on_every_address_or_on_ipv6_loopback_holds_the_port() -> Non
 def test_no_place_to_listen_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert run.main(["--port", "70000", "functions.handlers.sample"]) == 1
     assert "error: PORT=70000 is not a port" in capsys.readouterr().err
-    assert run.main(["--host", "192.0.2.1", "--port", "8080", "x"]) == 1  # not this machine's
+    assert (
+        run.main(["--host", "203.0.113.7", "--port", "8080", "x"]) == 1
+    )  # TEST-NET-3: no address here
     said = capsys.readouterr().err
-    assert said.startswith("error: cannot listen on 192.0.2.1:8080") and said.count("\n") == 1
+    assert said.startswith("error: cannot listen on 203.0.113.7:8080") and said.count("\n") == 1
 
 
 def test_a_free_port_and_a_handler_that_is_there_pass(capsys: pytest.CaptureFixture[str]) -> None:
