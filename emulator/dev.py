@@ -135,7 +135,7 @@ def find_handler(module: str, path: str) -> Path:
     without running it (emulator/handler.py, in an interpreter on that path); EmulatorError
     naming the module, the path and the closest handler module there when there is none."""
     found = subprocess.run(
-        [sys.executable, "-m", "emulator.handler", module],
+        [sys.executable, "-m", "emulator.handler", "--make", "dev", module],
         env={**os.environ, "PYTHONPATH": path},
         cwd=REPO_ROOT,
         capture_output=True,
@@ -285,7 +285,14 @@ class Dev:
         # Before anything starts: a handler the functions cannot import would kill all three.
         self.handler_file = find_handler(args.handler, python_path(os.environ))
         for role, port in ports.items():
-            if port_taken(args.host if role == "a2a" else LOOPBACK, port):
+            host = args.host if role == "a2a" else LOOPBACK
+            try:
+                taken = port_taken(host, port)
+            except OSError as exc:  # a privileged port, an address not of this machine
+                raise EmulatorError(
+                    f"cannot listen on {host}:{port} (for {role}): {exc.strerror or exc}"
+                ) from None
+            if taken:
                 raise EmulatorError(
                     f"port {port} (for {role}) is in use: stop what serves it, or choose another "
                     f"PORT (every port follows it), or set this one with DEV_ARGS='--{role}-port N'"

@@ -2,7 +2,8 @@
 up before anything starts, so that a mistyped HANDLER is one line naming it and the closest
 handler module that exists, not a server's 30-line traceback.
 
-    python -m emulator.handler MODULE   # its file on stdout; else one line on stderr, exit 1
+    python -m emulator.handler [--make dev] MODULE   # its file on stdout; else one line on
+                                                     # stderr (naming `make dev`), exit 1
 
 Run it with the functions' PYTHONPATH: the module is looked up on `sys.path` as they import
 it, one dotted name at a time with `PathFinder` (as the import system's path finder does), so
@@ -17,6 +18,7 @@ the standard library.
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import os
 import re
@@ -31,7 +33,6 @@ MAX_DEPTH = 3  # packages below a PYTHONPATH entry looked into (functions/handle
 MAX_FILES = 5000  # files looked at in all: a PYTHONPATH of one's home folder stays quick
 SKIPPED = frozenset({"node_modules", "site-packages", "__pycache__"})
 CUTOFF = 0.6  # difflib.get_close_matches' own: below it, names share too little to suggest
-EXAMPLE = "PYTHONPATH=/my/agents make run HANDLER=my_agent"
 
 
 def locate(module: str, path: Sequence[str]) -> Path | None:
@@ -95,25 +96,25 @@ def closest(module: str, roots: Sequence[str]) -> str | None:
     return best[1] if best is not None and best[0] >= CUTOFF else None
 
 
-def missing(module: str, roots: Sequence[str]) -> str:
-    """The one line that says `module` is not there, and what is."""
+def missing(module: str, roots: Sequence[str], target: str = "run") -> str:
+    """The one line that says `module` is not there, and what is (`make <target>`'s words)."""
     near = closest(module, roots)
     hint = f"the closest handler module there is {near} (HANDLER={near}); " if near else ""
     shown = module if module.isprintable() else repr(module)  # one line, whatever was typed
     return (
         f"error: the handler module {shown} is not on the functions' PYTHONPATH "
         f"({os.pathsep.join(roots)}): {hint}check HANDLER's spelling, or put the folder "
-        f"that holds it on PYTHONPATH ({EXAMPLE})"
+        f"that holds it on PYTHONPATH (PYTHONPATH=/my/agents make {target} HANDLER=my_agent)"
     )
 
 
-def find(module: str) -> Path | str:
+def find(module: str, target: str = "run") -> Path | str:
     """The module's file on this interpreter's path, or the line that says it is missing."""
     found = locate(module, sys.path)
     if found is not None:
         return found
     roots = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
-    return missing(module, roots or [os.getcwd()])
+    return missing(module, roots or [os.getcwd()], target)
 
 
 def _defines_handle(path: Path) -> bool:
@@ -124,11 +125,11 @@ def _defines_handle(path: Path) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m emulator.handler MODULE", file=sys.stderr)
-        return 2
-    found = find(args[0])
+    parser = argparse.ArgumentParser(prog="python -m emulator.handler", description=__doc__)
+    parser.add_argument("module", help="the handler module (HANDLER)")
+    parser.add_argument("--make", default="run", help="the make target named in the fix")
+    args = parser.parse_args(argv)
+    found = find(args.module, args.make)
     if isinstance(found, str):
         print(found, file=sys.stderr)
         return 1

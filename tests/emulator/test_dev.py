@@ -4,6 +4,7 @@ wiring. The whole run is tested from a fresh clone in tests/system/test_make_dev
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from emulator._process import REPO_ROOT, EmulatorError
 from emulator.dev import (
+    Dev,
     _parser,
     changes,
     check_host,
@@ -23,6 +25,7 @@ from infra.plan import WIRING, function_env
 from infra.settings import Settings as Deploy
 from infra.settings import load
 from shared.settings import Settings
+from tests.conftest import free_port
 
 PORTS = {"a2a": 8080, "worker": 8081, "deliver": 8082}
 EMULATORS = {
@@ -145,6 +148,19 @@ def test_the_handler_is_found_where_the_functions_look(tmp_path: Path) -> None:
         find_handler("functions.handlers.unit", str(REPO_ROOT))
     assert "\n" not in str(mistyped.value) and not str(mistyped.value).startswith("error")
     assert "the closest handler module there is functions.handlers.echo" in str(mistyped.value)
+    assert "(PYTHONPATH=/my/agents make dev HANDLER=my_agent)" in str(mistyped.value)
+
+
+def test_a_place_it_cannot_listen_on_is_said_before_anything_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("A2A_AUTH", "api-key")  # a wider HOST is allowed: the address is not
+    out = io.StringIO()
+    args = _parser().parse_args(["--host", "203.0.113.7", "--port", str(free_port())])
+    assert Dev(args, out).run() == 1
+    said = out.getvalue()
+    assert "error: cannot listen on 203.0.113.7:" in said and "(for a2a)" in said, said
+    assert "emulators ready" not in said and "Traceback" not in said
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.20"])
