@@ -89,7 +89,7 @@ run: $(RUN_STAMP)  ## serve the sample agent on http://localhost:8080 (PORT, HAN
 	@# "ready" once the card answers from this server (emulator/ready.py): the watcher gets
 	@# the server's PID, which `exec` keeps, and stops with it.
 	@$(PY) -m emulator.ready --pid $$$$ --say "ready: http://localhost:$(PORT) answers" \
-	  http://127.0.0.1:$(PORT)/.well-known/agent-card.json & \
+	  --host $(HOST) --port $(PORT) & \
 	$(RUN_PATH) $(RUN_ENV) $(LOCAL_ENV) A2A_BACKEND=$(BACKEND) A2A_HANDLER=$(HANDLER) exec $(VENV)/bin/functions-framework \
 	  --target=a2a --source=functions/main.py --host=$(HOST) --port=$(PORT)
 

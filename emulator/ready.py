@@ -13,7 +13,9 @@ children and share its socket) holds the socket that listens on the port: on Lin
 /proc (the socket inodes of /proc/net/tcp{,6} in LISTEN, against its descriptors), else
 from `lsof`; where neither tells, the port checked free before the start has to do.
 
-    python -m emulator.ready --pid PID URL   # make run: print "ready" once URL answers 200
+    python -m emulator.ready --pid PID URL   # print "ready" once PID's server answers URL 200
+    python -m emulator.ready --pid PID --host HOST --port PORT   # make run: its card, asked
+                                             # where a server listening on HOST is reached
 
 Imports only the standard library: `make run` starts it beside the server.
 """
@@ -118,11 +120,17 @@ def wait_answering(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m emulator.ready", description=__doc__)
-    parser.add_argument("url", help="what must answer 200, e.g. the agent card")
+    parser.add_argument("url", nargs="?", help="what must answer 200 (default: the card)")
+    parser.add_argument("--host", default="127.0.0.1", help="where the server listens")
+    parser.add_argument("--port", type=int, help="the server's port, for the card's URL")
     parser.add_argument("--pid", type=int, required=True, help="the server: stop when it exits")
     parser.add_argument("--seconds", type=float, default=WAIT_SECONDS)
     parser.add_argument("--say", default="ready", help="the line printed once it answers")
     args = parser.parse_args(argv)
+    if args.url is None:
+        if args.port is None:
+            parser.error("give the URL, or the server's --port")
+        args.url = f"http://{reach(args.host)}:{args.port}{CARD_PATH}"
     deadline = time.monotonic() + args.seconds
     try:
         seen = wait_answering(

@@ -212,3 +212,9 @@ def test_make_runs_watcher_never_says_ready_for_another_program(other_process: i
 def test_a_listener_of_no_process_is_nobodys() -> None:
     with listener() as port:
         assert ready.holds_listener(2**22 + 12345, port) is False  # no such PID
+
+
+def test_the_card_is_asked_where_a_server_on_host_is_reached() -> None:
+    assert ready.reach("0.0.0.0") == ready.reach("::") == "127.0.0.1"
+    assert ready.reach("192.0.2.2") == "192.0.2.2"  # a server on one address: there
+    assert ready.reach("::1") == "[::1]"

@@ -565,6 +565,24 @@ def test_make_run_needs_no_java_no_emulator_and_no_browser(clone: Path, tmp_path
         make.kill()
 
 
+def test_make_run_on_one_address_says_ready_once_it_answers_there(clone: Path) -> None:
+    lan = own_address()
+    if lan is None:
+        pytest.skip("this machine has no address but loopback")
+    port = free_port()
+    keys = {"A2A_AUTH": "api-key", "A2A_API_KEYS": "ann:sha256:" + "0" * 64}
+    make = Make(clone, "run", f"PORT={port}", f"HOST={lan}", env=keys)
+    try:
+        make.wait_ready()  # the card asked at that address, not at 127.0.0.1
+        assert f"ready: http://localhost:{port} answers" in make.lines, make.output
+        assert listening_on(port) == {lan} and "WARNING" not in make.output
+        card = requests.get(f"http://{lan}:{port}/.well-known/agent-card.json", timeout=10)
+        assert card.status_code == 200, card.text
+        make.interrupt()
+    finally:
+        make.kill()
+
+
 def test_make_dev_refuses_a_wider_address_without_credentials(clone: Path) -> None:
     make = Make(clone, "dev", f"PORT={free_base()}", "HOST=0.0.0.0")
     try:
