@@ -234,7 +234,12 @@ def deploy_plan(settings: Settings, repo_root: Path, stage_root: Path) -> list[S
     for role in DEPLOY_ORDER:
         function = getattr(settings.functions, role)
         staged = stage(
-            repo_root, role, stage_root / role, settings.handler, settings.functions.extras
+            repo_root,
+            role,
+            stage_root / role,
+            settings.handler,
+            settings.functions.extras,
+            agent=settings.agent_folder,
         )
         public = role == "a2a" and settings.auth == "public"
         spec = FunctionSpec(

@@ -154,6 +154,9 @@ class Settings(_Strict):
     project: str = Field(pattern=r"^([a-z][a-z0-9-]{4,28}[a-z0-9])?$")
     region: str = Field(min_length=1)
     handler: str = Field(pattern=r"^[A-Za-z_][\w.]*$")
+    # An agent kept in a folder of its own (docs/agents.md): its package ships with the
+    # functions, its requirements with theirs; HANDLER defaults to the package.
+    agent: str = ""
     auth: Literal["public", "authenticated"]
     identity: Literal["none", "api-key", "google", "oidc"]
     open_to_everyone: bool = False
@@ -210,6 +213,11 @@ class Settings(_Strict):
         if not self.sign_card:
             return self.secrets
         return {**self.secrets, "A2A_CARD_SIGNING_KEY": f"{self.card_signing_secret}:latest"}
+
+    @property
+    def agent_folder(self) -> Path | None:
+        """The agent folder, `~` expanded, absolute; None when the handler is the kit's."""
+        return Path(self.agent).expanduser().absolute() if self.agent else None
 
     @property
     def location(self) -> str:
@@ -295,6 +303,10 @@ def load(path: Path = DEFAULT_FILE, environ: Mapping[str, str] | None = None) ->
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise SettingsError(f"cannot read {path}: {error}") from error
     overridden = _apply_overrides(raw, environ or {}, ())
+    agent = str(overridden.get("agent") or "").rstrip("/")
+    if agent and not (environ or {}).get("HANDLER"):
+        # The folder's package is the handler unless HANDLER names a module in it.
+        overridden["handler"] = Path(agent).name
     try:
         settings = Settings.model_validate(overridden)
     except ValidationError as error:
