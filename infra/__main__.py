@@ -116,7 +116,7 @@ def _destroy(settings: Settings, runner: Runner, *, yes: bool, delete_database: 
         if answer.strip() != settings.project:
             print("not confirmed: nothing removed")
             return 1
-    runner.run(steps)
+    runner.run(steps, removing=True)
     print("destroyed" if not runner.dry_run else "dry run: nothing removed")
     return 0
 

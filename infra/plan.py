@@ -51,7 +51,7 @@ from infra.resources import (
     secret_policy,
     service_policy,
 )
-from infra.settings import Settings
+from infra.settings import QueueSettings, Settings
 from infra.stage import stage
 from infra.steps import PlanError, Step, gcloud
 
@@ -136,6 +136,52 @@ def function_env(settings: Settings, role: str) -> dict[str, str]:
         # Only `deliver` acts on the push queue's last attempt.
         {"A2A_PUSH_MAX_ATTEMPTS": str(settings.queues.push.attempts())} if role == "deliver" else {}
     )
+
+
+def _last_attempt(queue: QueueSettings) -> str:
+    """Why a queue's last attempt is the one it is: Cloud Tasks' rule, with the numbers."""
+    return (
+        f"queue {queue.name} retries until it has made --max-attempts={queue.max_attempts} "
+        f"attempts and --max-retry-duration={queue.max_retry_duration} has passed: at "
+        f"--min-backoff={queue.min_backoff} doubled {queue.max_doublings} times up to "
+        f"--max-backoff={queue.max_backoff}, its last is attempt {queue.attempts()}, "
+        f"{queue.retry_span():g} s after the first"
+    )
+
+
+def derivations(settings: Settings, role: str) -> tuple[str, ...]:
+    """Why each value of `function_env` that the deploy derives is what it is: a line each,
+    printed under the function's deploy command (values of `[env]` are the user's own)."""
+    env = function_env(settings, role)
+    function = getattr(settings.functions, role)
+    work, push = settings.queues.work, settings.queues.push
+    threads = (
+        f"functions.{role}.threads"
+        if function.threads
+        else f"its --concurrency={function.concurrency}, a thread for each request it takes "
+        f"at once (functions.{role}.threads unset)"
+    )
+    why = {
+        "A2A_AUDIENCE": "its own cloudfunctions.net URL, known before it is built: the "
+        "audience of its callers' Google ID tokens",
+        "A2A_WORK_MAX_ATTEMPTS": "the work queue's last attempt, on which the worker fails "
+        f"the task itself rather than leave it working; {_last_attempt(work)}",
+        "A2A_WORK_RETRY_SECONDS": "seconds from a turn's first attempt to its last, while "
+        f"the sweep leaves the turn to the queue; {_last_attempt(work)}",
+        "A2A_PUSH_MAX_ATTEMPTS": "the push queue's last attempt, on which deliver records "
+        f"the failure on the config; {_last_attempt(push)}",
+        "A2A_FUNCTION_TIMEOUT": f"the function's --timeout (functions.{role}.timeout)",
+        "A2A_TASKS_SERVICE_ACCOUNT": "the account Cloud Tasks and Cloud Scheduler sign their "
+        "OIDC tokens as (invoker_service_account), the only caller the worker and deliver take",
+        "THREADS": threads,
+    }
+    notes = [f"{name}={env[name]}: {text}" for name, text in why.items() if name in env]
+    wired = ", ".join(WIRING[role])
+    notes.append(
+        f"{wired}: the run.app URLs <name>-<project number>.{settings.region}.run.app, known "
+        "from the project's number before any function is built"
+    )
+    return tuple(notes)
 
 
 def function_secrets(settings: Settings, role: str) -> dict[str, str]:
@@ -254,6 +300,7 @@ def deploy_plan(settings: Settings, repo_root: Path, stage_root: Path) -> list[S
             wiring=WIRING[role],
             secrets=function_secrets(settings, role),
             public=public,
+            notes=derivations(settings, role),
         )
         steps.append(Function(project, spec))
         steps += invokers(settings, role)

@@ -581,6 +581,9 @@ class Binding(Step):
     member: str
     present: bool = True
 
+    def existing(self) -> Any:
+        return {"bindings": [{"role": self.role, "members": [self.member]}]}
+
     @property
     def title(self) -> str:  # type: ignore[override]
         relation = "has" if self.present else "lacks"
@@ -638,6 +641,8 @@ class FunctionSpec:
     wiring: dict[str, str]
     secrets: dict[str, str]
     public: bool
+    # Why each derived value of `env` is what it is: a line each, printed with the deploy.
+    notes: tuple[str, ...] = ()
 
 
 def _env_flag(name: str, values: dict[str, str]) -> str:
@@ -744,12 +749,14 @@ class Function(Step):
 
     def changes(self, found: Any, outputs: Outputs) -> list[Change]:
         env = self.env(outputs)
+        notes = self.spec.notes
         if found is None:
-            return [Change("create", self._deploy(env), "builds and deploys, takes minutes")]
+            why = "builds and deploys, takes minutes"
+            return [Change("create", self._deploy(env), why, notes=notes)]
         differences = self._differences(found, env)
         if not differences:
             return []
-        return [Change("update", self._deploy(env), ", ".join(differences))]
+        return [Change("update", self._deploy(env), ", ".join(differences), notes=notes)]
 
 
 @dataclass
