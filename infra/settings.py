@@ -170,6 +170,11 @@ class Settings(_Strict):
     # Cloud Build builds the functions as this account, granted its roles before the first
     # build (a new project's default build account may lack them).
     build_service_account: str = Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+    # The Artifact Registry repository (docker, in the region) the functions' images go to:
+    # the deploy makes it, and the build account may write there only.
+    artifact_repository: str = Field(
+        default="a2a-functions", pattern=r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$"
+    )
     # The Secret Manager secret holding A2A_LOG_OWNER_KEY for all three functions (one owner,
     # one log tag everywhere): generated once by the first deploy, unless [secrets] sets it.
     log_owner_secret: str = Field(pattern=r"^[A-Za-z0-9_-]{1,255}$")
@@ -218,6 +223,14 @@ class Settings(_Strict):
     def agent_folder(self) -> Path | None:
         """The agent folder, `~` expanded, absolute; None when the handler is the kit's."""
         return Path(self.agent).expanduser().absolute() if self.agent else None
+
+    @property
+    def docker_repository(self) -> str:
+        """The repository as `gcloud functions deploy --docker-repository` names it."""
+        return (
+            f"projects/{self.project}/locations/{self.region}/repositories/"
+            f"{self.artifact_repository}"
+        )
 
     @property
     def location(self) -> str:
