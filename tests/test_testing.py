@@ -9,6 +9,10 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import sys
+import types
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -19,6 +23,7 @@ from shared.agent import Context, Part, Role, TurnEnded
 from shared.limits import LimitExceeded
 from shared.model import ArtifactUpdate, StatusUpdate
 from shared.testing import FAILED_TEXT, TaskState, run_turn, user_message
+from tests.conftest import ROOT
 
 
 def test_the_echo_sample_answers_with_an_artifact_and_completes() -> None:
@@ -205,3 +210,25 @@ def test_context_history_reads_the_given_earlier_tasks() -> None:
     turn = run_turn(handle, user_message("next"), context=[earlier.task])
     assert turn.task.context_id == earlier.task.context_id
     assert seen == ["first question"]
+
+
+def block(page: Path, first_line: str) -> str:
+    """The fenced code block of `page` whose first line is `first_line`."""
+    text = page.read_text()
+    start = text.index(f"```python\n{first_line}") + len("```python\n")
+    return text[start : text.index("```", start)]
+
+
+def test_the_documented_unit_tests_pass_against_the_readme_agent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """docs/agents.md's example tests, run against README's weather agent as `my_agent`."""
+    agent = types.ModuleType("my_agent")
+    exec(block(ROOT / "README.md", "# functions/handlers/weather.py"), agent.__dict__)
+    monkeypatch.setitem(sys.modules, "my_agent", agent)
+    tests: dict[str, Any] = {}
+    exec(block(ROOT / "docs" / "agents.md", "# ~/agents/my_agent/tests/test_agent.py"), tests)
+    ran = [name for name in tests if name.startswith("test_")]
+    assert ran == ["test_it_forecasts", "test_it_asks_for_the_city_then_goes_on"]
+    for name in ran:
+        tests[name]()
