@@ -30,8 +30,9 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 PACKAGES = ("functions", "shared")
-# The client CLI (shared/client, the `cli` extra) is for people, not for the functions.
-NOT_DEPLOYED = (Path("shared") / "client",)
+# The client CLI (shared/client, the `cli` extra) is for people, and a handler's test helper
+# (shared/testing.py) for its tests: neither is for the functions.
+NOT_DEPLOYED = (Path("shared") / "client", Path("shared") / "testing.py")
 # Extras that never deploy: the CLI's, and the test tools'.
 NOT_DEPLOYED_EXTRAS = ("cli", "dev")
 _CACHES = shutil.ignore_patterns("__pycache__", "*.pyc", ".*")

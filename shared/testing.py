@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
@@ -180,16 +180,7 @@ def run_turn(
         task = Task(
             id=new_id(), context_id=context_id, status=TaskStatus(state=TaskState.SUBMITTED)
         )
-    message = Message(
-        message_id=message.message_id,
-        role=message.role,
-        parts=message.parts,
-        context_id=task.context_id,
-        task_id=task.id,
-        reference_task_ids=message.reference_task_ids,
-        extensions=message.extensions,
-        metadata=message.metadata,
-    )
+    message = replace(message, context_id=task.context_id, task_id=task.id)
     # As a turn starts: a new task holds the message, then works; a resumed one works first,
     # which moves the agent's question into history before the answer to it.
     working = _status(task, TaskState.WORKING, None)

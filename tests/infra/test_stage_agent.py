@@ -79,6 +79,7 @@ def test_the_stage_holds_the_agent_folder_and_its_pinned_requirements(
     pinned = pins(text)
     assert pinned["sortedcontainers"] == metadata.version("sortedcontainers")
     assert pinned["functions-framework"] == "3.10.2", "the kit's own stay"
+    assert not (staged.path / "shared" / "testing.py").exists(), "its tests' helper stays home"
     assert "no-such-package-for-old-pythons" not in text, "a marker for another Python"
 
     # Served from the stage alone (no PYTHONPATH, no checkout): the handler loads with its
