@@ -16,6 +16,7 @@ from __future__ import annotations
 import compileall
 import hashlib
 import keyword
+import os
 import py_compile
 import shutil
 import tomllib
@@ -36,6 +37,10 @@ NOT_DEPLOYED = (Path("shared") / "client", Path("shared") / "testing.py")
 # Extras that never deploy: the CLI's, and the test tools'.
 NOT_DEPLOYED_EXTRAS = ("cli", "dev")
 _CACHES = shutil.ignore_patterns("__pycache__", "*.pyc", ".*")
+# What an agent folder may ship, counted unzipped: Cloud Functions takes at most 100 MB of
+# zipped source a function; the kit's own stage is 2.0 MB (0.8 MB zipped), and files an agent
+# ships may not compress at all.
+MAX_AGENT_BYTES = 95 * 1000 * 1000
 # Names an agent's package cannot take: the stage's own top level, and the entry module.
 _RESERVED = frozenset({*PACKAGES, "main"})
 
@@ -119,6 +124,31 @@ def check_agent(agent: Path, handler: str) -> None:
         )
     if not _module_file(agent.parent, handler):
         raise StageError(f"handler module {handler} is not in {agent}")
+    _check_files(agent)
+
+
+def _check_files(agent: Path) -> None:
+    """What of the agent folder ships (caches and dot-files such as .git and .venv do not):
+    no symbolic link, which would upload whatever it points to (a key, a home folder), and
+    at most MAX_AGENT_BYTES. Raises StageError naming the problem."""
+    size = 0
+    for folder, names, files in os.walk(agent):
+        ignored = _CACHES(folder, [*names, *files])
+        names[:] = [name for name in names if name not in ignored]
+        for name in (*names, *(f for f in files if f not in ignored)):
+            path = Path(folder) / name
+            if path.is_symlink():
+                raise StageError(
+                    f"{path} is a symbolic link: the agent folder ships as files, and a link "
+                    "would upload what it points to; copy what it should hold, or remove it"
+                )
+            size += path.stat().st_size if path.is_file() else 0
+    if size > MAX_AGENT_BYTES:
+        raise StageError(
+            f"AGENT={agent} holds {size} bytes of files to ship, over {MAX_AGENT_BYTES}: "
+            "keep data out of the package (fetch it at run time, or put it in a dot-folder "
+            "when it is only for development)"
+        )
 
 
 def agent_requirements(agent: Path) -> tuple[list[str], str]:

@@ -120,7 +120,9 @@ def test_requirements_that_cannot_be_pinned_are_refused_naming_the_line(
     assert not (tmp_path / "a2a").exists(), "nothing staged"
 
 
-def test_a_folder_that_cannot_ship_is_refused_naming_the_fix(agent: Path, tmp_path: Path) -> None:
+def test_a_folder_that_cannot_ship_is_refused_naming_the_fix(
+    agent: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     out = tmp_path / "out"
     with pytest.raises(StageError, match=r"HANDLER=functions\.handlers\.sample is not in"):
         stage(REAL_ROOT, "a2a", out, "functions.handlers.sample", agent=agent)
@@ -131,6 +133,20 @@ def test_a_folder_that_cannot_ship_is_refused_naming_the_fix(agent: Path, tmp_pa
         with pytest.raises(StageError, match="rename the folder"):
             stage(REAL_ROOT, "a2a", out, name, agent=renamed)
         agent = renamed.rename(agent.parent / "my_agent")
+    secret = agent.parent / "id_rsa"
+    secret.write_text("a key")
+    (agent / "tests" / "key").symlink_to(secret)
+    with pytest.raises(StageError, match=r"tests/key is a symbolic link"):
+        stage(REAL_ROOT, "a2a", out, "my_agent", agent=agent)
+    (agent / "tests" / "key").unlink()
+    (agent / ".venv").mkdir()
+    (agent / ".venv" / "python").symlink_to(secret)  # not shipped: not refused
+    stage(REAL_ROOT, "a2a", out, "my_agent", agent=agent)
+    assert not (out / "my_agent" / ".venv").exists()
+    (agent / "data.bin").write_bytes(b"x" * 2048)
+    monkeypatch.setattr("infra.stage.MAX_AGENT_BYTES", 2048)
+    with pytest.raises(StageError, match=r"holds \d+ bytes of files to ship, over 2048"):
+        stage(REAL_ROOT, "a2a", out, "my_agent", agent=agent)
     (agent / "__init__.py").unlink()
     with pytest.raises(StageError, match=r"needs an __init__\.py"):
         stage(REAL_ROOT, "a2a", out, "my_agent", agent=agent)
