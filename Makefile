@@ -11,6 +11,18 @@ STAMP := $(VENV)/.installed
 PORT ?= 8080
 BACKEND ?= memory
 HANDLER ?= functions.handlers.sample
+# AGENT=~/agents/my_agent: an agent kept in a folder of its own (docs/agents.md), a package
+# named after the folder. It is served (run, dev), staged and deployed by naming the folder:
+# HANDLER becomes its package (unless HANDLER names a module in it on the command line), and
+# the folder's parent goes on PYTHONPATH, after this checkout. A `~` the shell left is expanded.
+AGENT ?=
+ifneq ($(AGENT),)
+AGENT_DIR := $(abspath $(patsubst ~/%,$(HOME)/%,$(patsubst %/,%,$(AGENT))))
+ifneq ($(origin HANDLER),command line)
+HANDLER := $(notdir $(AGENT_DIR))
+endif
+export PYTHONPATH := $(dir $(AGENT_DIR))$(if $(PYTHONPATH),:$(PYTHONPATH))
+endif
 # deploy settings (empty: the value in infra/deploy.toml)
 PROJECT ?=
 REGION ?=
@@ -29,7 +41,7 @@ SOAK_OWNERS ?= 3
 # make smoke: a Google ID token (default: gcloud auth print-identity-token), or an API key
 TOKEN ?=
 API_KEY ?=
-INFRA_ENV = PROJECT=$(PROJECT) REGION=$(REGION) HANDLER=$(HANDLER) AUTH=$(AUTH) \
+INFRA_ENV = PROJECT=$(PROJECT) REGION=$(REGION) HANDLER=$(HANDLER) AGENT=$(AGENT_DIR) AUTH=$(AUTH) \
   IDENTITY=$(IDENTITY) OPEN_TO_EVERYONE=$(OPEN_TO_EVERYONE) INVOKERS=$(INVOKERS) \
   SIGN_CARD=$(SIGN_CARD) DRY_RUN=$(DRY_RUN)
 
@@ -132,8 +144,8 @@ deploy: $(STAMP)  ## create or update everything in PROJECT (DRY_RUN=1 prints th
 destroy: $(STAMP)  ## remove what deploy created, after confirmation (YES=1, DELETE_DATABASE=1)
 	$(INFRA_ENV) $(PY) -m infra destroy $(if $(YES),--yes) $(if $(DELETE_DATABASE),--delete-database)
 
-stage: $(STAMP)  ## build the per-function staging folders in build/stage
-	HANDLER=$(HANDLER) $(PY) -m infra stage
+stage: $(STAMP)  ## build the per-function staging folders in build/stage (AGENT=folder: with it)
+	HANDLER=$(HANDLER) AGENT=$(AGENT_DIR) $(PY) -m infra stage
 
 smoke: $(STAMP)  ## check a deployed agent end to end: make smoke URL=https://... [TOKEN=... | API_KEY=...]
 	@TOKEN='$(TOKEN)' API_KEY='$(API_KEY)' $(PY) -m infra.smoke $(URL) $(SMOKE_ARGS)
