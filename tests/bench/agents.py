@@ -16,7 +16,12 @@ whatever the ones before it became. Each burst on a fresh server process. Report
   100 ms) less at rest (after one turn), over N;
 - what a turn's compute costs on Cloud Run at that concurrency (tests/bench/cost_model.py):
   a request-based instance, as `make deploy` deploys it, is billed while it holds a request,
-  so N turns answered within T share T seconds of it; alone, a turn is billed its own time.
+  so N turns answered within T share T seconds of it; alone, a turn is billed its own time;
+- how soon a cancel reaches a turn's await (ours): CANCELS streamed turns awaiting
+  CANCEL_WAIT seconds, one at a time, each canceled once its handler began to await, the
+  time from sending CancelTask to the await's end (canceled, or run out: the handler's log,
+  $TEST_HANDLER_LOG), on the instance running the turn (embedded), and from another
+  instance (two `a2a` on the Firestore emulator).
 
 The client is this process's event loop (uvloop, as the servers') speaking HTTP/1.1 on
 raw asyncio streams, a connection a request (`Connection: close`, the answer read to its
@@ -29,21 +34,26 @@ from __future__ import annotations
 
 import asyncio
 import json
+import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
+import requests
 import uvloop
 
+from emulator.firestore import start_firestore
+from tests import sse
 from tests.bench import cost_model, usage
 from tests.bench.compare import Process, first_answer, spawn
-from tests.bench.load import cpu_seconds, percentile, pss_mib
-from tests.conftest import Server
+from tests.bench.load import HEADERS, cpu_seconds, percentile, pss_mib
+from tests.conftest import Server, wait_until
 
 Kind = Literal["ours", "sdk"]
 Method = Literal["SendMessage", "SendStreamingMessage"]
@@ -293,6 +303,11 @@ def cost_name(burst: Burst, wait: float) -> str:
 
 
 def agents(turns: int, wait: float) -> None:
+    bursts(turns, wait)
+    cancels()
+
+
+def bursts(turns: int, wait: float) -> None:
     a2a = usage.functions()["a2a"]
     print(
         f"\nagents that wait on models: {turns} turns of an async handler awaiting {wait:g} s, "
@@ -354,3 +369,118 @@ def agents(turns: int, wait: float) -> None:
     for burst in bursts:
         name = cost_name(burst, wait)
         print(cost_model.row(name, cost_model.per_million_of(name, usage_of(burst))))
+
+
+CANCELS = 10  # turns canceled, one at a time, on each path
+CANCEL_WAIT = 5.0  # seconds a canceled turn's handler would await
+
+
+def handler_log(log: Path) -> dict[tuple[str, str], float]:
+    """(what, task id) -> when (time.time()), from tests.handlers.awaits_model's log."""
+    if not log.exists():
+        return {}
+    lines = [line.split() for line in log.read_text().splitlines()]
+    return {(what, task): float(at) for at, what, task in lines}
+
+
+def _logged(log: Path, whats: tuple[str, ...], task_id: str, timeout: float) -> tuple[str, float]:
+    """The first of `whats` the handler logged for the task, and when."""
+    found: list[tuple[str, float]] = []
+
+    def seen() -> bool:
+        entries = handler_log(log)
+        found.extend((w, entries[w, task_id]) for w in whats if (w, task_id) in entries)
+        return bool(found)
+
+    wait_until(seen, timeout, lambda: f"the handler logged none of {whats} for {task_id}")
+    return found[0]
+
+
+def _call(url: str, method: str, params: dict[str, object]) -> dict[str, object]:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    answer: dict[str, object] = requests.post(url, json=body, headers=HEADERS, timeout=30).json()
+    return answer
+
+
+def cancel_latencies(sender: Server, canceller: Server, log: Path) -> list[tuple[str, float]]:
+    """CANCELS streamed turns sent to `sender`, each canceled through `canceller` once its
+    handler awaits: how its await ended, and the seconds from the cancel's send."""
+    return [_cancel_one(sender, canceller, log, f"cancel {i}") for i in range(CANCELS)]
+
+
+def _cancel_one(sender: Server, canceller: Server, log: Path, text: str) -> tuple[str, float]:
+    message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": text}]}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage"}
+    response = sse.stream(sender.url, {**body, "params": {"message": message}}, HEADERS)
+    try:
+        task_id = next(sse.read(response)).data["result"]["task"]["id"]
+        _logged(log, ("start",), task_id, 30)
+        # Another instance cancels what its store has: the turn's first commit.
+        wait_until(
+            lambda: "result" in _call(canceller.url, "GetTask", {"id": task_id}),
+            30,
+            lambda: f"{task_id} was never stored",
+        )
+        sent = time.time()
+        canceled = _call(canceller.url, "CancelTask", {"id": task_id})
+        if "result" not in canceled:
+            raise RuntimeError(f"CancelTask of {task_id} answered {canceled}")
+        what, at = _logged(log, ("canceled", "waited"), task_id, CANCEL_WAIT + 30)
+        return what, at - sent
+    finally:
+        response.close()
+
+
+def _cancel_line(where: str, found: list[tuple[str, float]]) -> str:
+    reached = [seconds for what, seconds in found if what == "canceled"]
+    ran_on = [seconds for what, seconds in found if what == "waited"]
+    line = f"  cancel -> the await's end, {where}: {len(reached)} of {len(found)} canceled"
+    if reached:
+        line += (
+            f" (p50 {percentile(reached, 0.5) * 1000:,.0f} ms, p99 "
+            f"{percentile(reached, 0.99) * 1000:,.0f} ms)"
+        )
+    if ran_on:
+        line += (
+            f"; {len(ran_on)} awaited on, uncanceled, their waits run out p50 "
+            f"{percentile(ran_on, 0.5) * 1000:,.0f} ms, max {max(ran_on) * 1000:,.0f} ms "
+            "after the cancel was sent"
+        )
+    return line
+
+
+def cancels() -> None:
+    """The cancel figures: on the instance running the turn, and from another."""
+    log = Path(tempfile.mkdtemp()) / "handler.log"
+    env = {
+        "A2A_HANDLER": "tests.handlers.awaits_model",
+        "THREADS": str(usage.functions()["a2a"].threads),
+        "TEST_HANDLER_WAIT_SECONDS": f"{CANCEL_WAIT:g}",
+        "TEST_HANDLER_LOG": str(log),
+    }
+    print(
+        f"\n  {CANCELS} streamed turns awaiting {CANCEL_WAIT:g} s, one at a time, each canceled "
+        "once its handler awaits:",
+        flush=True,
+    )
+    server = Server({**env, "A2A_BACKEND": "memory"})
+    try:
+        print(_cancel_line("the instance running the turn", cancel_latencies(server, server, log)))
+    finally:
+        server.stop()
+    with start_firestore() as emulator:
+        firestore = {
+            **emulator.env(),
+            "A2A_BACKEND": "firestore",
+            "GOOGLE_CLOUD_PROJECT": emulator.project,
+        }
+        runner = Server({**env, **firestore})
+        try:
+            other = Server({**env, **firestore})
+            try:
+                found = cancel_latencies(runner, other, log)
+            finally:
+                other.stop()
+        finally:
+            runner.stop()
+    print(_cancel_line("from another instance (Firestore emulator)", found), flush=True)
