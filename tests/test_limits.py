@@ -12,14 +12,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from emulator.firestore import FirestoreEmulator
 from shared.app import build
 from shared.bindings import body as front_door
 from shared.identity.api_key import hashed
-from shared.limits import Limits, json_bytes
+from shared.lifecycle import apply
+from shared.limits import ArtifactMeter, LimitExceeded, Limits, json_bytes, model_bytes
+from shared.model import Artifact, ArtifactUpdate, Part, Task, TaskState, TaskStatus
 from shared.settings import Settings, SettingsError
 from shared.store.memory import MemoryTaskStore
+from tests import sse
 from tests.conftest import Client
 from tests.test_ids import text_id
 
@@ -145,7 +150,7 @@ def test_history_bytes(make_client: MakeClient) -> None:
     ("text", "expected"),
     [
         ("artifact 3000", "an artifact update of 30"),  # one update over the message limit
-        ("chunks 4", "an artifact with 4 parts; the limit is 3 (A2A_MAX_PARTS)"),
+        ("datachunks 4", "an artifact with 4 parts; the limit is 3 (A2A_MAX_PARTS)"),
     ],
 )
 def test_a_handler_artifact_over_the_limit_fails_the_task(
@@ -262,15 +267,97 @@ if __name__ == "__main__":
 
 
 def test_a_chunked_artifact_is_measured_chunk_by_chunk(make_client: MakeClient) -> None:
-    """Many small chunks: each counted once (no re-serialization per chunk), and the limit
-    holds for their sum."""
-    client = make_client(handler="tests.handlers.limits", max_parts=5000, max_artifact_bytes=40_000)
-    done = client.result("SendMessage", {"message": message("chunks 200")}, version="1.0")["task"]
+    """Many small chunks: each counted once (no re-serialization per chunk), their text
+    joined, and the limit held to the bytes the artifact holds, not to a sum of envelopes."""
+    client = make_client(handler="tests.handlers.limits", max_parts=3, max_artifact_bytes=40_000)
+    done = client.result("SendMessage", {"message": message("chunks 2000")}, version="1.0")["task"]
     assert done["status"]["state"] == "TASK_STATE_COMPLETED"
-    assert len(done["artifacts"][0]["parts"]) == 200
-    failed = client.result("SendMessage", {"message": message("chunks 1000")}, version="1.0")
+    assert done["artifacts"][0]["parts"] == [{"text": "x" * 2000}]
+    failed = client.result("SendMessage", {"message": message("chunks 100 500")}, version="1.0")
     reason = failed["task"]["status"]["message"]["parts"][0]["text"]
     assert "the limit is 40000 (A2A_MAX_ARTIFACT_BYTES)" in reason
+    stored = client.result("GetTask", {"id": failed["task"]["id"]}, version="1.0")
+    [[part]] = [a["parts"] for a in stored["artifacts"]]
+    assert 39_000 < len(part["text"]) <= 40_000  # refused at the chunk that passed the limit
+
+
+def _frames(client: Client, method: str, params: dict[str, Any], version: str) -> list[Any]:
+    body = {"jsonrpc": "2.0", "id": "s", "method": method, "params": params}
+    headers = {"Content-Type": "application/json", "A2A-Version": version}
+    response = client.http.post("/", content=json.dumps(body), headers=headers)
+    return [event.data["result"] for event in sse.parse(response.text)]
+
+
+def test_an_answer_of_500_chunks_streams_each_and_reads_back_as_one_part(
+    make_client: MakeClient, schema_checked: None
+) -> None:
+    """A model's answer streamed token by token: a live stream gets every chunk as its own
+    append; GetTask and ListTasks, in every version, one text part holding the whole text."""
+    client = make_client(handler="tests.handlers.limits")  # A2A_MAX_PARTS at its 100
+    frames = _frames(client, "SendStreamingMessage", {"message": message("chunks 500 3")}, "1.0")
+    updates = [f["artifactUpdate"] for f in frames if "artifactUpdate" in f]
+    assert len(updates) == 500
+    assert [u.get("append", False) for u in updates] == [False] + [True] * 499
+    assert all(u["artifact"]["parts"] == [{"text": "xxx"}] for u in updates)
+    assert frames[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    task_id = frames[0]["task"]["id"]
+    whole = "x" * 1500
+    got = client.result("GetTask", {"id": task_id}, version="1.0")
+    assert [a["parts"] for a in got["artifacts"]] == [[{"text": whole}]]
+    [listed] = tasks(client)["tasks"]
+    assert [a["parts"] for a in listed["artifacts"]] == [[{"text": whole}]]
+    v03 = client.result("tasks/get", {"id": task_id}, version="0.3")
+    assert [a["parts"] for a in v03["artifacts"]] == [[{"kind": "text", "text": whole}]]
+    v01 = client.result("tasks/get", {"id": task_id}, version="0.1")
+    assert [a["parts"] for a in v01["artifacts"]] == [[{"kind": "text", "text": whole}]]
+
+
+# Chunks of one artifact: plain text (which joins), data and text with metadata (which do not).
+_chunk_parts = st.one_of(
+    st.builds(Part, text=st.text(max_size=30)),
+    st.builds(Part, data=st.integers()),
+    st.builds(Part, text=st.text(max_size=5), metadata=st.just({"k": "v"})),
+)
+
+
+def _updates(chunks: list[tuple[Part, ...]]) -> list[ArtifactUpdate]:
+    artifacts = [Artifact(artifact_id="a", parts=parts) for parts in chunks]
+    return [
+        ArtifactUpdate(task_id="t", context_id="c", artifact=a, append=i > 0)
+        for i, a in enumerate(artifacts)
+    ]
+
+
+_WORKING = Task(id="t", context_id="c", status=TaskStatus(state=TaskState.WORKING))
+
+
+@given(st.lists(st.lists(_chunk_parts, max_size=3).map(tuple), min_size=1, max_size=30))
+def test_the_meter_counts_the_parts_the_fold_keeps(chunks: list[tuple[Part, ...]]) -> None:
+    meter, task = ArtifactMeter(Limits(parts=8)), _WORKING
+    for update in _updates(chunks):
+        after = apply(task, update)
+        parts = len(after.artifacts[0].parts)
+        if parts > 8:
+            with pytest.raises(LimitExceeded, match=f"with {parts} parts; the limit is 8 "):
+                meter.add(update, task)
+            return
+        meter.add(update, task)
+        task = after
+
+
+@given(st.lists(st.text(max_size=40), min_size=1, max_size=30), st.integers(100, 600))
+def test_the_meter_holds_joined_text_to_the_bytes_the_artifact_has(
+    texts: list[str], limit: int
+) -> None:
+    meter, task = ArtifactMeter(Limits(artifact_bytes=limit)), _WORKING
+    for update in _updates([(Part(text=t),) for t in texts]):
+        after = apply(task, update)
+        if model_bytes(after.artifacts[0]) > limit:
+            with pytest.raises(LimitExceeded, match=f"the limit is {limit} "):
+                meter.add(update, task)
+            return
+        meter.add(update, task)
+        task = after
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,6 @@
 """A handler for the limit tests: `artifact <n>` makes an artifact of n characters, `chunks
-<n>` one artifact of n one-character chunks, `unservable <how>` output no answer could carry
+<n> [<size>]` one artifact of n text chunks of `size` characters (default 1), `datachunks <n>`
+one of n data chunks, `unservable <how>` output no answer could carry
 (`progress`, `reply`: a lone surrogate; `deep`: data nested 3000 deep, `deeper`: 65 deep;
 `nan`, `infinity`: such a number in data; `set`: a set in data; `type`: a number as a part's
 text; `append`: "yes" for append); anything else asks for more (input-required), so that a
@@ -17,9 +18,15 @@ def handle(ctx: Context) -> None:
     if command == "artifact":
         ctx.artifact("x" * int(count))
     elif command == "chunks":
-        artifact_id = ctx.artifact("x")
-        for _ in range(int(count) - 1):
-            ctx.artifact("x", artifact_id=artifact_id, append=True)
+        chunks, _, size = count.partition(" ")
+        text = "x" * int(size or 1)
+        artifact_id = ctx.artifact(text)
+        for _ in range(int(chunks) - 1):
+            ctx.artifact(text, artifact_id=artifact_id, append=True)
+    elif command == "datachunks":
+        artifact_id = ctx.artifact(data=0)
+        for index in range(1, int(count)):
+            ctx.artifact(data=index, artifact_id=artifact_id, append=True)
     elif command == "unservable":
         unservable(ctx, count)
     else:
