@@ -270,18 +270,42 @@ def stream(client: Client, *parts: dict[str, Any]) -> list[dict[str, Any]]:
     return [e.data["result"] for e in sse.parse(response.text)]
 
 
-def test_streamed_text_comes_as_progress_then_the_artifact(custom: Client) -> None:
+def chunks(frames: list[dict[str, Any]]) -> list[tuple[str, str, bool, bool]]:
+    """Each artifact update of a stream: (artifact id, its text, append, lastChunk)."""
+    return [
+        (
+            u["artifact"]["artifactId"],
+            "".join(p.get("text", "") for p in u["artifact"]["parts"]),
+            u.get("append", False),
+            u.get("lastChunk", False),
+        )
+        for u in (f["artifactUpdate"] for f in frames if "artifactUpdate" in f)
+    ]
+
+
+def test_streamed_text_comes_as_chunks_of_the_answer_then_the_whole_as_its_last(
+    custom: Client,
+) -> None:
     frames = stream(custom, {"text": "stream"})
-    kinds = [next(iter(f)) for f in frames]
-    assert kinds[0] == "task" and kinds[-1] == "statusUpdate"
-    assert frames[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
-    first_progress = frames[1]["statusUpdate"]["status"]
-    assert first_progress["state"] == "TASK_STATE_WORKING"
-    [partial] = first_progress["message"]["parts"]
-    assert partial["metadata"][PARTIAL] is True and "Hello world".startswith(partial["text"])
-    artifact_at = kinds.index("artifactUpdate")
-    assert artifact_at > 1  # after the progress
-    assert frames[artifact_at]["artifactUpdate"]["artifact"]["parts"] == [{"text": "Hello world"}]
+    streamed = chunks(frames)
+    [answer] = {artifact_id for artifact_id, *_ in streamed}
+    # As ADK's own A2A executor streams: chunks appended, then the complete response
+    # replacing them as the last chunk (what an ADK RemoteA2aAgent records as the answer).
+    assert [c[1:] for c in streamed] == [
+        ("Hel", False, False),
+        ("lo ", True, False),
+        ("world", True, False),
+        ("Hello world", False, True),
+    ]
+    # The partial text is no status message: only the complete event is a step.
+    statuses = [f["statusUpdate"]["status"] for f in frames if "statusUpdate" in f]
+    steps = [s["message"]["parts"] for s in statuses if "message" in s]
+    assert [[p["text"] for p in step] for step in steps] == [["Hello world"]]
+    assert statuses[-1]["state"] == "TASK_STATE_COMPLETED"
+    task = custom.result("GetTask", {"id": frames[0]["task"]["id"]}, version=V1)
+    assert task["artifacts"] == [
+        {"artifactId": answer, "name": "scenes", "parts": [{"text": "Hello world"}]}
+    ]
 
 
 def test_a_tool_result_is_a_data_artifact_and_the_model_streams_its_answer(
@@ -291,16 +315,21 @@ def test_a_tool_result_is_a_data_artifact_and_the_model_streams_its_answer(
     artifacts = [f["artifactUpdate"]["artifact"] for f in frames if "artifactUpdate" in f]
     assert artifacts[0]["name"] == "get_weather"
     assert artifacts[0]["parts"] == [{"data": {"city": "Paris", "sky": "sunny"}}]
-    answer = artifacts[-1]["parts"][0]["text"]
-    assert answer.startswith("get_weather gave")
-    partials = [
-        p["text"]
+    streamed = chunks(frames)[1:]
+    *partial, last = streamed
+    answer = last[1]
+    assert answer.startswith("get_weather gave") and last[2:] == (False, True)
+    assert len(partial) > 5 and all(c[2] for c in partial[1:]) and not partial[0][2]
+    assert "".join(c[1] for c in partial).strip() == answer
+    # The tool call is a step (a working status message with the call as a data part).
+    steps = [
+        p
         for f in frames
         if "statusUpdate" in f and "message" in f["statusUpdate"]["status"]
         for p in f["statusUpdate"]["status"]["message"]["parts"]
-        if (p.get("metadata") or {}).get(PARTIAL)
     ]
-    assert partials and answer.startswith(partials[0].strip())
+    assert any((p.get("metadata") or {}).get("adk_type") == "function_call" for p in steps)
+    assert not any((p.get("metadata") or {}).get(PARTIAL) for p in steps)
     assert frames[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
