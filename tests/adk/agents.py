@@ -1,5 +1,7 @@
-"""ADK agents for the adapter's tests, offline: custom agents (BaseAgent subclasses) and an
-LlmAgent over a scripted model (a BaseLlm answering from the conversation it is given).
+"""ADK agents for the adapter's tests, offline: custom agents (BaseAgent subclasses), an
+LlmAgent over a scripted model (a BaseLlm answering from the conversation it is given), and
+one over a paced model (a BaseLlm that awaits between the words it streams, as a model called
+over the network does, and calls one tool).
 
 Each scene is chosen by the first user text of the session, so a later turn of the same task
 (whose session the adapter rebuilt from the task's history) continues the same scene.
@@ -12,6 +14,7 @@ import json
 import math
 import threading
 from collections.abc import AsyncGenerator
+from dataclasses import dataclass
 from typing import Any
 
 from google.adk.agents import BaseAgent, LlmAgent
@@ -235,3 +238,92 @@ assistant = LlmAgent(
     instruction="Help.",
     tools=[get_weather, LongRunningFunctionTool(ask_approval)],
 )
+
+
+# -- the paced model ---------------------------------------------------------------------------
+
+
+@dataclass
+class Pace:
+    """How the paced model waits (seconds), set by the tests: `delay` before each word it
+    streams, `hold` in the call of a "hold" message, after its first word; and how many of its
+    calls are in flight now, and at most (`peak`)."""
+
+    delay: float = 0.01
+    hold: float = 60.0
+    running: int = 0
+    peak: int = 0
+
+
+PACE = Pace()
+_pace_lock = threading.Lock()
+LOOKUPS: list[str] = []  # the terms `lookup` was called with, in order
+
+
+def lookup(term: str) -> dict[str, str]:
+    """Looks a term up in the glossary."""
+    LOOKUPS.append(term)
+    return {"term": term, "entry": term.upper()[::-1]}
+
+
+def _text(text: str) -> types.Content:
+    return _content(types.Part(text=text))
+
+
+class Paced(BaseLlm):
+    """A model answering over time: "look up <term>" calls `lookup`, and its result is the
+    answer; "hold <key>" says its first word then awaits PACE.hold (flag(key, "holding") set
+    before it, flag(key, "cancelled") when that await is cancelled); anything else answers
+    "turn <n>: " and every user text of the conversation, joined by " | ". Each answer is
+    streamed a word at a time, PACE.delay apart."""
+
+    model: str = "paced"
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        with _pace_lock:
+            PACE.running += 1
+            PACE.peak = max(PACE.peak, PACE.running)
+        try:
+            async for response in self._answer(llm_request.contents, stream):
+                yield response
+        finally:
+            with _pace_lock:
+                PACE.running -= 1
+
+    async def _answer(
+        self, contents: list[types.Content], stream: bool
+    ) -> AsyncGenerator[LlmResponse, None]:
+        last = contents[-1].parts[-1] if contents and contents[-1].parts else types.Part(text="")
+        said = [p.text for c in contents if c.role == "user" for p in c.parts or [] if p.text]
+        text = last.text or ""
+        if last.function_response is not None:
+            result = last.function_response.response or {}
+            answer = f"{last.function_response.name} found {result.get('entry')}"
+        elif text.startswith("look up "):
+            call = types.FunctionCall(name="lookup", args={"term": text.removeprefix("look up ")})
+            yield LlmResponse(content=_content(types.Part(function_call=call)))
+            return
+        elif text.startswith("hold "):
+            key = text.removeprefix("hold ")
+            yield LlmResponse(content=_text("thinking "), partial=True)
+            flag(key, "holding").set()
+            try:
+                await asyncio.sleep(PACE.hold)  # a model call that takes long
+            except asyncio.CancelledError:
+                flag(key, "cancelled").set()
+                raise
+            answer = "thinking done"
+        else:
+            answer = f"turn {len(said)}: " + " | ".join(said)
+        words = answer.split(" ")
+        for index, word in enumerate(words):
+            await asyncio.sleep(PACE.delay)
+            if stream:
+                chunk = word if index == len(words) - 1 else word + " "
+                yield LlmResponse(content=_text(chunk), partial=True)
+        yield LlmResponse(content=_text(answer))
+
+
+paced = LlmAgent(name="paced", model=Paced(), instruction="Answer.", tools=[lookup])
