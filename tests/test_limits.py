@@ -7,6 +7,7 @@ import gc
 import json
 import subprocess
 import sys
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,8 @@ from shared.model import Artifact, ArtifactUpdate, Part, Task, TaskState, TaskSt
 from shared.settings import Settings, SettingsError
 from shared.store.memory import MemoryTaskStore
 from tests import sse
-from tests.conftest import Client
+from tests.conftest import Client, wait_until
+from tests.handlers import limits as limits_handler
 from tests.test_ids import text_id
 
 MakeClient = Callable[..., Client]
@@ -310,6 +312,39 @@ def test_an_answer_of_500_chunks_streams_each_and_reads_back_as_one_part(
     assert [a["parts"] for a in v03["artifacts"]] == [[{"kind": "text", "text": whole}]]
     v01 = client.result("tasks/get", {"id": task_id}, version="0.1")
     assert [a["parts"] for a in v01["artifacts"]] == [[{"kind": "text", "text": whole}]]
+
+
+def test_a_follower_of_a_streaming_answer_starts_from_one_part(
+    make_client: MakeClient, schema_checked: None
+) -> None:
+    """SubscribeToTask mid-answer: its first frame, the task as stored, holds the text so far
+    as one part; the chunks after it come as appends."""
+    client = make_client(handler="tests.handlers.limits")
+    key = uuid.uuid4().hex
+    params = {"message": message(f"held 150 {key}"), "configuration": {"returnImmediately": True}}
+    task_id = client.result("SendMessage", params, version="1.0")["task"]["id"]
+    try:
+        assert limits_handler.flag(key, "made").wait(20), "the handler made no chunks"
+
+        def stored_text() -> list[Any]:
+            task = client.result("GetTask", {"id": task_id}, version="1.0")
+            return [a["parts"] for a in task.get("artifacts", [])]
+
+        # Committed in the turn's next window (nothing to wait on in between: look again).
+        wait_until(lambda: stored_text() == [[{"text": "x" * 150}]], 10, lambda: "not stored")
+        body = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": task_id}}
+        headers = {"Content-Type": "application/json", "A2A-Version": "1.0"}
+        with client.http.stream("POST", "/", content=json.dumps(body), headers=headers) as r:
+            events = sse.events(r.iter_lines())
+            first = next(events).data["result"]["task"]
+            assert [a["parts"] for a in first["artifacts"]] == [[{"text": "x" * 150}]]
+            limits_handler.flag(key, "go").set()
+            rest = [e.data["result"] for e in events]
+        [last] = [f["artifactUpdate"] for f in rest if "artifactUpdate" in f]
+        assert last["append"] and last["lastChunk"] and last["artifact"]["parts"] == [{"text": "!"}]
+        assert stored_text() == [[{"text": "x" * 150 + "!"}]]
+    finally:
+        limits_handler.flag(key, "go").set()
 
 
 # Chunks of one artifact: plain text (which joins), data and text with metadata (which do not).
