@@ -20,7 +20,7 @@ from emulator.firestore import FirestoreEmulator
 from shared.app import build
 from shared.bindings import body as front_door
 from shared.identity.api_key import hashed
-from shared.lifecycle import apply
+from shared.lifecycle import JOIN_CHARS, apply
 from shared.limits import ArtifactMeter, LimitExceeded, Limits, json_bytes, model_bytes
 from shared.model import Artifact, ArtifactUpdate, Part, Task, TaskState, TaskStatus
 from shared.settings import Settings, SettingsError
@@ -432,6 +432,32 @@ def test_the_largest_allowed_message_is_stored_and_served_on_firestore(
         assert texts == [p["text"] for p in sent["message"]["parts"]]
         answer = {"message": message("more", messageId="m2", taskId=task["id"])}
         assert client.result("SendMessage", answer, version="1.0")["task"]["id"] == task["id"]
+    finally:
+        client.app.close()
+
+
+@pytest.mark.emulator
+def test_an_answer_of_500_chunks_is_joined_on_firestore_even_folded_from_its_log(
+    clean_firestore: FirestoreEmulator,
+) -> None:
+    """500 chunks of 2,000 characters: the task outgrows its document (the store's task
+    budget, 800,000 bytes), so the store folds it from the event log, which holds each chunk;
+    the fold joins them as the turn did (in parts of at most JOIN_CHARS and a chunk)."""
+    settings = Settings(
+        handler="tests.handlers.limits", backend="firestore", project=clean_firestore.project
+    )
+    client = Client(build(settings))
+    try:
+        frames = _frames(
+            client, "SendStreamingMessage", {"message": message("chunks 500 2000")}, "1.0"
+        )
+        assert sum("artifactUpdate" in f for f in frames) == 500
+        assert frames[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        got = client.result("GetTask", {"id": frames[0]["task"]["id"]}, version="1.0")
+        [parts] = [a["parts"] for a in got["artifacts"]]
+        assert "".join(p["text"] for p in parts) == "x" * 1_000_000
+        assert all(JOIN_CHARS <= len(p["text"]) < JOIN_CHARS + 2000 for p in parts[:-1])
+        assert len(parts) == 4
     finally:
         client.app.close()
 
