@@ -27,7 +27,7 @@ from shared.settings import Settings, SettingsError
 from shared.store.memory import MemoryTaskStore
 from tests import sse
 from tests.conftest import Client, wait_until
-from tests.handlers import limits as limits_handler
+from tests.flags import flag
 from tests.test_ids import text_id
 
 MakeClient = Callable[..., Client]
@@ -324,7 +324,7 @@ def test_a_follower_of_a_streaming_answer_starts_from_one_part(
     params = {"message": message(f"held 150 {key}"), "configuration": {"returnImmediately": True}}
     task_id = client.result("SendMessage", params, version="1.0")["task"]["id"]
     try:
-        assert limits_handler.flag(key, "made").wait(20), "the handler made no chunks"
+        assert flag(key, "made").wait(20), "the handler made no chunks"
 
         def stored_text() -> list[Any]:
             task = client.result("GetTask", {"id": task_id}, version="1.0")
@@ -338,13 +338,13 @@ def test_a_follower_of_a_streaming_answer_starts_from_one_part(
             events = sse.events(r.iter_lines())
             first = next(events).data["result"]["task"]
             assert [a["parts"] for a in first["artifacts"]] == [[{"text": "x" * 150}]]
-            limits_handler.flag(key, "go").set()
+            flag(key, "go").set()
             rest = [e.data["result"] for e in events]
         [last] = [f["artifactUpdate"] for f in rest if "artifactUpdate" in f]
         assert last["append"] and last["lastChunk"] and last["artifact"]["parts"] == [{"text": "!"}]
         assert stored_text() == [[{"text": "x" * 150 + "!"}]]
     finally:
-        limits_handler.flag(key, "go").set()
+        flag(key, "go").set()
 
 
 # Chunks of one artifact: plain text (which joins), data and text with metadata (which do not).

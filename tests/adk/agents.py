@@ -26,16 +26,9 @@ from google.adk.models.llm_response import LlmResponse
 from google.adk.tools.long_running_tool import LongRunningFunctionTool
 from google.genai import types
 
+from tests.flags import flag
+
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(40))
-_flags: dict[tuple[str, str], threading.Event] = {}
-_flags_lock = threading.Lock()
-
-
-def flag(task_id: str, name: str) -> threading.Event:
-    """An event the agent sets for the test: "blocking" (the blocking scene reported its first
-    event: cancel it now), "cancelled" (its run was cancelled)."""
-    with _flags_lock:
-        return _flags.setdefault((task_id, name), threading.Event())
 
 
 def texts(session_events: list[Event]) -> list[str]:

@@ -33,6 +33,7 @@ from shared.store.memory import MemoryTaskStore
 from tests import sse
 from tests.adk import agents
 from tests.conftest import Client
+from tests.flags import flag
 
 V1 = "1.0"
 
@@ -363,11 +364,11 @@ def test_files_go_both_ways(custom: Client) -> None:
 def test_cancel_stops_a_run_waiting_on_its_model(custom: Client) -> None:
     params = {"message": message({"text": "block"}), "configuration": {"returnImmediately": True}}
     task_id = custom.result("SendMessage", params, version=V1)["task"]["id"]
-    assert agents.flag(task_id, "blocking").wait(20), "the agent did not start"
+    assert flag(task_id, "blocking").wait(20), "the agent did not start"
     canceled = time.monotonic()
     result = custom.result("CancelTask", {"id": task_id}, version=V1)
     assert result["status"]["state"] == "TASK_STATE_CANCELED"
-    assert agents.flag(task_id, "cancelled").wait(5), "the run was not cancelled"
+    assert flag(task_id, "cancelled").wait(5), "the run was not cancelled"
     assert time.monotonic() - canceled < 2
     got = custom.result("GetTask", {"id": task_id}, version=V1)
     assert got["status"]["state"] == "TASK_STATE_CANCELED"

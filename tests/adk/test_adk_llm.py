@@ -16,6 +16,7 @@ import pytest
 from tests.adk import agents
 from tests.adk.test_adk import V1, artifact_parts, chunks, send, state, stream
 from tests.conftest import Client
+from tests.flags import flag
 
 LLM = "tests.adk.llm"
 
@@ -92,13 +93,13 @@ def test_a_cancel_cancels_the_models_pending_call(llm: Client, pace: agents.Pace
         "configuration": {"returnImmediately": True},
     }
     task_id = llm.result("SendMessage", params, version=V1)["task"]["id"]
-    assert agents.flag(key, "holding").wait(20), "the model was not called"
+    assert flag(key, "holding").wait(20), "the model was not called"
     canceled = time.monotonic()
     result = llm.result("CancelTask", {"id": task_id}, version=V1)
     assert result["status"]["state"] == "TASK_STATE_CANCELED"
     # The await inside the model's call saw CancelledError: the call stopped, not just its
     # result ignored (a generous bound: the shared machine, and today's polling).
-    assert agents.flag(key, "cancelled").wait(2), "the model's call was not cancelled"
+    assert flag(key, "cancelled").wait(2), "the model's call was not cancelled"
     assert time.monotonic() - canceled < 2
     got = llm.result("GetTask", {"id": task_id}, version=V1)
     assert got["status"]["state"] == "TASK_STATE_CANCELED"

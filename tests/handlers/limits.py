@@ -9,18 +9,10 @@ anything else asks for more (input-required), so that a task's history can grow.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from shared.agent import Context, Part
-
-_flags: dict[tuple[str, str], threading.Event] = {}
-_flags_lock = threading.Lock()
-
-
-def flag(key: str, name: str) -> threading.Event:
-    with _flags_lock:
-        return _flags.setdefault((key, name), threading.Event())
+from tests.flags import flag
 
 
 def handle(ctx: Context) -> None:
