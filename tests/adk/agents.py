@@ -92,6 +92,9 @@ class Scenes(BaseAgent):
                     partial=True,
                 )
             yield say("Hello world")
+        elif scene in ("duet", "cut"):
+            async for event in self._partials(ctx, scene):
+                yield event
         elif scene == "file":
             yield Event(
                 author=self.name,
@@ -162,6 +165,33 @@ class Scenes(BaseAgent):
             raise RuntimeError("the agent broke")
         else:
             yield say(f"seen {texts(ctx.session.events)}")
+
+    async def _partials(self, ctx: InvocationContext, scene: str) -> AsyncGenerator[Event, None]:
+        """The scenes of partial text: "duet", two authors' interleaved; "cut", partial text
+        followed by a complete event without text."""
+        if scene == "duet":  # two authors' partial text, interleaved, then each complete
+            for author, chunk in (("alto", "la "), ("bass", "do "), ("alto", "la"), ("bass", "do")):
+                yield Event(
+                    author=author,
+                    invocation_id=ctx.invocation_id,
+                    content=_content(types.Part(text=chunk)),
+                    partial=True,
+                )
+            for author, text in (("bass", "do do"), ("alto", "la la")):
+                yield Event(author=author, invocation_id=ctx.invocation_id, content=_text(text))
+        else:  # partial text, then a complete event without text
+            yield Event(
+                author=self.name,
+                invocation_id=ctx.invocation_id,
+                content=_content(types.Part(text="half an")),
+                partial=True,
+            )
+            blob = types.Blob(data=PNG, mime_type="image/png")
+            yield Event(
+                author=self.name,
+                invocation_id=ctx.invocation_id,
+                content=_content(types.Part(inline_data=blob)),
+            )
 
     def _call(self, ctx: InvocationContext, name: str, args: dict[str, Any]) -> Event:
         """A long-running call: the run ends waiting for its response."""

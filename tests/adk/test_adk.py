@@ -309,6 +309,39 @@ def test_streamed_text_comes_as_chunks_of_the_answer_then_the_whole_as_its_last(
     ]
 
 
+def test_each_authors_partial_text_streams_into_its_own_artifact(custom: Client) -> None:
+    frames = stream(custom, {"text": "duet"})
+    updates = [f["artifactUpdate"]["artifact"] for f in frames if "artifactUpdate" in f]
+    ids = {a["name"]: a["artifactId"] for a in updates}
+    assert sorted(ids) == ["alto", "bass"] and ids["alto"] != ids["bass"]
+    by_author = {
+        name: [
+            (text, append, last) for aid, text, append, last in chunks(frames) if aid == ids[name]
+        ]
+        for name in ids
+    }
+    assert by_author == {
+        "alto": [("la ", False, False), ("la", True, False), ("la la", False, True)],
+        "bass": [("do ", False, False), ("do", True, False), ("do do", False, True)],
+    }
+    task = custom.result("GetTask", {"id": frames[0]["task"]["id"]}, version=V1)
+    assert {a["name"]: a["parts"] for a in task["artifacts"]} == {
+        "alto": [{"text": "la la"}],
+        "bass": [{"text": "do do"}],
+    }
+
+
+def test_streamed_text_whose_complete_event_has_none_is_kept_and_closed(custom: Client) -> None:
+    frames = stream(custom, {"text": "cut"})
+    streamed = chunks(frames)
+    answer = streamed[0][0]
+    texts = [(text, append, last) for aid, text, append, last in streamed if aid == answer]
+    assert texts == [("half an", False, False), ("", True, True)]
+    task = custom.result("GetTask", {"id": frames[0]["task"]["id"]}, version=V1)
+    stored = {a["artifactId"]: a["parts"] for a in task["artifacts"]}
+    assert stored[answer] == [{"text": "half an"}]
+
+
 def test_a_tool_result_is_a_data_artifact_and_the_model_streams_its_answer(
     scripted: Client,
 ) -> None:
