@@ -183,18 +183,23 @@ class _AdkTurn:
 
     async def _watch_cancel(self, work: Awaitable[None]) -> None:
         """Run `work`, cancelling it (and raising TaskCanceled) once the task is canceled: a
-        model call may take seconds, and nothing of the handler API is called meanwhile."""
+        model call may take seconds, and nothing of the handler API is called meanwhile. The
+        handler cancelled itself (by an engine that cancels a turn's await) cancels `work`
+        too, and waits for it: asyncio.wait leaves what it waits for running."""
         running = asyncio.ensure_future(work)
-        while True:
-            done, _ = await asyncio.wait({running}, timeout=CANCEL_CHECK)
-            if done:
-                running.result()  # the agent's exception, if it raised
-                return
-            if await asyncio.to_thread(lambda: self.ctx.canceled):
-                running.cancel()
+        try:
+            while True:
+                done, _ = await asyncio.wait({running}, timeout=CANCEL_CHECK)
+                if done:
+                    running.result()  # the agent's exception, if it raised
+                    return
+                if await asyncio.to_thread(lambda: self.ctx.canceled):
+                    raise TaskCanceled(self.ctx.task_id)
+        finally:
+            if not running.done():
+                running.cancel()  # the model's pending await sees CancelledError
                 with contextlib.suppress(asyncio.CancelledError, TaskCanceled):
                     await running
-                raise TaskCanceled(self.ctx.task_id)
 
     def _report(self, event: Event) -> None:
         """One ADK event: partial text as a chunk of its answer, a complete event as progress

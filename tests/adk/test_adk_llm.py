@@ -5,6 +5,7 @@ a cancel while the model's call is pending, and 200 turns at once on one instanc
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -13,7 +14,10 @@ from typing import Any
 
 import pytest
 
+from shared.agent import Context
+from shared.model import Event, Message, Part, Role, new_id
 from tests.adk import agents
+from tests.adk.llm import handle
 from tests.adk.test_adk import V1, artifact_parts, chunks, send, state, stream
 from tests.conftest import Client
 from tests.flags import flag
@@ -103,6 +107,48 @@ def test_a_cancel_cancels_the_models_pending_call(llm: Client, pace: agents.Pace
     assert time.monotonic() - canceled < 2
     got = llm.result("GetTask", {"id": task_id}, version=V1)
     assert got["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+class _Sink:
+    """A turn's sink that keeps what the handler emits, and is never canceled."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def emit(self, event: Event) -> None:
+        self.events.append(event)
+
+    def reply(self, message: Message) -> None:
+        raise AssertionError("the agent replied without a task")
+
+    def canceled(self) -> bool:
+        return False
+
+    def artifact_id(self) -> str:
+        return new_id()
+
+
+def test_a_handler_cancelled_by_its_engine_cancels_the_models_pending_call(
+    pace: agents.Pace,
+) -> None:
+    """An engine that cancels the handler's coroutine (a cancel reaching the turn's await)
+    cancels the model's call with it, not only the handler: no model call runs on, orphaned."""
+    key = uuid.uuid4().hex
+    asked = Message(message_id="m", role=Role.USER, parts=(Part(text=f"hold {key}"),))
+    ctx = Context(
+        task_id="t", context_id="c", message=asked, history=(asked,), artifacts=(), _sink=_Sink()
+    )
+
+    async def turn() -> None:
+        running = asyncio.ensure_future(handle(ctx))
+        assert await asyncio.to_thread(flag(key, "holding").wait, 20), "the model was not called"
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        # Now, while the loop runs on (asyncio.run cancels what is left only as it ends).
+        assert flag(key, "cancelled").is_set(), "the model's call ran on"
+
+    asyncio.run(turn())
 
 
 def test_200_turns_at_once_on_one_instance(llm: Client, pace: agents.Pace) -> None:
