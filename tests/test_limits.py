@@ -366,33 +366,53 @@ def _updates(chunks: list[tuple[Part, ...]]) -> list[ArtifactUpdate]:
 _WORKING = Task(id="t", context_id="c", status=TaskStatus(state=TaskState.WORKING))
 
 
-@given(st.lists(st.lists(_chunk_parts, max_size=3).map(tuple), min_size=1, max_size=30))
-def test_the_meter_counts_the_parts_the_fold_keeps(chunks: list[tuple[Part, ...]]) -> None:
-    meter, task = ArtifactMeter(Limits(parts=8)), _WORKING
-    for update in _updates(chunks):
-        after = apply(task, update)
-        parts = len(after.artifacts[0].parts)
-        if parts > 8:
-            with pytest.raises(LimitExceeded, match=f"with {parts} parts; the limit is 8 "):
-                meter.add(update, task)
-            return
-        meter.add(update, task)
-        task = after
-
-
-@given(st.lists(st.text(max_size=40), min_size=1, max_size=30), st.integers(100, 600))
-def test_the_meter_holds_joined_text_to_the_bytes_the_artifact_has(
-    texts: list[str], limit: int
+def _metered_as_folded(
+    updates: list[ArtifactUpdate],
+    limits: Limits,
+    turns: set[int],
+    over: Callable[[Artifact], str | None],
 ) -> None:
-    meter, task = ArtifactMeter(Limits(artifact_bytes=limit)), _WORKING
-    for update in _updates([(Part(text=t),) for t in texts]):
+    """Feed `updates` to a meter, a new one at each index in `turns` (a later turn of the
+    task, which finds the artifact made by an earlier one), and to the fold: the meter takes
+    every update until the one the fold would take over the limit, which it refuses with the
+    message `over` expects of the folded artifact (None: not over)."""
+    meter, task = ArtifactMeter(limits), _WORKING
+    for index, update in enumerate(updates):
+        if index in turns:
+            meter = ArtifactMeter(limits)
         after = apply(task, update)
-        if model_bytes(after.artifacts[0]) > limit:
-            with pytest.raises(LimitExceeded, match=f"the limit is {limit} "):
+        says = over(after.artifacts[0])
+        if says is not None:
+            with pytest.raises(LimitExceeded, match=says):
                 meter.add(update, task)
             return
         meter.add(update, task)
         task = after
+
+
+_turns = st.sets(st.integers(1, 30), max_size=3)
+
+
+@given(st.lists(st.lists(_chunk_parts, max_size=3).map(tuple), min_size=1, max_size=30), _turns)
+def test_the_meter_counts_the_parts_the_fold_keeps(
+    chunks: list[tuple[Part, ...]], turns: set[int]
+) -> None:
+    def over(artifact: Artifact) -> str | None:
+        parts = len(artifact.parts)
+        return f"with {parts} parts; the limit is 8 " if parts > 8 else None
+
+    _metered_as_folded(_updates(chunks), Limits(parts=8), turns, over)
+
+
+@given(st.lists(st.text(max_size=40), min_size=1, max_size=30), st.integers(100, 600), _turns)
+def test_the_meter_holds_joined_text_to_the_bytes_the_artifact_has(
+    texts: list[str], limit: int, turns: set[int]
+) -> None:
+    def over(artifact: Artifact) -> str | None:
+        return f"the limit is {limit} " if model_bytes(artifact) > limit else None
+
+    updates = _updates([(Part(text=t),) for t in texts])
+    _metered_as_folded(updates, Limits(artifact_bytes=limit), turns, over)
 
 
 @pytest.mark.parametrize(
