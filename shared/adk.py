@@ -208,7 +208,8 @@ class _AdkTurn:
         parts = event.content.parts if event.content and event.content.parts else []
         text = "".join(p.text for p in parts if p.text and not p.thought)
         if event.partial:
-            if text:  # a partial function call or thought: the complete event repeats it
+            # Its text only: the complete event repeats a partial function call or thought.
+            if text:
                 streamed = self.streaming.get(event.author)
                 self.streaming[event.author] = ctx.artifact(
                     text, name=event.author, artifact_id=streamed, append=streamed is not None
