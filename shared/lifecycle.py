@@ -32,8 +32,11 @@ from shared.model import (
 )
 
 # The most characters a joined text part takes more chunks into (256 Ki): a chunk's join then
-# copies at most this much (~10 us), and an artifact at A2A_MAX_ARTIFACT_BYTES's default
-# (4 MiB) holds at most 16 parts of joined text, well under A2A_MAX_PARTS's 100.
+# copies at most this much, and an artifact at A2A_MAX_ARTIFACT_BYTES's default (4 MiB) holds
+# at most 16 parts of joined text, well under A2A_MAX_PARTS's 100. Measured (metered and
+# folded, one core of a shared 2-core machine): a 4 MB artifact of 40,000 chunks of 100
+# characters took 1.0-1.7 s with it, 89 s joined without bound (2.2 ms a chunk), 13 s not
+# joined at all (each fold copies the tuple of parts).
 JOIN_CHARS = 256 * 1024
 
 
