@@ -6,7 +6,6 @@ a cancel while the model's call is pending, and 200 turns at once on one instanc
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -18,7 +17,16 @@ from shared.agent import Context
 from shared.model import Event, Message, Part, Role, new_id
 from tests.adk import agents
 from tests.adk.llm import handle
-from tests.adk.test_adk import V1, artifact_parts, chunks, send, state, stream
+from tests.adk.test_adk import (
+    V1,
+    artifact_parts,
+    cancel_once,
+    chunks,
+    in_background,
+    send,
+    state,
+    stream,
+)
 from tests.conftest import Client
 from tests.flags import flag
 
@@ -88,25 +96,10 @@ def test_a_tool_call_runs_the_function_and_its_result_reaches_the_model(llm: Cli
 def test_a_cancel_cancels_the_models_pending_call(llm: Client, pace: agents.Pace) -> None:
     key = uuid.uuid4().hex
     pace.hold = 60.0  # far past the test's bound: only the cancel ends it in time
-    params = {
-        "message": {
-            "messageId": key,
-            "role": "ROLE_USER",
-            "parts": [{"text": f"hold {key}"}],
-        },
-        "configuration": {"returnImmediately": True},
-    }
-    task_id = llm.result("SendMessage", params, version=V1)["task"]["id"]
-    assert flag(key, "holding").wait(20), "the model was not called"
-    canceled = time.monotonic()
-    result = llm.result("CancelTask", {"id": task_id}, version=V1)
-    assert result["status"]["state"] == "TASK_STATE_CANCELED"
-    # The await inside the model's call saw CancelledError: the call stopped, not just its
-    # result ignored (a generous bound: the shared machine, and today's polling).
-    assert flag(key, "cancelled").wait(2), "the model's call was not cancelled"
-    assert time.monotonic() - canceled < 2
-    got = llm.result("GetTask", {"id": task_id}, version=V1)
-    assert got["status"]["state"] == "TASK_STATE_CANCELED"
+    task_id = in_background(llm, f"hold {key}")
+    # The await inside the model's call sees CancelledError: the call stops, not just its
+    # result ignored.
+    cancel_once(llm, task_id, flag(key, "holding"), flag(key, "cancelled"))
 
 
 class _Sink:
