@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import threading
 from dataclasses import replace
 from datetime import timedelta
@@ -410,6 +412,57 @@ def test_list_refuses_foreign_tokens(store: TaskStore) -> None:
     for garbage in ("not-a-token", "e30", "W10"):
         with pytest.raises(InvalidPageToken):
             store.list(ALICE, TaskQuery(page_token=garbage))
+
+
+def _token(raw: str) -> str:
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def test_forged_page_tokens_are_refused_by_the_bodys_rules(store: TaskStore) -> None:
+    """A token comes back from the client: read as a body is, then held to its shape. Each of
+    these was a -32603 and a traceback (OverflowError, RecursionError, a naive time compared
+    with an aware one)."""
+    for n in range(3):
+        task, events = new_task("c1", at=T0 + timedelta(seconds=n))
+        store.create(ALICE, task, events, dialect="v1.0")
+    token = store.list(ALICE, TaskQuery(page_size=1)).next_page_token
+    stamp, task_id, returned, fingerprint = json.loads(base64.urlsafe_b64decode(token + "=="))
+    assert store.list(ALICE, TaskQuery(page_size=1, page_token=token)).tasks  # the real one
+
+    def forged(**changed: str) -> str:
+        parts = {
+            "stamp": json.dumps(stamp),
+            "task_id": json.dumps(task_id),
+            "returned": json.dumps(returned),
+            "fingerprint": json.dumps(fingerprint),
+            **changed,
+        }
+        return _token(f"[{','.join(parts.values())}]")
+
+    hostile = [
+        forged(returned="Infinity"),
+        forged(returned="NaN"),
+        forged(returned="1e400"),
+        forged(returned="-1"),
+        forged(returned="true"),
+        forged(returned="1.5"),
+        forged(returned=str(2**64)),
+        forged(task_id="[" * 5000 + "]" * 5000),
+        forged(task_id='"\\ud800"'),  # a lone surrogate
+        forged(task_id="null"),
+        forged(stamp=json.dumps("2026-01-01T00:00:00")),  # no offset
+        forged(stamp=json.dumps("0001-01-01T00:00:00+23:59")),  # before year 1 in UTC
+        forged(stamp=json.dumps("9999-12-31T23:59:59-23:59")),  # past year 9999 in UTC
+        forged(stamp="1"),
+        _token("[" * 5000 + "]" * 5000),
+        _token('{"a": 1, "a": 2}'),
+        _token(f"[{json.dumps(stamp)},{json.dumps(task_id)},{returned}]"),
+        "%%%",
+        "\u00ff",
+    ]
+    for garbage in hostile:
+        with pytest.raises(InvalidPageToken, match=r"'params\.pageToken'"):
+            store.list(ALICE, TaskQuery(page_size=1, page_token=garbage))
 
 
 def test_a_task_larger_than_a_document_comes_back_whole(store: TaskStore) -> None:
