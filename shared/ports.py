@@ -224,6 +224,7 @@ class TaskStore(Protocol):
         dialect: str,
         message_key: MessageKey | None = None,
         lease: Lease | None = None,
+        live_limit: int | None = None,
     ) -> StoredTask:
         """Store a new task (version 1) with its first events (and its queued turn's lease),
         recording `message_key` as sent to it: a task whose id is the key's own
@@ -231,7 +232,10 @@ class TaskStore(Protocol):
 
         Raises TaskExists when this owner has a task with this id, DuplicateMessage when
         `message_key` was already recorded for this owner (a task with the key's own id
-        exists: that one). Both leave the store unchanged.
+        exists: that one), and, given a `live_limit`, errors.LiveTaskQuotaError when the
+        owner has that many tasks not terminal: counted in the step that writes, so
+        concurrent creates never pass it (A2A_MAX_LIVE_TASKS_PER_OWNER). All leave the
+        store unchanged.
         """
         ...
 

@@ -26,10 +26,10 @@ not received yet, in sequence order, through a PushSender (http.client unless on
   the config records the error and its time (`lastError`, `failedAt`: its owner sees
   them; a refused or unreachable host only as REFUSED or UNREACHABLE) and the log says so
   at ERROR, naming the webhook as `scheme://host/…` (its path and query often hold a
-  secret); the URL is checked against
-  SSRF again before each POST and at every redirect, its host resolved once, and the POST
-  connects to the checked addresses (shared.push_url); a redirect to another origin goes
-  without the config's credentials (`Authorization`, the token);
+  secret); the URL is checked against SSRF again before each POST and at every redirect,
+  its host resolved once, and the POST connects to the checked addresses (shared.push_url);
+  a redirect to another origin goes without the config's credentials (`Authorization`, the
+  token);
 - an owner's POSTs in a minute are counted (OwnerRate, per instance): past its setting, the
   rest of a delivery is queued again for when the minute has room (RESCHEDULED); and so
   are its deliveries under way (OwnerSlots, per instance): past `IN_FLIGHT_PER_OWNER`, a
