@@ -32,9 +32,10 @@ not received yet, in sequence order, through a PushSender (http.client unless on
   token);
 - an owner's POSTs in a minute are counted (OwnerRate, per instance): past its setting, the
   rest of a delivery is queued again for when the minute has room (RESCHEDULED); and so
-  are its deliveries under way (OwnerSlots, per instance): past `IN_FLIGHT_PER_OWNER`, a
-  delivery is queued again for when one of them must have ended, so one owner's slow
-  webhooks never hold every delivery thread and another owner's are served at once;
+  are its deliveries under way (OwnerSlots, per instance): once the instance has
+  `IN_FLIGHT_SHARED` under way, an owner's delivery past its `IN_FLIGHT_PER_OWNER` is
+  queued again for when one of them must have ended, so one owner's slow webhooks never
+  hold every delivery thread and another owner's are served at once;
 - a delivery starts no POST that could outlast its function's request timeout.
 
 Payloads follow the dialect the config was made in: v1.0 gets one `StreamResponse` per event
@@ -93,10 +94,13 @@ MAX_REDIRECTS = 3
 MAX_ANSWER_HEAD_BYTES = 16 * 1024
 # What is read of an answer's body, so the connection ends cleanly.
 MAX_ANSWER_DRAIN_BYTES = 64 * 1024
-# Deliveries of one owner under way on one instance: `make run` delivers on 16 threads, a
-# deployed `deliver` instance takes 40 requests at once (infra/deploy.toml); 4 leave the
-# rest to other owners however slow one owner's webhooks are.
+# Deliveries under way on one instance: `make run` delivers on 16 threads, a deployed
+# `deliver` instance takes 40 requests at once (infra/deploy.toml). While fewer than
+# IN_FLIGHT_SHARED are under way any owner may start one (a single-tenant agent's bursts go
+# at once); past it, an owner with IN_FLIGHT_PER_OWNER under way waits: however slow one
+# owner's webhooks, it holds at most 8 of make run's 16 threads, and other owners the rest.
 IN_FLIGHT_PER_OWNER = 4
+IN_FLIGHT_SHARED = 8
 # A failing config's back-off (its failed attempts in a row, across its events): the push
 # queue's own, as deployed (min_backoff 5 s, max_backoff 3600 s, doubling), and its attempts
 # (A2A_PUSH_MAX_ATTEMPTS' default: a day of retries) before the config records the failure.
@@ -339,30 +343,38 @@ class OwnerRate:
 
 
 class OwnerSlots:
-    """Deliveries of one owner under way on this instance, at most `per_owner` at once. Only
-    owners with one under way are kept: nothing grows with owners gone."""
+    """Deliveries under way on this instance, by owner: while fewer than `shared` are, any
+    owner may start one; past it, at most `per_owner` of one owner. Only owners with one
+    under way are kept: nothing grows with owners gone."""
 
-    def __init__(self, per_owner: int, clock: Clock = SYSTEM) -> None:
+    def __init__(
+        self, per_owner: int, shared: int = IN_FLIGHT_SHARED, clock: Clock = SYSTEM
+    ) -> None:
         self.per_owner = per_owner
+        self.shared = shared
         self._clock = clock
         self._lock = threading.Lock()
         self._started: dict[str, list[float]] = {}
+        self._under_way = 0
 
     def take(self, owner: str) -> float | None:
         """Count one delivery of `owner` under way: the time it started (what `give` takes
-        back), or None (nothing counted) when the owner has `per_owner` under way."""
+        back), or None (nothing counted) when the instance is busy and the owner has its
+        share under way."""
         with self._lock:
-            started = self._started.setdefault(owner, [])
-            if len(started) >= self.per_owner:
+            started = self._started.get(owner, [])
+            if self._under_way >= self.shared and len(started) >= self.per_owner:
                 return None
             now = self._clock.monotonic()
-            started.append(now)
+            self._started[owner] = [*started, now]
+            self._under_way += 1
             return now
 
     def give(self, owner: str, started: float) -> None:
         with self._lock:
             under_way = self._started[owner]
             under_way.remove(started)
+            self._under_way -= 1
             if not under_way:
                 del self._started[owner]
 
@@ -412,7 +424,7 @@ class Deliverer:
         self.queue: DelayingTaskQueue | None = None
         self._clock = clock
         self.rate = OwnerRate(owner_posts_per_minute, clock)
-        self.slots = OwnerSlots(owner_in_flight, clock)
+        self.slots = OwnerSlots(owner_in_flight, clock=clock)
         self._max_failures = max_failures
         self._store = store
         self._sender = sender or PinnedSender()
