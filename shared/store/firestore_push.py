@@ -293,29 +293,15 @@ class FirestorePushConfigStore:
     def end_delivery(
         self, owner: str, task_id: str, config_id: str, holder: str, *, unless_wanted: bool = False
     ) -> StoredPushConfig | None:
-        """Read, then give the lease back with a precondition on that read: a `want` written
-        in between changes the document, so the release fails, reads again and sees it."""
-        ref = self._ref(owner, task_id, config_id)
-
-        def attempt() -> StoredPushConfig | None:
-            snapshot = ref.get()
-            self.cost.add(reads=1)
-            data = (snapshot.to_dict() or {}) if snapshot.exists else {}
-            if data.get("owner") != owner or data.get("sendingHolder") != holder:
-                return None  # gone, or a stale delivery whose lease was taken over
+        # Read, then released under a precondition on that read: a `want` written in between
+        # changes the document, so the release fails, reads again and sees it.
+        def fields(data: dict[str, Any]) -> dict[str, Any] | None:
             if unless_wanted and int(data.get("wanted", 0)) > int(data["delivered"]):
-                return _decode(data)  # kept: the holder sends what was wanted meanwhile
-            try:
-                ref.update(
-                    {"sendingHolder": None, "sendingUntil": None},
-                    option=self._client.write_option(last_update_time=snapshot.update_time),
-                )
-            except google_errors.FailedPrecondition:
-                raise VersionConflict(f"{task_id}/{config_id}") from None
-            self.cost.add(writes=1)
-            return None
+                return None  # kept: the holder sends what was wanted meanwhile
+            return {"sendingHolder": None, "sendingUntil": None}
 
-        return retry_on_conflict(attempt, subject=f"push config {task_id}/{config_id}")
+        kept = self._as_holder(owner, task_id, config_id, holder, fields)
+        return _decode(kept) if kept is not None else None
 
     def want(self, owner: str, task_id: str, config_id: str, seq: int, sweep_at: datetime) -> None:
         ref = self._ref(owner, task_id, config_id)
@@ -390,30 +376,35 @@ class FirestorePushConfigStore:
         task_id: str,
         config_id: str,
         holder: str,
-        fields: Callable[[dict[str, Any]], dict[str, Any]],
-    ) -> None:
+        fields: Callable[[dict[str, Any]], dict[str, Any] | None],
+    ) -> dict[str, Any] | None:
         """Update the config (the `fields` of what it holds) while `holder` holds its sending
         lease, else do nothing: read the holder, then write with a precondition on that read's
         update time, so a takeover in between fails the write. One read and one write; another
-        lost race re-reads."""
+        lost race re-reads. `fields` answering None writes nothing: what was read is answered
+        then (else None)."""
         ref = self._ref(owner, task_id, config_id)
 
-        def attempt() -> None:
+        def attempt() -> dict[str, Any] | None:
             snapshot = ref.get()
             self.cost.add(reads=1)
             data = (snapshot.to_dict() or {}) if snapshot.exists else {}
             if data.get("owner") != owner or data.get("sendingHolder") != holder:
-                return  # gone, or a stale delivery whose lease was taken over
+                return None  # gone, or a stale delivery whose lease was taken over
+            update = fields(data)
+            if update is None:
+                return data
             try:
                 ref.update(
-                    fields(data),
+                    update,
                     option=self._client.write_option(last_update_time=snapshot.update_time),
                 )
             except google_errors.FailedPrecondition:
                 raise VersionConflict(f"{task_id}/{config_id}") from None
             self.cost.add(writes=1)
+            return None
 
-        retry_on_conflict(attempt, subject=f"push config {task_id}/{config_id}")
+        return retry_on_conflict(attempt, subject=f"push config {task_id}/{config_id}")
 
     def _snapshot(self, ref: Any, owner: str) -> dict[str, Any] | None:
         """The document's fields when it is the owner's config, else None."""
