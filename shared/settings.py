@@ -616,6 +616,15 @@ class Settings:
             raise SettingsError(f"invalid settings: {'; '.join(problems)}")
         settings = cls(**values)
         _check_identity(settings)
+        if settings.card_signing_key and not settings.public_url:
+            # Without it the card's URL is the request's Host or X-Forwarded-Host: the agent's
+            # key would vouch for any origin a caller names (a card signed for
+            # agent.evil.example, verifying against this agent's JWKS).
+            raise SettingsError(
+                "A2A_CARD_SIGNING_KEY needs A2A_PUBLIC_URL: a card is signed only for the URL "
+                "the agent is published at (make deploy sets it to the function's URL; "
+                "locally, e.g. A2A_PUBLIC_URL=http://localhost:8080)"
+            )
         if settings.tasks_emulator_host and environ.get("K_SERVICE"):
             raise SettingsError(
                 "CLOUD_TASKS_EMULATOR_HOST is set on Cloud Run (K_SERVICE is set): the worker "
