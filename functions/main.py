@@ -41,6 +41,7 @@ from shared import observability
 from shared.agent import load_handler_module
 from shared.app import build, build_deliver, build_worker
 from shared.bindings.asgi import Front
+from shared.bindings.heads import HeadLimits, protocol
 from shared.bindings.http import HttpApp
 from shared.settings import Settings
 
@@ -84,6 +85,15 @@ def _stop_on_shutdown() -> None:
 
 
 _stop_on_shutdown()
+
+# The server's settings: uvicorn's worker (made in gunicorn's arbiter, after this import)
+# builds its server's config of these. Its HTTP protocol is httptools' with a bounded head
+# (A2A_MAX_HEAD_BYTES, A2A_MAX_HEAD_LINES; 431 past them) that comes within
+# A2A_HEAD_READ_SECONDS (shared/bindings/heads.py): uvicorn bounds none of these itself.
+UvicornWorker.CONFIG_KWARGS = {
+    **UvicornWorker.CONFIG_KWARGS,
+    "http": protocol(HeadLimits.of(_SETTINGS)),
+}
 
 
 def _once(make: Callable[..., App]) -> Callable[[], App]:

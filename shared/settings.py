@@ -380,6 +380,15 @@ class Settings:
     max_buffered_bytes: int | None = _setting(
         "A2A_MAX_BUFFERED_BYTES", None, _Count(1024, optional=True)
     )
+    # A request's head (its request line and header lines): over either, HTTP 431 and the
+    # connection closes, before anything of it is handed to the app. 32 KiB is nginx's default
+    # (4 buffers of 8 KiB), 100 lines gunicorn's and Apache's; an ID token is 1-4 KiB.
+    max_head_bytes: int = _setting("A2A_MAX_HEAD_BYTES", 32 * 1024, _Count(1024))
+    max_head_lines: int = _setting("A2A_MAX_HEAD_LINES", 100, _Count(10))
+    # A connection's head is whole within this of its first byte (or of the connection's
+    # opening): else it is closed (408 when some of the head came), so idle and half-sent
+    # heads hold no connection; as A2A_BODY_READ_SECONDS, a head is one round trip.
+    head_read_seconds: float = _setting("A2A_HEAD_READ_SECONDS", 10, _Seconds())
     # What one request may carry (shared.limits; docs/settings.md, Limits). The defaults fit a
     # 512 MiB function serving several requests at once: a request grows it by ~4x its body
     # plus a few MiB.
