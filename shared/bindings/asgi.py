@@ -9,8 +9,9 @@ threads' hand-offs; on the loop it costs ~0.2 ms (docs/performance.md).
 
 The apps (`shared.bindings.http.HttpApp`, `queue_target.QueueTargetApp`) are synchronous:
 one `wire.Request` in, one `wire.Answer` out. `Front` reads the request's head on the loop
-and the first message of its body (what uvicorn received with the head, up to its 64 KiB
-buffer: most bodies are whole there), gives it to its app on a thread of the function's
+and the first message of its body when uvicorn received it with the head (up to its 64 KiB
+buffer: most bodies are whole there; never waited for, so a caller refused from its head is
+answered at once, whether its body came or not), gives it to its app on a thread of the function's
 own pool (THREADS of them, the function's concurrency: a handler may block for as long as
 its turn runs, which the loop must never do), and writes the answer from the loop. The
 rest of a larger body is read only when the app asks (`Request.read`), which it does once
@@ -107,17 +108,19 @@ class Front:
             request = await self.request(scope, body)
             loop = asyncio.get_running_loop()
             answer = await loop.run_in_executor(self.pool, self._answer, request)
-            await self._write(request, answer, body.ended, receive, send)
+            await self._write(request, answer, body.done(), receive, send)
         finally:
             self.buffered -= body.held
 
     async def request(self, scope: Scope, body: _Body) -> Request:
         """The request, with what of its body came with its head: nothing when its declared
-        length is over the limit (the app refuses that length); else the first message
-        (uvicorn hands over what it holds already), waited for within the deadline. When
-        more is to come, the Request reads it when the app asks (`Request.read`, once the
-        caller is known): the rest of the read runs here, on the loop, the pool thread
-        waiting for it, up to one byte past the limit however the body is framed."""
+        length is over the limit (the app refuses that length); else the first message when
+        uvicorn holds it already, never waited for: a request whose body has not come is
+        handed to the app at once, which knows its caller from the head (an anonymous one
+        holds no request for the body's deadline before its 401). When more is to come, the
+        Request reads it when the app asks (`Request.read`, once the caller is known): the
+        rest of the read runs here, on the loop, the pool thread waiting for it, within the
+        deadline, up to one byte past the limit however the body is framed."""
         headers = Headers.of(scope["headers"])
         declared = headers.declared_length()
         if declared is not None and declared > self.max_body:
@@ -241,15 +244,28 @@ class _Body:
         self.held = 0  # the bytes counted in front.buffered
         self.ended = False  # all of it came (or the client went away): nothing left unread
         self.refused: BodyRefused | None = None  # why the rest will not be read
+        # The first message asked for, when it had not come with the head.
+        self.pending: asyncio.Future[Message] | None = None
 
     async def first(self) -> bytes:
-        """What came with the head (its first message), within the deadline."""
-        try:
-            async with asyncio.timeout(self.front.read_seconds):
-                await self._take(await self.receive())
-        except TimeoutError:
-            self.refused = self.late()
+        """What came with the head: its first message when uvicorn holds it already (its
+        receive() then ends without waiting, in the one turn of the loop given here), else
+        nothing, the message left pending for `rest`."""
+        pending = asyncio.ensure_future(self.receive())
+        await asyncio.sleep(0)
+        if pending.done():
+            self._take(pending.result())
+        else:
+            self.pending = pending
         return b"".join(self.chunks)
+
+    def done(self) -> bool:
+        """Whether the body was all read, once the app answered: a first message still
+        awaited is given up (the connection then closes after the answer)."""
+        if self.pending is not None:
+            self.pending.cancel()
+            self.pending = None
+        return self.ended
 
     async def rest(self) -> bytes:
         """The body, whole (its first `limit + 1` bytes); raises BodyRefused."""
@@ -257,15 +273,20 @@ class _Body:
             raise self.refused
         try:
             async with asyncio.timeout(self.front.read_seconds):
+                if self.pending is not None:
+                    pending, self.pending = self.pending, None
+                    self._take(await pending)
+                    if self.refused is not None:
+                        raise self.refused
                 while not self.ended and self.size <= self.front.max_body:
-                    await self._take(await self.receive())
+                    self._take(await self.receive())
                     if self.refused is not None:
                         raise self.refused
         except TimeoutError:
             raise self.late() from None
         return b"".join(self.chunks)
 
-    async def _take(self, message: Message) -> None:
+    def _take(self, message: Message) -> None:
         """Keep a message's bytes (what of them is within one byte past the limit), counted;
         over the front's cap, none are kept and the rest is refused."""
         if message["type"] != "http.request":  # the client went away: nothing more comes

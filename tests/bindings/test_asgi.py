@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
@@ -257,13 +258,17 @@ class Sender:
     """A client sending `messages` one at a time, each once the front asks for it (then,
     when `stall`, nothing more), counting how many the front asked for."""
 
-    def __init__(self, messages: list[Message], stall: bool = False) -> None:
+    def __init__(self, messages: list[Message], stall: bool = False, late: bool = False) -> None:
         self.pending = list(messages)
         self.stall = stall
+        self.late = late  # the first message comes after the head, not with it
         self.asked = 0
 
     async def receive(self) -> Message:
         self.asked += 1
+        if self.late and self.asked == 1:
+            for _ in range(3):  # a few turns of the loop: later than the head
+                await asyncio.sleep(0)
         if self.pending:
             return self.pending.pop(0)
         if self.stall:
@@ -343,12 +348,32 @@ def test_a_body_that_does_not_come_within_the_deadline_is_refused_408() -> None:
     assert sent[0]["status"] == 408
     assert b"A2A_BODY_READ_SECONDS" in sent[-1]["body"]
     assert (b"connection", b"close") in sent[0]["headers"]
-    # Nothing comes at all: the first message is waited for within the deadline too, and
-    # an app that needs no body answers all the same.
-    sent, _ = read(Sender([], stall=True), refusing, read_seconds=0.05)
-    assert sent[0]["status"] == 401
+    # Nothing comes at all: an app that reads waits for the first message within the
+    # deadline too.
     sent, front = read(Sender([], stall=True), reading, read_seconds=0.05)
     assert sent[0]["status"] == 408 and front.buffered == 0
+
+
+def test_a_request_whose_body_has_not_come_is_answered_without_waiting_for_it() -> None:
+    """The first round's bar: an anonymous request that announces a body and sends only its
+    head gets its 401 at once, not after the body's deadline (here an hour)."""
+    started = time.monotonic()
+    sender = Sender([], stall=True)
+    sent, front = read(sender, refusing, read_seconds=3600)
+    assert sent[0]["status"] == 401 and time.monotonic() - started < 5
+    assert (b"connection", b"close") in sent[0]["headers"]  # the body was never read
+    assert front.buffered == 0
+    # A body that comes after its head is read when the app asks, as the rest of one.
+    seen: list[bytes] = []
+
+    def app(request: Request) -> Answer:
+        seen.append(request.body)  # before any read: nothing had come with the head
+        return reading(request)
+
+    late = Sender(pieces(b"y" * 30, 64), late=True)
+    sent, front = read(late, app)
+    assert seen == [b""] and sent[-1]["body"] == b"y" * 30
+    assert (b"connection", b"close") not in sent[0]["headers"] and front.buffered == 0
 
 
 def test_a_body_over_the_instance_s_room_is_refused_503_and_its_bytes_let_go() -> None:

@@ -123,6 +123,22 @@ def test_callers_without_credentials_are_refused_before_their_bodies_are_read(
     )
 
 
+def test_a_caller_without_credentials_that_sends_only_its_head_is_refused_at_once(
+    start_server: Callable[..., Server],
+) -> None:
+    """The first round's bar: the head announces a body that never comes; the 401 comes
+    from the head alone, not after the body's deadline (here 60 s)."""
+    server = api_key_server(start_server, A2A_BODY_READ_SECONDS="60")
+    for path in ("/", "/message:send"):
+        with connected(server) as connection:
+            started = time.monotonic()
+            connection.sendall(head(1000, None, path))
+            status, headers, _ = answer(connection)
+            took = time.monotonic() - started
+        assert status == 401 and headers["connection"] == "close"
+        assert took < 5, took
+
+
 def test_a_body_that_does_not_come_in_time_is_refused_408(
     start_server: Callable[..., Server],
 ) -> None:
