@@ -454,6 +454,7 @@ class HttpApp:
         except AuthenticationError as exc:
             raise _Unauthenticated(f"authentication required: {exc}", exc.challenge) from None
         note(owner=owner_tag(principal.owner))
+        request.owner = principal.owner  # its body and answer count in its share
         return principal
 
     def _refused(self, response: Answer, error: A2AError) -> Answer:

@@ -100,6 +100,7 @@ class Request:
         "body",
         "headers",
         "method",
+        "owner",
         "path",
         "query_string",
         "raw_path",
@@ -121,6 +122,9 @@ class Request:
         self.headers = headers
         self.body = body
         self.scope = scope  # the scheme, server and client, read when asked
+        # The caller's owner, once the app authenticated it: the front counts the rest of the
+        # body and the answer in its share of the instance's room (shared.bindings.budget).
+        self.owner: str | None = None
         self._args: dict[str, str] | None = None
         self._rest = rest  # the whole body, read when called (on a pool thread)
 
