@@ -9,14 +9,14 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 
 import pytest
 import requests
 
 from shared.identity.api_key import hashed
 from tests.conftest import Server
-from tests.system.test_body_gate import answer
+from tests.system.test_body_gate import answer, connected
 
 KEY = "alice-key-" + "k" * 32
 PATIENCE = 20.0  # seconds an answer may take before the test fails
@@ -34,15 +34,6 @@ def server() -> Iterator[Server]:
     )
     yield started
     started.stop()
-
-
-@contextmanager
-def connected(server: Server) -> Iterator[socket.socket]:
-    connection = socket.create_connection(("localhost", server.port), timeout=PATIENCE)
-    try:
-        yield connection
-    finally:
-        connection.close()
 
 
 def card_head(*lines: str) -> bytes:
