@@ -177,6 +177,12 @@ class BoundedHeads(HttpToolsProtocol):
         """Answer `status` with a google.rpc.Status body naming the limit, and close: the
         rest of what the client sends is never read."""
         self._disarm()
+        self._answered = True
+        if not self._between_requests():
+            # A pipelined head while an answer is being written: a second answer would be
+            # written into the first one's bytes.
+            self.transport.close()
+            return
         reason = "REQUEST_HEADER_FIELDS_TOO_LARGE" if status == 431 else "DEADLINE_EXCEEDED"
         body = json.dumps({"error": {"code": status, "status": reason, "message": message}})
         content = [STATUS_LINE[status]]
@@ -196,7 +202,6 @@ class BoundedHeads(HttpToolsProtocol):
         # client lose the answer before it reads it: the write side is closed after the
         # answer, what still comes is dropped unread, and the connection closed once the
         # client closes, or after `seconds` at the most.
-        self._answered = True
         if self.transport.can_write_eof():
             self.transport.write_eof()
             self._deadline = self.loop.call_later(self.limits.seconds, self.transport.close)
