@@ -124,7 +124,8 @@ _deliver: Callable[[], QueueTargetApp] = _once(build_deliver)
 # Each function's requests run on a pool of THREADS threads (deploy.toml's `threads`, else its
 # concurrency, set by `make deploy`; a waiting stream holds none); a body is read past what
 # came with its head only once the app knows the caller, within A2A_MAX_BODY_BYTES,
-# A2A_BODY_READ_SECONDS and A2A_MAX_BUFFERED_BYTES.
+# A2A_BODY_READ_SECONDS, A2A_MAX_BUFFERED_BYTES and the caller's A2A_MAX_OWNER_BUFFERED_BYTES
+# (answers too, written within A2A_ANSWER_WRITE_SECONDS a piece).
 _a2a_front = Front.of(_a2a, _SETTINGS)
 _worker_front = Front.of(_worker, _SETTINGS)
 _deliver_front = Front.of(_deliver, _SETTINGS)

@@ -20,8 +20,10 @@ sends after. A request that says `Expect: 100-continue` has nothing of its body 
 with its head (uvicorn answers `100 Continue` at the first receive()): a caller refused from
 its head gets its 401 without a 100, and its body is never solicited. The rest is read on
 the loop too (no pool thread reads a socket), within a deadline, within the limit
-(A2A_MAX_BODY_BYTES + 1 bytes, whatever the request declares), and within the instance's
-room for bodies in flight (`_Body`).
+(A2A_MAX_BODY_BYTES + 1 bytes, whatever the request declares), and within the room for
+bytes in flight, the instance's and its caller's (`_Body`, shared.bindings.budget), which
+whole answers are counted in too until written; they are written in pieces as the client
+takes them (`Front._pieces`).
 
 A streamed answer (server-sent events) holds a pool thread only while it makes a chunk: a
 pool thread makes each chunk once the loop has written the one before (a slow client holds
