@@ -52,10 +52,15 @@ def closed(connection: socket.socket) -> bytes:
 
 
 def test_a_head_within_the_limits_is_served(server: Server) -> None:
+    # Host and 99 more: the 100 lines A2A_MAX_HEAD_LINES allows; ~32,000 of its 32,768 bytes.
     with connected(server) as connection:
-        connection.sendall(card_head(*[f"X-Pad-{i}: {'p' * 20}" for i in range(90)]))
+        connection.sendall(card_head(*[f"X-Pad-{i:02}: {'p' * 300}" for i in range(99)]))
         status, _, card = answer(connection)
     assert status == 200 and card["name"]
+    with connected(server) as connection:
+        connection.sendall(card_head(*[f"X-Pad-{i:03}: p" for i in range(100)]))
+        written = closed(connection)
+    assert written.startswith(b"HTTP/1.1 431 ") and b"A2A_MAX_HEAD_LINES" in written
 
 
 def test_a_head_of_too_many_lines_is_refused_431_at_once_and_others_are_served(
