@@ -10,9 +10,9 @@ threads' hand-offs; on the loop it costs ~0.2 ms (docs/performance.md).
 The apps (`shared.bindings.http.HttpApp`, `queue_target.QueueTargetApp`) are synchronous:
 one `wire.Request` in, one `wire.Answer` out. `Front` reads the request's head on the loop
 and the first message of its body when uvicorn received it with the head (up to its 64 KiB
-buffer: most bodies are whole there; never waited for, so a caller refused from its head is
-answered at once, whether its body came or not), gives it to its app on a thread of the function's
-own pool (THREADS of them, the function's concurrency: a handler may block for as long as
+buffer: most bodies are whole there; never waited for, so a caller refused from its head
+is answered at once, whether its body came or not), gives it to its app on a thread of the
+function's own pool (THREADS of them, the function's concurrency: a handler may block for as long as
 its turn runs, which the loop must never do), and writes the answer from the loop. The
 rest of a larger body is read only when the app asks (`Request.read`), which it does once
 it knows the caller: a request without credentials costs its head and a 401, whatever it
