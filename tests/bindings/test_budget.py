@@ -3,10 +3,16 @@ whatever the order of takes and gives."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hypothesis import given
 from hypothesis import strategies as st
 
 from shared.bindings.budget import Budget
+from shared.bindings.wire import Headers, Request
+from shared.identity.api_key import hashed
+from tests.bindings.test_wire import scope
+from tests.conftest import Client
 
 OWNERS = st.sampled_from([None, "alice", "bob"])
 STEPS = st.lists(st.tuples(st.integers(0, 400), OWNERS, st.booleans()), max_size=40)
@@ -37,3 +43,21 @@ def test_takes_stay_within_the_room_and_shares_and_gives_let_all_go(
     for size, owner in taken[keep:] + taken[:keep]:
         budget.give(size, owner)
     assert budget.held == 0 and budget.owners == {}
+
+
+def test_a_caller_s_bytes_count_in_its_own_share_once_authenticated(
+    make_client: Callable[..., Client],
+) -> None:
+    """Shares are of callers the agent knows: with A2A_AUTH=none every caller is the one
+    anonymous owner, whose share would be the whole machine's: none, the instance's room."""
+    body = b'{"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": "t"}}'
+    headers = [(b"host", b"localhost"), (b"content-type", b"application/json")]
+    for app, key, owner in (
+        (make_client().app, b"", None),
+        (make_client(auth="api-key", api_keys={hashed("key-a"): "alice"}).app, b"key-a", "alice"),
+        (make_client(auth="api-key", api_keys={hashed("key-a"): "alice"}).app, b"nope", None),
+    ):
+        lines = [*headers, (b"x-api-key", key)] if key else headers
+        request = Request(scope(headers=lines), Headers.of(lines), body)
+        app(request)
+        assert request.owner == owner
