@@ -4,6 +4,8 @@
 `emulator.tasks_launcher` is the Cloud Tasks launcher that runs in its own venv;
 `emulator.oidc` mints the emulator's OIDC-shaped tokens;
 `emulator.pytest_plugin` has the session fixtures; `python -m emulator` runs both by hand.
+`emulator.dev` is `make dev`; `emulator.run`, `emulator.handler` and `emulator.ready` are
+`make run`'s checks before it starts and its "ready" (the handler lookup and ready, make dev's too).
 Importing this package imports only the standard library (the launcher's venv imports it too).
 """
 

@@ -7,6 +7,7 @@ stops anything it forked (the process group has the child's PID as its id).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import socket
@@ -41,6 +42,34 @@ def port_in_use(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.settimeout(0.2)
         return sock.connect_ex((host, port)) == 0
+
+
+def port_taken(host: str, port: int) -> bool:
+    """True when a server could not listen on host:port now, or `localhost:port` could reach
+    another server: another socket holds host:port, or, for a loopback host, [::1]:port
+    (clients that try IPv6 first reach that one). Tried as servers bind (gunicorn, the
+    emulators): with SO_REUSEADDR, so a port whose last connections linger in TIME_WAIT is
+    free, and a listener on every address (0.0.0.0, ::) holds each one. OSError when host:port
+    is no place this user may listen (a privileged port, an address not of this machine)."""
+    if _bind_refused(host, port):
+        return True
+    if host in ("localhost", "::1") or host.startswith("127."):
+        with contextlib.suppress(OSError):  # a machine without IPv6: nothing listens there
+            return _bind_refused("::1", port)
+    return False
+
+
+def _bind_refused(host: str, port: int) -> bool:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return True
+            raise
+    return False
 
 
 def log_tail(path: Path, lines: int = 30) -> str:

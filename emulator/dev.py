@@ -9,12 +9,17 @@ secret the worker and the deliverer check (emulator/oidc.py). Local differences,
 the banner: callers are not authenticated unless A2A_AUTH says so, webhooks on this machine
 are allowed, the console is on.
 
-Every port follows `--port` (`make dev PORT=N`): worker N+1, deliver N+2, Firestore N+5,
-Cloud Tasks N+942 (8080 gives the emulators' own defaults, 8085 and 9022); DEV_ARGS' flags
-move one. The handler is looked up on the developer's PYTHONPATH (after this checkout)
-before anything starts, and the functions get that path too. "ready" is said once each
-function answered over HTTP (emulator/ready.py); otherwise each one that did not is named,
-with the last line it wrote (the exception a failed import ends with).
+Every port follows `--port` (`make dev PORT=N`): worker N+1, deliver N+2, Cloud Tasks N+3,
+Firestore N+5 (8080 gives the Firestore emulator its own default, 8085), one block of six
+ports; DEV_ARGS' flags move one. Everything listens on loopback but a2a, on `--host`
+(`make dev HOST=0.0.0.0`), which may be wider only when the developer's A2A_AUTH asks
+credentials: without them, a2a serves this machine's connections alone anyway
+(shared/bindings/local_only.py). The handler is looked up on the developer's PYTHONPATH
+(after this checkout) before anything starts, without running it (emulator/handler.py: a
+missing one is one line, naming the closest handler module there is), and the functions get
+that path too. The ports are checked free first. "ready" is said once each function
+answered over HTTP, from its own process (emulator/ready.py); otherwise each one that did
+not is named, with the last line it wrote (the exception a failed import ends with).
 
 The functions' output and the Cloud Tasks emulator's dispatches are one stream, each line
 prefixed with its process's name. When a Python file under functions/ or shared/ (or the
@@ -27,6 +32,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import ipaddress
 import os
 import secrets
 import signal
@@ -42,7 +48,7 @@ from types import FrameType
 from typing import IO, TYPE_CHECKING
 
 from emulator import cloud_tasks, firestore, ready
-from emulator._process import REPO_ROOT, EmulatorError, port_in_use, stop_pid
+from emulator._process import REPO_ROOT, EmulatorError, port_taken, stop_pid
 from emulator.cloud_tasks import TasksEmulator, start_tasks_emulator
 from emulator.firestore import FirestoreEmulator, start_firestore
 
@@ -59,12 +65,15 @@ POLL_SECONDS = 0.5  # how often the files are looked at
 START_SECONDS = 30.0  # a function that does not answer by then is reported as not started
 STOP_GRACE = 2.0  # seconds each process has after SIGTERM before SIGKILL
 DEFAULT_PORT = 8080
-# Each port's distance from a2a's: 8080 keeps the emulators on their own default ports.
+LOOPBACK = "127.0.0.1"  # where all but a2a listen, whatever --host says
+# Each port's distance from a2a's: one block of six from PORT, so that a PORT drawn below the
+# ephemeral range keeps them all there; 8080 keeps the Firestore emulator on its own default
+# (8085). The Cloud Tasks emulator's own default, 9022, is `make emulators`'.
 OFFSETS = {
     "worker": 1,
     "deliver": 2,
+    "tasks": 3,
     "firestore": firestore.DEFAULT_PORT - DEFAULT_PORT,
-    "tasks": cloud_tasks.DEFAULT_PORT - DEFAULT_PORT,
 }
 TAIL_LINES = 40  # what is kept of each function's output, to say why it did not start
 
@@ -123,29 +132,41 @@ def python_path(environ: Mapping[str, str]) -> str:
 
 def find_handler(module: str, path: str) -> Path:
     """The file of the handler module as the functions will import it (on `path`), found
-    without running it; EmulatorError naming the module and the path when there is none."""
-    probe = (
-        "import importlib.util, sys\n"
-        "try:\n    spec = importlib.util.find_spec(sys.argv[1])\n"
-        "except (ImportError, ValueError):\n    spec = None\n"
-        "print(spec.origin if spec and spec.origin else '')"
-    )
+    without running it (emulator/handler.py, in an interpreter on that path); EmulatorError
+    naming the module, the path and the closest handler module there when there is none."""
     found = subprocess.run(
-        [sys.executable, "-c", probe, module],
+        [sys.executable, "-m", "emulator.handler", "--make", "dev", module],
         env={**os.environ, "PYTHONPATH": path},
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         timeout=30,
         check=False,
-    ).stdout.strip()
-    if not found:
-        raise EmulatorError(
-            f"the handler module {module} is not on the functions' PYTHONPATH ({path}): "
-            "put the folder that holds it on PYTHONPATH (PYTHONPATH=/my/agents make dev "
-            "HANDLER=my_agent), or check HANDLER's spelling"
-        )
-    return Path(found)
+    )
+    if found.returncode != 0:
+        said = found.stderr.strip().splitlines()
+        raise EmulatorError(said[-1].removeprefix("error: ") if said else "no handler module")
+    return Path(found.stdout.strip())
+
+
+def check_host(host: str, environ: Mapping[str, str]) -> None:
+    """A wider address than loopback only with credentials: EmulatorError otherwise."""
+    if _is_loopback(host) or (environ.get("A2A_AUTH") or "none") != "none":
+        return
+    raise EmulatorError(
+        f"HOST={host} would serve the agent beyond this machine, but A2A_AUTH=none asks no "
+        "credentials: set A2A_AUTH=api-key and A2A_API_KEYS (docs/security.md), or leave "
+        "HOST out to serve this machine only"
+    )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def local_url(role: str, port: int) -> str:
@@ -259,11 +280,19 @@ class Dev:
             deploy = load(environ={**os.environ, "PROJECT": args.project, "HANDLER": args.handler})
         except SettingsError as exc:
             raise EmulatorError(f"the deploy settings (infra/deploy.toml): {exc}") from None
+        check_host(args.host, os.environ)
         ports = ports_from(args)
         # Before anything starts: a handler the functions cannot import would kill all three.
         self.handler_file = find_handler(args.handler, python_path(os.environ))
         for role, port in ports.items():
-            if port_in_use("127.0.0.1", port):
+            host = args.host if role == "a2a" else LOOPBACK
+            try:
+                taken = port_taken(host, port)
+            except OSError as exc:  # a privileged port, an address not of this machine
+                raise EmulatorError(
+                    f"cannot listen on {host}:{port} (for {role}): {exc.strerror or exc}"
+                ) from None
+            if taken:
                 raise EmulatorError(
                     f"port {port} (for {role}) is in use: stop what serves it, or choose another "
                     f"PORT (every port follows it), or set this one with DEV_ARGS='--{role}-port N'"
@@ -336,6 +365,7 @@ class Dev:
                     str(framework),
                     f"--target={function.role}",
                     f"--source={REPO_ROOT / 'functions' / 'main.py'}",
+                    f"--host={self.args.host if function.role == 'a2a' else LOOPBACK}",
                     f"--port={function.port}",
                 ],
                 cwd=REPO_ROOT,
@@ -365,12 +395,14 @@ class Dev:
         return not failed
 
     def _answers(self, function: Function, deadline: float) -> bool:
-        """a2a serves its card; worker and deliver answer at all (a GET is not theirs)."""
+        """a2a serves its card; worker and deliver answer at all, at a path functions-framework
+        answers itself (a GET is not theirs: asked of them, each would log a warning)."""
         process = function.process
         assert process is not None
-        base = local_url(function.role, function.port).rstrip("/")
+        host = self.args.host if function.role == "a2a" else LOOPBACK
+        base = f"http://{ready.reach(host)}:{function.port}"
         card = function.role == "a2a"
-        url = base + ready.CARD_PATH if card else base + "/"
+        url = base + (ready.CARD_PATH if card else ready.QUIET_PATH)
 
         def wanted(code: int) -> bool:
             return code == 200 if card else code < 500
@@ -380,6 +412,7 @@ class Dev:
             wanted,
             running=lambda: process.poll() is None and not self.stop.is_set(),
             deadline=deadline,
+            pid=process.pid,
         )
         return seen is not None and wanted(seen)
 
@@ -417,8 +450,13 @@ class Dev:
             f"  deliver      {local_url('deliver', ports['deliver'])}   <- {queues[1]}",
             f"  Firestore    {self.store.address}   log {self.store.log_path}",
             f"  Cloud Tasks  {self.tasks.address}   log {self.tasks.log_path}",
+            f"  listening    a2a on {self.args.host}, all else on {LOOPBACK} only",
             f"  A2A_AUTH={auth}"
-            + (": no credentials asked, every caller is one owner" if auth == "none" else ""),
+            + (
+                ": no credentials asked, every caller is one owner; this machine's only"
+                if auth == "none"
+                else ""
+            ),
             f"  webhooks allowed on: {hosts or 'no private host'} (A2A_PUSH_ALLOWED_HOSTS)",
             f"  client: .venv/bin/a2a --url {a2a} send hello",
             "Saving a file under functions/ or shared/ restarts the functions; Ctrl-C stops all.",
@@ -489,6 +527,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"a2a's port (default {DEFAULT_PORT})"
+    )
+    parser.add_argument(
+        "--host",
+        default=LOOPBACK,
+        help=f"a2a's address (default {LOOPBACK}; a wider one needs A2A_AUTH's credentials)",
     )
     for name, offset in OFFSETS.items():
         parser.add_argument(f"--{name}-port", type=int, help=f"default: --port + {offset}")

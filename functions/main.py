@@ -41,6 +41,7 @@ from shared import observability
 from shared.agent import load_handler_module
 from shared.app import build, build_deliver, build_worker
 from shared.bindings.asgi import Front
+from shared.bindings.heads import HeadLimits, protocol
 from shared.bindings.http import HttpApp
 from shared.settings import Settings
 
@@ -85,6 +86,15 @@ def _stop_on_shutdown() -> None:
 
 _stop_on_shutdown()
 
+# The server's settings: uvicorn's worker (made in gunicorn's arbiter, after this import)
+# builds its server's config of these. Its HTTP protocol is httptools' with a bounded head
+# (A2A_MAX_HEAD_BYTES, A2A_MAX_HEAD_LINES; 431 past them) that comes within
+# A2A_HEAD_READ_SECONDS (shared/bindings/heads.py): uvicorn bounds none of these itself.
+UvicornWorker.CONFIG_KWARGS = {
+    **UvicornWorker.CONFIG_KWARGS,
+    "http": protocol(HeadLimits.of(_SETTINGS)),
+}
+
 
 def _once(make: Callable[..., App]) -> Callable[[], App]:
     """`make` with the settings and the handler module read at import, called at the first
@@ -114,7 +124,8 @@ _deliver: Callable[[], QueueTargetApp] = _once(build_deliver)
 # Each function's requests run on a pool of THREADS threads (deploy.toml's `threads`, else its
 # concurrency, set by `make deploy`; a waiting stream holds none); a body is read past what
 # came with its head only once the app knows the caller, within A2A_MAX_BODY_BYTES,
-# A2A_BODY_READ_SECONDS and A2A_MAX_BUFFERED_BYTES.
+# A2A_BODY_READ_SECONDS, A2A_MAX_BUFFERED_BYTES and the caller's A2A_MAX_OWNER_BUFFERED_BYTES
+# (answers too, written within A2A_ANSWER_WRITE_SECONDS a piece).
 _a2a_front = Front.of(_a2a, _SETTINGS)
 _worker_front = Front.of(_worker, _SETTINGS)
 _deliver_front = Front.of(_deliver, _SETTINGS)

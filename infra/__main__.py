@@ -81,7 +81,12 @@ def _callers(settings: Settings) -> str:
 def _stage(settings: Settings, repo_root: Path, stage_dir: Path) -> int:
     for role in ("a2a", "worker", "deliver"):
         staged = stage(
-            repo_root, role, stage_dir / role, settings.handler, settings.functions.extras
+            repo_root,
+            role,
+            stage_dir / role,
+            settings.handler,
+            settings.functions.extras,
+            agent=settings.agent_folder,
         )
         print(f"staged {role}: {staged.path} (source {staged.source_hash})")
     return 0
@@ -111,7 +116,7 @@ def _destroy(settings: Settings, runner: Runner, *, yes: bool, delete_database: 
         if answer.strip() != settings.project:
             print("not confirmed: nothing removed")
             return 1
-    runner.run(steps)
+    runner.run(steps, removing=True)
     print("destroyed" if not runner.dry_run else "dry run: nothing removed")
     return 0
 

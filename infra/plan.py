@@ -9,12 +9,16 @@ service accounts and their roles before the functions that run or are built as t
 
 Who may call `a2a` is checked before anything runs (infra.settings.Settings.check_access): by
 default IAM-authenticated with A2A_AUTH=google; never public with A2A_AUTH=none unless asked.
-Each function runs as an account with only the roles it uses: a2a and worker (runtime) read
-and write Firestore and enqueue on both queues (and only there) as the invoker account;
-deliver uses Firestore and re-queues a delivery that finds its config busy (the push queue
-only, as the invoker account too). With `[env] A2A_TRACING = "gcp"` both accounts also write
-spans to Cloud Trace; a deploy with tracing off (or to OTLP) takes that role away again, as
-it takes away the project-wide enqueuer role earlier versions granted. The three functions
+Each function runs as an account with only the roles it uses, granted where it is used:
+a2a and worker (runtime) read and write the kit's Firestore database (an IAM condition holds
+the project's grant to it) and enqueue on both queues (and only there) as the invoker
+account; deliver uses that database and re-queues a delivery that finds its config busy (the
+push queue only, as the invoker account too). Cloud Build's account writes logs, the
+function source buckets (a condition again) and the kit's own image repository, nothing
+else; an earlier deploy's project-wide grants are taken away. With `[env] A2A_TRACING =
+"gcp"` both accounts also write spans to Cloud Trace; a deploy with tracing off (or to
+OTLP) takes that role away again, as it takes away the project-wide enqueuer role earlier
+versions granted. The three functions
 share one A2A_LOG_OWNER_KEY, a secret the first deploy generates.
 """
 
@@ -30,6 +34,7 @@ from infra.resources import (
     Apis,
     Binding,
     CompositeIndexes,
+    Condition,
     Database,
     FieldOverride,
     Function,
@@ -40,6 +45,7 @@ from infra.resources import (
     Project,
     Queue,
     Removal,
+    Repository,
     SchedulerJob,
     ServiceAccount,
     Ttl,
@@ -48,10 +54,11 @@ from infra.resources import (
     index_kind,
     project_policy,
     queue_policy,
+    repository_policy,
     secret_policy,
     service_policy,
 )
-from infra.settings import Settings
+from infra.settings import QueueSettings, Settings
 from infra.stage import stage
 from infra.steps import PlanError, Step, gcloud
 
@@ -75,22 +82,26 @@ WIRING: dict[str, dict[str, str]] = {
     "worker": {"A2A_DELIVER_URL": "deliver", "A2A_WORKER_URL": "worker"},
     "deliver": {"A2A_DELIVER_URL": "deliver"},
 }
-# Firestore, project-wide (a database's IAM is the project's): a2a and worker (runtime), and
-# deliver, which reads tasks and configs and records deliveries.
-PROJECT_ROLES = ("roles/datastore.user",)
+# Firestore: a2a and worker (runtime), and deliver, which reads tasks and configs and records
+# deliveries. A database has no IAM policy of its own and IAM reaches no collection: the grant
+# is the project's, held by a condition to the kit's database alone (docs/security.md).
+DATASTORE_USER = "roles/datastore.user"
 ENQUEUER = "roles/cloudtasks.enqueuer"  # on the queues each function enqueues to, no others
 # Secrets only `a2a` reads: the callers' key hashes and the card's signing key stay away from
 # worker and deliver.
 A2A_ONLY_SECRETS = frozenset({"A2A_API_KEYS", "A2A_CARD_SIGNING_KEY"})
 LOG_OWNER_KEY = "A2A_LOG_OWNER_KEY"
 SECRET_ACCESSOR = "roles/secretmanager.secretAccessor"
-# What Cloud Build's account needs to build a function from source: write the build's logs,
-# push its image to Artifact Registry, read the uploaded source (Cloud Run's "build service
-# account" page lists these three).
-BUILD_ROLES = (
-    "roles/logging.logWriter",
-    "roles/artifactregistry.writer",
-    "roles/storage.objectAdmin",
+# What Cloud Build's account needs to build a function from source (Cloud Run's "build
+# service account" page lists these three), each where it is used: the build's logs (written
+# to the project), the uploaded source (in the buckets Cloud Functions makes per region,
+# gcf-v2-sources-<project number>-<region>), the image (the kit's own repository).
+LOG_WRITER = "roles/logging.logWriter"
+OBJECT_ADMIN = "roles/storage.objectAdmin"
+REGISTRY_WRITER = "roles/artifactregistry.writer"
+# Project-level IAM governs this project's buckets only: the prefix is its source buckets.
+SOURCES = Condition(
+    "function source buckets only", 'resource.name.startsWith("projects/_/buckets/gcf-v2-sources-")'
 )
 INVOKER = "roles/run.invoker"
 # Writes spans to Cloud Trace: held by the functions' accounts only while A2A_TRACING=gcp.
@@ -147,6 +158,52 @@ def function_env(settings: Settings, role: str) -> dict[str, str]:
     )
 
 
+def _last_attempt(queue: QueueSettings) -> str:
+    """Why a queue's last attempt is the one it is: Cloud Tasks' rule, with the numbers."""
+    return (
+        f"queue {queue.name} retries until it has made --max-attempts={queue.max_attempts} "
+        f"attempts and --max-retry-duration={queue.max_retry_duration} has passed: at "
+        f"--min-backoff={queue.min_backoff} doubled {queue.max_doublings} times up to "
+        f"--max-backoff={queue.max_backoff}, its last is attempt {queue.attempts()}, "
+        f"{queue.retry_span():g} s after the first"
+    )
+
+
+def derivations(settings: Settings, role: str) -> tuple[str, ...]:
+    """Why each value of `function_env` that the deploy derives is what it is: a line each,
+    printed under the function's deploy command (values of `[env]` are the user's own)."""
+    env = function_env(settings, role)
+    function = getattr(settings.functions, role)
+    work, push = settings.queues.work, settings.queues.push
+    threads = (
+        f"functions.{role}.threads"
+        if function.threads
+        else f"its --concurrency={function.concurrency}, a thread for each request it takes "
+        f"at once (functions.{role}.threads unset)"
+    )
+    why = {
+        "A2A_AUDIENCE": "its own cloudfunctions.net URL, known before it is built: the "
+        "audience of its callers' Google ID tokens",
+        "A2A_WORK_MAX_ATTEMPTS": "the work queue's last attempt, on which the worker fails "
+        f"the task itself rather than leave it working; {_last_attempt(work)}",
+        "A2A_WORK_RETRY_SECONDS": "seconds from a turn's first attempt to its last, while "
+        f"the sweep leaves the turn to the queue; {_last_attempt(work)}",
+        "A2A_PUSH_MAX_ATTEMPTS": "the push queue's last attempt, on which deliver records "
+        f"the failure on the config; {_last_attempt(push)}",
+        "A2A_FUNCTION_TIMEOUT": f"the function's --timeout (functions.{role}.timeout)",
+        "A2A_TASKS_SERVICE_ACCOUNT": "the account Cloud Tasks and Cloud Scheduler sign their "
+        "OIDC tokens as (invoker_service_account), the only caller the worker and deliver take",
+        "THREADS": threads,
+    }
+    notes = [f"{name}={env[name]}: {text}" for name, text in why.items() if name in env]
+    wired = ", ".join(WIRING[role])
+    notes.append(
+        f"{wired}: the run.app URLs <name>-<project number>.{settings.region}.run.app, known "
+        "from the project's number before any function is built"
+    )
+    return tuple(notes)
+
+
 def function_secrets(settings: Settings, role: str) -> dict[str, str]:
     """Secret Manager references by variable: the shared log owner key (unless `[secrets]`
     names its own), then `[secrets]`, less what only a2a reads."""
@@ -163,19 +220,30 @@ def _members(settings: Settings) -> dict[str, str]:
     }
 
 
+def database_only(settings: Settings) -> Condition:
+    """The condition that holds a project's Firestore grant to the kit's database."""
+    database = settings.firestore_database
+    return Condition(
+        f"Firestore database {database} only",
+        f'resource.name == "projects/{settings.project}/databases/{database}"',
+    )
+
+
 def grants(settings: Settings) -> list[Binding]:
     """Every role a deploy grants its accounts (or makes sure they lack), on what."""
     project, region = settings.project, settings.region
     member = _members(settings)
-    runtime, deliverer = member["runtime"], member["deliver"]
+    runtime, deliverer, build = member["runtime"], member["deliver"], member["build"]
     work, push = settings.queues.work.name, settings.queues.push.name
     users = ((runtime, ("a2a", "worker")), (deliverer, ("deliver",)))
+    whole = project_policy(project)
     return [
         *(
-            Binding(project, project_policy(project), role, m)
+            Binding(project, whole, DATASTORE_USER, m, condition=database_only(settings))
             for m, _ in users
-            for role in PROJECT_ROLES
         ),
+        # Earlier versions granted it on every database of the project: taken away.
+        *(Binding(project, whole, DATASTORE_USER, m, present=False) for m, _ in users),
         # Each account enqueues on the queues its functions use, and nowhere else.
         *(
             Binding(project, queue_policy(queue, region), ENQUEUER, m)
@@ -183,12 +251,12 @@ def grants(settings: Settings) -> list[Binding]:
             for queue in queues
         ),
         # Earlier versions granted it project-wide: taken away.
-        *(Binding(project, project_policy(project), ENQUEUER, m, present=False) for m, _ in users),
+        *(Binding(project, whole, ENQUEUER, m, present=False) for m, _ in users),
         # Switching tracing off (or to otlp) also takes the role away.
         *(
             Binding(
                 project,
-                project_policy(project),
+                whole,
                 TRACE_AGENT,
                 m,
                 present=any(_traces_to_gcp(settings, role) for role in roles),
@@ -208,7 +276,16 @@ def grants(settings: Settings) -> list[Binding]:
             for ref in sorted(set(function_secrets(settings, role).values()))
         ),
         # Before the first build: a new project's default build account may lack them.
-        *(Binding(project, project_policy(project), role, member["build"]) for role in BUILD_ROLES),
+        Binding(project, whole, LOG_WRITER, build),
+        Binding(project, whole, OBJECT_ADMIN, build, condition=SOURCES),
+        Binding(
+            project, repository_policy(settings.artifact_repository, region), REGISTRY_WRITER, build
+        ),
+        # Earlier versions granted these two project-wide: taken away.
+        *(
+            Binding(project, whole, role, build, present=False)
+            for role in (OBJECT_ADMIN, REGISTRY_WRITER)
+        ),
     ]
 
 
@@ -233,6 +310,7 @@ def deploy_plan(settings: Settings, repo_root: Path, stage_root: Path) -> list[S
         ServiceAccount(project, settings.invoker_service_account, "Cloud Tasks invoker"),
         ServiceAccount(project, settings.deliver_service_account, "push delivery"),
         ServiceAccount(project, settings.build_service_account, "Cloud Build of the functions"),
+        Repository(project, settings.region, settings.artifact_repository),
         *_generated_secrets(settings),
         *(
             NamedSecret(project, _secret_name(ref), variable)
@@ -243,7 +321,12 @@ def deploy_plan(settings: Settings, repo_root: Path, stage_root: Path) -> list[S
     for role in DEPLOY_ORDER:
         function = getattr(settings.functions, role)
         staged = stage(
-            repo_root, role, stage_root / role, settings.handler, settings.functions.extras
+            repo_root,
+            role,
+            stage_root / role,
+            settings.handler,
+            settings.functions.extras,
+            agent=settings.agent_folder,
         )
         public = role == "a2a" and settings.auth == "public"
         spec = FunctionSpec(
@@ -254,10 +337,12 @@ def deploy_plan(settings: Settings, repo_root: Path, stage_root: Path) -> list[S
             source_hash=staged.source_hash,
             service_account=settings.deliver_email if role == "deliver" else settings.runtime_email,
             build_service_account=f"projects/{project}/serviceAccounts/{settings.build_email}",
+            docker_repository=settings.docker_repository,
             env=function_env(settings, role),
             wiring=WIRING[role],
             secrets=function_secrets(settings, role),
             public=public,
+            notes=derivations(settings, role),
         )
         steps.append(Function(project, spec))
         steps += invokers(settings, role)
@@ -425,17 +510,58 @@ def destroy_plan(settings: Settings, *, delete_database: bool) -> list[Step]:
                 gcloud(project, "tasks", "queues", "delete", args=(queue.name,), flags=flags),
             )
         )
-    # The queues' own bindings went with them. The trace and project-wide enqueuer roles too,
-    # whatever the settings are now: an earlier deploy may have granted them.
+    # The repository and its images: the build account's grant there goes with it.
+    repository = settings.artifact_repository
+    steps.append(
+        Removal(
+            f"repository {repository} (the functions' images)",
+            gcloud(
+                project,
+                "artifacts",
+                "repositories",
+                "describe",
+                args=(repository,),
+                flags=(f"--location={region}",),
+                json=True,
+            ),
+            gcloud(
+                project,
+                "artifacts",
+                "repositories",
+                "delete",
+                args=(repository,),
+                flags=(f"--location={region}",),
+            ),
+        )
+    )
+    # The queues' own bindings went with them. The project's: the deploy's, and the trace and
+    # project-wide roles too, whatever the settings are now: an earlier deploy may have
+    # granted them.
     member = _members(settings)
+    whole = project_policy(project)
     steps += [
-        Binding(project, project_policy(project), role, member[who], present=False)
+        Binding(
+            project,
+            whole,
+            DATASTORE_USER,
+            member[who],
+            present=False,
+            condition=database_only(settings),
+        )
         for who in ("runtime", "deliver")
-        for role in (*PROJECT_ROLES, ENQUEUER, TRACE_AGENT)
     ]
     steps += [
-        Binding(project, project_policy(project), role, member["build"], present=False)
-        for role in BUILD_ROLES
+        Binding(project, whole, role, member[who], present=False)
+        for who in ("runtime", "deliver")
+        for role in (DATASTORE_USER, ENQUEUER, TRACE_AGENT)
+    ]
+    steps += [
+        Binding(project, whole, LOG_WRITER, member["build"], present=False),
+        Binding(project, whole, OBJECT_ADMIN, member["build"], present=False, condition=SOURCES),
+        *(
+            Binding(project, whole, role, member["build"], present=False)
+            for role in (OBJECT_ADMIN, REGISTRY_WRITER)
+        ),
     ]
     steps += [
         Binding(

@@ -476,6 +476,19 @@ class PolicyTarget:
     binding_flags: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class Condition:
+    """An IAM condition on a binding: the grant holds only for the resources `expression`
+    (CEL) matches. `title` names it in the policy (no commas: gcloud's list separator)."""
+
+    title: str
+    expression: str
+
+    @property
+    def flag(self) -> str:
+        return f"--condition=expression={self.expression},title={self.title}"
+
+
 def project_policy(project: str) -> PolicyTarget:
     return PolicyTarget(f"project {project}", ("projects",), project, (), ("--condition=None",))
 
@@ -567,24 +580,45 @@ class NamedSecret(Step):
         return []
 
 
+def repository_policy(repository: str, region: str) -> PolicyTarget:
+    return PolicyTarget(
+        f"repository {repository}",
+        ("artifacts", "repositories"),
+        repository,
+        (f"--location={region}",),
+    )
+
+
 def queue_policy(queue: str, region: str) -> PolicyTarget:
     return PolicyTarget(f"queue {queue}", ("tasks", "queues"), queue, (f"--location={region}",))
 
 
 @dataclass
 class Binding(Step):
-    """One role for one member on one resource; `present=False` makes sure it is absent."""
+    """One role for one member on one resource, held under `condition` if there is one;
+    `present=False` makes sure it is absent."""
 
     project: str
     target: PolicyTarget
     role: str
     member: str
     present: bool = True
+    condition: Condition | None = None
+
+    def existing(self) -> Any:
+        bound: dict[str, Any] = {"role": self.role, "members": [self.member]}
+        if self.condition is not None:
+            bound["condition"] = {
+                "title": self.condition.title,
+                "expression": self.condition.expression,
+            }
+        return {"bindings": [bound]}
 
     @property
     def title(self) -> str:  # type: ignore[override]
         relation = "has" if self.present else "lacks"
-        return f"{self.member} {relation} {self.role} on {self.target.label}"
+        only = f" ({self.condition.title})" if self.condition else ""
+        return f"{self.member} {relation} {self.role} on {self.target.label}{only}"
 
     def check(self) -> Command:
         return gcloud(
@@ -596,16 +630,19 @@ class Binding(Step):
             json=True,
         )
 
+    def _matches(self, binding: dict[str, Any]) -> bool:
+        if binding.get("role") != self.role or self.member not in binding.get("members", []):
+            return False
+        if self.condition is None:
+            return "condition" not in binding
+        return bool(binding.get("condition", {}).get("expression") == self.condition.expression)
+
     def changes(self, found: Any, outputs: Outputs) -> list[Change]:
-        bound = any(
-            binding.get("role") == self.role
-            and self.member in binding.get("members", [])
-            and "condition" not in binding
-            for binding in (found or {}).get("bindings", [])
-        )
+        bound = any(self._matches(binding) for binding in (found or {}).get("bindings", []))
         if bound == self.present:
             return []
         verb = "add" if self.present else "remove"
+        condition = (self.condition.flag,) if self.condition else self.target.binding_flags
         command = gcloud(
             self.project,
             *self.target.group,
@@ -615,10 +652,48 @@ class Binding(Step):
                 *self.target.flags,
                 f"--member={self.member}",
                 f"--role={self.role}",
-                *self.target.binding_flags,
+                *condition,
             ),
         )
         return [Change("grant" if self.present else "revoke", command, retry_if=_NEW_ACCOUNT)]
+
+
+@dataclass
+class Repository(Step):
+    """The Artifact Registry repository the functions' images are pushed to: the kit's own,
+    so the build account may write there and nowhere else."""
+
+    project: str
+    region: str
+    name: str
+
+    @property
+    def title(self) -> str:  # type: ignore[override]
+        return f"repository {self.name}"
+
+    def check(self) -> Command:
+        return gcloud(
+            self.project,
+            "artifacts",
+            "repositories",
+            "describe",
+            args=(self.name,),
+            flags=(f"--location={self.region}",),
+            json=True,
+        )
+
+    def changes(self, found: Any, outputs: Outputs) -> list[Change]:
+        if found is not None:
+            return []
+        flags = (
+            f"--location={self.region}",
+            "--repository-format=docker",
+            "--description=a2a-functions: the functions' images",
+        )
+        command = gcloud(
+            self.project, "artifacts", "repositories", "create", args=(self.name,), flags=flags
+        )
+        return [Change("create", command, "the functions' images, built by the build account")]
 
 
 @dataclass(frozen=True)
@@ -633,11 +708,15 @@ class FunctionSpec:
     service_account: str
     # The account Cloud Build builds it as: projects/<project>/serviceAccounts/<e-mail>.
     build_service_account: str
+    # Where its image goes: projects/<project>/locations/<region>/repositories/<name>.
+    docker_repository: str
     env: dict[str, str]
     # Environment variable -> role whose URL it carries (the wiring between the functions).
     wiring: dict[str, str]
     secrets: dict[str, str]
     public: bool
+    # Why each derived value of `env` is what it is: a line each, printed with the deploy.
+    notes: tuple[str, ...] = ()
 
 
 def _env_flag(name: str, values: dict[str, str]) -> str:
@@ -704,6 +783,7 @@ class Function(Step):
             ("max instances", service.get("maxInstanceCount"), fs.max_instances),
             ("service account", service.get("serviceAccountEmail"), spec.service_account),
             ("build account", build.get("serviceAccount"), spec.build_service_account),
+            ("image repository", build.get("dockerRepository"), spec.docker_repository),
             ("source", found.get("labels", {}).get(SOURCE_LABEL), spec.source_hash),
         ]
         differences = [f"{name} {have} -> {want}" for name, have, want in pairs if have != want]
@@ -728,6 +808,7 @@ class Function(Step):
             "--allow-unauthenticated" if spec.public else "--no-allow-unauthenticated",
             f"--service-account={spec.service_account}",
             f"--build-service-account={spec.build_service_account}",
+            f"--docker-repository={spec.docker_repository}",
             f"--memory={fs.memory}",
             f"--cpu={fs.cpu}",
             f"--timeout={fs.timeout}s",
@@ -744,12 +825,14 @@ class Function(Step):
 
     def changes(self, found: Any, outputs: Outputs) -> list[Change]:
         env = self.env(outputs)
+        notes = self.spec.notes
         if found is None:
-            return [Change("create", self._deploy(env), "builds and deploys, takes minutes")]
+            why = "builds and deploys, takes minutes"
+            return [Change("create", self._deploy(env), why, notes=notes)]
         differences = self._differences(found, env)
         if not differences:
             return []
-        return [Change("update", self._deploy(env), ", ".join(differences))]
+        return [Change("update", self._deploy(env), ", ".join(differences), notes=notes)]
 
 
 @dataclass

@@ -105,15 +105,22 @@ class Runner:
     def say(self, line: str) -> None:
         print(line, file=self.out, flush=True)
 
-    def run(self, steps: Sequence[Step]) -> Outputs:
+    def run(self, steps: Sequence[Step], *, removing: bool = False) -> Outputs:
+        """Run `steps`; a dry run prints what they run on a project where each resource is
+        missing (a first deploy) or, `removing`, present (a destroy: every delete)."""
         outputs = Outputs(dry_run=self.dry_run)
-        if self.dry_run:
+        if self.dry_run and removing:
+            self.say(
+                "dry run: printing every command a destroy runs, each resource taken as "
+                "present (one that is missing is skipped); nothing is executed"
+            )
+        elif self.dry_run:
             self.say("dry run: printing the commands a first deploy runs; nothing is executed")
         for number, step in enumerate(steps, 1):
             label = f"[{number}/{len(steps)}] {step.title}"
             try:
                 if self.dry_run:
-                    self._print(label, step, outputs)
+                    self._print(label, step, outputs, step.existing() if removing else None)
                 else:
                     self._apply(label, step, outputs)
             except Skipped as skipped:
@@ -122,14 +129,19 @@ class Runner:
                 raise StepFailed(f"step {label} failed: {error}") from error
         return outputs
 
-    def _print(self, label: str, step: Step, outputs: Outputs) -> None:
+    def _print(self, label: str, step: Step, outputs: Outputs, found: Any) -> None:
         check = step.check()
-        changes = step.changes(None, outputs)
+        changes = step.changes(found, outputs)
         self.say(f"{label}")
         if check is not None:
             self.say(f"  check:  {check}")
         for change in changes:
             self.say(f"  {change.verb + ':':7} {change.command}")
+            self._notes(change)
+
+    def _notes(self, change: Change) -> None:
+        for note in change.notes:
+            self.say(f"  # {note}")
 
     def _apply(self, label: str, step: Step, outputs: Outputs) -> None:
         found = self._check(label, step)
@@ -140,6 +152,7 @@ class Runner:
             why = f" ({change.why})" if change.why else ""
             self.say(f"{label}: {change.verb}{why}")
             self.say(f"  $ {change.command}")
+            self._notes(change)
             started = time.monotonic()
             self._change(label, change)
             self.say(f"  done in {time.monotonic() - started:.1f} s")

@@ -154,6 +154,9 @@ class Settings(_Strict):
     project: str = Field(pattern=r"^([a-z][a-z0-9-]{4,28}[a-z0-9])?$")
     region: str = Field(min_length=1)
     handler: str = Field(pattern=r"^[A-Za-z_][\w.]*$")
+    # An agent kept in a folder of its own (docs/agents.md): its package ships with the
+    # functions, its requirements with theirs; HANDLER defaults to the package.
+    agent: str = ""
     auth: Literal["public", "authenticated"]
     identity: Literal["none", "api-key", "google", "oidc"]
     open_to_everyone: bool = False
@@ -167,6 +170,11 @@ class Settings(_Strict):
     # Cloud Build builds the functions as this account, granted its roles before the first
     # build (a new project's default build account may lack them).
     build_service_account: str = Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+    # The Artifact Registry repository (docker, in the region) the functions' images go to:
+    # the deploy makes it, and the build account may write there only.
+    artifact_repository: str = Field(
+        default="a2a-functions", pattern=r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$"
+    )
     # The Secret Manager secret holding A2A_LOG_OWNER_KEY for all three functions (one owner,
     # one log tag everywhere): generated once by the first deploy, unless [secrets] sets it.
     log_owner_secret: str = Field(pattern=r"^[A-Za-z0-9_-]{1,255}$")
@@ -210,6 +218,19 @@ class Settings(_Strict):
         if not self.sign_card:
             return self.secrets
         return {**self.secrets, "A2A_CARD_SIGNING_KEY": f"{self.card_signing_secret}:latest"}
+
+    @property
+    def agent_folder(self) -> Path | None:
+        """The agent folder, `~` expanded, absolute; None when the handler is the kit's."""
+        return Path(self.agent).expanduser().absolute() if self.agent else None
+
+    @property
+    def docker_repository(self) -> str:
+        """The repository as `gcloud functions deploy --docker-repository` names it."""
+        return (
+            f"projects/{self.project}/locations/{self.region}/repositories/"
+            f"{self.artifact_repository}"
+        )
 
     @property
     def location(self) -> str:
@@ -295,6 +316,10 @@ def load(path: Path = DEFAULT_FILE, environ: Mapping[str, str] | None = None) ->
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise SettingsError(f"cannot read {path}: {error}") from error
     overridden = _apply_overrides(raw, environ or {}, ())
+    agent = str(overridden.get("agent") or "").rstrip("/")
+    if agent and not (environ or {}).get("HANDLER"):
+        # The folder's package is the handler unless HANDLER names a module in it.
+        overridden["handler"] = Path(agent).name
     try:
         settings = Settings.model_validate(overridden)
     except ValidationError as error:

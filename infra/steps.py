@@ -54,6 +54,8 @@ class Change:
     why: str = ""
     # A failure whose stderr matches is retried: IAM takes seconds to see a new service account.
     retry_if: str | None = None
+    # Printed under the command, a line each: why a value it sets is what it is.
+    notes: tuple[str, ...] = ()
 
 
 class PlanError(Exception):
@@ -94,6 +96,11 @@ class Step(ABC):
     @abstractmethod
     def changes(self, found: Any, outputs: Outputs) -> list[Change]:
         """What to run so the resource matches the settings; empty when it already does."""
+
+    def existing(self) -> Any:
+        """What `check` finds once the resource exists, as a destroy's dry run presumes it
+        (default: a description with nothing more in it)."""
+        return {}
 
     def learn(self, found: Any, outputs: Outputs) -> None:
         """Record what later steps need from this resource (default: nothing)."""

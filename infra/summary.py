@@ -21,7 +21,8 @@ TRACING = '`[env] A2A_TRACING = "gcp"`'
 def _where(binding: Binding) -> str:
     label = binding.target.label
     if label.startswith("project "):
-        return "the project"
+        held = binding.condition
+        return f"the project ({held.title}: `{held.expression}`)" if held else "the whole project"
     kind, _, name = label.rpartition(" ")
     return f"{kind} `{name}`"
 
@@ -66,6 +67,7 @@ def summary(settings: Settings) -> str:
             for b in mine
             if not b.present
             and not any(t.role == b.role and t.target == b.target for t in when_traced)
+            and b.condition is None
         ]
         text = f"- `{email.split('@')[0]}` ({purpose}): {_roles(granted)}"
         if when_traced:

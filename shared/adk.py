@@ -18,19 +18,25 @@ The mapping, both ways, uses ADK's own A2A part conventions (metadata
 - the A2A message becomes the user content: text parts as text, data parts as JSON text (or,
   with `adk_type: function_response`, as the function response they carry), raw parts as
   inline data, URL parts as file data;
-- each ADK event streams out as a `working` status message: partial text as it comes (marked
-  `adk_partial`; at most one every PROGRESS_INTERVAL seconds), then the whole event (text,
-  function calls and responses as data parts, files); these messages are the task's history
-  that the next turn rebuilds the session from;
-- what the agent produced is also an artifact: the text of each final response, each function
-  result (a data part), each file;
+- partial text (RunConfig's SSE streaming) streams as chunks of an artifact, one per author's
+  response, named after the author, as ADK's own A2A executor maps it: its first chunk makes
+  the artifact, the others are appended (`append`), and the complete response that follows
+  replaces it whole as its last chunk (`append: false`, `lastChunk: true`), which is the
+  response an ADK RemoteA2aAgent records; the stored artifact is one text part (appended text
+  joins, `lifecycle.joins`);
+- each complete (not partial) ADK event is a `working` status message (text, function calls
+  and responses as data parts, files): the steps and tool calls a client shows as progress,
+  and the task's history that the next turn rebuilds the session from;
+- what the agent produced is also an artifact: the text of each final response (the streamed
+  artifact, when its text streamed), each function result (a data part), each file;
 - a long-running function call left without a response when the run ends (ADK's way to ask
   the user: a LongRunningFunctionTool returning None, `adk_request_input`,
   `adk_request_confirmation`) ends the turn `input-required` (`auth-required` for
   `adk_request_credential`), the calls as data parts. The
   next message answers them: its function response parts, or else its data part (an object)
   or its text become the response of every pending call;
-- a cancel of the task stops the run within CANCEL_CHECK seconds (the run is cancelled).
+- a cancel of the task cancels the run: the model call it awaits sees CancelledError (the
+  engine cancels a turn's pending await).
 
 What the rebuild cannot restore: ADK session state (`state_delta`s), artifacts saved through
 ADK's artifact service, and other event actions (a transfer is kept only as the author of the
@@ -42,9 +48,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import contextlib
 import json
-import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
@@ -58,18 +62,14 @@ from google.adk.sessions import InMemorySessionService
 from google.genai import types
 from pydantic import ValidationError
 
-from shared.agent import Context, Message, Part, TaskCanceled
+from shared.agent import Context, Message, Part
 from shared.limits import json_bytes
 from shared.model import Role
 
-__all__ = ["CANCEL_CHECK", "adk_handler"]
+__all__ = ["adk_handler"]
 
 # Seconds between two looks at the task's cancel while the agent runs (the runtime reads the
 # store at most every half second anyway).
-CANCEL_CHECK = 0.25
-# Streamed text is reported at most this often (seconds), all that came since in one status
-# message: every status message joins the task's history, which holds A2A_MAX_HISTORY_MESSAGES.
-PROGRESS_INTERVAL = 0.5
 # What an event's status message holds of one part, at most (characters of a text, bytes of a
 # function call's or response's JSON, bytes of a file): the message must fit
 # A2A_MAX_MESSAGE_BYTES. More is replayed cut or described (marked `adk_truncated`); the
@@ -81,7 +81,8 @@ ARTIFACT_CHUNK = 200_000
 TYPE = "adk_type"
 LONG_RUNNING = "adk_is_long_running"
 AUTHOR = "adk_author"
-# A streamed chunk of text, repeated whole in the event that follows: not replayed.
+# Partial text in a status message, as histories written before partial text streamed as an
+# artifact hold it (repeated whole in the event that followed): not replayed.
 PARTIAL = "adk_partial"
 TRUNCATED = "adk_truncated"
 # The question that ends a turn `input-required`: repeats the calls already replayed.
@@ -106,8 +107,8 @@ def adk_handler(
 ) -> Callable[[Context], Awaitable[None]]:
     """A handler (`handle = adk_handler(root_agent)`) running `agent` for each turn.
 
-    `streaming` asks the model for partial responses (RunConfig's SSE mode), each reported as
-    progress; `app_name` names the ADK app (default: the agent's name)."""
+    `streaming` asks the model for partial responses (RunConfig's SSE mode), each streamed as
+    a chunk of the answer's artifact; `app_name` names the ADK app (default: the agent's name)."""
     mode = StreamingMode.SSE if streaming else StreamingMode.NONE
     run_config = RunConfig(streaming_mode=mode)
     app = app_name or agent.name
@@ -128,9 +129,8 @@ class _AdkTurn:
         self.run_config = run_config
         # Long-running calls waiting for their response, by call id.
         self.pending: dict[str, types.FunctionCall] = {}
-        # Streamed text not reported yet, and when text was last reported (monotonic).
-        self.unreported: list[str] = []
-        self.reported_at = -PROGRESS_INTERVAL
+        # The artifact each author's partial text streams into, until its complete response.
+        self.streaming: dict[str, str] = {}
 
     async def run(self) -> None:
         ctx = self.ctx
@@ -157,7 +157,9 @@ class _AdkTurn:
         for event in events:
             await sessions.append_event(session, event)
         runner = Runner(app_name=self.app, agent=self.agent, session_service=sessions)
-        await self._watch_cancel(self._consume(runner, content))
+        # A cancel of the task cancels this very await (shared.engine): the model call it
+        # waits on sees CancelledError.
+        await self._consume(runner, content)
         if self.pending:
             self._ask()
 
@@ -179,34 +181,21 @@ class _AdkTurn:
         ):
             self._report(event)
 
-    async def _watch_cancel(self, work: Awaitable[None]) -> None:
-        """Run `work`, cancelling it (and raising TaskCanceled) once the task is canceled: a
-        model call may take seconds, and nothing of the handler API is called meanwhile."""
-        running = asyncio.ensure_future(work)
-        while True:
-            done, _ = await asyncio.wait({running}, timeout=CANCEL_CHECK)
-            if done:
-                running.result()  # the agent's exception, if it raised
-                return
-            if await asyncio.to_thread(lambda: self.ctx.canceled):
-                running.cancel()
-                with contextlib.suppress(asyncio.CancelledError, TaskCanceled):
-                    await running
-                raise TaskCanceled(self.ctx.task_id)
-
     def _report(self, event: Event) -> None:
-        """One ADK event as progress (and its outputs as artifacts)."""
+        """One ADK event: partial text as a chunk of its answer, a complete event as progress
+        (and its outputs as artifacts)."""
         ctx = self.ctx
         parts = event.content.parts if event.content and event.content.parts else []
+        text = "".join(p.text for p in parts if p.text and not p.thought)
         if event.partial:
-            self.unreported += [p.text for p in parts if p.text and not p.thought]
-            now = time.monotonic()
-            if self.unreported and now - self.reported_at >= PROGRESS_INTERVAL:
-                text, self.unreported, self.reported_at = "".join(self.unreported), [], now
-                metadata = {AUTHOR: event.author, PARTIAL: True}
-                ctx.progress(parts=[Part(text=text, metadata=metadata)])
+            # Its text only: the complete event repeats a partial function call or thought.
+            if text:
+                streamed = self.streaming.get(event.author)
+                self.streaming[event.author] = ctx.artifact(
+                    text, name=event.author, artifact_id=streamed, append=streamed is not None
+                )
             return
-        self.unreported = []  # the whole event repeats it
+        streamed = self.streaming.pop(event.author, None)
         long_running = event.long_running_tool_ids or set()
         reported = [a2a_part(p, event.author, long_running) for p in parts]
         reported_parts = [p for p in reported if p is not None]
@@ -234,16 +223,19 @@ class _AdkTurn:
                     media_type=part.file_data.mime_type,
                     filename=part.file_data.display_name,
                 )
-        text = "".join(p.text for p in parts if p.text and not p.thought)
-        if text and event.is_final_response():
-            artifact_id = None
+        if streamed is not None and not text:  # its text streamed, none came whole: close it
+            ctx.artifact("", artifact_id=streamed, append=True, last_chunk=True)
+        elif text and (streamed is not None or event.is_final_response()):
+            # The complete text replaces what streamed (ADK's clients take the last chunk as
+            # the response), in chunks that each fit one update.
+            artifact_id = streamed
             for start in range(0, len(text), ARTIFACT_CHUNK):
                 artifact_id = ctx.artifact(
                     text=text[start : start + ARTIFACT_CHUNK],
                     name=event.author,
                     artifact_id=artifact_id,
-                    append=artifact_id is not None,
-                    last_chunk=start + ARTIFACT_CHUNK >= len(text) and artifact_id is not None,
+                    append=start > 0,
+                    last_chunk=start + ARTIFACT_CHUNK >= len(text),
                 )
 
     def _question_parts(self) -> list[Part]:

@@ -149,6 +149,7 @@ def _deliverer(
         signer=_signer(settings, module),
         function_timeout=settings.function_timeout,
         owner_posts_per_minute=settings.max_push_deliveries_per_owner_per_minute,
+        max_failures=settings.push_max_attempts,
     )
 
 

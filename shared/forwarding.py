@@ -60,10 +60,17 @@ class ForwardingTaskStore:
         dialect: str,
         message_key: MessageKey | None = None,
         lease: Lease | None = None,
+        live_limit: int | None = None,
     ) -> StoredTask:
         with self.around("create", events=len(events)):
             stored = self.inner.create(
-                owner, task, events, dialect=dialect, message_key=message_key, lease=lease
+                owner,
+                task,
+                events,
+                dialect=dialect,
+                message_key=message_key,
+                lease=lease,
+                live_limit=live_limit,
             )
         self.committed(stored, events)
         return stored

@@ -4,10 +4,11 @@ Every limit is a setting (docs/settings.md, Limits): parts per message or artifa
 a metadata object's JSON, bytes of a message's and an artifact's JSON, and a task's history in
 messages and in bytes. A client's request over a limit is refused with InvalidParamsError naming the
 limit and its setting, before anything is stored: the task stays exactly as it was. A
-handler's artifact over the limit (ArtifactMeter, chunk by chunk) raises LimitExceeded in the
-handler, and the turn fails the task with that message; so does any handler output no answer
-could carry (servable: a value of the wrong type, NaN, a lone surrogate, data nested too
-deep: `model_json.owned` refuses it). Sizes are of the canonical model's UTF-8 JSON
+handler's artifact over the limit (ArtifactMeter, chunk by chunk, its appended plain text
+joined as the fold joins it) raises LimitExceeded in the handler, and the turn fails the
+task with that message; so does any handler output no answer could carry (servable: a value
+of the wrong type, NaN, a lone surrogate, data nested too deep: `model_json.owned` refuses
+it). Sizes are of the canonical model's UTF-8 JSON
 without unset fields (`model_json.encode`: what a store keeps and an answer carries, give or
 take the dialect's names).
 """
@@ -21,6 +22,7 @@ from typing import Any
 from shared import json_text, model_json
 from shared.errors import InvalidParamsError
 from shared.frozen import frozen
+from shared.lifecycle import joins
 from shared.model import ArtifactUpdate, Message, Task
 from shared.model_json import M, Model, Unservable
 from shared.ports import StoredTask
@@ -142,12 +144,16 @@ def check_history(stored: StoredTask, message: Message, limits: Limits) -> None:
 
 class ArtifactMeter:
     """A turn's artifacts measured chunk by chunk, so that a handler streaming many chunks
-    costs no re-serialization of the whole artifact per chunk. An artifact's size is the sum
-    of its updates' JSON (an upper bound: each chunk's envelope counts)."""
+    costs no re-serialization of the whole artifact per chunk. An artifact's parts are
+    counted as the fold keeps them (`lifecycle.appended`: a chunk of plain text joins the
+    artifact's last text part, so a streamed answer is one part however many chunks made
+    it). Its size is the sum of its updates' JSON, a joined text counting only its own
+    characters' JSON (so the bytes are the stored artifact's, give or take a chunk's
+    envelope when one of several parts or not joining)."""
 
     def __init__(self, limits: Limits) -> None:
         self._limits = limits
-        self._measured: dict[str, tuple[int, int]] = {}  # artifact id -> (parts, bytes)
+        self._measured: dict[str, int] = {}  # artifact id -> bytes
 
     def add(self, update: ArtifactUpdate, task: Task) -> tuple[ArtifactUpdate, int]:
         """Count a handler's `update` against its artifact as `task` (before it) holds it:
@@ -160,36 +166,40 @@ class ArtifactMeter:
             servable(update)  # raises, naming the flag
         if artifact is not update.artifact:
             update = replace(update, artifact=artifact)
-        artifact_id = update.artifact.artifact_id
-        parts, size = 0, 0
-        if update.append:
-            if artifact_id not in self._measured:  # made by an earlier turn: measured once
-                earlier = next((a for a in task.artifacts if a.artifact_id == artifact_id), None)
-                if earlier is not None:
-                    self._measured[artifact_id] = (
-                        len(earlier.parts),
-                        model_bytes(earlier),
-                    )
-            parts, size = self._measured.get(artifact_id, (0, 0))
         if chunk > self._limits.message_bytes:
             raise LimitExceeded(
                 f"The agent made an artifact update of {chunk} bytes; the limit for one update "
                 f"is {self._limits.message_bytes} (A2A_MAX_MESSAGE_BYTES): send it in chunks "
                 "(ctx.artifact(..., append=True))."
             )
-        parts += len(update.artifact.parts)
-        size += chunk
+        artifact_id = artifact.artifact_id
+        earlier = None
+        if update.append:
+            earlier = next((a for a in task.artifacts if a.artifact_id == artifact_id), None)
+        parts, size = len(artifact.parts), chunk
+        if earlier is not None:
+            if artifact_id not in self._measured:  # made by an earlier turn: measured once
+                self._measured[artifact_id] = model_bytes(earlier)
+            parts += len(earlier.parts)
+            added = chunk
+            if earlier.parts and artifact.parts and joins(earlier.parts[-1], artifact.parts[0]):
+                parts -= 1
+                if len(artifact.parts) == 1:  # the usual chunk: its text's JSON, unquoted
+                    added = json_bytes(artifact.parts[0].text) - 2
+            size = self._measured[artifact_id] + added
         if parts > self._limits.parts:
             raise LimitExceeded(
                 f"The agent made an artifact with {parts} parts; the limit is "
-                f"{self._limits.parts} (A2A_MAX_PARTS)."
+                f"{self._limits.parts} (A2A_MAX_PARTS): appended plain text joins the "
+                "artifact's last text part, every other part (data, a file, text with "
+                "metadata) counts one; send fewer, larger parts."
             )
         if size > self._limits.artifact_bytes:
             raise LimitExceeded(
                 f"The agent made an artifact of about {size} bytes; the limit is "
                 f"{self._limits.artifact_bytes} (A2A_MAX_ARTIFACT_BYTES)."
             )
-        self._measured[artifact_id] = (parts, size)
+        self._measured[artifact_id] = size
         return update, chunk
 
 

@@ -224,6 +224,7 @@ class TaskStore(Protocol):
         dialect: str,
         message_key: MessageKey | None = None,
         lease: Lease | None = None,
+        live_limit: int | None = None,
     ) -> StoredTask:
         """Store a new task (version 1) with its first events (and its queued turn's lease),
         recording `message_key` as sent to it: a task whose id is the key's own
@@ -231,7 +232,10 @@ class TaskStore(Protocol):
 
         Raises TaskExists when this owner has a task with this id, DuplicateMessage when
         `message_key` was already recorded for this owner (a task with the key's own id
-        exists: that one). Both leave the store unchanged.
+        exists: that one), and, given a `live_limit`, errors.LiveTaskQuotaError when the
+        owner has that many tasks not terminal: counted in the step that writes, so
+        concurrent creates never pass it (A2A_MAX_LIVE_TASKS_PER_OWNER). All leave the
+        store unchanged.
         """
         ...
 
@@ -319,6 +323,11 @@ class StoredPushConfig:
     # When a sweep is due for it (set while it lags), as read: where `lagging`'s next page
     # goes on from.
     sweep_at: datetime | None = None
+    # Its failed attempts in a row, across its events, and until when it backs off (no POST
+    # before): a webhook that keeps failing is tried less often, whatever events come.
+    # Cleared by any delivered event and when the config is replaced.
+    failures: int = 0
+    backoff_until: datetime | None = None
 
 
 class TooManyPushConfigs(Exception):
@@ -382,8 +391,14 @@ class PushConfigStore(Protocol):
         with what was wanted, the config is due to no sweep and forgets its failure."""
         ...
 
-    def end_delivery(self, owner: str, task_id: str, config_id: str, holder: str) -> None:
-        """Give the sending lease back."""
+    def end_delivery(
+        self, owner: str, task_id: str, config_id: str, holder: str, *, unless_wanted: bool = False
+    ) -> StoredPushConfig | None:
+        """Give the sending lease back (None). With `unless_wanted`, keep it when the config
+        wants an event past the one it was delivered (a commit's `want` came while the holder
+        sent) and answer the config as it now stands: the holder sends that too, at once,
+        instead of the commit's own delivery finding the config busy. A `want` racing this
+        call is seen by one side: either the lease is kept, or it is free for its delivery."""
         ...
 
     def want(self, owner: str, task_id: str, config_id: str, seq: int, sweep_at: datetime) -> None:
@@ -402,11 +417,13 @@ class PushConfigStore(Protocol):
         *,
         at: datetime,
         retry_at: datetime | None,
+        backoff_until: datetime | None = None,
     ) -> None:
-        """Record the holder's failed delivery: `retry_at` None when it was the queue's last
-        attempt (the config records `error` and `at`, and no sweep retries it: the next event
-        or a replacement of the config does); else the queue retries, and a sweep steps in
-        only after `retry_at`."""
+        """Record the holder's failed delivery: `retry_at` None when it was the last attempt
+        (the config records `error` and `at`, and no sweep retries it: the next event or a
+        replacement of the config does); else the queue retries, and a sweep steps in only
+        after `retry_at`. Either way its `failures` count one more, and it backs off (no POST)
+        until `backoff_until`."""
         ...
 
     def lagging(

@@ -16,8 +16,9 @@ A client chooses the URL the agent will POST to, so it is checked twice:
   DNS answer cannot send it to loopback. A name that does not resolve, or resolves to a
   non-public address, fails that delivery, and the queue retries it like any other failure.
 
-Loopback, private, link-local (cloud metadata lives there), carrier-grade NAT, multicast,
-reserved and unspecified addresses are refused, also where an IPv6 address carries an IPv4
+Loopback, private, link-local (cloud metadata lives there), site-local (`fec0::/10`),
+carrier-grade NAT, multicast, reserved and unspecified addresses are refused (an IPv6 address
+outside the global unicast space `2000::/3` always), also where an IPv6 address carries an IPv4
 one that a host or a translator routes to (`_embedded`: IPv4-mapped and -translated,
 IPv4-compatible, NAT64, 6to4, Teredo). Refusals say why, never which address a name resolved
 to (that would map the internal network for the caller). Hosts named in
@@ -66,6 +67,12 @@ _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 # prefix length only it knows, so nothing under it is public.
 _LOCAL_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")
 _LOW32 = 0xFFFFFFFF
+# IANA's global unicast space (RFC 4291 2.4): every public IPv6 address is in it. Outside it
+# nothing is a webhook (the embedded forms above aside), whatever list of special ranges a
+# Python version knows: 3.11's `is_global` passes fec0::/10, the site-local addresses RFC 3879
+# deprecated, which routers of older networks still route inside the site.
+_GLOBAL_UNICAST = ipaddress.IPv6Network("2000::/3")
+_SITE_LOCAL = ipaddress.IPv6Network("fec0::/10")
 
 
 def _embedded(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
@@ -96,6 +103,8 @@ def _refusal(address: str) -> str | None:
             reason = _refusal(str(embedded))
             if reason is not None:
                 return reason
+        if ip in _SITE_LOCAL:
+            return "a site-local address (fec0::/10)"
     if ip.is_loopback:
         return "a loopback address"
     if ip.is_link_local:
@@ -106,6 +115,8 @@ def _refusal(address: str) -> str | None:
         return "a private address"
     if not ip.is_global:  # carrier-grade NAT, reserved, unspecified, documentation ranges
         return "a reserved or non-public address"
+    if isinstance(ip, ipaddress.IPv6Address) and ip not in _GLOBAL_UNICAST and ip not in _NAT64:
+        return "a reserved or non-public address"  # what no list of special ranges named
     return None
 
 

@@ -380,6 +380,24 @@ class Settings:
     max_buffered_bytes: int | None = _setting(
         "A2A_MAX_BUFFERED_BYTES", None, _Count(1024, optional=True)
     )
+    # One owner's share of those bytes, its bodies and answers together (unset: a quarter of
+    # A2A_MAX_BUFFERED_BYTES, 16 MiB with the defaults, and at least one body at the limit):
+    # one owner's requests cannot take the room of the others'.
+    max_owner_buffered_bytes: int | None = _setting(
+        "A2A_MAX_OWNER_BUFFERED_BYTES", None, _Count(1024, optional=True)
+    )
+    # A request's head (its request line and header lines): over either, HTTP 431 and the
+    # connection closes, before anything of it is handed to the app. 32 KiB is nginx's default
+    # (4 buffers of 8 KiB), 100 lines gunicorn's and Apache's; an ID token is 1-4 KiB.
+    max_head_bytes: int = _setting("A2A_MAX_HEAD_BYTES", 32 * 1024, _Count(1024))
+    max_head_lines: int = _setting("A2A_MAX_HEAD_LINES", 100, _Count(10))
+    # A connection's head is whole within this of its first byte (or of the connection's
+    # opening): else it is closed (408 when some of the head came), so idle and half-sent
+    # heads hold no connection; as A2A_BODY_READ_SECONDS, a head is one round trip.
+    head_read_seconds: float = _setting("A2A_HEAD_READ_SECONDS", 10, _Seconds())
+    # A client that takes none of an answer's next piece within this is cut off: an answer
+    # waits for its reader (it is written piece by piece as the socket takes it), not forever.
+    answer_write_seconds: float = _setting("A2A_ANSWER_WRITE_SECONDS", 30, _Seconds())
     # What one request may carry (shared.limits; docs/settings.md, Limits). The defaults fit a
     # 512 MiB function serving several requests at once: a request grows it by ~4x its body
     # plus a few MiB.
@@ -562,6 +580,13 @@ class Settings:
         return 6 * self.max_body_bytes + 4 * 1024 * 1024
 
     @property
+    def owner_buffered_limit(self) -> int:
+        """One owner's share of `buffered_limit` (A2A_MAX_OWNER_BUFFERED_BYTES)."""
+        if self.max_owner_buffered_bytes is not None:
+            return self.max_owner_buffered_bytes
+        return max(self.buffered_limit // 4, self.max_body_bytes + 1)
+
+    @property
     def stream_limit(self) -> int:
         return self.max_streams or max(INSTANCE_REQUESTS - self.threads, 1)
 
@@ -622,6 +647,15 @@ class Settings:
             raise SettingsError(f"invalid settings: {'; '.join(problems)}")
         settings = cls(**values)
         _check_identity(settings)
+        if settings.card_signing_key and not settings.public_url:
+            # Without it the card's URL is the request's Host or X-Forwarded-Host: the agent's
+            # key would vouch for any origin a caller names (a card signed for
+            # agent.evil.example, verifying against this agent's JWKS).
+            raise SettingsError(
+                "A2A_CARD_SIGNING_KEY needs A2A_PUBLIC_URL: a card is signed only for the URL "
+                "the agent is published at (make deploy sets it to the function's URL; "
+                "locally, e.g. A2A_PUBLIC_URL=http://localhost:8080)"
+            )
         if settings.tasks_emulator_host and environ.get("K_SERVICE"):
             raise SettingsError(
                 "CLOUD_TASKS_EMULATOR_HOST is set on Cloud Run (K_SERVICE is set): the worker "

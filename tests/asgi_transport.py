@@ -115,7 +115,8 @@ def target(request: httpx.Request) -> bytes:
 
 def _scope(request: httpx.Request) -> dict[str, Any]:
     """The ASGI scope uvicorn makes of this request: the path percent-decoded from the raw
-    target, the headers as sent (lower-case names), the server the Host names."""
+    target, the headers as sent (lower-case names), the server the Host names, the peer
+    CLIENT unless the request's `client` extension names another (`(address, port)`)."""
     raw_path, _, query = target(request).partition(b"?")
     port = request.url.port or (443 if request.url.scheme == "https" else 80)
     return {
@@ -130,7 +131,7 @@ def _scope(request: httpx.Request) -> dict[str, Any]:
         "root_path": "",
         "headers": [(name.lower(), value) for name, value in request.headers.raw],
         "server": (request.url.host, port),
-        "client": CLIENT,
+        "client": request.extensions.get("client", CLIENT),
     }
 
 

@@ -49,6 +49,7 @@ def test_the_public_surface_is_what_handlers_use() -> None:
         "Extension",
         "Message",
         "Part",
+        "Role",
         "Skill",
         "TaskCanceled",
         "TurnEnded",

@@ -195,22 +195,26 @@ def test_every_card_served_verifies_with_the_served_jwks(
     assert cards[1]["signatures"] != public["signatures"]
 
 
-def test_a_card_is_signed_again_for_each_url_it_is_served_at(make_client: Any) -> None:
-    client = make_client(card_signing_key=EC_KEY, **MODES["api-key"])
-    cards = [
-        client.http.get(PATHS[0], headers={"Host": host}).json()
-        for host in ("a.example", "b.example:8443", "a.example")
+def test_a_card_is_signed_only_for_the_public_url_whatever_host_the_caller_names(
+    make_client: Any,
+) -> None:
+    client = make_client(
+        card_signing_key=EC_KEY, public_url="https://agent.example/", **MODES["api-key"]
+    )
+    forged = [
+        {"Host": "agent.evil.example"},
+        {"X-Forwarded-Host": "agent.evil.example", "X-Forwarded-Proto": "https"},
+        {"Host": "b.example:8443"},
+        {},
     ]
-    jkus = [_decode(card["signatures"][0]["protected"])["jku"] for card in cards]
-    assert jkus == [
-        "http://a.example/.well-known/jwks.json",
-        "http://b.example:8443/.well-known/jwks.json",
-        "http://a.example/.well-known/jwks.json",
-    ]
-    assert cards[0]["signatures"] != cards[1]["signatures"]
-    assert cards[0] == cards[2]  # kept: signed once per URL (ECDSA signs anew differently)
+    cards = [client.http.get(PATHS[0], headers=headers).json() for headers in forged]
     for card in cards:
-        assert _served(client, card) == []
+        assert _decode(card["signatures"][0]["protected"])["jku"] == (
+            "https://agent.example/.well-known/jwks.json"
+        )
+        assert {i["url"] for i in card["supportedInterfaces"]} == {"https://agent.example/"}
+        assert card == cards[0]  # signed once, kept
+    assert "evil" not in json.dumps(cards)
     # Under A2A_PUBLIC_URL's path, the JWKS is the agent's own, beneath it.
     under = make_client(card_signing_key=EC_KEY, public_url="https://agent.example/x/")
     card = under.http.get("/x/.well-known/agent-card.json").json()
@@ -218,6 +222,19 @@ def test_a_card_is_signed_again_for_each_url_it_is_served_at(make_client: Any) -
         "https://agent.example/x/.well-known/jwks.json"
     )
     assert under.http.get("/x/.well-known/jwks.json").json() == jwks(under.app.card.signer.key)
+
+
+def test_a_signing_key_without_a_public_url_stops_the_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Else the card's URL would be the caller's Host or X-Forwarded-Host, and the agent's key
+    # would sign a card for agent.evil.example that verifies against this agent's JWKS.
+    monkeypatch.setenv("A2A_CARD_SIGNING_KEY", EC_KEY)
+    monkeypatch.delenv("A2A_PUBLIC_URL", raising=False)
+    with pytest.raises(SettingsError, match="A2A_CARD_SIGNING_KEY needs A2A_PUBLIC_URL"):
+        Settings.from_env()
+    monkeypatch.setenv("A2A_PUBLIC_URL", "https://agent.example/")
+    assert Settings.from_env().card_signing_key == EC_KEY
 
 
 def test_the_jwks_has_the_card_key_and_the_push_key_once_each(make_client: Any) -> None:
@@ -279,6 +296,7 @@ def test_a_key_file_is_read(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> N
     path = tmp_path / "card.pem"
     path.write_text(EC_KEY)
     monkeypatch.setenv("A2A_CARD_SIGNING_KEY", str(path))
+    monkeypatch.setenv("A2A_PUBLIC_URL", "https://agent.example/")
     assert Settings.from_env().card_signing_key == EC_KEY
 
 

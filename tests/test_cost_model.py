@@ -62,6 +62,15 @@ def test_busy_a_request_is_billed_its_cpu_or_its_share_of_the_open_time() -> Non
     assert cost_model.billed_busy(0.004, 0.0, vcpu=2, concurrency=80) == 0.002
 
 
+def test_turns_that_wait_share_the_instance_they_keep_billed() -> None:
+    # 400 turns of 2 s: all at once, answered after 2.5 s, ~320 awaited at once, each billed
+    # 6.25 ms of the instance; 80 at a time (five waves), after 10 s: 80 at once, 25 ms each.
+    assert cost_model.concurrency_reached(400, 2.0, 2.5) == pytest.approx(320)
+    assert cost_model.shared_instance_seconds(400, 2.5) == pytest.approx(0.00625)
+    assert cost_model.concurrency_reached(400, 2.0, 10.0) == pytest.approx(80)
+    assert cost_model.shared_instance_seconds(400, 10.0) == pytest.approx(0.025)
+
+
 def test_a_sql_instance_bills_its_month_shared_by_its_tasks() -> None:
     # 730 hours x (1 vCPU x $0.0413 + 3.75 GB x $0.007) + 10 GB x $0.17.
     month = 730 * (0.0413 + 3.75 * 0.007) + 10 * 0.17

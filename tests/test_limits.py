@@ -8,21 +8,28 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from emulator.firestore import FirestoreEmulator
 from infra.plan import MALLOC_ARENAS
 from shared.app import build
 from shared.bindings import body as front_door
 from shared.identity.api_key import hashed
-from shared.limits import Limits, json_bytes
+from shared.lifecycle import JOIN_CHARS, apply
+from shared.limits import ArtifactMeter, LimitExceeded, Limits, json_bytes, model_bytes
+from shared.model import Artifact, ArtifactUpdate, Part, Task, TaskState, TaskStatus
 from shared.settings import Settings, SettingsError
 from shared.store.memory import MemoryTaskStore
-from tests.conftest import Client
+from tests import sse
+from tests.conftest import Client, wait_until
+from tests.flags import flag
 from tests.test_ids import text_id
 
 MakeClient = Callable[..., Client]
@@ -147,7 +154,7 @@ def test_history_bytes(make_client: MakeClient) -> None:
     ("text", "expected"),
     [
         ("artifact 3000", "an artifact update of 30"),  # one update over the message limit
-        ("chunks 4", "an artifact with 4 parts; the limit is 3 (A2A_MAX_PARTS)"),
+        ("datachunks 4", "an artifact with 4 parts; the limit is 3 (A2A_MAX_PARTS)"),
     ],
 )
 def test_a_handler_artifact_over_the_limit_fails_the_task(
@@ -265,15 +272,150 @@ if __name__ == "__main__":
 
 
 def test_a_chunked_artifact_is_measured_chunk_by_chunk(make_client: MakeClient) -> None:
-    """Many small chunks: each counted once (no re-serialization per chunk), and the limit
-    holds for their sum."""
-    client = make_client(handler="tests.handlers.limits", max_parts=5000, max_artifact_bytes=40_000)
-    done = client.result("SendMessage", {"message": message("chunks 200")}, version="1.0")["task"]
+    """Many small chunks: each counted once (no re-serialization per chunk), their text
+    joined, and the limit held to the bytes the artifact holds, not to a sum of envelopes."""
+    client = make_client(handler="tests.handlers.limits", max_parts=3, max_artifact_bytes=40_000)
+    done = client.result("SendMessage", {"message": message("chunks 2000")}, version="1.0")["task"]
     assert done["status"]["state"] == "TASK_STATE_COMPLETED"
-    assert len(done["artifacts"][0]["parts"]) == 200
-    failed = client.result("SendMessage", {"message": message("chunks 1000")}, version="1.0")
+    assert done["artifacts"][0]["parts"] == [{"text": "x" * 2000}]
+    failed = client.result("SendMessage", {"message": message("chunks 100 500")}, version="1.0")
     reason = failed["task"]["status"]["message"]["parts"][0]["text"]
     assert "the limit is 40000 (A2A_MAX_ARTIFACT_BYTES)" in reason
+    stored = client.result("GetTask", {"id": failed["task"]["id"]}, version="1.0")
+    [[part]] = [a["parts"] for a in stored["artifacts"]]
+    assert 39_000 < len(part["text"]) <= 40_000  # refused at the chunk that passed the limit
+
+
+def _frames(client: Client, method: str, params: dict[str, Any], version: str) -> list[Any]:
+    body = {"jsonrpc": "2.0", "id": "s", "method": method, "params": params}
+    headers = {"Content-Type": "application/json", "A2A-Version": version}
+    response = client.http.post("/", content=json.dumps(body), headers=headers)
+    return [event.data["result"] for event in sse.parse(response.text)]
+
+
+def test_an_answer_of_500_chunks_streams_each_and_reads_back_as_one_part(
+    make_client: MakeClient, schema_checked: None
+) -> None:
+    """A model's answer streamed token by token: a live stream gets every chunk as its own
+    append; GetTask and ListTasks, in every version, one text part holding the whole text."""
+    client = make_client(handler="tests.handlers.limits")  # A2A_MAX_PARTS at its 100
+    frames = _frames(client, "SendStreamingMessage", {"message": message("chunks 500 3")}, "1.0")
+    updates = [f["artifactUpdate"] for f in frames if "artifactUpdate" in f]
+    assert len(updates) == 500
+    assert [u.get("append", False) for u in updates] == [False] + [True] * 499
+    assert all(u["artifact"]["parts"] == [{"text": "xxx"}] for u in updates)
+    assert frames[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    task_id = frames[0]["task"]["id"]
+    whole = "x" * 1500
+    got = client.result("GetTask", {"id": task_id}, version="1.0")
+    assert [a["parts"] for a in got["artifacts"]] == [[{"text": whole}]]
+    [listed] = tasks(client)["tasks"]
+    assert [a["parts"] for a in listed["artifacts"]] == [[{"text": whole}]]
+    v03 = client.result("tasks/get", {"id": task_id}, version="0.3")
+    assert [a["parts"] for a in v03["artifacts"]] == [[{"kind": "text", "text": whole}]]
+    v01 = client.result("tasks/get", {"id": task_id}, version="0.1")
+    assert [a["parts"] for a in v01["artifacts"]] == [[{"kind": "text", "text": whole}]]
+
+
+def test_a_follower_of_a_streaming_answer_starts_from_one_part(
+    make_client: MakeClient, schema_checked: None
+) -> None:
+    """SubscribeToTask mid-answer: its first frame, the task as stored, holds the text so far
+    as one part; the chunks after it come as appends."""
+    client = make_client(handler="tests.handlers.limits")
+    key = uuid.uuid4().hex
+    params = {"message": message(f"held 150 {key}"), "configuration": {"returnImmediately": True}}
+    task_id = client.result("SendMessage", params, version="1.0")["task"]["id"]
+    try:
+        assert flag(key, "made").wait(20), "the handler made no chunks"
+
+        def stored_text() -> list[Any]:
+            task = client.result("GetTask", {"id": task_id}, version="1.0")
+            return [a["parts"] for a in task.get("artifacts", [])]
+
+        # Committed in the turn's next window (nothing to wait on in between: look again).
+        wait_until(lambda: stored_text() == [[{"text": "x" * 150}]], 10, lambda: "not stored")
+        body = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": task_id}}
+        headers = {"Content-Type": "application/json", "A2A-Version": "1.0"}
+        with client.http.stream("POST", "/", content=json.dumps(body), headers=headers) as r:
+            events = sse.events(r.iter_lines())
+            first = next(events).data["result"]["task"]
+            assert [a["parts"] for a in first["artifacts"]] == [[{"text": "x" * 150}]]
+            flag(key, "go").set()
+            rest = [e.data["result"] for e in events]
+        [last] = [f["artifactUpdate"] for f in rest if "artifactUpdate" in f]
+        assert last["append"] and last["lastChunk"] and last["artifact"]["parts"] == [{"text": "!"}]
+        assert stored_text() == [[{"text": "x" * 150 + "!"}]]
+    finally:
+        flag(key, "go").set()
+
+
+# Chunks of one artifact: plain text (which joins), data and text with metadata (which do not).
+_chunk_parts = st.one_of(
+    st.builds(Part, text=st.text(max_size=30)),
+    st.builds(Part, data=st.integers()),
+    st.builds(Part, text=st.text(max_size=5), metadata=st.just({"k": "v"})),
+)
+
+
+def _updates(chunks: list[tuple[Part, ...]]) -> list[ArtifactUpdate]:
+    artifacts = [Artifact(artifact_id="a", parts=parts) for parts in chunks]
+    return [
+        ArtifactUpdate(task_id="t", context_id="c", artifact=a, append=i > 0)
+        for i, a in enumerate(artifacts)
+    ]
+
+
+_WORKING = Task(id="t", context_id="c", status=TaskStatus(state=TaskState.WORKING))
+
+
+def _metered_as_folded(
+    updates: list[ArtifactUpdate],
+    limits: Limits,
+    turns: set[int],
+    over: Callable[[Artifact], str | None],
+) -> None:
+    """Feed `updates` to a meter, a new one at each index in `turns` (a later turn of the
+    task, which finds the artifact made by an earlier one), and to the fold: the meter takes
+    every update until the one the fold would take over the limit, which it refuses with the
+    message `over` expects of the folded artifact (None: not over)."""
+    meter, task = ArtifactMeter(limits), _WORKING
+    for index, update in enumerate(updates):
+        if index in turns:
+            meter = ArtifactMeter(limits)
+        after = apply(task, update)
+        says = over(after.artifacts[0])
+        if says is not None:
+            with pytest.raises(LimitExceeded, match=says):
+                meter.add(update, task)
+            return
+        meter.add(update, task)
+        task = after
+
+
+_turns = st.sets(st.integers(1, 30), max_size=3)
+
+
+@given(st.lists(st.lists(_chunk_parts, max_size=3).map(tuple), min_size=1, max_size=30), _turns)
+def test_the_meter_counts_the_parts_the_fold_keeps(
+    chunks: list[tuple[Part, ...]], turns: set[int]
+) -> None:
+    def over(artifact: Artifact) -> str | None:
+        parts = len(artifact.parts)
+        return f"with {parts} parts; the limit is 8 " if parts > 8 else None
+
+    _metered_as_folded(_updates(chunks), Limits(parts=8), turns, over)
+
+
+@given(st.lists(st.text(max_size=40), min_size=1, max_size=30), st.integers(100, 600), _turns)
+def test_the_meter_holds_joined_text_to_the_bytes_the_artifact_has(
+    texts: list[str], limit: int, turns: set[int]
+) -> None:
+    def over(artifact: Artifact) -> str | None:
+        return f"the limit is {limit} " if model_bytes(artifact) > limit else None
+
+    updates = _updates([(Part(text=t),) for t in texts])
+    _metered_as_folded(updates, Limits(artifact_bytes=limit), turns, over)
 
 
 @pytest.mark.parametrize(
@@ -313,6 +455,32 @@ def test_the_largest_allowed_message_is_stored_and_served_on_firestore(
         assert texts == [p["text"] for p in sent["message"]["parts"]]
         answer = {"message": message("more", messageId="m2", taskId=task["id"])}
         assert client.result("SendMessage", answer, version="1.0")["task"]["id"] == task["id"]
+    finally:
+        client.app.close()
+
+
+@pytest.mark.emulator
+def test_an_answer_of_500_chunks_is_joined_on_firestore_even_folded_from_its_log(
+    clean_firestore: FirestoreEmulator,
+) -> None:
+    """500 chunks of 2,000 characters: the task outgrows its document (the store's task
+    budget, 800,000 bytes), so the store folds it from the event log, which holds each chunk;
+    the fold joins them as the turn did (in parts of at most JOIN_CHARS and a chunk)."""
+    settings = Settings(
+        handler="tests.handlers.limits", backend="firestore", project=clean_firestore.project
+    )
+    client = Client(build(settings))
+    try:
+        frames = _frames(
+            client, "SendStreamingMessage", {"message": message("chunks 500 2000")}, "1.0"
+        )
+        assert sum("artifactUpdate" in f for f in frames) == 500
+        assert frames[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        got = client.result("GetTask", {"id": frames[0]["task"]["id"]}, version="1.0")
+        [parts] = [a["parts"] for a in got["artifacts"]]
+        assert "".join(p["text"] for p in parts) == "x" * 1_000_000
+        assert all(JOIN_CHARS <= len(p["text"]) < JOIN_CHARS + 2000 for p in parts[:-1])
+        assert len(parts) == 4
     finally:
         client.app.close()
 

@@ -3,12 +3,17 @@ retried until taken, and never posted twice once taken (embedded backend)."""
 
 from __future__ import annotations
 
+import collections
+import contextlib
+import heapq
 import json
 import logging
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -21,6 +26,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from shared import push_delivery
 from shared.jobs import Outcome, PushJob
 from shared.model import (
     ArtifactUpdate,
@@ -37,7 +43,13 @@ from shared.model import (
 )
 from shared.ports import Delivery
 from shared.push_delivery import (
+    BACKOFF_FIRST,
     EVENTS_PER_DELIVERY,
+    IN_FLIGHT_SHARED,
+    MAX_ANSWER_HEAD_BYTES,
+    MAX_FAILURES,
+    STORE_MARGIN_SECONDS,
+    TIMEOUT_SECONDS,
     WAIT_SECONDS,
     Deliverer,
     OwnerRate,
@@ -151,6 +163,14 @@ def test_a_v03_config_receives_the_task(make_client: Any, hook: Webhook) -> None
     assert received[-1].headers["Content-Type"] == "application/json"
 
 
+@pytest.fixture
+def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failing config's back-off from 50 ms (5 s as shipped): these tests wait for a real
+    webhook across several failures, on the system clock."""
+    monkeypatch.setattr(push_delivery, "BACKOFF_FIRST", 0.05)
+
+
+@pytest.mark.usefixtures("quick_backoff")
 def test_a_webhook_answering_500_is_retried(make_client: Any, hook: Webhook) -> None:
     hook.answers.extend([500, 500])
     client = agent(make_client)
@@ -162,6 +182,7 @@ def test_a_webhook_answering_500_is_retried(make_client: Any, hook: Webhook) -> 
     assert [r.json for r in hook.accepted()] == expected
 
 
+@pytest.mark.usefixtures("quick_backoff")
 def test_a_webhook_down_then_up_gets_everything_once(make_client: Any, hook: Webhook) -> None:
     hook.down()
     client = agent(make_client)
@@ -304,13 +325,19 @@ def test_a_rebinding_name_never_gets_the_post_to_loopback(monkeypatch: Any) -> N
 
     monkeypatch.setattr(socket, "create_connection", connect)
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    clock = ManualClock()
     deliverer = Deliverer(
-        store, configs, resolve_url=lambda url: resolve_push_url(url, resolve=rebinding)
+        store,
+        configs,
+        resolve_url=lambda url: resolve_push_url(url, resolve=rebinding),
+        clock=clock,
     )
     assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.FAILED  # refused: retried
     assert connected == [(PUBLIC, 443)]
     assert resolved == ["rebind.example.com"]
-    # The retry resolves again, gets loopback, and connects nowhere.
+    # The retry (once the config's back-off passed) resolves again, gets loopback, and
+    # connects nowhere.
+    clock.advance(BACKOFF_FIRST)
     assert deliverer.deliver(LONE_JOB, Delivery(attempt=1)) is Outcome.FAILED
     assert connected == [(PUBLIC, 443)]
 
@@ -505,14 +532,18 @@ def test_the_last_failed_attempt_is_recorded_on_the_config_and_logged(
     stored = configs.get("anonymous", "t", "p")
     assert stored is not None and stored.failed_at is None  # the queue retries
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    clock.advance(BACKOFF_FIRST)
     assert deliverer.deliver(LONE_JOB, Delivery(attempt=3, final=True)) is Outcome.FAILED
     stored = configs.get("anonymous", "t", "p")
     assert stored is not None
     assert (stored.last_error, stored.failed_at) == ("the webhook answered HTTP 500", clock.now())
     [error] = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert "task t, config p failed at the queue's last attempt (4)" in error.getMessage()
-    # The next event retries: a delivery that gets through forgets the failure.
+    # The next event retries (after the config's back-off: 2 failures in a row, 10 s): a
+    # delivery that gets through forgets the failure.
     sender.answers["https://a.example.com/hook"] = (200, None)
+    assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.NOTHING_TO_DO  # backing off
+    clock.advance(2 * BACKOFF_FIRST)
     assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.DELIVERED
     stored = configs.get("anonymous", "t", "p")
     assert stored is not None and (stored.last_error, stored.failed_at) == (None, None)
@@ -684,7 +715,7 @@ def test_a_failed_attempt_logs_the_webhook_without_its_path(
     with caplog.at_level(logging.WARNING, logger="a2a.push"):
         assert deliverer.deliver(LONE_JOB, Delivery(attempt=0)) is Outcome.FAILED
     [line] = [r.getMessage() for r in caplog.records if r.name == "a2a.push"]
-    assert "https://hooks.slack.com/… for task t, config p failed (attempt 1)" in line
+    assert "https://hooks.slack.com/… for task t, config p failed (attempt 1, 1 in a row" in line
     assert "XXXXSECRET" not in line and "/services" not in line
 
 
@@ -741,8 +772,358 @@ def test_failed_posts_count_in_the_owners_minute() -> None:
         store, configs, resolve_url=public, sender=sender, clock=clock, owner_posts_per_minute=2
     )
     deliverer.queue = Recorded()
-    for _ in range(2):
+    for failures in range(2):
         assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.FAILED
+        clock.advance(BACKOFF_FIRST * 2**failures)  # the config's back-off
     # The queue's retry comes back within the minute: rescheduled, no POST, no attempt spent.
     assert deliverer.deliver(LONE_JOB, Delivery(attempt=2)) is Outcome.RESCHEDULED
     assert len(sender.posted) == 2
+
+
+# -- slow webhooks (issue 36, 5) ------------------------------------------------------------
+
+
+class RawWebhook:
+    """A TCP server that reads a request's head, then answers with `answer(connection)`,
+    written by the test: a webhook misbehaving below HTTP."""
+
+    def __init__(self, answer: Any) -> None:
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port = self._server.getsockname()[1]
+        self._answer = answer
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                connection, _ = self._server.accept()
+                with connection:
+                    connection.recv(65536)
+                    with contextlib.suppress(OSError):
+                        self._answer(connection, self._stop)
+
+    def target(self) -> PushTarget:
+        url = f"http://hook.example.com:{self.port}/h"
+        return PushTarget(url, "http", "hook.example.com", self.port, ("127.0.0.1",))
+
+    def close(self) -> None:
+        self._stop.set()
+        with contextlib.suppress(OSError):
+            self._server.shutdown(socket.SHUT_RDWR)  # wakes the accept() (close does not)
+        self._server.close()
+        self._thread.join(5)
+        assert not self._thread.is_alive()
+
+
+def test_a_trickling_webhook_is_cut_at_the_posts_deadline() -> None:
+    # The finding: a header line every 5 s held one POST 45 s under a 10 s read timeout.
+    # Here a line every 0.2 s against a 1 s deadline, for 5 s, then a 200.
+    def trickle(connection: socket.socket, stop: threading.Event) -> None:
+        connection.sendall(b"HTTP/1.1 200 OK\r\n")
+        for _ in range(25):
+            if stop.wait(0.2):
+                return
+            connection.sendall(b"X-Pad: a\r\n")
+        connection.sendall(b"Content-Length: 0\r\n\r\n")
+
+    hook = RawWebhook(trickle)
+    try:
+        began = time.monotonic()
+        with pytest.raises(OSError, match=r"timed out|did not answer within"):
+            PinnedSender().post(hook.target(), b"{}", {}, 1.0)
+        took = time.monotonic() - began
+        assert took < 2.0, took  # the deadline (1 s) and a read's worth, never the 5 s
+    finally:
+        hook.close()
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"HTTP/1.1 200 OK\r\nX-Pad: " + b"a" * (MAX_ANSWER_HEAD_BYTES + 1) + b"\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\n" + b"X-Pad: a\r\n" * 101 + b"\r\n",
+    ],
+    ids=["bytes", "lines"],
+)
+def test_an_answer_head_over_its_limits_is_no_answer(head: bytes) -> None:
+    def answer(connection: socket.socket, stop: threading.Event) -> None:
+        connection.sendall(head)
+
+    hook = RawWebhook(answer)
+    try:
+        with pytest.raises(OSError, match=r"answer head is over|answer is not HTTP"):
+            PinnedSender().post(hook.target(), b"{}", {}, 5.0)
+        # Within the limits, the same webhook's answer is taken.
+        ok = b"HTTP/1.1 204 No Content\r\n" + b"X-Pad: a\r\n" * 90 + b"\r\n"
+        hook._answer = lambda connection, stop: connection.sendall(ok)
+        assert PinnedSender().post(hook.target(), b"{}", {}, 5.0) == (204, None)
+    finally:
+        hook.close()
+
+
+class Held:
+    """A PushSender whose POSTs to `slow` URLs wait until released; others answer 204."""
+
+    def __init__(self, slow: str) -> None:
+        self.slow = slow
+        self.release = threading.Event()
+        self.waiting = threading.Semaphore(0)
+        self.posted: list[str] = []
+        self._lock = threading.Lock()
+
+    def post(
+        self, target: PushTarget, body: bytes, headers: Mapping[str, str], timeout: float
+    ) -> tuple[int, str | None]:
+        with self._lock:
+            self.posted.append(target.url)
+        if self.slow in target.url:
+            self.waiting.release()
+            assert self.release.wait(30)
+        return 204, None
+
+
+def owned_tasks(
+    store: MemoryTaskStore, configs: MemoryPushConfigStore, owner: str, count: int, url: str
+) -> list[dict[str, Any]]:
+    jobs = []
+    for n in range(count):
+        task = Task(id=f"t{n}", context_id="c", status=TaskStatus(state=TaskState.WORKING))
+        store.create(
+            owner,
+            task,
+            [StatusUpdate(task_id=task.id, context_id="c", status=task.status)],
+            dialect="1.0",
+        )
+        configs.put(owner, PushConfig(id="p", task_id=task.id, url=f"{url}/{n}"), dialect="1.0")
+        configs.want(owner, task.id, "p", 1, utc_now())
+        jobs.append({"owner": owner, "taskId": task.id, "configId": "p", "seq": 1})
+    return jobs
+
+
+def test_one_owners_slow_webhooks_never_hold_every_delivery_thread() -> None:
+    # The finding: 20 slow webhooks of one owner on make run's 16 delivery threads: another
+    # owner's webhook heard nothing for 90 s.
+    store, configs = MemoryTaskStore(), MemoryPushConfigStore()
+    slow = owned_tasks(store, configs, "mallory", 20, "https://slow.example.com")
+    [prompt] = owned_tasks(store, configs, "alice", 1, "https://fast.example.com")
+    sender = Held("slow.example.com")
+    deliverer = Deliverer(store, configs, resolve_url=public, sender=sender)
+    deliverer.queue = queue = Recorded()
+    with ThreadPoolExecutor(16) as threads:  # make run's delivery threads
+        futures = [threads.submit(deliverer.deliver, job, Delivery()) for job in slow]
+        # Mallory's first ones take the instance's shared slots (any owner may, while fewer
+        # than IN_FLIGHT_SHARED are under way), then it is past its share: its other
+        # deliveries are queued again, for when one of its own has had its POST's time,
+        # and their threads are free at once.
+        for _ in range(IN_FLIGHT_SHARED):
+            assert sender.waiting.acquire(timeout=10)
+        bounced = 20 - IN_FLIGHT_SHARED
+        assert finished(futures, bounced)
+        assert len(queue.entries) == bounced
+        assert all(1 <= delay <= TIMEOUT_SECONDS for _, _, delay in queue.entries)
+        # Another owner's webhook is served while mallory's eight still hang.
+        assert threads.submit(deliverer.deliver, prompt, Delivery()).result(timeout=10) is (
+            Outcome.DELIVERED
+        )
+        assert sum(f.done() for f in futures) == bounced
+        sender.release.set()
+        outcomes = [f.result(timeout=10) for f in futures]
+    assert sorted(o.value for o in outcomes) == sorted(
+        [Outcome.DELIVERED.value] * IN_FLIGHT_SHARED + [Outcome.RESCHEDULED.value] * bounced
+    )
+    assert sum("slow" in url for url in sender.posted) == IN_FLIGHT_SHARED
+    # Their turn comes: each queued delivery finds a free slot and posts.
+    for _, payload, _ in queue.entries:
+        assert deliverer.deliver(payload, Delivery()) is Outcome.DELIVERED
+
+
+def finished(futures: list[Future[Outcome]], count: int) -> bool:
+    """Whether `count` of the futures finish, each awaited (10 s at most for the next)."""
+    while sum(f.done() for f in futures) < count:
+        pending = [f for f in futures if not f.done()]
+        done, _ = wait(pending, timeout=10, return_when=FIRST_COMPLETED)
+        if not done:
+            return False
+    return True
+
+
+def test_one_owners_burst_of_fast_webhooks_is_not_held_back() -> None:
+    # While the instance has room, a single owner's deliveries all start at once (an agent
+    # with one tenant sends its bursts as they come).
+    store, configs = MemoryTaskStore(), MemoryPushConfigStore()
+    burst = owned_tasks(store, configs, "alice", IN_FLIGHT_SHARED, "https://slow.example.com")
+    sender = Held("slow.example.com")
+    deliverer = Deliverer(store, configs, resolve_url=public, sender=sender)
+    deliverer.queue = queue = Recorded()
+    with ThreadPoolExecutor(IN_FLIGHT_SHARED) as threads:
+        futures = [threads.submit(deliverer.deliver, job, Delivery()) for job in burst]
+        for _ in range(IN_FLIGHT_SHARED):
+            assert sender.waiting.acquire(timeout=10)  # all under way together
+        sender.release.set()
+        assert [f.result(timeout=10) for f in futures] == [Outcome.DELIVERED] * len(burst)
+    assert queue.entries == []
+
+
+class Slow:
+    """A PushSender whose every POST takes `seconds` of the clock, answered 204."""
+
+    def __init__(self, clock: ManualClock, seconds: float) -> None:
+        self.clock, self.seconds = clock, seconds
+        self.posted = 0
+
+    def post(
+        self, target: PushTarget, body: bytes, headers: Mapping[str, str], timeout: float
+    ) -> tuple[int, str | None]:
+        assert timeout <= TIMEOUT_SECONDS
+        self.clock.advance(min(self.seconds, timeout))
+        self.posted += 1
+        return 204, None
+
+
+def test_no_delivery_outlives_its_functions_request_timeout() -> None:
+    store, configs = lone_task("https://a.example.com/hook")
+    stored = store.get("anonymous", "t")
+    assert stored is not None
+    working = StatusUpdate(task_id="t", context_id="c", status=TaskStatus(state=TaskState.WORKING))
+    stored = store.commit(stored, stored.task, [working] * 9)
+    configs.want("anonymous", "t", "p", stored.last_seq, utc_now())
+    clock = ManualClock()
+    sender = Slow(clock, TIMEOUT_SECONDS)  # every POST takes its whole deadline
+    deliverer = Deliverer(
+        store, configs, resolve_url=public, sender=sender, clock=clock, function_timeout=60
+    )
+    deliverer.queue = queue = Recorded()
+    began = clock.monotonic()
+    job = {**LONE_JOB, "seq": stored.last_seq}
+    assert deliverer.deliver(job, Delivery()) is Outcome.RESCHEDULED
+    # POSTs start while one more fits with the store's margin: at 0, 10, 20, 30 and 40 s.
+    assert sender.posted == 5
+    assert clock.monotonic() - began <= 60 - STORE_MARGIN_SECONDS
+    [(_, payload, _)] = queue.entries
+    assert payload == job  # the rest goes in a delivery of its own
+
+
+# -- amplification (issue 36, 12) ------------------------------------------------------------
+
+
+class SimulatedQueue:
+    """A push queue on a ManualClock: deliveries run when due, a FAILED or BUSY one retried
+    with the in-process queue's backoff (0.1 s doubling to 5 s: faster than Cloud Tasks'),
+    up to `attempts`; names taken once."""
+
+    def __init__(self, clock: ManualClock, attempts: int = 34) -> None:
+        self.clock = clock
+        self.attempts = attempts
+        self._due: list[tuple[float, int, dict[str, Any], int]] = []
+        self._names: set[str] = set()
+        self._order = 0
+
+    def enqueue(self, name: str, payload: dict[str, Any], *, delay: float = 0.0) -> bool:
+        if name in self._names:
+            return False
+        self._names.add(name)
+        self._push(self.clock.monotonic() + delay, payload, 0)
+        return True
+
+    def _push(self, at: float, payload: dict[str, Any], attempt: int) -> None:
+        self._order += 1
+        heapq.heappush(self._due, (at, self._order, payload, attempt))
+
+    def run(self, deliverer: Deliverer, until: float) -> None:
+        while self._due and self._due[0][0] <= until:
+            at, _, payload, attempt = heapq.heappop(self._due)
+            self.clock.advance(max(at - self.clock.monotonic(), 0.0))
+            final = attempt + 1 >= self.attempts
+            outcome = deliverer.deliver(payload, Delivery(attempt=attempt, final=final))
+            if not outcome.accepted and not final:
+                self._push(at + min(5.0, 0.1 * 2**attempt), payload, attempt + 1)
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_failing_webhook_gets_one_post_a_back_off_whatever_events_come() -> None:
+    # The finding: 12 sends to a webhook that always answers 500 gave 156 POSTs in 40 s.
+    clock = ManualClock()
+    store, configs = MemoryTaskStore(), MemoryPushConfigStore()
+    jobs = owned_tasks(store, configs, "alice", 12, "https://down.example.com")
+    sender = Scripted({f"https://down.example.com/{n}": (500, None) for n in range(12)})
+    deliverer = Deliverer(store, configs, resolve_url=public, sender=sender, clock=clock)
+    deliverer.queue = queue = SimulatedQueue(clock)
+    notifier = PushNotifier(configs, queue, clock=clock)
+    start = clock.monotonic()
+    for job in jobs:
+        queue.enqueue(PushJob.from_payload(job).name, job)
+    # Each task commits an event a second: a new delivery each, every time.
+    for second in range(1, 40):
+        queue.run(deliverer, start + second)
+        for job in jobs:
+            stored = store.get("alice", job["taskId"])
+            assert stored is not None
+            update = StatusUpdate(task_id=job["taskId"], context_id="c", status=stored.task.status)
+            notifier(store.commit(stored, stored.task, [update]), [update])
+    queue.run(deliverer, start + 40)
+    # Back-off 5, 10, 20 s: POSTs at 0, 5, 15 and 35 s, for each of the 12 configs, whatever
+    # their 40 events each (without it, each event's delivery retried on its own).
+    per_config = collections.Counter(sender.posted)
+    assert set(per_config.values()) == {4}, per_config
+    # A day of it (back-offs of 5 s to 2,560 s, then hourly): at most MAX_FAILURES POSTs a
+    # config, then it records the failure, and an event within its back-off posts nothing.
+    for hour in range(1, 27):
+        queue.run(deliverer, start + 3600 * hour)
+    per_config = collections.Counter(sender.posted)
+    assert max(per_config.values()) <= MAX_FAILURES, per_config
+    assert set(per_config.values()) == {MAX_FAILURES}, per_config
+    failed = configs.get("alice", "t0", "p")
+    assert failed is not None and failed.last_error == "the webhook answered HTTP 500"
+    posted = len(sender.posted)
+    for job in jobs:
+        queue.enqueue(f"{PushJob.from_payload(job).name}-later", job)
+    queue.run(deliverer, start + 3600 * 27)
+    assert len(sender.posted) == posted
+
+
+# -- a commit's delivery while another sends (issue 35) ------------------------------------
+
+
+def test_events_wanted_while_a_delivery_sends_go_in_that_delivery_at_once() -> None:
+    # The finding: a turn's last commit at :01.612 reached the webhook at :03.688: its
+    # delivery found the config busy with the commit before and came back 2 s later.
+    store, configs = lone_task("https://a.example.com/hook")
+    clock = ManualClock()
+    notifier = PushNotifier(configs, Recorded(), clock=clock)
+    posted: list[int] = []
+    later: list[Outcome] = []
+
+    class CommitsWhilePosting:
+        def post(
+            self, target: PushTarget, body: bytes, headers: Mapping[str, str], timeout: float
+        ) -> tuple[int, str | None]:
+            posted.append(len(posted) + 1)
+            if len(posted) == 1:  # the turn commits its end while the first POST is out
+                stored = store.get("anonymous", "t")
+                assert stored is not None
+                done = StatusUpdate(
+                    task_id="t", context_id="c", status=TaskStatus(state=TaskState.COMPLETED)
+                )
+                notifier(store.commit(stored, stored.task, [done]), [done])
+                # ... and its delivery finds the config busy.
+                job = {**LONE_JOB, "seq": 2}
+                later.append(deliverer.deliver(job, Delivery()))
+            return 204, None
+
+    deliverer = Deliverer(
+        store, configs, resolve_url=public, sender=CommitsWhilePosting(), clock=clock
+    )
+    deliverer.queue = queue = Recorded()
+    configs.want("anonymous", "t", "p", 1, utc_now())
+    assert deliverer.deliver(LONE_JOB, Delivery()) is Outcome.DELIVERED
+    assert posted == [1, 2]  # both, in the first delivery, without waiting
+    assert later == [Outcome.RESCHEDULED]  # (in case the holder died: it finds nothing)
+    stored = configs.get("anonymous", "t", "p")
+    assert stored is not None and stored.delivered_seq == stored.wanted_seq == 2
+    [(_, payload, _)] = queue.entries
+    assert deliverer.deliver(payload, Delivery()) is Outcome.NOTHING_TO_DO
+    assert configs.begin_delivery("anonymous", "t", "p", "next", utc_now() + timedelta(minutes=1))

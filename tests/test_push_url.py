@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import ipaddress
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from shared import push_url
 from shared.push_url import PushURLRefused, Resolver, check_push_url, resolve_push_url
@@ -173,3 +177,36 @@ def test_public_embedded_addresses_and_names_pass() -> None:
 )
 def test_a_url_is_shown_without_its_path_query_or_credentials(url: str, shown: str) -> None:
     assert push_url.shown(url) == shown
+
+
+@pytest.mark.parametrize("address", ["fec0::1", "fed0::5", "feff:ffff::1"])
+def test_site_local_ipv6_is_refused_when_set_and_at_delivery(address: str) -> None:
+    # fec0::/10 (RFC 3879 deprecated it; older networks still route it inside the site):
+    # Python 3.11's is_global calls it global.
+    with pytest.raises(PushURLRefused, match=r"site-local address \(fec0::/10\)"):
+        check_push_url(f"http://[{address}]/h")
+    with pytest.raises(PushURLRefused, match="resolves to a site-local"):
+        resolve_push_url(
+            "https://rebind.example.com/h", resolve=answers({"rebind.example.com": [address]})
+        )
+
+
+@given(st.ip_addresses(v=6))
+def test_an_ipv6_address_passes_only_in_the_global_unicast_space(
+    address: ipaddress.IPv6Address,
+) -> None:
+    # 2000::/3 is IANA's global unicast space; NAT64's well-known prefix carries a public
+    # IPv4 address. Anything else (site-local, unique-local, reserved, multicast) is refused.
+    global_space = address in ipaddress.IPv6Network("2000::/3")
+    nat64 = address in ipaddress.IPv6Network("64:ff9b::/96")
+    try:
+        check_push_url(f"http://[{address}]/h")
+    except PushURLRefused:
+        return
+    assert global_space or nat64, address
+
+
+@given(st.ip_addresses(v=6, network="fec0::/10"))
+def test_every_site_local_address_is_refused(address: ipaddress.IPv6Address) -> None:
+    with pytest.raises(PushURLRefused, match="site-local"):
+        check_push_url(f"http://[{address}]/h")

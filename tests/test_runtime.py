@@ -290,7 +290,7 @@ def test_chunked_artifact_is_assembled() -> None:
     )
     assert isinstance(task, Task)
     [artifact] = task.artifacts
-    assert [p.text for p in artifact.parts] == ["one ", "two ", "three"]
+    assert [p.text for p in artifact.parts] == ["one two three"]
     assert artifact.name == "doc"
 
 

@@ -3,6 +3,7 @@ the wire fields errors name, and the in-process worker queue's wiring."""
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import queue
@@ -254,6 +255,17 @@ def test_page_token_is_bound_to_its_filters(client: Client) -> None:
     ]
     error = client.error("ListTasks", {"contextId": "c2", "pageToken": token}, version="1.0")
     assert error["code"] == -32602
+
+
+@pytest.mark.parametrize(
+    "forged",
+    ['["2026-01-01T00:00:00+00:00","t",Infinity,"f"]', "[" * 5000 + "]" * 5000],
+)
+def test_a_forged_page_token_is_invalid_params_naming_it(client: Client, forged: str) -> None:
+    token = base64.urlsafe_b64encode(forged.encode()).decode()
+    error = client.error("ListTasks", {"pageToken": token}, version="1.0")
+    assert error["code"] == -32602, error
+    assert error["data"][0]["fieldViolations"][0]["field"] == "params.pageToken"
 
 
 def test_owners_see_only_their_tasks(make_client: Any) -> None:

@@ -9,9 +9,10 @@ threads' hand-offs; on the loop it costs ~0.2 ms (docs/performance.md).
 
 The apps (`shared.bindings.http.HttpApp`, `queue_target.QueueTargetApp`) are synchronous:
 one `wire.Request` in, one `wire.Answer` out. `Front` reads the request's head on the loop
-and the first message of its body (what uvicorn received with the head, up to its 64 KiB
-buffer: most bodies are whole there), gives it to its app on a thread of the function's
-own pool (THREADS of them, the function's concurrency: a handler may block for as long as
+and the first message of its body when uvicorn received it with the head (up to its 64 KiB
+buffer: most bodies are whole there; never waited for, so a caller refused from its head
+is answered at once, whether its body came or not), gives it to its app on a thread of the
+function's own pool (THREADS of them, the function's concurrency: a handler may block for as long as
 its turn runs, which the loop must never do), and writes the answer from the loop. The
 rest of a larger body is read only when the app asks (`Request.read`), which it does once
 it knows the caller: a request without credentials costs its head and a 401, whatever it
@@ -19,8 +20,10 @@ sends after. A request that says `Expect: 100-continue` has nothing of its body 
 with its head (uvicorn answers `100 Continue` at the first receive()): a caller refused from
 its head gets its 401 without a 100, and its body is never solicited. The rest is read on
 the loop too (no pool thread reads a socket), within a deadline, within the limit
-(A2A_MAX_BODY_BYTES + 1 bytes, whatever the request declares), and within the instance's
-room for bodies in flight (`_Body`).
+(A2A_MAX_BODY_BYTES + 1 bytes, whatever the request declares), and within the room for
+bytes in flight, the instance's and its caller's (`_Body`, shared.bindings.budget), which
+whole answers are counted in too until written; they are written in pieces as the client
+takes them (`Front._pieces`).
 
 An answer that waits for a turn (a blocking send, the worker's call: `Answer.later`) holds a
 pool thread only while it makes a step of its work; between steps it waits on the loop for
@@ -42,10 +45,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import json
 from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from shared.bindings.budget import Budget
 from shared.bindings.wire import Answer, BodyRefused, Headers, Request
 from shared.pause import Pause, Waiting
 from shared.settings import Settings
@@ -60,9 +65,24 @@ App = Callable[[Request], Answer]
 # The seconds a client refused for want of room for its body is told to wait (Retry-After):
 # bodies in flight take a moment to be let go of.
 RETRY_AFTER = 1
+# The pieces a whole answer is written in: uvicorn's high-water mark (its send() waits for
+# the socket to drain below it), so the client's reading paces the writing.
+PIECE = 64 * 1024
 # Seconds past a body's deadline its reader on a pool thread waits for the loop: only a loop
 # that stopped (the process going away) takes longer, and the thread must not outlive it.
 LOOP_GONE = 5.0
+
+
+class _Cut(Exception):
+    """The client took no piece of its answer within A2A_ANSWER_WRITE_SECONDS."""
+
+
+def _no_room(refusal: str) -> Answer:
+    """The answer in place of one the budget has no room for (google.rpc.Status, as the
+    head's refusals: the front knows no binding's shape)."""
+    error = {"error": {"code": 503, "status": "UNAVAILABLE", "message": refusal}}
+    headers = {"Content-Type": "application/json", "Retry-After": str(RETRY_AFTER)}
+    return Answer(503, headers, json.dumps(error).encode())
 
 
 class Front:
@@ -74,10 +94,15 @@ class Front:
     reads the request from the scope, as any ASGI app does, and the tests drive this very
     app (tests/asgi_transport.py).
 
-    A body is read within `read_seconds` (A2A_BODY_READ_SECONDS) of being asked for, and
-    the body bytes of all the requests in flight are at most `max_buffered`
-    (A2A_MAX_BUFFERED_BYTES): counted here, on the loop, as they come, and let go once the
-    request's answer is written."""
+    A body is read within `read_seconds` (A2A_BODY_READ_SECONDS) of being asked for. The
+    bytes of the requests in flight are counted here, on the loop (`budget`,
+    shared.bindings.budget): a body's as they come, let go once the app has parsed it (it
+    answered); an answer's from when it is made until the client took its last byte. All of
+    them are at most `max_buffered` (A2A_MAX_BUFFERED_BYTES), one owner's at most
+    `max_owner_buffered` (A2A_MAX_OWNER_BUFFERED_BYTES). A whole answer is written in pieces,
+    each once the client took the one before (uvicorn waits for its socket to drain), each
+    within `write_seconds` (A2A_ANSWER_WRITE_SECONDS): a client that does not read holds
+    what its socket holds and its counted answer, for that long at the most."""
 
     def __init__(
         self,
@@ -87,12 +112,17 @@ class Front:
         *,
         read_seconds: float,
         max_buffered: int,
+        max_owner_buffered: int | None = None,
+        write_seconds: float = 30.0,
     ) -> None:
         self.app = app  # built at the first request, on a pool thread
         self.max_body = max_body
         self.read_seconds = read_seconds
-        self.max_buffered = max_buffered
-        self.buffered = 0  # body bytes held by the requests in flight (on the loop only)
+        self.write_seconds = write_seconds
+        # The bytes held by the requests in flight (on the loop only).
+        self.budget = Budget(
+            max_buffered, max_buffered if max_owner_buffered is None else max_owner_buffered
+        )
         self.pool = ThreadPoolExecutor(threads, thread_name_prefix="a2a")
 
     @classmethod
@@ -104,6 +134,8 @@ class Front:
             settings.max_body_bytes,
             read_seconds=settings.body_read_seconds,
             max_buffered=settings.buffered_limit,
+            max_owner_buffered=settings.owner_buffered_limit,
+            write_seconds=settings.answer_write_seconds,
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -112,19 +144,22 @@ class Front:
             request = await self.request(scope, body)
             loop = asyncio.get_running_loop()
             answer = await loop.run_in_executor(self.pool, self._answer, request)
+            ended = body.done()  # the app parsed it: an answer waiting for a turn holds none
             if answer.later is not None:
                 answer = await self._waited(answer.later)
-            await self._write(request, answer, body.ended, receive, send)
+            await self._write(request, answer, ended, receive, send)
         finally:
-            self.buffered -= body.held
+            body.release()
 
     async def request(self, scope: Scope, body: _Body) -> Request:
         """The request, with what of its body came with its head: nothing when its declared
-        length is over the limit (the app refuses that length); else the first message
-        (uvicorn hands over what it holds already), waited for within the deadline. When
-        more is to come, the Request reads it when the app asks (`Request.read`, once the
-        caller is known): the rest of the read runs here, on the loop, the pool thread
-        waiting for it, up to one byte past the limit however the body is framed."""
+        length is over the limit (the app refuses that length); else the first message when
+        uvicorn holds it already, never waited for: a request whose body has not come is
+        handed to the app at once, which knows its caller from the head (an anonymous one
+        holds no request for the body's deadline before its 401). When more is to come, the
+        Request reads it when the app asks (`Request.read`, once the caller is known): the
+        rest of the read runs here, on the loop, the pool thread waiting for it, within the
+        deadline, up to one byte past the limit however the body is framed."""
         headers = Headers.of(scope["headers"])
         declared = headers.declared_length()
         if declared is not None and declared > self.max_body:
@@ -136,37 +171,61 @@ class Front:
                 return Request(scope, headers, first)
         loop = asyncio.get_running_loop()
 
-        def rest() -> bytes:  # on the app's pool thread
-            reading = asyncio.run_coroutine_threadsafe(body.rest(), loop)
+        def rest() -> bytes:  # on the app's pool thread, once it knows the caller
+            reading = asyncio.run_coroutine_threadsafe(body.rest(made.owner), loop)
             try:  # the read ends by its deadline; past it, the loop itself is gone
                 return reading.result(self.read_seconds + LOOP_GONE)
             except concurrent.futures.TimeoutError:
                 reading.cancel()
                 raise body.late() from None
 
-        return Request(scope, headers, first, rest)
+        made = Request(scope, headers, first, rest)
+        return made
 
     async def _write(
         self, request: Request, answer: Answer, ended: bool, receive: Receive, send: Send
     ) -> None:
         """Write the answer; when some of the body was left unread, the connection closes
         after it (uvicorn would otherwise read, and drop, the rest to reach the next
-        request)."""
-        bodiless = answer.status < 200 or answer.status in (204, 304)
-        fields = [
-            (n.lower().encode("latin-1"), v.encode("latin-1")) for n, v in answer.headers.items()
-        ]
-        if not ended:
-            fields.append((b"connection", b"close"))
-        if answer.chunks is None and not bodiless:
-            fields.append((b"content-length", str(len(answer.body)).encode()))
-        await send({"type": "http.response.start", "status": answer.status, "headers": fields})
+        request). A whole body is counted in the budget until written, or, when the caller
+        (or the instance) holds as many bytes as it may, not written: 503 instead."""
+        request.body = b""  # parsed: let go of, as its count was (`_Body.done`)
         head = request.method == "HEAD"
-        if answer.chunks is not None:
-            await self._stream(() if head else answer.chunks, answer.close, receive, send)
-        else:
-            body = b"" if head or bodiless else answer.body
-            await send({"type": "http.response.body", "body": body})
+        bodiless = answer.status < 200 or answer.status in (204, 304)
+        counted = 0 if head or bodiless or answer.chunks is not None else len(answer.body)
+        if counted:
+            refusal = self.budget.take(counted, request.owner, alone=True)
+            if refusal is not None:
+                answer, counted = _no_room(refusal), 0
+        try:
+            fields = _fields(answer, ended, bodiless)
+            await send({"type": "http.response.start", "status": answer.status, "headers": fields})
+            if answer.chunks is not None:
+                await self._stream(() if head else answer.chunks, answer.close, receive, send)
+            else:
+                await self._pieces(b"" if head or bodiless else answer.body, send)
+        except _Cut:  # the client took nothing within write_seconds
+            pass  # uvicorn closes a connection whose answer was not completed
+        finally:
+            self.budget.give(counted, request.owner)
+
+    async def _pieces(self, body: bytes, send: Send) -> None:
+        """Write a whole body in pieces: uvicorn's send() waits until the socket took most
+        of the one before, so a client that reads slowly (or not) holds its answer, not a
+        copy of it in the transport's buffer too."""
+        start = 0
+        while len(body) - start > PIECE:
+            await self._send(send, body[start : start + PIECE], more=True)
+            start += PIECE
+        await self._send(send, body[start:] if start else body)
+
+    async def _send(self, send: Send, chunk: bytes, *, more: bool = False) -> None:
+        """Send a piece of an answer, within write_seconds (`_Cut` past them)."""
+        try:
+            async with asyncio.timeout(self.write_seconds):
+                await send({"type": "http.response.body", "body": chunk, "more_body": more})
+        except TimeoutError:
+            raise _Cut from None
 
     def _answer(self, request: Request) -> Answer:
         """On a pool thread: the app's answer."""
@@ -211,7 +270,7 @@ class Front:
                 if isinstance(chunk, Pause):
                     await _paused(loop, chunk, left)
                 elif not left.done():
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    await self._send(send, chunk, more=True)
         finally:
             # However the writing ended (the server cancelling the request at its shutdown),
             # the chunk in the making is waited for: a generator is closed only when idle.
@@ -224,6 +283,17 @@ class Front:
             await loop.run_in_executor(self.pool, close)
         if not gone:
             await send({"type": "http.response.body", "body": b""})
+
+
+def _fields(answer: Answer, ended: bool, bodiless: bool) -> list[tuple[bytes, bytes]]:
+    """The answer's header lines as ASGI has them, with what the front adds: `Connection:
+    close` when some of the body was left unread, the length of a whole body."""
+    fields = [(n.lower().encode("latin-1"), v.encode("latin-1")) for n, v in answer.headers.items()]
+    if not ended:
+        fields.append((b"connection", b"close"))
+    if answer.chunks is None and not bodiless:
+        fields.append((b"content-length", str(len(answer.body)).encode()))
+    return fields
 
 
 async def _paused(
@@ -262,42 +332,81 @@ def _settle(woken: asyncio.Future[None]) -> None:
 
 class _Body:
     """One request's body as the front reads it, on the loop: the bytes come, counted in
-    the front's `buffered` (`held`: this request's share), until the body ended, or went
-    one byte past the limit, or its deadline passed, or the front holds as many as it may."""
+    the front's budget (`held`: this request's share; the owner's once the app, knowing its
+    caller, reads the rest), until the body ended, or went one byte past the limit, or its
+    deadline passed, or the instance or the owner holds as many as it may. Once the app has
+    answered, it has parsed them: they are let go of (`done`)."""
 
     def __init__(self, front: Front, receive: Receive) -> None:
         self.front = front
         self.receive = receive
         self.chunks: list[bytes] = []
         self.size = 0  # the bytes in `chunks`
-        self.held = 0  # the bytes counted in front.buffered
+        self.held = 0  # the bytes counted in the front's budget
+        self.owner: str | None = None  # whose share `held` is counted in (None: the instance's)
         self.ended = False  # all of it came (or the client went away): nothing left unread
         self.refused: BodyRefused | None = None  # why the rest will not be read
+        # The first message asked for, when it had not come with the head.
+        self.pending: asyncio.Future[Message] | None = None
 
     async def first(self) -> bytes:
-        """What came with the head (its first message), within the deadline."""
-        try:
-            async with asyncio.timeout(self.front.read_seconds):
-                await self._take(await self.receive())
-        except TimeoutError:
-            self.refused = self.late()
+        """What came with the head: its first message when uvicorn holds it already (its
+        receive() then ends without waiting, in the one turn of the loop given here), else
+        nothing, the message left pending for `rest`."""
+        pending = asyncio.ensure_future(self.receive())
+        await asyncio.sleep(0)
+        if pending.done():
+            self._take(pending.result())
+        else:
+            self.pending = pending
         return b"".join(self.chunks)
 
-    async def rest(self) -> bytes:
-        """The body, whole (its first `limit + 1` bytes); raises BodyRefused."""
+    def done(self) -> bool:
+        """Whether the body was all read, once the app answered: its bytes are let go of (it
+        parsed them; a stream it opened holds no body), a first message still awaited is
+        given up (the connection then closes after the answer)."""
+        if self.pending is not None:
+            self.pending.cancel()
+            self.pending = None
+        self.release()
+        return self.ended
+
+    def release(self) -> None:
+        """Let go of the body's bytes and their count (once; again, nothing)."""
+        self.front.budget.give(self.held, self.owner)
+        self.held = 0
+        self.chunks.clear()
+
+    async def rest(self, owner: str | None) -> bytes:
+        """The body, whole (its first `limit + 1` bytes), counted in `owner`'s share (the
+        caller, known now: what came with the head moves there); raises BodyRefused."""
         if self.refused is not None:
             raise self.refused
+        if owner is not None and self.owner is None:
+            budget = self.front.budget
+            budget.give(self.held, None)
+            refusal = budget.take(self.held, owner)
+            if refusal is not None:
+                self.held = 0
+                self.ended = False  # dropped: the connection closes after the answer
+                raise BodyRefused(503, refusal, RETRY_AFTER)
+            self.owner = owner
         try:
             async with asyncio.timeout(self.front.read_seconds):
+                if self.pending is not None:
+                    pending, self.pending = self.pending, None
+                    self._take(await pending)
+                    if self.refused is not None:
+                        raise self.refused
                 while not self.ended and self.size <= self.front.max_body:
-                    await self._take(await self.receive())
+                    self._take(await self.receive())
                     if self.refused is not None:
                         raise self.refused
         except TimeoutError:
             raise self.late() from None
         return b"".join(self.chunks)
 
-    async def _take(self, message: Message) -> None:
+    def _take(self, message: Message) -> None:
         """Keep a message's bytes (what of them is within one byte past the limit), counted;
         over the front's cap, none are kept and the rest is refused."""
         if message["type"] != "http.request":  # the client went away: nothing more comes
@@ -307,21 +416,15 @@ class _Body:
         self.ended = not message.get("more_body", False)
         if not chunk:
             return
-        front = self.front
-        kept = chunk[: front.max_body + 1 - self.size]
-        if front.buffered + len(kept) > front.max_buffered:
-            self.refused = BodyRefused(
-                503,
-                f"this instance holds {front.buffered} bytes of request bodies, as many as it "
-                f"may (A2A_MAX_BUFFERED_BYTES={front.max_buffered}): retry in a moment",
-                RETRY_AFTER,
-            )
+        kept = chunk[: self.front.max_body + 1 - self.size]
+        refusal = self.front.budget.take(len(kept), self.owner)
+        if refusal is not None:
+            self.refused = BodyRefused(503, refusal, RETRY_AFTER)
             self.ended = False  # what came is dropped: the connection closes after the answer
             return
         self.chunks.append(kept)
         self.size += len(kept)
         self.held += len(kept)
-        front.buffered += len(kept)
 
     def late(self) -> BodyRefused:
         """The refusal of a body that did not come within the deadline."""

@@ -442,6 +442,10 @@ class HttpApp:
         except AuthenticationError as exc:
             raise _Unauthenticated(f"authentication required: {exc}", exc.challenge) from None
         note(owner=owner_tag(principal.owner))
+        if self.local_only is None:
+            # Its body and answer count in its share of the instance's room; without
+            # credentials (A2A_AUTH=none) every caller is the one owner: the instance's room.
+            request.owner = principal.owner
         return principal
 
     def _refused(self, response: Answer, error: A2AError) -> Answer:

@@ -1,13 +1,19 @@
-"""What an agent that asks no credentials (`A2A_AUTH=none`, `make run`) refuses, so that only
-this machine's own callers reach it.
+"""What an agent that asks no credentials (`A2A_AUTH=none`, `make run`, `make dev`) refuses,
+so that only this machine's own callers reach it.
 
 With no credentials asked, whoever reaches the port is the owner of every task. `make run`
-binds 127.0.0.1, but a browser on this machine reaches loopback too: any page may POST to it
-a cross-site "simple request" (a form's or `fetch(..., {mode: 'no-cors'})`'s: text/plain or no
-Content-Type, no preflight), and a page of a DNS name its owner rebinds to 127.0.0.1 is of
-the same origin as the agent and reads every answer. So the `a2a` app (shared.bindings.http)
-serves such an agent only requests
+and `make dev` bind 127.0.0.1, but a server may be asked to listen wider (HOST=0.0.0.0), and
+any client may write any Host header; and a browser on this machine reaches loopback too: any
+page may POST to it a cross-site "simple request" (a form's or `fetch(..., {mode:
+'no-cors'})`'s: text/plain or no Content-Type, no preflight), and a page of a DNS name its
+owner rebinds to 127.0.0.1 is of the same origin as the agent and reads every answer. So the
+`a2a` app (shared.bindings.http) serves such an agent only requests
 
+- from a loopback peer: the TCP connection's own address (the ASGI scope's `client`, which
+  uvicorn takes from `X-Forwarded-For` only when that peer is itself loopback, a proxy on
+  this machine), not a header the client writes; except a request to A2A_PUBLIC_URL's host
+  when that is no loopback name: an address its operator published (a deployed `A2A_AUTH=none`
+  agent, whose peer is the platform's front end), which this check cannot tell from others;
 - whose Host is a loopback name (localhost, 127.0.0.0/8, [::1], any port) or the host of
   A2A_PUBLIC_URL: a rebound name is neither;
 - whose Origin, when a browser sends one, is the server's own (the scheme and the Host the
@@ -55,6 +61,14 @@ class LocalOnly:
         """Why the request is refused, or None when it is served."""
         host = request.host
         name = _name(host)
+        published = bool(self._public_host) and not _loopback(self._public_host)
+        peer = request.remote_addr
+        if not _loopback(peer) and not (published and name == self._public_host):
+            return NotLocalError(
+                "this agent asks no credentials (A2A_AUTH=none) and serves only connections "
+                f"from this machine, not one from {_shown(peer or 'an unknown address')}: call "
+                f"it from this machine, or {_FIX} other machines"
+            )
         if not (_loopback(name) or (self._public_host and name == self._public_host)):
             served = "localhost, 127.0.0.1 and [::1]" + (
                 f" and {self._public_host} (A2A_PUBLIC_URL)" if self._public_host else ""
@@ -112,12 +126,17 @@ def _name(host: str) -> str:
 
 
 def _loopback(name: str) -> bool:
+    """Whether a host name or address (an IPv6 one bracketed or not) is this machine's
+    loopback; an IPv4 address mapped into IPv6 (a dual-stack socket's peer) as the IPv4 one."""
     if name == "localhost":
         return True
     try:
-        return ipaddress.ip_address(name.strip("[]")).is_loopback
+        address = ipaddress.ip_address(name.strip("[]"))
     except ValueError:
         return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback
 
 
 def _shown(value: str, limit: int = 100) -> str:

@@ -50,14 +50,15 @@ class Headers:
     @classmethod
     def of(cls, lines: Iterable[tuple[bytes, bytes]]) -> Headers:
         """The headers of ASGI header lines (latin-1 text, as HTTP/1.1 carries it)."""
-        fields: dict[str, str] = {}
+        # Each name's lines are gathered, then joined once: joining as they come copies the
+        # value so far at each repeat, quadratic in a head of one name repeated.
+        gathered: dict[str, list[str]] = {}
         for raw_name, raw_value in lines:
             name = raw_name.decode("latin-1").lower()
             if "_" in name:
                 continue
-            value = raw_value.decode("latin-1")
-            fields[name] = fields[name] + "," + value if name in fields else value
-        return cls(fields)
+            gathered.setdefault(name, []).append(raw_value.decode("latin-1"))
+        return cls({name: ",".join(values) for name, values in gathered.items()})
 
     def get(self, name: str) -> str | None:
         """The header `name` (in any case), None when absent."""
@@ -99,6 +100,7 @@ class Request:
         "body",
         "headers",
         "method",
+        "owner",
         "path",
         "query_string",
         "raw_path",
@@ -120,6 +122,9 @@ class Request:
         self.headers = headers
         self.body = body
         self.scope = scope  # the scheme, server and client, read when asked
+        # The caller's owner, once the app authenticated it: the front counts the rest of the
+        # body and the answer in its share of the instance's room (shared.bindings.budget).
+        self.owner: str | None = None
         self._args: dict[str, str] | None = None
         self._rest = rest  # the whole body, read when called (on a pool thread)
 

@@ -16,8 +16,8 @@ from shared.clock import SYSTEM, Clock
 from shared.engine import Engine
 from shared.errors import A2AError, TaskNotFoundError
 from shared.frozen import frozen
-from shared.limits import DEFAULT_LIMITS, Limits
-from shared.model import Task
+from shared.limits import DEFAULT_LIMITS, Limits, model_bytes
+from shared.model import Message, Task
 from shared.ports import PushConfigStore, StoredTask, TaskStore
 from shared.push_url import ALLOWED_PORTS
 from shared.settings import Settings
@@ -35,14 +35,41 @@ class TurnNotQueuedError(A2AError):
     grpc_status = "UNAVAILABLE"
 
 
-def view(task: Task, history_length: int | None, *, artifacts: bool = True) -> Task:
-    """The task as a reader asked for it: the last `history_length` messages (None: all)."""
+# The JSON bytes of history one task carries in an answer (GetTask, a send's task, each of
+# ListTasks'): its most recent messages within them, and never fewer than the newest. A2A 1.0
+# (§3.2.4, and the proto's historyLength) leaves an unset historyLength's amount to the
+# server and lets it return fewer messages than a value asks ("MAY apply a lower limit"):
+# without a bound a 16 MiB history (A2A_MAX_HISTORY_BYTES) made a 274-byte GetTask answer
+# 15.85 MB. 1 MiB holds any message (A2A_MAX_MESSAGE_BYTES: 900,000) and every history the
+# seeds show; the seeds' messages/list reads a conversation whole.
+ANSWER_HISTORY_BYTES = 1024 * 1024
+
+
+def view(
+    task: Task, history_length: int | None, *, artifacts: bool = True, size: int | None = None
+) -> Task:
+    """The task as a reader asked for it: the last `history_length` messages (None: all)
+    within ANSWER_HISTORY_BYTES. `size`: the stored task's bytes (`StoredTask.size`), when
+    known; within the budget, no message is measured."""
     history = task.history
     if history_length is not None and len(history) > history_length:
         history = history[len(history) - history_length :]
+    if history and (size is None or size > ANSWER_HISTORY_BYTES):
+        history = _recent(history, ANSWER_HISTORY_BYTES)
     if history is task.history and (artifacts or not task.artifacts):
         return task
     return replace(task, history=history, artifacts=task.artifacts if artifacts else ())
+
+
+def _recent(history: tuple[Message, ...], budget: int) -> tuple[Message, ...]:
+    """The most recent messages whose JSON fits `budget` bytes, the newest whatever its size;
+    measured newest first, until the budget is spent."""
+    spent = 0
+    for index in range(len(history) - 1, -1, -1):
+        spent += model_bytes(history[index])
+        if spent > budget and index < len(history) - 1:
+            return history[index + 1 :]
+    return history
 
 
 @frozen

@@ -22,7 +22,9 @@ or, the client having moved on from that one, made again as a new message, in on
 
 A send that starts a task in the background is refused while the owner has
 A2A_MAX_LIVE_TASKS_PER_OWNER tasks not terminal (`LiveTaskQuotaError`, counted in the store);
-a blocking send that ends in the request is not checked, and pays no read for it.
+a blocking send that ends in the request is not checked, and pays no read for it. The check
+before anything is written refuses early; the create of the task counts again in its own
+write (`TaskStore.create(live_limit=)`), so a burst of sends cannot pass it together.
 
 A push config sent with a message is checked (URL, the per-task limit) before anything is
 written, and stored only once its task is the owner's: created by this send, or read as the
@@ -319,6 +321,8 @@ class Sending:
                 dialect=dialect,
                 message_key=key,
                 lease=turns.queued_lease(1, message.message_id),
+                # Counted in the write itself: a burst of sends cannot pass it together.
+                live_limit=self._settings.max_live_tasks_per_owner,
             )
         # As in a resumed Turn: the agent's question moves into history before the answer.
         events = [submitted, message]

@@ -21,6 +21,7 @@ from shared.errors import (
     UnsupportedOperationError,
 )
 from shared.lifecycle import apply
+from shared.limits import model_bytes
 from shared.model import Message, StatusUpdate, Task, TaskState, TaskStatus
 from shared.ports import InvalidPageToken, StoredTask, TaskPage, TaskQuery
 from shared.requests import (
@@ -30,7 +31,15 @@ from shared.requests import (
     SubscribeRequest,
     TaskSelector,
 )
-from shared.service.base import Ports, view
+from shared.service.base import ANSWER_HISTORY_BYTES, Ports, view
+from shared.store.paging import Cursor, decode_token, encode_token
+
+# The JSON bytes of one ListTasks page's tasks: past them the page ends (never before its
+# first task), its nextPageToken going on from its last: a page of 100 tasks with their
+# artifacts (includeArtifacts) answered 4 MiB each would otherwise be one answer of 400 MiB.
+# Four tasks at their history's budget (ANSWER_HISTORY_BYTES), a quarter of an owner's share
+# of the instance's room (A2A_MAX_OWNER_BUFFERED_BYTES).
+LIST_PAGE_BYTES = 4 * 1024 * 1024
 
 
 def _ended(stored: StoredTask) -> streaming.Stream:
@@ -46,7 +55,7 @@ class Tasks:
 
     def get(self, owner: str, request: TaskSelector) -> StoredTask:
         stored = self._ports.stored(owner, request.task_id)
-        return replace(stored, task=view(stored.task, request.history_length))
+        return replace(stored, task=view(stored.task, request.history_length, size=stored.size))
 
     def list(self, owner: str, request: ListTasksRequest) -> tuple[TaskPage, list[Task]]:
         query = TaskQuery(
@@ -58,12 +67,28 @@ class Tasks:
         )
         try:
             page = self._ports.store.list(owner, query)
+            before = decode_token(query)
         except InvalidPageToken as exc:
             raise InvalidParamsError(str(exc), field="page_token") from None
-        tasks = [
-            view(s.task, request.history_length, artifacts=request.include_artifacts)
-            for s in page.tasks
-        ]
+        tasks: list[Task] = []
+        spent = 0
+        for stored in page.tasks:
+            task = view(
+                stored.task,
+                request.history_length,
+                artifacts=request.include_artifacts,
+                size=stored.size,
+            )
+            # The stored size bounds the task's JSON, and saves measuring it when small.
+            known = stored.size is not None and stored.size <= ANSWER_HISTORY_BYTES
+            spent += stored.size if known and stored.size is not None else model_bytes(task)
+            if tasks and spent > LIST_PAGE_BYTES:  # the next page starts at this task
+                last = tasks[-1]
+                returned = (before.returned if before else 0) + len(tasks)
+                cursor = Cursor(last.status.timestamp, last.id, returned)
+                page = replace(page, next_page_token=encode_token(query, cursor))
+                break
+            tasks.append(task)
         return page, tasks
 
     def cancel(self, owner: str, request: CancelRequest) -> StoredTask:

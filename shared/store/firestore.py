@@ -26,6 +26,10 @@ address another document, and each owner's task ids are a namespace of their own
   (a terminal task's resumed stream reads `events`: shared.streaming.follow).
 - `tasks/{docId}/pushConfigs/{document_id(configId)}`: the task's push configs
   (`firestore_push`).
+- `liveOwners/{document_id(owner)}`: `creates`, a counter that a create given a live limit
+  (A2A_MAX_LIVE_TASKS_PER_OWNER) near it updates under a precondition on the document as
+  read before it counted the owner's live tasks, so concurrent creates never pass the
+  limit (`_live_room`); far below it (LIVE_RACE_MARGIN) nothing is written there.
 - A message's record (its messageId and content digest, `ports.MessageKey`) costs no
   document of its own when the message starts a task: the task's id derives from the owner
   and the key (`MessageKey.task_id`), so the task document, created with a must-not-exist
@@ -72,7 +76,8 @@ from google.cloud import firestore
 from google.cloud.firestore_v1 import FieldFilter
 
 from shared import ids, lifecycle, model_json
-from shared.errors import InvalidParamsError
+from shared.conflicts import retry_on_conflict
+from shared.errors import InvalidParamsError, LiveTaskQuotaError
 from shared.frozen import frozen
 from shared.limits import LimitExceeded
 from shared.model import (
@@ -109,6 +114,13 @@ TASKS = "tasks"
 EVENTS = "events"
 IDEMPOTENCY = "idempotency"
 PUSH_CONFIGS = "pushConfigs"  # the push config store's (shared.store.firestore_push)
+# One document per owner near its limit of live tasks: what its concurrent creates serialize on.
+LIVE_OWNERS = "liveOwners"
+# How far below A2A_MAX_LIVE_TASKS_PER_OWNER an owner's background creates are written without
+# waiting on one another: a burst of more concurrent creates of one owner than this would be
+# needed to pass the limit from there (as the push store's OWNER_RACE_MARGIN). Nearer, they
+# serialize on the owner's document, each losing create counting again.
+LIVE_RACE_MARGIN = 100
 
 # Firestore refuses a document above 1 MiB (1,048,576 bytes, field names and document name
 # included); the events of one document stay under this many bytes of JSON, which leaves room
@@ -207,9 +219,74 @@ class FirestoreTaskStore:
         dialect: str,
         message_key: MessageKey | None = None,
         lease: Lease | None = None,
+        live_limit: int | None = None,
     ) -> StoredTask:
         ids.require(task.id, "task id")
         ids.require(task.context_id, "context id")
+
+        def create(room: Any) -> StoredTask:
+            return self._create(
+                owner,
+                task,
+                events,
+                dialect=dialect,
+                message_key=message_key,
+                lease=lease,
+                room=room,
+            )
+
+        if live_limit is None:
+            return create(None)
+        try:
+            return retry_on_conflict(
+                lambda: create(self._live_room(owner, live_limit)), subject=f"task {task.id}"
+            )
+        except LiveTaskQuotaError:
+            # A resend of the message that made one of the live tasks gets that task, as a
+            # create without a limit would (the refusal is read for it, never the others).
+            if message_key is not None and message_key.recorded_by(owner, task.id):
+                if self.get(owner, task.id) is not None:
+                    raise DuplicateMessage(task.id) from None
+            else:
+                self._raise_if_duplicate(owner, message_key)
+            raise
+
+    def _live_room(self, owner: str, limit: int) -> Any:
+        """None when the owner's live tasks are far below `limit` (LIVE_RACE_MARGIN): no burst
+        of concurrent creates smaller than that can pass it, and they need not wait on one
+        another. Nearer, the owner's `liveOwners` document as read before its live tasks are
+        counted again, which the create's batch updates under a precondition on that read: of
+        concurrent creates that counted alike, one commits and the others count again. Raises
+        LiveTaskQuotaError at the limit."""
+        live = self.live_tasks(owner, limit)
+        if live >= limit:
+            raise LiveTaskQuotaError(limit)
+        if live + LIVE_RACE_MARGIN < limit:
+            return None
+        ref = self._client.collection(LIVE_OWNERS).document(document_id(owner))
+        snapshot = ref.get()
+        self.cost.add(reads=1)
+        if not snapshot.exists:
+            # Made once an owner (a create in the batch would fail as the task's own create
+            # does, AlreadyExists, and read as a taken id): then read again.
+            ref.set({"creates": 0, "expireAt": utc_now() + self.log_retention}, merge=True)
+            self.cost.add(writes=1)
+            raise VersionConflict(owner)
+        if self.live_tasks(owner, limit) >= limit:
+            raise LiveTaskQuotaError(limit)
+        return snapshot
+
+    def _create(
+        self,
+        owner: str,
+        task: Task,
+        events: Sequence[Event],
+        *,
+        dialect: str,
+        message_key: MessageKey | None,
+        lease: Lease | None,
+        room: Any,
+    ) -> StoredTask:
         encoded = self._encode_events(events)
         text, size = self._task_text(task)
         now = utc_now()
@@ -233,8 +310,20 @@ class FirestoreTaskStore:
         if not in_task:
             self._append(batch, stored, 1, encoded)
         self._claim(batch, owner, message_key, task.id, now)
+        if room is not None:
+            # No create of the owner's committed since `room` was read and its live tasks
+            # counted: else this batch fails, and the create counts again.
+            batch.update(
+                room.reference,
+                {"creates": firestore.Increment(1), "expireAt": log_expires},
+                option=self._client.write_option(last_update_time=room.update_time),
+            )
         try:
             results = batch.commit()
+        except (google_errors.FailedPrecondition, google_errors.Aborted):
+            if room is None:
+                raise
+            raise VersionConflict(task.id) from None
         except google_errors.AlreadyExists:
             ours = self._ours(owner, task.id, commit_id, log_expires)
             if ours is not None:

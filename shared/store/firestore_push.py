@@ -36,8 +36,11 @@ task count until the TTL deletes them (`expireAt`, a day after at most).
 Lagging is state too: `wanted` is the newest event a delivery was asked for (raised with a
 server-side maximum, so concurrent commits need no read), `sweepAt` (epoch seconds, lowered
 with a server-side minimum; absent when nothing lags) when a sweep re-drives the config, found
-by one collection-group query on it; `lastError` and `failedAt` record the queue's last failed
-attempt.
+by one collection-group query on it; `lastError` and `failedAt` record the last failed attempt;
+`failures` (failed attempts in a row, across events) and `backoffUntil` (no POST before it)
+are the config's back-off, cleared by any delivered event and when the config is replaced.
+`end_delivery(unless_wanted=True)` keeps the lease when `wanted` passed `delivered` while the
+holder sent (read, then released under a precondition on the read, which a `want` fails).
 """
 
 from __future__ import annotations
@@ -173,6 +176,8 @@ class FirestorePushConfigStore:
             "wanted": wanted,
             "lastError": firestore.DELETE_FIELD,
             "failedAt": firestore.DELETE_FIELD,
+            "failures": firestore.DELETE_FIELD,  # replacing a config retries it at once
+            "backoffUntil": firestore.DELETE_FIELD,
             "createdAt": old["createdAt"] if old else now,
             "expireAt": now + self._retention,
         }
@@ -272,21 +277,31 @@ class FirestorePushConfigStore:
 
     def delivered(self, owner: str, task_id: str, config_id: str, holder: str, seq: int) -> None:
         def fields(data: dict[str, Any]) -> dict[str, Any]:
-            if seq < int(data.get("wanted", 0)):
-                return {"delivered": seq}
-            caught_up = firestore.DELETE_FIELD
-            return {
+            # The webhook took one: it backs off no more.
+            taken = {
                 "delivered": seq,
-                "sweepAt": caught_up,
-                "lastError": caught_up,
-                "failedAt": caught_up,
+                "failures": firestore.DELETE_FIELD,
+                "backoffUntil": firestore.DELETE_FIELD,
             }
+            if seq < int(data.get("wanted", 0)):
+                return taken
+            caught_up = firestore.DELETE_FIELD
+            return {**taken, "sweepAt": caught_up, "lastError": caught_up, "failedAt": caught_up}
 
         self._as_holder(owner, task_id, config_id, holder, fields)
 
-    def end_delivery(self, owner: str, task_id: str, config_id: str, holder: str) -> None:
-        fields = {"sendingHolder": None, "sendingUntil": None}
-        self._as_holder(owner, task_id, config_id, holder, lambda data: fields)
+    def end_delivery(
+        self, owner: str, task_id: str, config_id: str, holder: str, *, unless_wanted: bool = False
+    ) -> StoredPushConfig | None:
+        # Read, then released under a precondition on that read: a `want` written in between
+        # changes the document, so the release fails, reads again and sees it.
+        def fields(data: dict[str, Any]) -> dict[str, Any] | None:
+            if unless_wanted and int(data.get("wanted", 0)) > int(data["delivered"]):
+                return None  # kept: the holder sends what was wanted meanwhile
+            return {"sendingHolder": None, "sendingUntil": None}
+
+        kept = self._as_holder(owner, task_id, config_id, holder, fields)
+        return _decode(kept) if kept is not None else None
 
     def want(self, owner: str, task_id: str, config_id: str, seq: int, sweep_at: datetime) -> None:
         ref = self._ref(owner, task_id, config_id)
@@ -308,12 +323,16 @@ class FirestorePushConfigStore:
         *,
         at: datetime,
         retry_at: datetime | None,
+        backoff_until: datetime | None = None,
     ) -> None:
-        fields: dict[str, Any]
+        fields: dict[str, Any] = {
+            "failures": firestore.Increment(1),
+            "backoffUntil": backoff_until if backoff_until is not None else firestore.DELETE_FIELD,
+        }
         if retry_at is not None:
-            fields = {"sweepAt": retry_at.timestamp()}
+            fields["sweepAt"] = retry_at.timestamp()
         else:
-            fields = {"sweepAt": firestore.DELETE_FIELD, "lastError": error, "failedAt": at}
+            fields.update(sweepAt=firestore.DELETE_FIELD, lastError=error, failedAt=at)
         self._as_holder(owner, task_id, config_id, holder, lambda data: fields)
 
     def lagging(
@@ -357,30 +376,35 @@ class FirestorePushConfigStore:
         task_id: str,
         config_id: str,
         holder: str,
-        fields: Callable[[dict[str, Any]], dict[str, Any]],
-    ) -> None:
+        fields: Callable[[dict[str, Any]], dict[str, Any] | None],
+    ) -> dict[str, Any] | None:
         """Update the config (the `fields` of what it holds) while `holder` holds its sending
         lease, else do nothing: read the holder, then write with a precondition on that read's
         update time, so a takeover in between fails the write. One read and one write; another
-        lost race re-reads."""
+        lost race re-reads. `fields` answering None writes nothing: what was read is answered
+        then (else None)."""
         ref = self._ref(owner, task_id, config_id)
 
-        def attempt() -> None:
+        def attempt() -> dict[str, Any] | None:
             snapshot = ref.get()
             self.cost.add(reads=1)
             data = (snapshot.to_dict() or {}) if snapshot.exists else {}
             if data.get("owner") != owner or data.get("sendingHolder") != holder:
-                return  # gone, or a stale delivery whose lease was taken over
+                return None  # gone, or a stale delivery whose lease was taken over
+            update = fields(data)
+            if update is None:
+                return data
             try:
                 ref.update(
-                    fields(data),
+                    update,
                     option=self._client.write_option(last_update_time=snapshot.update_time),
                 )
             except google_errors.FailedPrecondition:
                 raise VersionConflict(f"{task_id}/{config_id}") from None
             self.cost.add(writes=1)
+            return None
 
-        retry_on_conflict(attempt, subject=f"push config {task_id}/{config_id}")
+        return retry_on_conflict(attempt, subject=f"push config {task_id}/{config_id}")
 
     def _snapshot(self, ref: Any, owner: str) -> dict[str, Any] | None:
         """The document's fields when it is the owner's config, else None."""
@@ -390,8 +414,12 @@ class FirestorePushConfigStore:
         return data if data is not None and data.get("owner") == owner else None
 
 
+def _instant(value: Any) -> datetime | None:
+    """A stored time as a plain datetime (Firestore answers its own subclass)."""
+    return datetime.fromtimestamp(value.timestamp(), UTC) if value is not None else None
+
+
 def _decode(data: dict[str, Any]) -> StoredPushConfig:
-    failed_at = data.get("failedAt")
     return StoredPushConfig(
         model_json.decode(PushConfig, data["config"]),
         str(data["owner"]),
@@ -399,6 +427,7 @@ def _decode(data: dict[str, Any]) -> StoredPushConfig:
         int(data["delivered"]),
         int(data.get("wanted", data["delivered"])),
         data.get("lastError"),
-        # Firestore answers its own datetime subclass; the config holds a plain one.
-        datetime.fromtimestamp(failed_at.timestamp(), UTC) if failed_at is not None else None,
+        _instant(data.get("failedAt")),
+        failures=int(data.get("failures", 0)),
+        backoff_until=_instant(data.get("backoffUntil")),
     )

@@ -39,6 +39,7 @@ from typing import Any
 
 from shared import ids, model_json
 from shared.clock import SYSTEM, Clock
+from shared.errors import LiveTaskQuotaError
 from shared.model import ArtifactUpdate, Event, Message, StatusUpdate, Task, TaskState, utc_now
 from shared.ports import (
     DuplicateMessage,
@@ -131,6 +132,7 @@ class MemoryTaskStore:
         dialect: str,
         message_key: MessageKey | None = None,
         lease: Lease | None = None,
+        live_limit: int | None = None,
     ) -> StoredTask:
         ids.require(task.id, "task id")
         ids.require(task.context_id, "context id")
@@ -144,6 +146,19 @@ class MemoryTaskStore:
                 if message_key is not None and message_key.replaces is None:
                     self.cost.add(reads=1)  # and the message's record, whose it was
                 raise TaskExists(task.id)
+            if live_limit is not None:
+                self.cost.add(reads=1)  # as Firestore's count
+                if self._tasks.live(owner) >= live_limit:
+                    # Counted under the lock that writes: concurrent creates never pass it.
+                    # A resend of the message that made one of them gets its task (the
+                    # key's own id was found above), as a create without a limit would.
+                    if message_key is not None and message_key.replaces is None:
+                        found = self._messages.get(
+                            (owner, message_key.message_id, message_key.digest)
+                        )
+                        if found is not None:
+                            raise DuplicateMessage(found)
+                    raise LiveTaskQuotaError(live_limit)
             packed = model_json.encode(task)  # before the claim: a task JSON refuses claims nothing
             recorded = self._claim(owner, message_key, task.id)
             now = utc_now()

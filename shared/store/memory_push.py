@@ -184,7 +184,15 @@ class MemoryPushConfigStore:
                 raise PushConfigQuotaError(self._count(owner), owner_limit)
             self.cost.add(writes=1)
             stored = (
-                replace(old, config=config, dialect=dialect, last_error=None, failed_at=None)
+                replace(
+                    old,
+                    config=config,
+                    dialect=dialect,
+                    last_error=None,
+                    failed_at=None,
+                    failures=0,
+                    backoff_until=None,
+                )
                 if old is not None
                 else StoredPushConfig(config, owner, dialect, delivered_seq, delivered_seq)
             )
@@ -242,19 +250,27 @@ class MemoryPushConfigStore:
             stored = self._find(*key)
             taken = self._sending.get(key)
             if stored is not None and taken is not None and taken[0] == holder:
-                stored = replace(stored, delivered_seq=seq)
+                stored = replace(stored, delivered_seq=seq, failures=0, backoff_until=None)
                 if seq >= stored.wanted_seq:
                     stored = replace(stored, last_error=None, failed_at=None)
                     self._sweep_at.pop(key, None)
                 self._configs[(owner, task_id)][config_id] = stored
 
-    def end_delivery(self, owner: str, task_id: str, config_id: str, holder: str) -> None:
-        self.cost.add(writes=1)
+    def end_delivery(
+        self, owner: str, task_id: str, config_id: str, holder: str, *, unless_wanted: bool = False
+    ) -> StoredPushConfig | None:
         key = (owner, task_id, config_id)
         with self._lock:
             taken = self._sending.get(key)
-            if taken is not None and taken[0] == holder:
-                del self._sending[key]
+            if taken is None or taken[0] != holder:
+                return None
+            stored = self._find(*key)
+            if unless_wanted and stored is not None and stored.wanted_seq > stored.delivered_seq:
+                self.cost.add(reads=1)
+                return stored
+            del self._sending[key]
+        self.cost.add(writes=1)
+        return None
 
     def want(self, owner: str, task_id: str, config_id: str, seq: int, sweep_at: datetime) -> None:
         self.cost.add(writes=1)
@@ -278,6 +294,7 @@ class MemoryPushConfigStore:
         *,
         at: datetime,
         retry_at: datetime | None,
+        backoff_until: datetime | None = None,
     ) -> None:
         self.cost.add(writes=1)
         key = (owner, task_id, config_id)
@@ -286,11 +303,13 @@ class MemoryPushConfigStore:
             taken = self._sending.get(key)
             if stored is None or taken is None or taken[0] != holder:
                 return
+            backing_off = replace(stored, failures=stored.failures + 1, backoff_until=backoff_until)
+            self._configs[(owner, task_id)][config_id] = backing_off
             if retry_at is not None:
                 self._sweep_at[key] = retry_at
                 return
             self._sweep_at.pop(key, None)
-            failed = replace(stored, last_error=error, failed_at=at)
+            failed = replace(backing_off, last_error=error, failed_at=at)
             self._configs[(owner, task_id)][config_id] = failed
             self._weighed(key, failed, written=False)
 

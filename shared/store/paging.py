@@ -4,17 +4,29 @@ A token holds the sort key of the last task of a page (status timestamp, then id
 descending), how many tasks the pages so far returned (with the total count, a store knows
 a page is the last without reading one task ahead), and a fingerprint of the filters it was
 issued for, so a token reused with other filters is refused instead of silently skipping.
+
+A token comes back from the client, so it is read as a body is (shared.bindings.body: no
+NaN or Infinity, nesting and values bounded, no lone surrogate, no repeated key), then held
+to its own shape: anything else is an InvalidPageToken naming the field, never an error of
+the server's.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import json
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Any
 
+from shared.bindings import body
+from shared.errors import A2AError
 from shared.frozen import frozen
 from shared.ports import InvalidPageToken, TaskQuery
+
+# More tasks than any owner could have listed (a count past it is no count this server made).
+_MAX_RETURNED = 2**53
 
 
 @frozen
@@ -46,10 +58,25 @@ def decode_token(query: TaskQuery) -> Cursor | None:
         return None
     try:
         padded = query.page_token + "=" * (-len(query.page_token) % 4)
-        stamp, task_id, returned, fingerprint = json.loads(base64.urlsafe_b64decode(padded))
-        cursor = Cursor(datetime.fromisoformat(stamp), str(task_id), int(returned))
-    except (ValueError, TypeError) as exc:
-        raise InvalidPageToken("'params.pageToken' is not a token this server issued") from exc
+        cursor, fingerprint = _cursor(body.parse(base64.urlsafe_b64decode(padded)))
+    except (A2AError, ValueError, TypeError, OverflowError, binascii.Error):
+        raise InvalidPageToken("'params.pageToken' is not a token this server issued") from None
     if fingerprint != _fingerprint(query):
         raise InvalidPageToken("'params.pageToken' was issued for other filters")
     return cursor
+
+
+def _cursor(value: Any) -> tuple[Cursor, str]:
+    """The cursor and filters' fingerprint of a parsed token; ValueError for any other shape."""
+    if not isinstance(value, list) or len(value) != 4:
+        raise ValueError("not a token's shape")
+    stamp, task_id, returned, fingerprint = value
+    if not (isinstance(stamp, str) and isinstance(task_id, str) and isinstance(fingerprint, str)):
+        raise ValueError("not a token's shape")
+    if type(returned) is not int or not 0 <= returned <= _MAX_RETURNED:
+        raise ValueError("not a count of tasks")
+    timestamp = datetime.fromisoformat(stamp)
+    if timestamp.tzinfo is None:
+        raise ValueError("a token's time has its offset")  # a naive one compares with none
+    # In UTC, as the stores keep times (an offset at datetime's edge overflows here).
+    return Cursor(timestamp.astimezone(UTC), task_id, returned), fingerprint

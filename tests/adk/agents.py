@@ -1,5 +1,7 @@
-"""ADK agents for the adapter's tests, offline: custom agents (BaseAgent subclasses) and an
-LlmAgent over a scripted model (a BaseLlm answering from the conversation it is given).
+"""ADK agents for the adapter's tests, offline: custom agents (BaseAgent subclasses), an
+LlmAgent over a scripted model (a BaseLlm answering from the conversation it is given), and
+one over a paced model (a BaseLlm that awaits between the words it streams, as a model called
+over the network does, and calls one tool).
 
 Each scene is chosen by the first user text of the session, so a later turn of the same task
 (whose session the adapter rebuilt from the task's history) continues the same scene.
@@ -12,6 +14,7 @@ import json
 import math
 import threading
 from collections.abc import AsyncGenerator
+from dataclasses import dataclass
 from typing import Any
 
 from google.adk.agents import BaseAgent, LlmAgent
@@ -23,16 +26,9 @@ from google.adk.models.llm_response import LlmResponse
 from google.adk.tools.long_running_tool import LongRunningFunctionTool
 from google.genai import types
 
+from tests.flags import flag
+
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(40))
-_flags: dict[tuple[str, str], threading.Event] = {}
-_flags_lock = threading.Lock()
-
-
-def flag(task_id: str, name: str) -> threading.Event:
-    """An event the agent sets for the test: "blocking" (the blocking scene reported its first
-    event: cancel it now), "cancelled" (its run was cancelled)."""
-    with _flags_lock:
-        return _flags.setdefault((task_id, name), threading.Event())
 
 
 def texts(session_events: list[Event]) -> list[str]:
@@ -96,6 +92,9 @@ class Scenes(BaseAgent):
                     partial=True,
                 )
             yield say("Hello world")
+        elif scene in ("duet", "cut"):
+            async for event in self._partials(ctx, scene):
+                yield event
         elif scene == "file":
             yield Event(
                 author=self.name,
@@ -167,6 +166,33 @@ class Scenes(BaseAgent):
         else:
             yield say(f"seen {texts(ctx.session.events)}")
 
+    async def _partials(self, ctx: InvocationContext, scene: str) -> AsyncGenerator[Event, None]:
+        """The scenes of partial text: "duet", two authors' interleaved; "cut", partial text
+        followed by a complete event without text."""
+        if scene == "duet":  # two authors' partial text, interleaved, then each complete
+            for author, chunk in (("alto", "la "), ("bass", "do "), ("alto", "la"), ("bass", "do")):
+                yield Event(
+                    author=author,
+                    invocation_id=ctx.invocation_id,
+                    content=_content(types.Part(text=chunk)),
+                    partial=True,
+                )
+            for author, text in (("bass", "do do"), ("alto", "la la")):
+                yield Event(author=author, invocation_id=ctx.invocation_id, content=_text(text))
+        else:  # partial text, then a complete event without text
+            yield Event(
+                author=self.name,
+                invocation_id=ctx.invocation_id,
+                content=_content(types.Part(text="half an")),
+                partial=True,
+            )
+            blob = types.Blob(data=PNG, mime_type="image/png")
+            yield Event(
+                author=self.name,
+                invocation_id=ctx.invocation_id,
+                content=_content(types.Part(inline_data=blob)),
+            )
+
     def _call(self, ctx: InvocationContext, name: str, args: dict[str, Any]) -> Event:
         """A long-running call: the run ends waiting for its response."""
         call = types.FunctionCall(id=f"{name}-1", name=name, args=args)
@@ -235,3 +261,92 @@ assistant = LlmAgent(
     instruction="Help.",
     tools=[get_weather, LongRunningFunctionTool(ask_approval)],
 )
+
+
+# -- the paced model ---------------------------------------------------------------------------
+
+
+@dataclass
+class Pace:
+    """How the paced model waits (seconds), set by the tests: `delay` before each word it
+    streams, `hold` in the call of a "hold" message, after its first word; and how many of its
+    calls are in flight now, and at most (`peak`)."""
+
+    delay: float = 0.01
+    hold: float = 60.0
+    running: int = 0
+    peak: int = 0
+
+
+PACE = Pace()
+_pace_lock = threading.Lock()
+LOOKUPS: list[str] = []  # the terms `lookup` was called with, in order
+
+
+def lookup(term: str) -> dict[str, str]:
+    """Looks a term up in the glossary."""
+    LOOKUPS.append(term)
+    return {"term": term, "entry": term.upper()[::-1]}
+
+
+def _text(text: str) -> types.Content:
+    return _content(types.Part(text=text))
+
+
+class Paced(BaseLlm):
+    """A model answering over time: "look up <term>" calls `lookup`, and its result is the
+    answer; "hold <key>" says its first word then awaits PACE.hold (flag(key, "holding") set
+    before it, flag(key, "cancelled") when that await is cancelled); anything else answers
+    "turn <n>: " and every user text of the conversation, joined by " | ". Each answer is
+    streamed a word at a time, PACE.delay apart."""
+
+    model: str = "paced"
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        with _pace_lock:
+            PACE.running += 1
+            PACE.peak = max(PACE.peak, PACE.running)
+        try:
+            async for response in self._answer(llm_request.contents, stream):
+                yield response
+        finally:
+            with _pace_lock:
+                PACE.running -= 1
+
+    async def _answer(
+        self, contents: list[types.Content], stream: bool
+    ) -> AsyncGenerator[LlmResponse, None]:
+        last = contents[-1].parts[-1] if contents and contents[-1].parts else types.Part(text="")
+        said = [p.text for c in contents if c.role == "user" for p in c.parts or [] if p.text]
+        text = last.text or ""
+        if last.function_response is not None:
+            result = last.function_response.response or {}
+            answer = f"{last.function_response.name} found {result.get('entry')}"
+        elif text.startswith("look up "):
+            call = types.FunctionCall(name="lookup", args={"term": text.removeprefix("look up ")})
+            yield LlmResponse(content=_content(types.Part(function_call=call)))
+            return
+        elif text.startswith("hold "):
+            key = text.removeprefix("hold ")
+            yield LlmResponse(content=_text("thinking "), partial=True)
+            flag(key, "holding").set()
+            try:
+                await asyncio.sleep(PACE.hold)  # a model call that takes long
+            except asyncio.CancelledError:
+                flag(key, "cancelled").set()
+                raise
+            answer = "thinking done"
+        else:
+            answer = f"turn {len(said)}: " + " | ".join(said)
+        words = answer.split(" ")
+        for index, word in enumerate(words):
+            await asyncio.sleep(PACE.delay)
+            if stream:
+                chunk = word if index == len(words) - 1 else word + " "
+                yield LlmResponse(content=_text(chunk), partial=True)
+        yield LlmResponse(content=_text(answer))
+
+
+paced = LlmAgent(name="paced", model=Paced(), instruction="Answer.", tools=[lookup])

@@ -10,6 +10,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable
+from threading import Event
 from typing import Any
 
 import pytest
@@ -33,6 +34,7 @@ from shared.store.memory import MemoryTaskStore
 from tests import sse
 from tests.adk import agents
 from tests.conftest import Client
+from tests.flags import flag
 
 V1 = "1.0"
 
@@ -270,18 +272,75 @@ def stream(client: Client, *parts: dict[str, Any]) -> list[dict[str, Any]]:
     return [e.data["result"] for e in sse.parse(response.text)]
 
 
-def test_streamed_text_comes_as_progress_then_the_artifact(custom: Client) -> None:
+def chunks(frames: list[dict[str, Any]]) -> list[tuple[str, str, bool, bool]]:
+    """Each artifact update of a stream: (artifact id, its text, append, lastChunk)."""
+    return [
+        (
+            u["artifact"]["artifactId"],
+            "".join(p.get("text", "") for p in u["artifact"]["parts"]),
+            u.get("append", False),
+            u.get("lastChunk", False),
+        )
+        for u in (f["artifactUpdate"] for f in frames if "artifactUpdate" in f)
+    ]
+
+
+def test_streamed_text_comes_as_chunks_of_the_answer_then_the_whole_as_its_last(
+    custom: Client,
+) -> None:
     frames = stream(custom, {"text": "stream"})
-    kinds = [next(iter(f)) for f in frames]
-    assert kinds[0] == "task" and kinds[-1] == "statusUpdate"
-    assert frames[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
-    first_progress = frames[1]["statusUpdate"]["status"]
-    assert first_progress["state"] == "TASK_STATE_WORKING"
-    [partial] = first_progress["message"]["parts"]
-    assert partial["metadata"][PARTIAL] is True and "Hello world".startswith(partial["text"])
-    artifact_at = kinds.index("artifactUpdate")
-    assert artifact_at > 1  # after the progress
-    assert frames[artifact_at]["artifactUpdate"]["artifact"]["parts"] == [{"text": "Hello world"}]
+    streamed = chunks(frames)
+    [answer] = {artifact_id for artifact_id, *_ in streamed}
+    # As ADK's own A2A executor streams: chunks appended, then the complete response
+    # replacing them as the last chunk (what an ADK RemoteA2aAgent records as the answer).
+    assert [c[1:] for c in streamed] == [
+        ("Hel", False, False),
+        ("lo ", True, False),
+        ("world", True, False),
+        ("Hello world", False, True),
+    ]
+    # The partial text is no status message: only the complete event is a step.
+    statuses = [f["statusUpdate"]["status"] for f in frames if "statusUpdate" in f]
+    steps = [s["message"]["parts"] for s in statuses if "message" in s]
+    assert [[p["text"] for p in step] for step in steps] == [["Hello world"]]
+    assert statuses[-1]["state"] == "TASK_STATE_COMPLETED"
+    task = custom.result("GetTask", {"id": frames[0]["task"]["id"]}, version=V1)
+    assert task["artifacts"] == [
+        {"artifactId": answer, "name": "scenes", "parts": [{"text": "Hello world"}]}
+    ]
+
+
+def test_each_authors_partial_text_streams_into_its_own_artifact(custom: Client) -> None:
+    frames = stream(custom, {"text": "duet"})
+    updates = [f["artifactUpdate"]["artifact"] for f in frames if "artifactUpdate" in f]
+    ids = {a["name"]: a["artifactId"] for a in updates}
+    assert sorted(ids) == ["alto", "bass"] and ids["alto"] != ids["bass"]
+    by_author = {
+        name: [
+            (text, append, last) for aid, text, append, last in chunks(frames) if aid == ids[name]
+        ]
+        for name in ids
+    }
+    assert by_author == {
+        "alto": [("la ", False, False), ("la", True, False), ("la la", False, True)],
+        "bass": [("do ", False, False), ("do", True, False), ("do do", False, True)],
+    }
+    task = custom.result("GetTask", {"id": frames[0]["task"]["id"]}, version=V1)
+    assert {a["name"]: a["parts"] for a in task["artifacts"]} == {
+        "alto": [{"text": "la la"}],
+        "bass": [{"text": "do do"}],
+    }
+
+
+def test_streamed_text_whose_complete_event_has_none_is_kept_and_closed(custom: Client) -> None:
+    frames = stream(custom, {"text": "cut"})
+    streamed = chunks(frames)
+    answer = streamed[0][0]
+    texts = [(text, append, last) for aid, text, append, last in streamed if aid == answer]
+    assert texts == [("half an", False, False), ("", True, True)]
+    task = custom.result("GetTask", {"id": frames[0]["task"]["id"]}, version=V1)
+    stored = {a["artifactId"]: a["parts"] for a in task["artifacts"]}
+    assert stored[answer] == [{"text": "half an"}]
 
 
 def test_a_tool_result_is_a_data_artifact_and_the_model_streams_its_answer(
@@ -291,16 +350,21 @@ def test_a_tool_result_is_a_data_artifact_and_the_model_streams_its_answer(
     artifacts = [f["artifactUpdate"]["artifact"] for f in frames if "artifactUpdate" in f]
     assert artifacts[0]["name"] == "get_weather"
     assert artifacts[0]["parts"] == [{"data": {"city": "Paris", "sky": "sunny"}}]
-    answer = artifacts[-1]["parts"][0]["text"]
-    assert answer.startswith("get_weather gave")
-    partials = [
-        p["text"]
+    streamed = chunks(frames)[1:]
+    *partial, last = streamed
+    answer = last[1]
+    assert answer.startswith("get_weather gave") and last[2:] == (False, True)
+    assert len(partial) > 5 and all(c[2] for c in partial[1:]) and not partial[0][2]
+    assert "".join(c[1] for c in partial).strip() == answer
+    # The tool call is a step (a working status message with the call as a data part).
+    steps = [
+        p
         for f in frames
         if "statusUpdate" in f and "message" in f["statusUpdate"]["status"]
         for p in f["statusUpdate"]["status"]["message"]["parts"]
-        if (p.get("metadata") or {}).get(PARTIAL)
     ]
-    assert partials and answer.startswith(partials[0].strip())
+    assert any((p.get("metadata") or {}).get("adk_type") == "function_call" for p in steps)
+    assert not any((p.get("metadata") or {}).get(PARTIAL) for p in steps)
     assert frames[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
@@ -331,17 +395,29 @@ def test_files_go_both_ways(custom: Client) -> None:
 # -- cancel --------------------------------------------------------------------------------
 
 
-def test_cancel_stops_a_run_waiting_on_its_model(custom: Client) -> None:
-    params = {"message": message({"text": "block"}), "configuration": {"returnImmediately": True}}
-    task_id = custom.result("SendMessage", params, version=V1)["task"]["id"]
-    assert agents.flag(task_id, "blocking").wait(20), "the agent did not start"
+def in_background(client: Client, text: str) -> str:
+    """The id of the task a background send of `text` starts."""
+    params = {"message": message({"text": text}), "configuration": {"returnImmediately": True}}
+    return str(client.result("SendMessage", params, version=V1)["task"]["id"])
+
+
+def cancel_once(client: Client, task_id: str, started: Event, stopped: Event) -> None:
+    """Cancel the task once `started` is set: `stopped` (set where the agent's run, or the
+    model's call, saw CancelledError) within 2 s (generous: the shared machine), and the task
+    canceled."""
+    assert started.wait(20), "the agent did not start"
     canceled = time.monotonic()
-    result = custom.result("CancelTask", {"id": task_id}, version=V1)
+    result = client.result("CancelTask", {"id": task_id}, version=V1)
     assert result["status"]["state"] == "TASK_STATE_CANCELED"
-    assert agents.flag(task_id, "cancelled").wait(5), "the run was not cancelled"
+    assert stopped.wait(2), "the run was not cancelled"
     assert time.monotonic() - canceled < 2
-    got = custom.result("GetTask", {"id": task_id}, version=V1)
+    got = client.result("GetTask", {"id": task_id}, version=V1)
     assert got["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+def test_cancel_stops_a_run_waiting_on_its_model(custom: Client) -> None:
+    task_id = in_background(custom, "block")
+    cancel_once(custom, task_id, flag(task_id, "blocking"), flag(task_id, "cancelled"))
 
 
 # -- hostile input and odd output ----------------------------------------------------------

@@ -12,7 +12,9 @@ live progress: the time from a handler's
 `ctx.progress` in the worker to its frame at a stream on another `a2a` instance (the
 Firestore and Cloud Tasks emulators); background work: the time from a non-blocking send
 to the handler's start in the worker, and tasks completed per second through the queue
-(embedded, and `a2a` -> Cloud Tasks -> `worker` on the emulators).
+(embedded, and `a2a` -> Cloud Tasks -> `worker` on the emulators); agents that wait on
+models: N turns of an async handler awaiting S seconds at once on one instance, blocking and
+streamed, beside the SDK's server (tests/bench/agents.py).
 
 Runs functions-framework as `make run` does and drives it over real HTTP from this process.
 Every loop is bounded in count and time and talks to localhost only.
@@ -39,6 +41,7 @@ import requests
 
 from emulator.firestore import start_firestore
 from tests import sse
+from tests.bench.agents import agents
 from tests.bench.compare import compare, round_of_load, running
 from tests.bench.load import HEADERS, cpu_seconds, load, percentile, pss_mib, send_body
 from tests.bench.streams import streams
@@ -458,7 +461,17 @@ def completed(server: Server) -> int:
     return total
 
 
-SECTIONS = ("compare", "firestore", "costs", "streaming", "streams", "live", "background", "push")
+SECTIONS = (
+    "compare",
+    "firestore",
+    "costs",
+    "streaming",
+    "streams",
+    "live",
+    "background",
+    "push",
+    "agents",
+)
 # What `--only requests` selected before the sections were split.
 ALIASES = {"requests": ("compare", "firestore", "costs")}
 
@@ -477,6 +490,8 @@ def main() -> None:
     parser.add_argument("--live-tasks", type=int, default=50, help="tasks of the live figure")
     parser.add_argument("--sends", type=int, default=20, help="timed non-blocking sends")
     parser.add_argument("--tasks", type=int, default=100, help="tasks through the queue")
+    parser.add_argument("--turns", type=int, default=400, help="agents: turns sent at once")
+    parser.add_argument("--wait", type=float, default=2.0, help="agents: seconds a turn awaits")
     parser.add_argument(
         "--only", nargs="+", choices=[*SECTIONS, *ALIASES], help="these sections only"
     )
@@ -497,6 +512,8 @@ def main() -> None:
             streams()
         elif section == "live":
             live_progress(args.live_tasks)
+        elif section == "agents":
+            agents(args.turns, args.wait)
         else:
             for emulators in (False, True):
                 if section == "background":

@@ -71,13 +71,14 @@ def staged() -> Path:
     return stage(ROOT, "a2a", folder / "a2a", OURS_ENV["A2A_HANDLER"]).path
 
 
-def spawn(kind: str, extra: dict[str, str] | None = None) -> Process:
+def spawn(kind: str, extra: dict[str, str] | None = None, argv: tuple[str, ...] = ()) -> Process:
     """Start `ours` (the staged function; its environment: the echo agent, embedded, and
-    `extra`), `sdk` or `floor` (the bare functions-framework function); returns at once."""
+    `extra`), `sdk` (tests/bench/reference.py, with `argv`) or `floor` (the bare
+    functions-framework function); returns at once."""
     port = free_port()
     cwd = ROOT
     if kind == "sdk":
-        command = [sys.executable, "-m", "tests.bench.reference", f"--port={port}"]
+        command = [sys.executable, "-m", "tests.bench.reference", f"--port={port}", *argv]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
     elif kind == "floor":
         command = [str(FUNCTIONS_FRAMEWORK), "--target=hello", "--source=tests/bench/hello/main.py"]

@@ -71,6 +71,20 @@ def billed_busy(cpu_seconds: float, open_seconds: float, vcpu: float, concurrenc
     return max(cpu_seconds / vcpu, open_seconds / concurrency)
 
 
+def concurrency_reached(turns: int, wait: float, elapsed: float) -> float:
+    """How many turns awaited at once on average: `turns` turns of `wait` seconds each, all
+    answered within `elapsed` seconds (an instance that ran them all at once reaches
+    `turns`; one that ran them 80 at a time, about 80)."""
+    return turns * wait / elapsed
+
+
+def shared_instance_seconds(turns: int, elapsed: float) -> float:
+    """A turn's share of an instance's billed time: `turns` requests all answered within
+    `elapsed` seconds keep it billed that long (request-based billing: while it holds a
+    request), the same whatever each request does meanwhile."""
+    return elapsed / turns
+
+
 def instance_second(vcpu: float, memory_gib: float) -> float:
     """Dollars for one second of a request-based instance of this size."""
     return vcpu * prices.VCPU_SECOND.each + memory_gib * prices.GIB_SECOND.each

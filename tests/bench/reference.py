@@ -3,9 +3,11 @@
 Built as the SDK documents it: its default request handler, its in-memory task store, its
 JSON-RPC and agent card routes in a Starlette app, served by uvicorn. The agent does what
 `functions.handlers.echo` does: one artifact holding the message's text, then completed.
-The cost section gives it its own store and `StepsExecutor` (tests/bench/usage.py).
+The cost section gives it its own store and `StepsExecutor` (tests/bench/usage.py); the agents
+section (tests/bench/agents.py) `--wait SECONDS`: `WaitingExecutor`, a turn that awaits a model
+call as tests.handlers.awaits_model's does.
 
-Run: `python -m tests.bench.reference --port PORT`.
+Run: `python -m tests.bench.reference --port PORT [--wait SECONDS]`.
 """
 
 from __future__ import annotations
@@ -75,6 +77,28 @@ class StepsExecutor(AgentExecutor):
         raise NotImplementedError("not asked of it")
 
 
+class WaitingExecutor(AgentExecutor):
+    """What `tests.handlers.awaits_model` does: await `seconds` (a model call), then one
+    artifact holding the message's text, then completed."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.message is not None
+        task = context.current_task or new_task_from_user_message(context.message)
+        if context.current_task is None:
+            await event_queue.enqueue_event(task)
+        await asyncio.sleep(self.seconds)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        text = f"answered: {get_message_text(context.message)}"
+        await updater.add_artifact([Part(text=text)], name="answer")
+        await updater.complete()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        raise NotImplementedError("not asked of it")
+
+
 def app(
     url: str, store: TaskStore | None = None, executor: AgentExecutor | None = None
 ) -> Starlette:
@@ -104,8 +128,11 @@ def app(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, required=True)
-    port = parser.parse_args().port
-    uvicorn.run(app(f"http://localhost:{port}/"), host="127.0.0.1", port=port, log_level="warning")
+    parser.add_argument("--wait", type=float, help="the agent awaits this long, then answers")
+    args = parser.parse_args()
+    executor = None if args.wait is None else WaitingExecutor(args.wait)
+    served = app(f"http://localhost:{args.port}/", executor=executor)
+    uvicorn.run(served, host="127.0.0.1", port=args.port, log_level="warning")
 
 
 if __name__ == "__main__":

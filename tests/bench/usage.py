@@ -1,6 +1,7 @@
 """What a unit of work uses, measured for `make bench`'s cost table (tests/bench/cost_model.py
 turns it into dollars): a short blocking task, a short background task (a2a -> worker), a
-streamed task of 100 events, a push notification; and the official SDK's server beside it.
+streamed task of 100 events, a push notification, an LLM's answer streamed in 500 chunks over
+10 s (inline and through the worker); and the official SDK's server beside it.
 
 Measured on the app in this process through its front (tests/asgi_transport.py), on the
 Firestore emulator: the store's document reads and writes (its `cost`), the documents it
@@ -110,12 +111,22 @@ class Run:
     cpu_seconds: float
     wall_seconds: float  # of the a2a requests
     notifications: int = 0
+    settled_seconds: float = 0.0  # of the a2a requests and what they queued, when settled
 
 
 def measure(
-    project: str, handler: str, runs: int, work: Callable[[Any, int], None], hook: Any = None
+    project: str,
+    handler: str,
+    runs: int,
+    work: Callable[[Any, int], None],
+    hook: Any = None,
+    *,
+    settle: bool = False,
+    overrides: dict[str, Any] | None = None,
 ) -> Run:
-    """`runs` times `work(client, i)` on a fresh app on the emulator's `project`."""
+    """`runs` times `work(client, i)` on a fresh app on the emulator's `project` (with
+    `overrides` of its settings); with `settle`, each run waits for what it
+    queued (the worker's turn), timed as `settled_seconds`."""
     from shared.app import build
     from shared.settings import Settings
     from shared.store.firestore import FirestoreTaskStore
@@ -127,6 +138,7 @@ def measure(
         backend="firestore",
         project=project,
         push_allowed_hosts=("localhost",),
+        **(overrides or {}),
     )
     enqueues = Enqueues()
     with enqueues.counting():
@@ -138,11 +150,14 @@ def measure(
             before_docs, before_enq = documents(store.client), enqueues.count
             before_hook = len(hook.accepted()) if hook else 0
             store.cost.reset()
-            cpu, wall = time.process_time(), 0.0
+            cpu, wall, settled = time.process_time(), 0.0, 0.0
             for i in range(runs):
                 t0 = time.perf_counter()
                 work(client, i)
                 wall += time.perf_counter() - t0
+                if settle:
+                    enqueues.join(timeout=120)
+                    settled += time.perf_counter() - t0
             enqueues.join()
             cpu = time.process_time() - cpu
             return Run(
@@ -154,6 +169,7 @@ def measure(
                 cpu_seconds=cpu,
                 wall_seconds=wall,
                 notifications=(len(hook.accepted()) - before_hook) if hook else 0,
+                settled_seconds=settled,
             )
         finally:
             app.close()
@@ -183,6 +199,30 @@ def background(client: Any, i: int) -> None:
 def streamed(client: Any, i: int) -> None:
     # tests.handlers.slow: 98 steps 10 ms apart, an artifact, the end: 100 events.
     rpc(client, "SendStreamingMessage", {"message": message("steps=98 delay=0.01")})
+
+
+# An LLM's answer (tests.handlers.streams_answer): 500 chunks 20 ms apart, 10 s; the warm-up
+# a short one, so it costs no 10 s of its own.
+ANSWER = "chunks=500 delay=0.02"
+WARM_ANSWER = "chunks=5 delay=0"
+# Today's A2A_MAX_PARTS (100) fails such an answer at its 101st chunk (issue 35): raised for
+# this measure alone, every other setting as deployed.
+ANSWER_SETTINGS = {"max_parts": 1000}
+
+
+def answer_streamed(client: Any, i: int) -> None:
+    text = WARM_ANSWER if i < 0 else ANSWER
+    answer = rpc(client, "SendStreamingMessage", {"message": message(text)})
+    if "TASK_STATE_COMPLETED" not in answer.text.rsplit("data:", 1)[-1]:
+        raise RuntimeError(f"the streamed answer did not complete: {answer.text[-300:]}")
+
+
+def answer_queued(client: Any, i: int) -> None:
+    params = {
+        "message": message(WARM_ANSWER if i < 0 else ANSWER),
+        "configuration": {"returnImmediately": True},
+    }
+    rpc(client, "SendMessage", params)
 
 
 def pushed(url: str) -> Callable[[Any, int], None]:
@@ -250,6 +290,8 @@ def ours(project: str, short_cpu: float, short_wall: float) -> dict[str, tuple[U
         run,
     )
 
+    found.update(llm_answers(project, fn))
+
     hook = Webhook()
     try:
         run = measure(project, "functions.handlers.echo", 10, pushed(hook.url()), hook)
@@ -279,6 +321,39 @@ def ours(project: str, short_cpu: float, short_wall: float) -> dict[str, tuple[U
             fn=deliver,
         ),
         extra,
+    )
+    return found
+
+
+def llm_answers(project: str, fn: dict[str, Function]) -> dict[str, tuple[Usage, Run]]:
+    """An LLM's answer streamed in 500 chunks over 10 s: inline (SendStreamingMessage, the
+    turn in the request) and through the worker (a non-blocking send, the turn on the work
+    queue; its instance holds the turn's request all along, among the worker's concurrency)."""
+    a2a, worker = fn["a2a"], fn["worker"]
+    handler = "tests.handlers.streams_answer"
+    found: dict[str, tuple[Usage, Run]] = {}
+    run = measure(project, handler, 2, answer_streamed, overrides=ANSWER_SETTINGS)
+    wall = run.wall_seconds / run.runs
+    busy = billed_busy(run.cpu_seconds / run.runs, wall, a2a.vcpu, a2a.concurrency)
+    found["LLM answer of 500 chunks over 10 s, streamed (SendStreamingMessage)"] = (
+        usage_of(run, invocations=1, alone=billed_alone(wall), busy=busy, fn=a2a),
+        run,
+    )
+    run = measure(project, handler, 2, answer_queued, settle=True, overrides=ANSWER_SETTINGS)
+    send = run.wall_seconds / run.runs
+    turn = (run.settled_seconds - run.wall_seconds) / run.runs
+    queued = run.enqueues / run.runs
+    cpu = run.cpu_seconds / run.runs
+    found["LLM answer of 500 chunks over 10 s, through the worker (non-blocking send)"] = (
+        usage_of(
+            run,
+            invocations=1 + queued,
+            alone=billed_alone(send) + queued * billed_alone(turn),
+            # The turn's request held open among the worker's concurrency, or its CPU.
+            busy=billed_busy(cpu, turn, worker.vcpu, worker.concurrency),
+            fn=worker,  # a2a's size too
+        ),
+        run,
     )
     return found
 

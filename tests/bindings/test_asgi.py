@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
@@ -87,10 +88,16 @@ def test_no_body_and_no_length_on_a_204_or_a_304() -> None:
 
 
 def test_a_body_declared_over_the_limit_is_not_read() -> None:
-    _, [request] = serve(card, "POST", [(b"content-length", b"101")], body=b"x" * 101)
-    assert request.body == b"" and request.headers.declared_length() == 101
-    _, [request] = serve(card, "POST", [(b"content-length", b"100")], body=b"x" * 100)
-    assert request.body == b"x" * 100
+    bodies: list[bytes] = []
+
+    def app(request: Request) -> Answer:
+        bodies.append(request.body)
+        return card(request)
+
+    _, [request] = serve(app, "POST", [(b"content-length", b"101")], body=b"x" * 101)
+    assert bodies[-1] == b"" and request.headers.declared_length() == 101
+    serve(app, "POST", [(b"content-length", b"100")], body=b"x" * 100)
+    assert bodies[-1] == b"x" * 100
 
 
 class Chunks:
@@ -257,13 +264,17 @@ class Sender:
     """A client sending `messages` one at a time, each once the front asks for it (then,
     when `stall`, nothing more), counting how many the front asked for."""
 
-    def __init__(self, messages: list[Message], stall: bool = False) -> None:
+    def __init__(self, messages: list[Message], stall: bool = False, late: bool = False) -> None:
         self.pending = list(messages)
         self.stall = stall
+        self.late = late  # the first message comes after the head, not with it
         self.asked = 0
 
     async def receive(self) -> Message:
         self.asked += 1
+        if self.late and self.asked == 1:
+            for _ in range(3):  # a few turns of the loop: later than the head
+                await asyncio.sleep(0)
         if self.pending:
             return self.pending.pop(0)
         if self.stall:
@@ -279,6 +290,8 @@ def read(
     read_seconds: float = 30,
     max_buffered: int = 10_000,
     held: int = 0,
+    max_owner_buffered: int | None = None,
+    owners: dict[str, int] | None = None,
 ) -> tuple[list[Message], Front]:
     """What the front sends for one POST from `sender` to `app`, and the front (its
     `buffered` once the answer was written); `held`: bytes other requests hold."""
@@ -287,8 +300,16 @@ def read(
     async def send(message: Message) -> None:
         sent.append(message)
 
-    front = Front(lambda: app, 2, max_body, read_seconds=read_seconds, max_buffered=max_buffered)
-    front.buffered = held
+    front = Front(
+        lambda: app,
+        2,
+        max_body,
+        read_seconds=read_seconds,
+        max_buffered=max_buffered,
+        max_owner_buffered=max_owner_buffered,
+    )
+    front.budget.held = held
+    front.budget.owners.update(owners or {})
     asyncio.run(front(scope("POST"), sender.receive, send))
     return sent, front
 
@@ -319,7 +340,7 @@ def test_a_body_whole_in_its_first_message_is_handed_over_with_the_head() -> Non
     assert seen == [b"x" * 40] and sent[-1]["body"] == b"x" * 40
     assert sender.asked == 1  # nothing read after the first message
     assert (b"connection", b"close") not in sent[0]["headers"]  # the connection goes on
-    assert front.buffered == 0
+    assert front.budget.held == 0
 
 
 def test_the_rest_of_a_body_is_read_only_when_the_app_asks() -> None:
@@ -329,12 +350,12 @@ def test_the_rest_of_a_body_is_read_only_when_the_app_asks() -> None:
     assert refused.asked == 1 and sent[0]["status"] == 401
     # The rest was left unread: uvicorn closes the connection rather than read it.
     assert (b"connection", b"close") in sent[0]["headers"]
-    assert front.buffered == 0
+    assert front.budget.held == 0
     served = Sender(pieces(body, 10))
     sent, front = read(served, reading)
     assert served.asked == 9 and sent[-1]["body"] == body
     assert (b"connection", b"close") not in sent[0]["headers"]
-    assert front.buffered == 0
+    assert front.budget.held == 0
 
 
 def test_a_body_that_does_not_come_within_the_deadline_is_refused_408() -> None:
@@ -343,26 +364,46 @@ def test_a_body_that_does_not_come_within_the_deadline_is_refused_408() -> None:
     assert sent[0]["status"] == 408
     assert b"A2A_BODY_READ_SECONDS" in sent[-1]["body"]
     assert (b"connection", b"close") in sent[0]["headers"]
-    # Nothing comes at all: the first message is waited for within the deadline too, and
-    # an app that needs no body answers all the same.
-    sent, _ = read(Sender([], stall=True), refusing, read_seconds=0.05)
-    assert sent[0]["status"] == 401
+    # Nothing comes at all: an app that reads waits for the first message within the
+    # deadline too.
     sent, front = read(Sender([], stall=True), reading, read_seconds=0.05)
-    assert sent[0]["status"] == 408 and front.buffered == 0
+    assert sent[0]["status"] == 408 and front.budget.held == 0
+
+
+def test_a_request_whose_body_has_not_come_is_answered_without_waiting_for_it() -> None:
+    """The first round's bar: an anonymous request that announces a body and sends only its
+    head gets its 401 at once, not after the body's deadline (here an hour)."""
+    started = time.monotonic()
+    sender = Sender([], stall=True)
+    sent, front = read(sender, refusing, read_seconds=3600)
+    assert sent[0]["status"] == 401 and time.monotonic() - started < 5
+    assert (b"connection", b"close") in sent[0]["headers"]  # the body was never read
+    assert front.budget.held == 0
+    # A body that comes after its head is read when the app asks, as the rest of one.
+    seen: list[bytes] = []
+
+    def app(request: Request) -> Answer:
+        seen.append(request.body)  # before any read: nothing had come with the head
+        return reading(request)
+
+    late = Sender(pieces(b"y" * 30, 64), late=True)
+    sent, front = read(late, app)
+    assert seen == [b""] and sent[-1]["body"] == b"y" * 30
+    assert (b"connection", b"close") not in sent[0]["headers"] and front.budget.held == 0
 
 
 def test_a_body_over_the_instance_s_room_is_refused_503_and_its_bytes_let_go() -> None:
     # Others hold 950 of 1,000 bytes: a body of 40 fits, one of 60 does not (with its
     # first message or after).
     sent, front = read(Sender(pieces(b"x" * 40, 64)), reading, max_buffered=1000, held=950)
-    assert sent[0]["status"] == 200 and front.buffered == 950
+    assert sent[0]["status"] == 200 and front.budget.held == 950
     for piece in (64, 20):
         sent, front = read(Sender(pieces(b"x" * 60, piece)), reading, max_buffered=1000, held=950)
         assert sent[0]["status"] == 503
         assert (b"retry-after", b"1") in sent[0]["headers"]
         assert b"A2A_MAX_BUFFERED_BYTES" in sent[-1]["body"]
         assert (b"connection", b"close") in sent[0]["headers"]
-        assert front.buffered == 950  # what this request held is let go
+        assert front.budget.held == 950  # what this request held is let go
 
 
 @given(st.binary(max_size=64), st.integers(min_value=0, max_value=40), st.integers(1, 16))
@@ -371,4 +412,129 @@ def test_the_body_is_read_up_to_one_byte_past_the_limit(
 ) -> None:
     sent, front = read(Sender(pieces(body, piece)), reading, max_body=limit)
     assert sent[-1]["body"] == body[: limit + 1]
-    assert front.buffered == 0
+    assert front.budget.held == 0
+
+
+def owned_by(owner: str, app: Any) -> Any:
+    """`app`, its caller authenticated as `owner` first (as shared.bindings.http does)."""
+
+    def authenticated(request: Request) -> Answer:
+        request.owner = owner
+        made: Answer = app(request)
+        return made
+
+    return authenticated
+
+
+def test_an_owner_s_bodies_are_bounded_by_its_share_others_are_not() -> None:
+    """Issue 36 item 2: one owner's requests cannot hold the room of the others'."""
+    # alice holds 30 of her 50 bytes elsewhere: her 40-byte body is refused, bob's is read.
+    for piece in (64, 10):
+        sent, front = read(
+            Sender(pieces(b"x" * 40, piece)),
+            owned_by("alice", reading),
+            max_owner_buffered=50,
+            owners={"alice": 30},
+            held=30,
+        )
+        assert sent[0]["status"] == 503
+        assert b"A2A_MAX_OWNER_BUFFERED_BYTES" in sent[-1]["body"]
+        assert front.budget.held == 30 and front.budget.owners == {"alice": 30}
+    sent, front = read(
+        Sender(pieces(b"x" * 40, 10)),
+        owned_by("bob", reading),
+        max_owner_buffered=50,
+        owners={"alice": 30},
+        held=30,
+    )
+    assert sent[0]["status"] == 200 and sent[-1]["body"] == b"x" * 40
+    assert front.budget.owners == {"alice": 30}
+
+
+def test_a_body_s_bytes_are_let_go_once_parsed_while_its_stream_goes_on() -> None:
+    """Issue 36 item 2: streams opened with bodies padded to the limit held their bytes for
+    as long as they lived; the app has parsed the body once it answers."""
+    seen: list[tuple[int, bytes]] = []
+    fronts: list[Front] = []
+
+    def app(request: Request) -> Answer:
+        request.owner = "alice"
+        request.read()
+
+        def chunks() -> Iterator[bytes]:
+            seen.append((fronts[0].budget.held, request.body))
+            yield b"data: 1\n\n"
+
+        return Answer(200, {}, chunks=chunks())
+
+    sender = Sender(pieces(b" " * 90, 10), stall=True)
+    front = Front(lambda: app, 2, 100, read_seconds=30, max_buffered=10_000)
+    fronts.append(front)
+    sent: list[Message] = []
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    asyncio.run(front(scope("POST"), sender.receive, send))
+    assert seen == [(0, b"")]  # while the stream is written, nothing of the body is held
+    assert sent[1]["body"] == b"data: 1\n\n"
+
+
+def answering(size: int) -> Any:
+    return owned_by("alice", lambda request: Answer(200, {}, b"a" * size))
+
+
+def test_answers_are_counted_in_the_budget_while_written() -> None:
+    """Issue 36 item 1: answers made whole and held for clients that do not read them."""
+    # Others hold 6,000 of 10,000 bytes: an answer of 5,000 does not fit; 503, Retry-After.
+    sent, front = read(Sender(pieces(b"", 1)), answering(5000), held=6000)
+    assert sent[0]["status"] == 503 and (b"retry-after", b"1") in sent[0]["headers"]
+    assert b"A2A_MAX_BUFFERED_BYTES" in sent[-1]["body"] and front.budget.held == 6000
+    # alice holds her share elsewhere: hers does not fit either.
+    sent, front = read(
+        Sender(pieces(b"", 1)), answering(5000), max_owner_buffered=6000, owners={"alice": 2000}
+    )
+    assert sent[0]["status"] == 503 and b"A2A_MAX_OWNER_BUFFERED_BYTES" in sent[-1]["body"]
+    assert front.budget.owners == {"alice": 2000}
+    # Alone, an answer goes out whatever its size: every stored value can be read back.
+    sent, front = read(Sender(pieces(b"", 1)), answering(30_000), max_owner_buffered=6000)
+    assert sent[0]["status"] == 200 and b"".join(m.get("body", b"") for m in sent[1:]) == (
+        b"a" * 30_000
+    )
+    assert front.budget.held == 0 and front.budget.owners == {}
+
+
+def test_a_big_answer_is_written_in_pieces_each_once_the_one_before_was_taken() -> None:
+    held: list[int] = []
+    fronts: list[Front] = []
+
+    async def send(message: Message) -> None:
+        if message["type"] == "http.response.body":
+            held.append(fronts[0].budget.owners.get("alice", 0))
+            sent.append(message)
+
+    sent: list[Message] = []
+    front = Front(lambda: answering(200 * 1024), 2, 100, read_seconds=30, max_buffered=1 << 20)
+    fronts.append(front)
+    asyncio.run(front(scope("GET"), Sender([]).receive, send))
+    assert [len(m["body"]) for m in sent] == [65536, 65536, 65536, 8192]
+    assert [m["more_body"] for m in sent] == [True, True, True, False]
+    assert held == [200 * 1024] * 4  # counted until its last piece is taken
+    assert front.budget.held == 0
+
+
+def test_a_client_that_takes_nothing_is_cut_off_and_its_answer_let_go() -> None:
+    async def send(message: Message) -> None:
+        if message["type"] == "http.response.body":
+            await asyncio.Event().wait()  # the socket is full: the client reads nothing
+
+    front = Front(
+        lambda: answering(100_000),
+        2,
+        100,
+        read_seconds=30,
+        max_buffered=1 << 20,
+        write_seconds=0.05,
+    )
+    asyncio.run(front(scope("GET"), Sender([]).receive, send))  # returns: cut off
+    assert front.budget.held == 0 and front.budget.owners == {}

@@ -134,6 +134,52 @@ def test_this_machines_callers_are_served(
     assert "A2A_AUTH" not in response.text
 
 
+PEERS = ["10.0.0.5", "192.168.1.20", "8.8.8.8", "fe80::1", "2001:db8::5", "::ffff:10.0.0.5"]
+
+
+@pytest.mark.parametrize("peer", PEERS)
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_a_loopback_host_from_another_machine_is_refused(
+    client: Client, binding: str, peer: str
+) -> None:
+    # Issue 36, item 4: any non-browser client writes `Host: localhost` itself; what says
+    # the caller is this machine is the connection's own address (the scope's client).
+    sent = request(client, binding, {"Host": "localhost:8080", "X-Forwarded-For": "127.0.0.1"})
+    assert sent.status_code in (200, 404), sent.content  # the same request from loopback
+    response = client.http.request(
+        sent.request.method,
+        sent.request.url,
+        content=sent.request.content,
+        headers=sent.request.headers,
+        extensions={"client": (peer, 40000)},
+    )
+    message = refusal(response, binding, 403)
+    assert f"not one from {peer}" in message and "A2A_AUTH=api-key" in message
+
+
+@pytest.mark.parametrize("peer", ["127.0.0.1", "127.9.8.7", "::1", "::ffff:127.0.0.1"])
+def test_every_loopback_peer_is_served(client: Client, peer: str) -> None:
+    card = client.http.get("/.well-known/agent-card.json", extensions={"client": (peer, 1)})
+    assert card.status_code == 200, card.content
+
+
+def test_a_request_from_another_machine_is_refused_before_it_is_run(client: Client) -> None:
+    sent = client.http.post(
+        "/",
+        content=json.dumps(RPC),
+        headers={**JSON_TYPE, "Host": "localhost"},
+        extensions={"client": ("10.0.0.5", 40000)},
+    )
+    assert sent.json()["error"]["code"] == -32600
+    assert client.result("ListTasks", {}, version="1.0")["tasks"] == []
+
+
+def test_a_request_without_a_peer_address_is_refused(client: Client) -> None:
+    # A server that reports no peer (a Unix socket's): not known to be this machine.
+    card = client.http.get("/.well-known/agent-card.json", extensions={"client": None})
+    assert card.status_code == 403 and "an unknown address" in card.text
+
+
 def test_an_empty_post_needs_no_type(client: Client) -> None:
     # REST's cancel and subscribe carry nothing but their path; clients send them so.
     for path in ("/tasks/nope:cancel", "/v1/tasks/nope:cancel"):
@@ -155,6 +201,24 @@ def test_the_public_urls_host_and_origin_are_served(make_client: Any) -> None:
     response = client.post(RPC, {**headers, "Origin": "https://attacker.example"}, path="/a2a")
     assert response.status_code == 403
     assert client.http.get("/", headers=REBOUND).status_code == 403
+    # A published address is served whoever connects (a deployed agent's peer is the
+    # platform's front end); a loopback name still is this machine's own alone.
+    lan = {"client": ("10.0.0.5", 40000)}
+    path = "/a2a/.well-known/agent-card.json"
+    assert client.http.get(path, headers=headers, extensions=lan).status_code == 200
+    local = {"Host": "localhost"}
+    assert client.http.get(path, headers=local, extensions=lan).status_code == 403
+
+
+def test_a_loopback_public_url_serves_loopback_peers_only(make_client: Any) -> None:
+    # make dev's a2a: A2A_PUBLIC_URL=http://localhost:PORT/, listening on loopback.
+    client = make_client(public_url="http://localhost:8080/")
+    headers = {"Host": "localhost:8080"}
+    card = client.http.get("/.well-known/agent-card.json", headers=headers)
+    assert card.status_code == 200, card.content
+    lan = {"client": ("192.168.1.20", 40000)}
+    refused = client.http.get("/.well-known/agent-card.json", headers=headers, extensions=lan)
+    assert refused.status_code == 403 and "not one from 192.168.1.20" in refused.text
 
 
 def test_an_agent_that_asks_credentials_checks_none_of_it(make_client: Any) -> None:
@@ -166,6 +230,13 @@ def test_an_agent_that_asks_credentials_checks_none_of_it(make_client: Any) -> N
         assert response.json()["result"]["kind"] == "task"
     no_type = client.http.post("/message:send", content=json.dumps(SEND_V1), headers=key)
     assert no_type.status_code == 200, no_type.content  # a body's type defaults to JSON
+    lan = client.http.post(
+        "/",
+        content=json.dumps(RPC),
+        headers={**key, **JSON_TYPE},
+        extensions={"client": ("10.0.0.5", 1)},
+    )
+    assert lan.status_code == 200 and lan.json()["result"]["kind"] == "task", lan.content
 
 
 @settings(max_examples=200, deadline=None)

@@ -4,6 +4,7 @@ the WSGI stack read it before (werkzeug, here the oracle), without it."""
 from __future__ import annotations
 
 import string
+import time
 from typing import Any
 
 import werkzeug
@@ -87,6 +88,16 @@ def test_a_header_named_with_an_underscore_is_dropped() -> None:
 def test_a_header_is_its_name_s_in_any_case_its_lines_joined() -> None:
     read = request(headers=[(b"X-Trace-Me", b"1"), (b"x-trace-me", b"2"), (b"X_Trace_Me", b"3")])
     assert read.headers.get("x-TRACE-me") == "1,2"
+
+
+def test_one_name_repeated_many_times_is_joined_in_linear_time() -> None:
+    """Issue 36 item 3: 60,000 lines of one name (1.7 MB) took 17.8 s of the loop's CPU when
+    each repeat copied the value so far; joined once, they take milliseconds."""
+    lines = [(b"X-Pad", b"p" * 20)] * 60_000
+    started = time.process_time()
+    joined = Headers.of(lines).get("x-pad")
+    assert time.process_time() - started < 1.0
+    assert joined == ",".join(["p" * 20] * 60_000)
 
 
 def test_a_declared_length_is_read_only_when_usable() -> None:

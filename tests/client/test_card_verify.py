@@ -15,7 +15,7 @@ import pytest
 from shared.card_signing import CardSigner
 from shared.signing_keys import jwks
 from tests.client.conftest import Cli
-from tests.conftest import Server
+from tests.conftest import Server, free_port
 from tests.test_push_signing import EC_KEY
 
 CARD: dict[str, Any] = {
@@ -74,7 +74,9 @@ def documents() -> Iterator[Documents]:
 def test_a_signed_agents_card_verifies(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    server = Server({"A2A_CARD_SIGNING_KEY": EC_KEY})
+    port = free_port()  # a signed card is signed for A2A_PUBLIC_URL alone
+    url = f"http://localhost:{port}"
+    server = Server({"A2A_CARD_SIGNING_KEY": EC_KEY, "A2A_PUBLIC_URL": url}, port=port)
     try:
         cli = Cli(server.url, tmp_path, capsys, monkeypatch)
         out = cli.ok("card", "--verify")

@@ -4,17 +4,28 @@ wiring. The whole run is tested from a fresh clone in tests/system/test_make_dev
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 
 import pytest
 
 from emulator._process import REPO_ROOT, EmulatorError
-from emulator.dev import _parser, changes, find_handler, function_envs, local_url, ports_from
+from emulator.dev import (
+    Dev,
+    _parser,
+    changes,
+    check_host,
+    find_handler,
+    function_envs,
+    local_url,
+    ports_from,
+)
 from infra.plan import WIRING, function_env
 from infra.settings import Settings as Deploy
 from infra.settings import load
 from shared.settings import Settings
+from tests.conftest import free_port
 
 PORTS = {"a2a": 8080, "worker": 8081, "deliver": 8082}
 EMULATORS = {
@@ -86,22 +97,22 @@ def test_every_port_follows_port_and_dev_args_move_one() -> None:
         "a2a": 8080,
         "worker": 8081,
         "deliver": 8082,
-        "firestore": 8085,  # the emulators' own defaults, as before
-        "tasks": 9022,
+        "tasks": 8083,  # one block of six ports (issue 37, item 7: it was PORT+942)
+        "firestore": 8085,  # the Firestore emulator's own default, as before
     }
     assert ports_from(_parser().parse_args(["--port", "8180", "--tasks-port", "9500"])) == {
         "a2a": 8180,
         "worker": 8181,
         "deliver": 8182,
-        "firestore": 8185,
         "tasks": 9500,
+        "firestore": 8185,
     }
 
 
 @pytest.mark.parametrize(
     ("argv", "named"),
     [
-        (["--port", "65000"], "port 65942 (for tasks, PORT=65000 + 942) is not a port"),
+        (["--port", "65533"], "port 65536 (for tasks, PORT=65533 + 3) is not a port"),
         (["--port", "9000", "--deliver-port", "9001"], "port 9001 is given to both worker and"),
     ],
 )
@@ -132,6 +143,35 @@ def test_the_handler_is_found_where_the_functions_look(tmp_path: Path) -> None:
         find_handler("far_agent", str(REPO_ROOT))
     with pytest.raises(EmulatorError, match=r"no\.such is not on"):
         find_handler("no.such", str(REPO_ROOT))
+    # One line, with the closest handler module there is (issue 37, item 3).
+    with pytest.raises(EmulatorError) as mistyped:
+        find_handler("functions.handlers.unit", str(REPO_ROOT))
+    assert "\n" not in str(mistyped.value) and not str(mistyped.value).startswith("error")
+    assert "the closest handler module there is functions.handlers.echo" in str(mistyped.value)
+    assert "(PYTHONPATH=/my/agents make dev HANDLER=my_agent)" in str(mistyped.value)
+
+
+def test_a_place_it_cannot_listen_on_is_said_before_anything_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("A2A_AUTH", "api-key")  # a wider HOST is allowed: the address is not
+    out = io.StringIO()
+    args = _parser().parse_args(["--host", "203.0.113.7", "--port", str(free_port())])
+    assert Dev(args, out).run() == 1
+    said = out.getvalue()
+    assert "error: cannot listen on 203.0.113.7:" in said and "(for a2a)" in said, said
+    assert "emulators ready" not in said and "Traceback" not in said
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.20"])
+def test_a_wider_address_needs_credentials(host: str) -> None:
+    with pytest.raises(EmulatorError, match=f"HOST={re.escape(host)} would serve the agent"):
+        check_host(host, {})
+    with pytest.raises(EmulatorError, match="set A2A_AUTH=api-key and A2A_API_KEYS"):
+        check_host(host, {"A2A_AUTH": "none"})
+    check_host(host, {"A2A_AUTH": "api-key"})
+    for loopback in ("127.0.0.1", "localhost", "::1", "127.0.0.2"):
+        check_host(loopback, {})
 
 
 def test_a_changed_handler_outside_the_checkout_is_named_by_its_path(tmp_path: Path) -> None:

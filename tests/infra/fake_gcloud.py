@@ -49,8 +49,18 @@ COMMANDS = (
     "functions describe",
     "functions deploy",
     "functions delete",
+    "artifacts repositories describe",
+    "artifacts repositories create",
+    "artifacts repositories delete",
 )
-POLICY_GROUPS = ("projects", "iam service-accounts", "run services", "secrets", "tasks queues")
+POLICY_GROUPS = (
+    "projects",
+    "iam service-accounts",
+    "run services",
+    "secrets",
+    "tasks queues",
+    "artifacts repositories",
+)
 
 
 class Exit(Exception):
@@ -103,11 +113,8 @@ def handle(
         return policy(state, command, args[0], one)
     if command == "projects describe" or command.startswith("secrets"):
         return secret(state, command, args[0], one)
-    if command == "services list":
-        return [{"config": {"name": api}} for api in state.setdefault("apis", [])]
-    if command == "services enable":
-        state.setdefault("apis", []).extend(api for api in args if api not in state["apis"])
-        return None
+    if command.startswith("services"):
+        return services(state, command, args)
     if command.startswith("firestore databases"):
         key = f"database/{one.get('database', '(default)')}"
         if command.endswith("create"):
@@ -207,7 +214,37 @@ def handle(
         return state.pop(key) if command.endswith("delete") else state[key]
     if command.startswith("functions"):
         return function(state, command, args[0], one, flags)
+    if command.startswith("artifacts repositories"):
+        return repository(state, command, args[0], one)
     raise Exit(2, f"fake gcloud: no behaviour for {command}")
+
+
+def services(state: dict[str, Any], command: str, args: list[str]) -> Any:
+    """The project's enabled APIs."""
+    enabled = state.setdefault("apis", [])
+    if command == "services enable":
+        enabled.extend(api for api in args if api not in enabled)
+        return None
+    return [{"config": {"name": api}} for api in enabled]
+
+
+def repository(state: dict[str, Any], command: str, name: str, one: dict[str, str]) -> Any:
+    """Artifact Registry repositories: made, described, deleted with their policy."""
+    key = f"repository/{name}"
+    if command.endswith("create"):
+        if key in state:
+            raise Exit(1, "ERROR: ALREADY_EXISTS: the repository already exists\n")
+        state[key] = {
+            "name": f"projects/{one['project']}/locations/{one['location']}/repositories/{name}",
+            "format": one["repository-format"].upper(),
+        }
+        return state[key]
+    if key not in state:
+        raise not_found(f"repository {name}")
+    if command.endswith("delete"):
+        state.pop(f"policy/artifacts repositories/{name}", None)
+        return state.pop(key)
+    return state[key]
 
 
 def secret(state: dict[str, Any], command: str, name: str, one: dict[str, str]) -> Any:
@@ -270,28 +307,52 @@ def policy(state: dict[str, Any], command: str, resource: str, one: dict[str, st
         raise not_found(f"secret {resource}")
     if group == "iam service-accounts" and f"account/{resource}" not in state:
         raise Exit(1, f"ERROR: NOT_FOUND: Unknown service account {resource}\n")
+    if group == "artifacts repositories" and f"repository/{resource}" not in state:
+        raise not_found(f"repository {resource}")
+    # role -> members, or "role|title|expression" for a binding held by a condition.
     bindings = state.setdefault(f"policy/{group}/{resource}", {})
+    condition = one.get("condition", "None")
+    if condition != "None" and group != "projects":
+        raise Exit(1, "ERROR: this fake takes conditions on project policies only\n")
+    if condition == "None":
+        key = one.get("role", "")
+    else:
+        spec = pairs(condition)
+        if not spec.get("title") or not spec.get("expression"):
+            raise Exit(1, "ERROR: a condition needs expression= and title=\n")
+        key = f"{one.get('role', '')}|{spec['title']}|{spec['expression']}"
     if command.endswith("add-iam-policy-binding"):
         member = one["member"]
         if member.startswith("serviceAccount:") and f"account/{member[15:]}" not in state:
             raise Exit(
                 1, f"ERROR: INVALID_ARGUMENT: Service account {member[15:]} does not exist.\n"
             )
-        members = bindings.setdefault(one["role"], [])
+        members = bindings.setdefault(key, [])
         if member not in members:
             members.append(member)
     elif command.endswith("remove-iam-policy-binding"):
-        members = bindings.get(one["role"], [])
+        members = bindings.get(key, [])
         if one["member"] not in members:
             raise Exit(
                 1, "ERROR: Policy binding with the specified principal and role not found!\n"
             )
         members.remove(one["member"])
     return {
-        "bindings": [
-            {"role": role, "members": members} for role, members in bindings.items() if members
-        ],
+        "bindings": [shown(key, members) for key, members in bindings.items() if members],
         "etag": "BwX",
+    }
+
+
+def shown(key: str, members: list[str]) -> dict[str, Any]:
+    """A binding as get-iam-policy describes it."""
+    role, _, rest = key.partition("|")
+    if not rest:
+        return {"role": role, "members": members}
+    title, _, expression = rest.partition("|")
+    return {
+        "role": role,
+        "members": members,
+        "condition": {"title": title, "expression": expression},
     }
 
 
@@ -354,6 +415,9 @@ def function(
                 {"serviceAccount": one["build-service-account"]}
                 if "build-service-account" in one
                 else {}
+            ),
+            **(
+                {"dockerRepository": one["docker-repository"]} if "docker-repository" in one else {}
             ),
         },
         "serviceConfig": service,

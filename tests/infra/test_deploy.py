@@ -45,17 +45,27 @@ def _assert_each_account_gets_what_it_uses(
     """Cloud Build's roles before the first build, enqueuing on the queues used, one log key."""
     deliver, worker, a2a = functions
     granted = {
-        (flag(call, "member").split(":")[1].split("@")[0], flag(call, "role"))
+        (
+            flag(call, "member").split(":")[1].split("@")[0],
+            flag(call, "role"),
+            flag(call, "condition").split(",title=")[0].removeprefix("expression="),
+        )
         for call in calls
         if call[:2] == ["projects", "add-iam-policy-binding"]
     }
+    database = 'resource.name == "projects/demo-project/databases/(default)"'
     assert granted == {
-        ("a2a-runtime", "roles/datastore.user"),
-        ("a2a-deliver", "roles/datastore.user"),
-        # Cloud Build's account, before the first build, and the functions built as it.
-        ("a2a-build", "roles/logging.logWriter"),
-        ("a2a-build", "roles/artifactregistry.writer"),
-        ("a2a-build", "roles/storage.objectAdmin"),
+        # Firestore, on the kit's database only (tests/infra/test_grants.py).
+        ("a2a-runtime", "roles/datastore.user", database),
+        ("a2a-deliver", "roles/datastore.user", database),
+        # Cloud Build's account, before the first build, and the functions built as it: its
+        # logs, and the function source buckets only (its image: on the repository).
+        ("a2a-build", "roles/logging.logWriter", "None"),
+        (
+            "a2a-build",
+            "roles/storage.objectAdmin",
+            'resource.name.startsWith("projects/_/buckets/gcf-v2-sources-")',
+        ),
     }
     build_grants = [
         i
@@ -299,7 +309,7 @@ def test_the_dry_run_prints_every_change_a_first_deploy_makes_and_no_secret(
     printed = [
         resource(shlex.split(line.split(":", 1)[1])[1:])
         for line in capsys.readouterr().out.splitlines()
-        if line.startswith("  ") and not line.startswith("  check:")
+        if line.startswith("  ") and not line.startswith(("  check:", "  #"))
     ]
     monkeypatch.delenv("DRY_RUN")
     assert run(fake_repo, "deploy") == 0
@@ -479,10 +489,15 @@ def test_destroy_asks_then_removes_what_deploy_created(
     assert run(fake_repo, "destroy") == 0
     deleted = [call[:3] for call in fake_gcloud.changes() if "delete" in call[:3]]
     assert [words[0] for words in deleted] == (
-        ["scheduler"] + ["functions"] * 3 + ["tasks"] * 2 + ["secrets"] + ["iam"] * 4
+        ["scheduler"]
+        + ["functions"] * 3
+        + ["tasks"] * 2
+        + ["artifacts"]
+        + ["secrets"]
+        + ["iam"] * 4
     )
     state = json.loads(fake_gcloud.state.read_text())
-    gone = ("job/", "function/", "queue/", "account/", "secret/")
+    gone = ("job/", "function/", "queue/", "account/", "secret/", "repository/")
     assert not [key for key in state if key.startswith(gone)]
     assert "database/(default)" in state, "the data stays unless --delete-database"
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -12,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shared import ids, lifecycle, limits, model_json
-from shared.errors import InvalidParamsError
+from shared.errors import InvalidParamsError, LiveTaskQuotaError
 from shared.model import Artifact, ArtifactUpdate, Event, Part, Task, TaskState, TaskStatus
 from shared.ports import (
     DuplicateMessage,
@@ -412,6 +415,57 @@ def test_list_refuses_foreign_tokens(store: TaskStore) -> None:
             store.list(ALICE, TaskQuery(page_token=garbage))
 
 
+def _token(raw: str) -> str:
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def test_forged_page_tokens_are_refused_by_the_bodys_rules(store: TaskStore) -> None:
+    """A token comes back from the client: read as a body is, then held to its shape. Each of
+    these was a -32603 and a traceback (OverflowError, RecursionError, a naive time compared
+    with an aware one)."""
+    for n in range(3):
+        task, events = new_task("c1", at=T0 + timedelta(seconds=n))
+        store.create(ALICE, task, events, dialect="v1.0")
+    token = store.list(ALICE, TaskQuery(page_size=1)).next_page_token
+    stamp, task_id, returned, fingerprint = json.loads(base64.urlsafe_b64decode(token + "=="))
+    assert store.list(ALICE, TaskQuery(page_size=1, page_token=token)).tasks  # the real one
+
+    def forged(**changed: str) -> str:
+        parts = {
+            "stamp": json.dumps(stamp),
+            "task_id": json.dumps(task_id),
+            "returned": json.dumps(returned),
+            "fingerprint": json.dumps(fingerprint),
+            **changed,
+        }
+        return _token(f"[{','.join(parts.values())}]")
+
+    hostile = [
+        forged(returned="Infinity"),
+        forged(returned="NaN"),
+        forged(returned="1e400"),
+        forged(returned="-1"),
+        forged(returned="true"),
+        forged(returned="1.5"),
+        forged(returned=str(2**64)),
+        forged(task_id="[" * 5000 + "]" * 5000),
+        forged(task_id='"\\ud800"'),  # a lone surrogate
+        forged(task_id="null"),
+        forged(stamp=json.dumps("2026-01-01T00:00:00")),  # no offset
+        forged(stamp=json.dumps("0001-01-01T00:00:00+23:59")),  # before year 1 in UTC
+        forged(stamp=json.dumps("9999-12-31T23:59:59-23:59")),  # past year 9999 in UTC
+        forged(stamp="1"),
+        _token("[" * 5000 + "]" * 5000),
+        _token('{"a": 1, "a": 2}'),
+        _token(f"[{json.dumps(stamp)},{json.dumps(task_id)},{returned}]"),
+        "%%%",
+        "\u00ff",
+    ]
+    for garbage in hostile:
+        with pytest.raises(InvalidPageToken, match=r"'params\.pageToken'"):
+            store.list(ALICE, TaskQuery(page_size=1, page_token=garbage))
+
+
 def test_a_task_larger_than_a_document_comes_back_whole(store: TaskStore) -> None:
     task, events = new_task()
     current = store.create(ALICE, task, events, dialect="v1.0")
@@ -630,6 +684,59 @@ def test_a_task_read_back_checks_its_history_without_measuring_it(
         assert len(measured) == (1 if checked is read and slack is None else whole)
     assert outcomes[0] == outcomes[1]
     assert (outcomes[0] is None) == (slack != -1)
+
+
+def test_a_burst_of_creates_never_passes_the_live_limit(store: TaskStore) -> None:
+    # The finding: A2A_MAX_LIVE_TASKS_PER_OWNER=5, 40 concurrent background sends on
+    # Firestore: all 40 accepted (they each counted 0 to 4 before any of them wrote).
+    store.create(ALICE, *new_task(), dialect="v1.0")  # one live task already
+    store.create(ALICE, *new_task(state=TaskState.COMPLETED), dialect="v1.0")  # not counted
+    store.create(MALLORY, *new_task(), dialect="v1.0")  # another owner's
+    start = threading.Barrier(40)
+
+    def send(_: int) -> str:
+        start.wait()
+        try:
+            store.create(ALICE, *new_task(), dialect="v1.0", live_limit=5)
+        except LiveTaskQuotaError as refused:
+            assert refused.code == -32000 and "A2A_MAX_LIVE_TASKS_PER_OWNER" in str(refused)
+            return "refused"
+        return "created"
+
+    with ThreadPoolExecutor(40) as pool:
+        outcomes = list(pool.map(send, range(40)))
+    assert outcomes.count("created") == 4, outcomes
+    assert store.live_tasks(ALICE, 100) == 5
+    # Another owner's live tasks are its own; a task that ends makes room.
+    store.create(MALLORY, *new_task(), dialect="v1.0", live_limit=2)
+    with pytest.raises(LiveTaskQuotaError):
+        store.create(MALLORY, *new_task(), dialect="v1.0", live_limit=2)
+    [one, *_] = store.list(ALICE, TaskQuery(state=TaskState.WORKING)).tasks
+    current = store.get(ALICE, one.task.id)
+    assert current is not None
+    done: list[Event] = [status(current.task, TaskState.CANCELED)]
+    store.commit(current, lifecycle.apply_all(current.task, done), done)
+    store.create(ALICE, *new_task(), dialect="v1.0", live_limit=5)
+    with pytest.raises(LiveTaskQuotaError):
+        store.create(ALICE, *new_task(), dialect="v1.0", live_limit=5)
+
+
+def test_a_resend_at_the_live_limit_gets_its_first_task(store: TaskStore) -> None:
+    key = MessageKey("m1", "digest")
+    own = key.task_id(ALICE)
+    store.create(ALICE, *new_task(task_id=own), dialect="v1.0", message_key=key, live_limit=1)
+    with pytest.raises(DuplicateMessage) as first:
+        store.create(ALICE, *new_task(task_id=own), dialect="v1.0", message_key=key, live_limit=1)
+    assert first.value.task_id == own
+    other = MessageKey("m2", "digest")
+    with pytest.raises(LiveTaskQuotaError):
+        store.create(
+            ALICE,
+            *new_task(task_id=other.task_id(ALICE)),
+            dialect="v1.0",
+            message_key=other,
+            live_limit=1,
+        )
 
 
 def test_live_tasks_counts_the_owner_s_tasks_not_terminal_up_to_the_limit(

@@ -19,7 +19,13 @@ from shared.conflicts import retry_on_conflict
 from shared.errors import PushConfigQuotaError
 from shared.jobs import PushJob
 from shared.model import PushAuthentication, PushConfig, TaskState, utc_now
-from shared.ports import PushConfigStore, StoredTask, TaskStore, TooManyPushConfigs
+from shared.ports import (
+    PushConfigStore,
+    StoredPushConfig,
+    StoredTask,
+    TaskStore,
+    TooManyPushConfigs,
+)
 from shared.push_notify import SWEEP_AFTER, NewsSweeper, PushNotifier
 from shared.store.firestore import FirestoreTaskStore
 from shared.store.firestore_push import FirestorePushConfigStore
@@ -228,6 +234,99 @@ def test_a_delivery_that_catches_up_forgets_the_failure(push_store: PushConfigSt
     stored = push_store.get(A, "t1", "a")
     assert stored is not None and (stored.last_error, stored.failed_at) == (None, None)
     assert push_store.lagging(now + timedelta(days=1), 10) == []
+
+
+def test_failures_in_a_row_and_the_back_off_are_kept_until_one_gets_through(
+    push_store: PushConfigStore,
+) -> None:
+    push_store.put(A, config("a"), dialect="1.0")
+    now = utc_now()
+    push_store.want(A, "t1", "a", 2, now)
+    until = now + timedelta(minutes=5)
+    for n in (1, 2, 3):
+        assert push_store.begin_delivery(A, "t1", "a", f"h{n}", until)
+        off = now + timedelta(seconds=5 * 2**n)
+        push_store.attempt_failed(
+            A, "t1", "a", f"h{n}", "HTTP 500", at=now, retry_at=until, backoff_until=off
+        )
+        push_store.attempt_failed(A, "t1", "a", "other", "x", at=now, retry_at=None)  # no holder
+        push_store.end_delivery(A, "t1", "a", f"h{n}")
+        stored = push_store.get(A, "t1", "a")
+        assert stored is not None and stored.failures == n
+        assert stored.backoff_until is not None
+        assert abs((stored.backoff_until - off).total_seconds()) < 0.01
+    assert push_store.begin_delivery(A, "t1", "a", "h4", until)
+    push_store.delivered(A, "t1", "a", "h4", 1)  # one event got through: no back-off
+    push_store.end_delivery(A, "t1", "a", "h4")
+    stored = push_store.get(A, "t1", "a")
+    assert stored is not None and (stored.failures, stored.backoff_until) == (0, None)
+    assert push_store.begin_delivery(A, "t1", "a", "h5", until)
+    push_store.attempt_failed(A, "t1", "a", "h5", "x", at=now, retry_at=None, backoff_until=until)
+    push_store.end_delivery(A, "t1", "a", "h5")
+    # Replacing the config retries it at once.
+    replaced = push_store.put(A, config("a", url="https://new.example.com/"), dialect="1.0")
+    assert (replaced.failures, replaced.backoff_until) == (0, None)
+    stored = push_store.get(A, "t1", "a")
+    assert stored is not None and (stored.failures, stored.backoff_until) == (0, None)
+
+
+def test_the_lease_is_kept_while_more_is_wanted_than_was_delivered(
+    push_store: PushConfigStore,
+) -> None:
+    push_store.put(A, config("a"), dialect="1.0")
+    now = utc_now()
+    until = now + timedelta(minutes=5)
+    push_store.want(A, "t1", "a", 1, now)
+    assert push_store.begin_delivery(A, "t1", "a", "h1", until)
+    push_store.delivered(A, "t1", "a", "h1", 1)
+    push_store.want(A, "t1", "a", 3, now)  # a commit while h1 sent
+    kept = push_store.end_delivery(A, "t1", "a", "h1", unless_wanted=True)
+    assert kept is not None and (kept.delivered_seq, kept.wanted_seq) == (1, 3)
+    assert push_store.begin_delivery(A, "t1", "a", "h2", until) is None  # h1 holds it still
+    assert push_store.end_delivery(A, "t1", "a", "h2", unless_wanted=True) is None  # no holder
+    push_store.delivered(A, "t1", "a", "h1", 3)
+    assert push_store.end_delivery(A, "t1", "a", "h1", unless_wanted=True) is None  # let go
+    assert push_store.begin_delivery(A, "t1", "a", "h2", until)
+    push_store.want(A, "t1", "a", 4, now)
+    # Without `unless_wanted` (a failed or cut-short delivery), the lease goes whatever lags.
+    assert push_store.end_delivery(A, "t1", "a", "h2") is None
+    assert push_store.begin_delivery(A, "t1", "a", "h3", until)
+
+
+def test_a_want_racing_the_release_is_seen_by_the_holder_or_its_own_delivery(
+    push_store: PushConfigStore,
+) -> None:
+    """Of a commit's `want` then `begin_delivery`, racing the holder's release: either the
+    holder keeps the lease and sees the event wanted, or the commit's delivery takes it."""
+    push_store.put(A, config("a"), dialect="1.0")
+    until = utc_now() + timedelta(minutes=5)
+
+    def race(seq: int) -> tuple[StoredPushConfig | None, StoredPushConfig | None]:
+        start = threading.Barrier(2)
+
+        def release() -> StoredPushConfig | None:
+            start.wait()
+            return push_store.end_delivery(A, "t1", "a", f"h{seq}", unless_wanted=True)
+
+        def commit() -> StoredPushConfig | None:
+            start.wait()
+            push_store.want(A, "t1", "a", seq, utc_now())
+            return push_store.begin_delivery(A, "t1", "a", f"c{seq}", until)
+
+        with ThreadPoolExecutor(2) as pool:
+            kept, took = pool.submit(release), pool.submit(commit)
+            return kept.result(), took.result()
+
+    for seq in range(1, 9):
+        assert push_store.begin_delivery(A, "t1", "a", f"h{seq}", until)
+        push_store.delivered(A, "t1", "a", f"h{seq}", seq - 1)
+        kept, took = race(seq)
+        assert (kept is None) != (took is None), (seq, kept, took)
+        if kept is not None:
+            assert kept.wanted_seq == seq
+            push_store.end_delivery(A, "t1", "a", f"h{seq}")
+        else:
+            push_store.end_delivery(A, "t1", "a", f"c{seq}")
 
 
 @given(

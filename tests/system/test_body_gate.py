@@ -20,6 +20,7 @@ from tests.bench.load import cpu_seconds, pss_mib
 from tests.conftest import Server, wait_until
 
 KEY = "alice-key-" + "k" * 32
+BOB = "bob-key-" + "b" * 34
 LARGE = 10 * 1024 * 1024 - 1  # a body one byte within the default limit
 # The body of the finding (issue 25): 10 MiB - 1 of quotes and backslashes, costly to parse.
 COSTLY = b'"\\"' * 3495253
@@ -123,6 +124,22 @@ def test_callers_without_credentials_are_refused_before_their_bodies_are_read(
     )
 
 
+def test_a_caller_without_credentials_that_sends_only_its_head_is_refused_at_once(
+    start_server: Callable[..., Server],
+) -> None:
+    """The first round's bar: the head announces a body that never comes; the 401 comes
+    from the head alone, not after the body's deadline (here 60 s)."""
+    server = api_key_server(start_server, A2A_BODY_READ_SECONDS="60")
+    for path in ("/", "/message:send"):
+        with connected(server) as connection:
+            started = time.monotonic()
+            connection.sendall(head(1000, None, path))
+            status, headers, _ = answer(connection)
+            took = time.monotonic() - started
+        assert status == 401 and headers["connection"] == "close"
+        assert took < 5, took
+
+
 def test_a_body_that_does_not_come_in_time_is_refused_408(
     start_server: Callable[..., Server],
 ) -> None:
@@ -175,6 +192,48 @@ def test_bodies_past_the_instance_s_room_are_refused_503_until_room_is_made(
     finally:
         holder.close()  # its bytes are let go once its answer is done
     wait_until(lambda: post_other()[0] == 200, PATIENCE, server.output)
+
+
+def test_one_owner_s_open_streams_hold_no_body_bytes_and_take_no_other_s_room(
+    start_server: Callable[..., Server],
+) -> None:
+    """Issue 36 item 2: 7 streams whose bodies were padded with JSON whitespace to the
+    instance's room kept it for as long as they lived; another owner's tiny send got 503."""
+    server = start_server(
+        A2A_HANDLER="functions.handlers.phone_order",
+        A2A_AUTH="api-key",
+        A2A_API_KEYS=f"alice:{hashed(KEY)},bob:{hashed(BOB)}",
+        A2A_MAX_BODY_BYTES=str(1024 * 1024),
+        A2A_MAX_BUFFERED_BYTES=str(6 * 1024 * 1024 + 512 * 1024),
+    )
+    asking = {"role": "user", "parts": [{"kind": "text", "text": "a phone"}], "kind": "message"}
+
+    def send(key: str) -> Any:
+        message = {**asking, "messageId": f"m-{key[:3]}-{time.monotonic_ns()}"}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}}
+        return server.rpc(body, {"X-API-Key": key})
+
+    task = send(KEY)["result"]
+    assert task["status"]["state"] == "input-required"
+    subscribe = json.dumps(
+        {"jsonrpc": "2.0", "id": 2, "method": "tasks/resubscribe", "params": {"id": task["id"]}}
+    ).encode()
+    streams = []
+    try:
+        for _ in range(7):  # ~1 MiB each: 7 MiB, past the instance's 6.5 MiB
+            body = subscribe + b" " * (1024 * 1024 - len(subscribe))
+            stream = socket.create_connection(("localhost", server.port), timeout=PATIENCE)
+            streams.append(stream)
+            stream.sendall(head(len(body), KEY) + body)
+            opened = b""
+            while b"\r\n\r\n" not in opened:
+                opened += _recv(stream)
+            assert opened.startswith(b"HTTP/1.1 200 "), opened[:300]
+        # All seven open: bob's send is served.
+        assert send(BOB)["result"]["status"]["state"] == "input-required"
+    finally:
+        for stream in streams:
+            stream.close()
 
 
 def test_refusing_a_large_costly_body_costs_about_what_a_tiny_one_does(

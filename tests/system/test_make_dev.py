@@ -1,7 +1,7 @@
 """`make dev` and `make run` from a fresh clone of the committed HEAD, as a user runs them.
 
 The clone reuses this checkout's `.venv` and `.emulators` (symlinks; `make -o` keeps the
-install stamp from being remade), so nothing is installed. `make dev` must carry a
+install stamps from being remade), so nothing is installed. `make dev` must carry a
 non-blocking message through the Cloud Tasks emulator to `worker` and a push notification
 through it to `deliver`, which posts it to a receiver on this machine; Ctrl-C (SIGINT to the
 process group, as a terminal sends it) must leave no process behind.
@@ -9,11 +9,13 @@ process group, as a terminal sends it) must leave no process behind.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import re
 import signal
+import socket
 import subprocess
 import threading
 from pathlib import Path
@@ -26,7 +28,7 @@ from emulator.http_target import HttpTarget
 from tests.client.conftest import Cli
 from tests.conftest import ROOT, free_port, wait_until
 
-STAMP = ".venv/.installed"
+STAMPS = [".venv/.installed", ".venv/.installed-run"]  # make test's, make run's
 READY_SECONDS = 60  # the emulators and three functions start in about 5 s here
 STOP_SECONDS = 10  # Ctrl-C to the last process gone (it takes about 1 s)
 
@@ -47,8 +49,9 @@ class Make:
         self.clone = clone
         self.lines: list[str] = []
         self.ready = threading.Event()
+        kept = [option for stamp in STAMPS for option in ("-o", stamp)]
         self.process = subprocess.Popen(
-            ["make", "--no-print-directory", "-o", STAMP, *args],
+            ["make", "--no-print-directory", *kept, *args],
             cwd=clone,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -132,10 +135,28 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
+def git_clone(root: Path) -> Path:
+    """A fresh clone of the committed HEAD at `root`."""
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(root)], check=True, timeout=60)
+    return root
+
+
+def make_says(folder: Path, *args: str) -> str:
+    """What `make <args>` prints in `folder` (it must succeed)."""
+    done = subprocess.run(
+        ["make", "--no-print-directory", *args],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return done.stdout
+
+
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("clone") / "a2a-functions"
-    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(root)], check=True, timeout=60)
+    root = git_clone(tmp_path_factory.mktemp("clone") / "a2a-functions")
     for shared in (".venv", ".emulators"):
         (root / shared).symlink_to(ROOT / shared)
     return root
@@ -157,6 +178,12 @@ def test_make_dev_runs_the_deployed_shape_and_stops_on_ctrl_c(
         assert f"agent card   {url}/.well-known/agent-card.json" in make.output
         assert f"console      {url}/console" in make.output
         assert "webhooks allowed on: localhost,127.0.0.1" in make.output
+        # Issue 36, item 4: nothing listens beyond this machine (it was 0.0.0.0).
+        for role in ("a2a", "worker", "deliver"):
+            assert listening_on(ports[role]) == {"127.0.0.1"}, role
+        # Issue 37, item 7: its readiness checks made each queue target log a warning.
+        checks = [line for line in make.lines if " 405" in line or "WARNING" in line]
+        assert checks == [], make.output
         with HttpTarget.start() as receiver:
             hook = receiver.url("/hook")
             sent = a2a.ok("send", "--no-wait", "--push", hook, "tell me a joke")
@@ -215,7 +242,7 @@ def handle(ctx: Context) -> None:
     ctx.artifact(text=f"from outside: {ctx.text}", name="outside")
 '''
 # make dev's ports at their distance from PORT (emulator/dev.py: OFFSETS).
-DERIVED = {"worker": 1, "deliver": 2, "firestore": 5, "tasks": 942}
+DERIVED = {"worker": 1, "deliver": 2, "tasks": 3, "firestore": 5}
 # Where the ports the system hands out for outgoing connections begin (Linux's default).
 _RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 EPHEMERAL_START = int(_RANGE.read_text().split()[0]) if _RANGE.exists() else 32768
@@ -402,7 +429,8 @@ def test_make_run_on_every_address_warns_without_credentials(clone: Path) -> Non
     try:
         make.wait_answering(port)
         assert listening_on(port) == {"0.0.0.0"}
-        assert "WARNING: HOST=0.0.0.0 listens beyond this machine" in make.output
+        assert "WARNING: HOST=0.0.0.0 listens on every address" in make.output
+        assert "only connections from this machine are served" in make.output
         assert "set A2A_AUTH=api-key and A2A_API_KEYS" in make.output
         # A machine of the LAN names this one by its address: not a name it serves.
         answer = requests.get(
@@ -411,6 +439,176 @@ def test_make_run_on_every_address_warns_without_credentials(clone: Path) -> Non
             timeout=10,
         )
         assert answer.status_code == 403 and "Host: 192.168.1.20" in answer.text
+        # Issue 36, item 4: from another address of this machine (another machine's
+        # connection, as the server sees it), a loopback name is no way in.
+        lan = own_address()
+        if lan is not None:
+            outside = requests.get(
+                f"http://{lan}:{port}/.well-known/agent-card.json",
+                headers={"Host": f"localhost:{port}"},
+                timeout=10,
+            )
+            assert outside.status_code == 403, outside.text
+            assert f"not one from {lan}" in outside.text
         make.interrupt()
     finally:
         make.kill()
+
+
+def own_address() -> str | None:
+    """An IPv4 address of this machine that is not loopback (a connection from it is not a
+    loopback peer), if it has one: the one a route out would leave from (nothing is sent)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))
+        except OSError:
+            return None
+        address: str = probe.getsockname()[0]
+    return None if address.startswith("127.") else address
+
+
+def refused(make: Make) -> str:
+    """The one line make's recipe printed before it failed (make's own `make: ***` aside)."""
+    output = ended(make)
+    assert make.process.returncode != 0, output
+    ours = [line for line in make.lines if not line.startswith("make: ***")]
+    assert len(ours) == 1, output
+    return ours[0]
+
+
+def ended(make: Make) -> str:
+    """make's output once it ended by itself (it must, soon)."""
+    try:
+        make.process.wait(READY_SECONDS)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"make still runs after {READY_SECONDS} s:\n{make.output}")
+    make.ready.wait(STOP_SECONDS)
+    return make.output
+
+
+def test_make_run_on_a_busy_port_says_so_in_one_line_and_never_ready(clone: Path) -> None:
+    # Issue 37, item 1: another server on the port answered the readiness check.
+    with HttpTarget.start() as other:  # answers 200 to the card's GET, as an agent would
+        port = other.server.server_address[1]
+        make = Make(clone, "run", f"PORT={port}")
+        try:
+            line = refused(make)
+            assert line.startswith(f"error: port {port} is in use"), line
+            assert "pick another port: make run PORT=" in line
+            assert other.received("/") == []  # nothing asked it anything
+        finally:
+            make.kill()
+
+
+def test_make_run_names_a_mistyped_handler_and_the_closest_in_one_line(clone: Path) -> None:
+    # Issue 37, item 3: it was a 30-line traceback.
+    make = Make(clone, "run", f"PORT={free_port()}", "HANDLER=functions.handlers.unit")
+    try:
+        line = refused(make)
+        assert line.startswith("error: the handler module functions.handlers.unit is not on")
+        assert "the closest handler module there is functions.handlers.echo" in line
+    finally:
+        make.kill()
+
+
+def test_make_run_shows_an_import_error_inside_the_handler_as_its_own(
+    clone: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "broken_agent.py").write_text('"""Broken."""\n\nimport not_a_module_xyz  # noqa\n')
+    make = Make(
+        clone,
+        "run",
+        f"PORT={free_port()}",
+        "HANDLER=broken_agent",
+        env={"PYTHONPATH": str(tmp_path)},
+    )
+    try:
+        output = ended(make)
+        assert make.process.returncode != 0
+        assert "not_a_module_xyz" in output  # the module's own error, not "missing"
+        assert "is not on the functions' PYTHONPATH" not in output and "closest" not in output
+        assert "ready:" not in output
+    finally:
+        make.kill()
+
+
+def path_without(tmp_path: Path, *names: str) -> str:
+    """A PATH with every program of this one's but `names`."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    for entry in os.environ["PATH"].split(os.pathsep):
+        with contextlib.suppress(OSError):
+            for program in Path(entry).iterdir():
+                link = folder / program.name
+                if program.name not in names and not link.exists():
+                    link.symlink_to(program)
+    return str(folder)
+
+
+def test_make_run_needs_no_java_no_emulator_and_no_browser(clone: Path, tmp_path: Path) -> None:
+    # Issue 37, item 2: a first `make run` installed everything, and stopped without java.
+    fresh = git_clone(tmp_path / "fresh")  # no .venv: the dry run shows the install too
+    planned = make_says(fresh, "-n", "run")
+    assert "pip install -q -e '.[cli]'" in planned, planned
+    assert "emulator setup" not in planned and "[dev]" not in planned, planned
+    tested = make_says(fresh, "-n", "test")
+    assert "emulator setup" in tested and "[dev]" in tested  # what the dry run would show
+    port = free_port()
+    path = path_without(tmp_path, "java", "chromium", "node", "npm")
+    make = Make(clone, "run", f"PORT={port}", env={"PATH": path})
+    try:
+        make.wait_answering(port)
+        card = requests.get(f"http://localhost:{port}/.well-known/agent-card.json", timeout=10)
+        assert card.status_code == 200
+        make.interrupt()
+    finally:
+        make.kill()
+
+
+def test_make_run_on_one_address_says_ready_once_it_answers_there(clone: Path) -> None:
+    lan = own_address()
+    if lan is None:
+        pytest.skip("this machine has no address but loopback")
+    port = free_port()
+    keys = {"A2A_AUTH": "api-key", "A2A_API_KEYS": "ann:sha256:" + "0" * 64}
+    make = Make(clone, "run", f"PORT={port}", f"HOST={lan}", env=keys)
+    try:
+        make.wait_ready()  # the card asked at that address, not at 127.0.0.1
+        assert f"ready: http://localhost:{port} answers" in make.lines, make.output
+        assert listening_on(port) == {lan} and "WARNING" not in make.output
+        card = requests.get(f"http://{lan}:{port}/.well-known/agent-card.json", timeout=10)
+        assert card.status_code == 200, card.text
+        make.interrupt()
+    finally:
+        make.kill()
+
+
+def test_make_dev_refuses_a_wider_address_without_credentials(clone: Path) -> None:
+    make = Make(clone, "dev", f"PORT={free_base()}", "HOST=0.0.0.0")
+    try:
+        output = ended(make)
+        assert make.process.returncode != 0
+        assert "error: HOST=0.0.0.0 would serve the agent beyond this machine" in output
+        assert "set A2A_AUTH=api-key and A2A_API_KEYS" in output
+        assert "emulators ready" not in output
+    finally:
+        make.kill()
+
+
+def test_make_help_names_no_variable_and_make_clean_leaves_no_build_leftovers(
+    tmp_path: Path,
+) -> None:
+    fresh = git_clone(tmp_path / "a2a-functions")
+    shown = make_says(fresh, "help")
+    assert "run\t" in shown and "$(" not in shown, shown
+    leftovers = [
+        fresh / "a2a_functions.egg-info",
+        fresh / "shared" / "__pycache__",
+        fresh / "tests" / "bindings" / "__pycache__",
+    ]
+    for folder in leftovers:
+        folder.mkdir()
+        (folder / "x.pyc").write_bytes(b"")
+    make_says(fresh, "clean")
+    assert [folder for folder in leftovers if folder.exists()] == []
+    assert (fresh / "shared" / "app.py").exists() and (fresh / "Makefile").exists()
