@@ -38,6 +38,7 @@ from shared.client import card_trust, options
 from shared.client.credentials import google_id_token
 from shared.client.errors import (
     EXIT_INTERRUPTED,
+    TASK_NOT_CANCELABLE,
     TASK_NOT_FOUND,
     UNSUPPORTED_OPERATION,
     USAGE,
@@ -283,8 +284,21 @@ def task_get(session: Session, args: argparse.Namespace, out: Renderer) -> int:
 
 
 def task_cancel(session: Session, args: argparse.Namespace, out: Renderer) -> int:
+    """Cancel, idempotently: a task already canceled is shown as it is, exit 0."""
     _endpoint(session)
-    out.task(session.cancel(args.task))
+    try:
+        task = session.cancel(args.task)
+    except ClientError as exc:
+        if exc.code != TASK_NOT_CANCELABLE:
+            raise
+        task = session.get(args.task)
+        if state_of(task) != "TASK_STATE_CANCELED":
+            state = short_state(state_of(task))
+            raise ClientError(
+                f"{exc} (the task is {state})", error=exc.error, code=exc.code
+            ) from None
+        _warn(f"task {args.task} was canceled already")
+    out.task(task)
     return 0
 
 

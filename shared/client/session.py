@@ -112,9 +112,10 @@ class CardSource:
 
 
 def card_source(reference: str) -> CardSource:
-    """The A2A CLI specification's card reference (section 7.2): a `file://` URL or a path
-    that exists, an http(s) URL (the well-known path appended when it has no path of its
-    own), or a bare host (https, http for a loopback one)."""
+    """The A2A CLI specification's card reference (section 7.2): a `file://` URL, a path
+    that exists or is written as one (`/`, `./`, `../`, `~`), an http(s) URL (the well-known
+    path appended when it has no path of its own), or a bare host (https, http for a
+    loopback one)."""
     if reference.startswith("file://"):
         return CardSource(path=Path(reference.removeprefix("file://")))
     if "://" in reference:
@@ -122,8 +123,8 @@ def card_source(reference: str) -> CardSource:
         if "/" not in rest.rstrip("/"):
             return CardSource(url=f"{scheme}://{rest.rstrip('/')}{CARD_PATH}")
         return CardSource(url=reference)
-    if Path(reference).is_file():
-        return CardSource(path=Path(reference))
+    if Path(reference).exists() or reference.startswith(("/", "./", "../", "~")):
+        return CardSource(path=Path(reference).expanduser())
     host = reference.split("/", 1)[0].rsplit(":", 1)[0].strip("[]")
     loopback = host in ("localhost", "::1") or host.startswith("127.")
     return card_source(f"{'http' if loopback else 'https'}://{reference}")

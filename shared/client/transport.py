@@ -169,7 +169,7 @@ class Transport:
                         continue
                     self._log(f"< event {sse.id or '-'}: {_clip(sse.data)}")
                     if sse.event == "error":
-                        raise ClientError(f"the stream failed: {sse.data}", retryable=True)
+                        raise ClientError(f"the stream failed: {sse.data}")
                     try:
                         answer = json.loads(sse.data)
                     except ValueError:
