@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 from shared.client import card_trust, options
 from shared.client.credentials import google_id_token
 from shared.client.errors import (
+    EXIT_FAILURE,
     EXIT_INTERRUPTED,
     TASK_NOT_CANCELABLE,
     TASK_NOT_FOUND,
@@ -105,6 +106,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("a2a: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader left (`| head`): nothing more can be reported, and Python's own flush
+        # at exit must not fail again on the closed pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FAILURE
     finally:
         transport.close()
 
@@ -244,23 +250,15 @@ def send(session: Session, args: argparse.Namespace, out: Renderer) -> int:
     message = _message(args)
     push = _push_config(args.push, args.push_token)
     _endpoint(session)
-    if args.stream and session.streaming:
-        _follow(session, session.stream(message, push=push), out, args)
-        return 0
-    if args.stream:
-        _warn("the agent's card declares no streaming: one answer instead, then polls")
     try:
+        if args.stream and session.streaming:
+            _follow(session, session.stream(message, push=push), out, args)
+            return 0
+        if args.stream:
+            _warn("the agent's card declares no streaming: one answer instead, then polls")
         result = session.send(message, return_immediately=args.async_, push=push)
     except ClientError as exc:
-        if exc.code is None or not (args.task_id or args.context_id):
-            raise
-        raise ClientError(
-            str(exc),
-            error=exc.error,
-            code=exc.code,
-            hint="the agent refused the --task-id/--context-id given, and no task was started "
-            "in their place; --debug shows the exchange",
-        ) from None
+        raise _refused(exc, args) from None
     task = result.get("task")
     if isinstance(task, dict) and not args.async_ and not _settled(task):
         if args.stream:
@@ -271,6 +269,20 @@ def send(session: Session, args: argparse.Namespace, out: Renderer) -> int:
     if isinstance(task, dict):
         _report(task, out, args)
     return 0
+
+
+def _refused(exc: ClientError, args: argparse.Namespace) -> ClientError:
+    """A protocol error answering a message that named a task or context: said to have
+    started nothing in their place (the specification's section 8.1)."""
+    if exc.code is None or exc.hint or not (args.task_id or args.context_id):
+        return exc
+    return ClientError(
+        str(exc),
+        error=exc.error,
+        code=exc.code,
+        hint="the agent refused the --task-id/--context-id given, and no task was started in "
+        "their place; --debug shows the exchange",
+    )
 
 
 def task_get(session: Session, args: argparse.Namespace, out: Renderer) -> int:

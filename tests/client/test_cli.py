@@ -358,6 +358,21 @@ def test_the_console_script_is_installed_and_exits_non_zero_on_failure() -> None
     assert usage.returncode == 2 and "A2ACLI_ERR_USAGE" in usage.stderr
 
 
+def test_a_reader_that_leaves_early_gets_no_traceback(agent: Server) -> None:
+    script = Path(sys.executable).with_name("a2a")
+    with subprocess.Popen(
+        [str(script), "--agent-card", agent.url, "send", "--stream", "steps=4", "delay=0.2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout.readline().startswith(b"Task ID: ")
+        process.stdout.close()  # as `| head -1` does
+        err = process.stderr.read()
+        assert process.wait(timeout=60) == 1
+    assert b"Traceback" not in err, err
+
+
 class CuttingProxy:
     """A TCP proxy to the agent that drops a connection once, when the agent's bytes have
     carried `marker` `count` times: a network cut in the middle of a stream."""

@@ -543,10 +543,14 @@ def test_a_task_is_continued_by_id_and_a_refused_id_starts_nothing(a2a: Runner) 
     third = task_of(a2a.ok("send", "I need a new phone"))
     before = {t["id"] for t in a2a.ok("-o", "json", "task", "list", "--all").json()["tasks"]}
     other = str(uuid.uuid4())
-    for args in (("--task-id", third, "--context-id", other), ("--task-id", other)):
+    for args in (
+        ("--task-id", third, "--context-id", other),
+        ("--task-id", other),
+        ("--stream", "--task-id", other),
+    ):
         refused = a2a("send", *args, "hi")
         assert refused.code == 1 and refused.out == "", refused
-        assert re.search(r"a2a: error: \w+Error: SendMessage", refused.err), refused.err
+        assert re.search(r"a2a: error: \w+Error: Send\w*Message", refused.err), refused.err
         assert "--debug shows the exchange" in refused.err
     after = {t["id"] for t in a2a.ok("-o", "json", "task", "list", "--all").json()["tasks"]}
     assert after == before

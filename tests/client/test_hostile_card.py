@@ -17,22 +17,17 @@ KEY = "key-that-must-stay-home"
 CREDENTIAL_HEADERS = ("x-api-key", "authorization", "cookie", "x-admin")
 
 
-@pytest.fixture
-def home() -> Iterator[ScriptedAgent]:
-    """The agent whose card the caller asked for."""
+def _completing() -> Iterator[ScriptedAgent]:
     agent = ScriptedAgent()
     agent.answer("SendMessage", {"task": task("COMPLETED")})
     yield agent
     agent.close()
 
 
-@pytest.fixture
-def elsewhere() -> Iterator[ScriptedAgent]:
-    """Another server (another port: another origin) a hostile card points at."""
-    agent = ScriptedAgent()
-    agent.answer("SendMessage", {"task": task("COMPLETED")})
-    yield agent
-    agent.close()
+# The agent whose card the caller asked for, and another server (another port: another
+# origin) a hostile card points at.
+home = pytest.fixture(_completing, name="home")
+elsewhere = pytest.fixture(_completing, name="elsewhere")
 
 
 def credentials_seen(agent: ScriptedAgent) -> list[str]:
