@@ -29,12 +29,11 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from shared.client import card_trust, options
+from shared.client import options
 from shared.client.credentials import google_id_token
 from shared.client.errors import (
     EXIT_FAILURE,
@@ -84,7 +83,7 @@ EXIT_STATUS = """exit status:
 
 def main(argv: list[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else argv
-    commands = options.build(HANDLERS, _epilog(), _version())
+    commands = options.build(HANDLERS, _epilog())
     as_json = _asks_json(arguments)
     try:
         args = options.parse(commands, arguments, os.environ)
@@ -187,6 +186,8 @@ def card_get(session: Session, args: argparse.Namespace, out: Renderer) -> int:
     card = session.card
     signatures: list[dict[str, Any]] | None = None
     if args.verify:
+        from shared.client import card_trust  # PyJWT and JCS: only for --verify
+
         jwks = card_trust.load_jwks(Path(args.trust_jwks)) if args.trust_jwks else None
         signatures = card_trust.verify(session, frozenset(args.trust_key), jwks)
         if signatures is None:
@@ -567,13 +568,6 @@ def _asks_json(argv: list[str]) -> bool:
 
 def _epilog() -> str:
     return f"{options.defaults_text(os.environ)}\n\n{EXIT_STATUS}"
-
-
-def _version() -> str:
-    try:
-        return metadata.version("a2a-functions")
-    except metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def _dict(value: object) -> dict[str, Any]:

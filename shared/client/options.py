@@ -321,7 +321,21 @@ class Commands:
     by_words: dict[tuple[str, ...], argparse.ArgumentParser]
 
 
-def build(handlers: Mapping[str, Callable[..., int]], epilog: str, version: str) -> Commands:
+class _Version(argparse.Action):
+    """`-v/--version`: the installed package's version, read only when asked."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        from importlib import metadata
+
+        try:
+            version = metadata.version("a2a-functions")
+        except metadata.PackageNotFoundError:
+            version = "unknown"
+        print(f"a2a {version}")
+        parser.exit()
+
+
+def build(handlers: Mapping[str, Callable[..., int]], epilog: str) -> Commands:
     """The `a2a` parser; `handlers` maps each command's name (`task get`) to its function."""
     common = _common()
     formatter = argparse.RawDescriptionHelpFormatter
@@ -333,7 +347,9 @@ def build(handlers: Mapping[str, Callable[..., int]], epilog: str, version: str)
         formatter_class=formatter,
         parents=[common],
     )
-    parser.add_argument("-v", "--version", action="version", version=f"a2a {version}")
+    parser.add_argument(
+        "-v", "--version", action=_Version, nargs=0, help="print the version and exit"
+    )
     by_words: dict[tuple[str, ...], argparse.ArgumentParser] = {(): parser}
 
     def command(group: Any, words: tuple[str, ...], help_text: str) -> argparse.ArgumentParser:
