@@ -251,6 +251,8 @@ def send(session: Session, args: argparse.Namespace, out: Renderer) -> int:
     message = _message(args)
     push = _push_config(args.push, args.push_token)
     _endpoint(session)
+    if push is not None:
+        _push_capable(session)
     try:
         if args.stream and session.streaming:
             _follow(session, session.stream(message, push=push), out, args)
@@ -315,6 +317,39 @@ def task_cancel(session: Session, args: argparse.Namespace, out: Renderer) -> in
     return 0
 
 
+def task_download(session: Session, args: argparse.Namespace, out: Renderer) -> int:
+    """Write the bytes of the task's file artifacts under --dir; a file the agent only
+    links to (a URL) is named, never fetched."""
+    _endpoint(session)
+    task = session.get(args.task)
+    saver = Renderer(files=Path(args.dir))
+    saved: list[str] = []
+    for artifact in map(_dict, task.get("artifacts") or []):
+        for part in map(_dict, artifact.get("parts") or []):
+            if "raw" not in part:
+                continue
+            try:
+                data = base64.b64decode(str(part["raw"]), validate=True)
+            except ValueError:
+                _warn(f"a file part of artifact {artifact.get('artifactId')} is not base64")
+                continue
+            fallback = str(artifact.get("artifactId") or "file")
+            saved.append(saver.save(data, part.get("filename"), fallback))
+    if out.as_json:
+        out.json(task)
+        for path in saved:
+            print(f"a2a: saved {printable(path)}", file=sys.stderr)
+    else:
+        out.field("Task ID", task.get("id"))
+        out.field("Context ID", task.get("contextId"))
+        out.field("State", short_state(state_of(task)))
+        for path in saved:
+            out.field("Saved To", path)
+    if not saved:
+        _warn(f"task {args.task} has no file artifact with bytes to save")
+    return 0
+
+
 def task_list(session: Session, args: argparse.Namespace, out: Renderer) -> int:
     _endpoint(session)
     token = args.page_token
@@ -354,8 +389,20 @@ def task_subscribe(session: Session, args: argparse.Namespace, out: Renderer) ->
     return 0
 
 
+def _push_capable(session: Session) -> None:
+    """A push config only for an agent whose card declares push notifications."""
+    capabilities = _dict(session.card.get("capabilities"))
+    if not capabilities.get("pushNotifications"):
+        raise ClientError(
+            "the agent's card declares no push notifications (capabilities.pushNotifications)",
+            error="PushNotificationNotSupportedError",
+            hint="follow the task with `a2a task subscribe TASK` or `a2a task get --wait TASK`",
+        )
+
+
 def push_create(session: Session, args: argparse.Namespace, out: Renderer) -> int:
     _endpoint(session)
+    _push_capable(session)
     config = session.push_add(
         args.task, args.webhook, token=args.config_token, config_id=args.config_id
     )
@@ -365,12 +412,14 @@ def push_create(session: Session, args: argparse.Namespace, out: Renderer) -> in
 
 def push_get(session: Session, args: argparse.Namespace, out: Renderer) -> int:
     _endpoint(session)
+    _push_capable(session)
     _config(session.push_get(args.task, args.config_id), out)
     return 0
 
 
 def push_list(session: Session, args: argparse.Namespace, out: Renderer) -> int:
     _endpoint(session)
+    _push_capable(session)
     configs = session.push_list(args.task)
     if out.as_json and not args.stream:
         out.json({"configs": configs, "nextPageToken": ""})
@@ -384,6 +433,7 @@ def push_list(session: Session, args: argparse.Namespace, out: Renderer) -> int:
 
 def push_delete(session: Session, args: argparse.Namespace, out: Renderer) -> int:
     _endpoint(session)
+    _push_capable(session)
     try:
         session.push_get(args.task, args.config_id)
     except ClientError as exc:
@@ -476,6 +526,7 @@ HANDLERS: dict[str, Callable[..., int]] = {
     "task get": task_get,
     "task cancel": task_cancel,
     "task list": task_list,
+    "task download": task_download,
     "task subscribe": task_subscribe,
     "task push-config create": push_create,
     "task push-config get": push_get,

@@ -381,7 +381,9 @@ def build(handlers: Mapping[str, Callable[..., int]], epilog: str) -> Commands:
     card.add_argument("--trust-jwks", metavar="FILE", help="trust the keys of this JWKS file")
 
     _add_send(command(commands, ("send",), "send a message; wait for the task's end"))
-    tasks = command(commands, ("task",), "a task: get, cancel, list, subscribe, push-config")
+    tasks = command(
+        commands, ("task",), "a task: get, cancel, list, download, subscribe, push-config"
+    )
     _add_tasks(tasks.add_subparsers(dest="task_command", required=True, metavar="ACTION"), command)
 
     watch = command(commands, ("watch",), "follow a task's events (as task subscribe)")
@@ -419,6 +421,10 @@ def _add_tasks(actions: Any, command: Callable[..., argparse.ArgumentParser]) ->
     listing.add_argument("--page-size", type=int, metavar="N", help="per page (1 to 100)")
     listing.add_argument("--page-token", metavar="TOKEN", help="the page after this token")
     listing.add_argument("--all", action="store_true", help="every page")
+
+    download = command(actions, ("task", "download"), "write a task's file artifacts to disk")
+    download.add_argument("task", metavar="TASK")
+    download.add_argument("--dir", default=".", help="under this directory (default: here)")
 
     subscribe = command(actions, ("task", "subscribe"), "follow a task's events to its end")
     subscribe.add_argument("task", metavar="TASK")

@@ -138,6 +138,36 @@ def test_parts_reach_the_agent_in_order_with_the_media_types_given(
     assert 'data {"k": "v"}' in from_stdin
 
 
+def test_task_download_writes_the_file_artifacts_and_nothing_else(a2a: Cli, tmp_path: Path) -> None:
+    task = task_id(a2a.ok("send", "files"))
+    target = tmp_path / "down"
+    out = a2a.ok("task", "download", task, "--dir", str(target))
+    assert re.findall(r"^Saved To: (.+)$", out, re.MULTILINE) == [
+        str(target / "escape.txt"),
+        str(target / "escape-1.txt"),
+    ]
+    assert (target / "escape.txt").read_bytes() == b"first"
+    assert sorted(p.name for p in target.iterdir()) == ["escape-1.txt", "escape.txt"]
+    assert not (tmp_path / "escape.txt").exists()
+    plain = task_id(a2a.ok("send", "hi"))
+    none = a2a("task", "download", plain, "--dir", str(tmp_path / "empty"))
+    assert none.code == 0 and "has no file artifact" in none.err
+
+
+def test_push_configs_need_an_agent_that_declares_push(a2a: Cli, tmp_path: Path) -> None:
+    document = json.loads(a2a.ok("-o", "json", "card", "get"))
+    document["capabilities"]["pushNotifications"] = False
+    card = tmp_path / "card.json"
+    card.write_text(json.dumps(document))
+    for args in (
+        ("send", "--push", "http://127.0.0.1:9/hook", "hi"),
+        ("task", "push-config", "list", "t-1"),
+    ):
+        run = a2a(*args, url=str(card))
+        assert run.code == 1, run
+        assert run.err.startswith("a2a: error: PushNotificationNotSupportedError: "), run.err
+
+
 def test_task_get_shows_a_task_with_its_history(a2a: Cli) -> None:
     sent = a2a.ok("send", "remember", "me")
     out = a2a.ok("task", "get", task_id(sent), "--history", "5")
