@@ -44,7 +44,7 @@ from shared.client.errors import (
     USAGE,
     ClientError,
 )
-from shared.client.render import Renderer, printable, short_state, state_of
+from shared.client.render import Renderer, printable, short_state, state_of, text_of
 from shared.client.session import (
     BINDING_NAMES,
     INTERRUPTED,
@@ -53,6 +53,7 @@ from shared.client.session import (
     card_interfaces,
     delivery_failure,
 )
+from shared.client.shapes import mapping, objects
 from shared.client.transport import Event, Transport, origin
 
 # Read at most this much of a --file or --data: the agent's default request limit
@@ -222,7 +223,7 @@ def _card_text(session: Session, card: dict[str, Any], out: Renderer) -> None:
     provider = card.get("provider")
     if isinstance(provider, dict) and provider.get("organization"):
         out.field("Provider", provider["organization"])
-    capabilities = _dict(card.get("capabilities"))
+    capabilities = mapping(card.get("capabilities"))
     for label, key in (
         ("Streaming", "streaming"),
         ("Push Notifications", "pushNotifications"),
@@ -238,9 +239,8 @@ def _card_text(session: Session, card: dict[str, Any], out: Renderer) -> None:
     schemes = card.get("securitySchemes")
     for name, scheme in (schemes if isinstance(schemes, dict) else {}).items():
         out.field("Security Scheme", f"{name}: {json.dumps(scheme, separators=(',', ':'))}")
-    for skill in card.get("skills") or []:
-        if isinstance(skill, dict):
-            out.field("Skill", f"{skill.get('id')}: {skill.get('name')}")
+    for skill in objects(card.get("skills")):
+        out.field("Skill", f"{skill.get('id')}: {skill.get('name')}")
 
 
 def send(session: Session, args: argparse.Namespace, out: Renderer) -> int:
@@ -324,8 +324,8 @@ def task_download(session: Session, args: argparse.Namespace, out: Renderer) -> 
     task = session.get(args.task)
     saver = Renderer(files=Path(args.dir))
     saved: list[str] = []
-    for artifact in map(_dict, task.get("artifacts") or []):
-        for part in map(_dict, artifact.get("parts") or []):
+    for artifact in objects(task.get("artifacts")):
+        for part in objects(artifact.get("parts")):
             if "raw" not in part:
                 continue
             try:
@@ -362,7 +362,7 @@ def task_list(session: Session, args: argparse.Namespace, out: Renderer) -> int:
             page_token=token,
         )
         token = page.get("nextPageToken") or None
-        listed += [t for t in page.get("tasks") or [] if isinstance(t, dict)]
+        listed += objects(page.get("tasks"))
         if not token or not args.all:
             break
     if out.as_json and args.stream:
@@ -374,7 +374,7 @@ def task_list(session: Session, args: argparse.Namespace, out: Renderer) -> int:
         for task in listed:
             out.field("Task ID", task.get("id"))
             out.field("Context ID", task.get("contextId"))
-            status = _dict(task.get("status"))
+            status = mapping(task.get("status"))
             out.field("State", short_state(status.get("state")))
             out.field("Updated", status.get("timestamp", ""))
             out.gap()
@@ -391,7 +391,7 @@ def task_subscribe(session: Session, args: argparse.Namespace, out: Renderer) ->
 
 def _push_capable(session: Session) -> None:
     """A push config only for an agent whose card declares push notifications."""
-    capabilities = _dict(session.card.get("capabilities"))
+    capabilities = mapping(session.card.get("capabilities"))
     if not capabilities.get("pushNotifications"):
         raise ClientError(
             "the agent's card declares no push notifications (capabilities.pushNotifications)",
@@ -498,9 +498,9 @@ def chat(session: Session, args: argparse.Namespace, out: Renderer) -> int:
         else:
             result = session.send(message)
             out.response(result)
-            task = result.get("task") or {}
+            task = mapping(result.get("task"))
             state = state_of(task)
-            context_id = task.get("contextId") or (result.get("message") or {}).get("contextId")
+            context_id = task.get("contextId") or mapping(result.get("message")).get("contextId")
             task_id = task.get("id")
         if not out.as_json:
             out.gap()
@@ -552,8 +552,8 @@ def _report(task: dict[str, Any], out: Renderer, args: argparse.Namespace) -> No
     state = state_of(task)
     if state not in _OUTCOMES:
         return
-    status = _dict(task.get("status"))
-    said = _text(status.get("message"))
+    status = mapping(task.get("status"))
+    said = text_of(status.get("message"))
     warning = _OUTCOMES[state] + (f": {said}" if said else "")
     task_id = task.get("id")
     if state in INTERRUPTED and isinstance(task_id, str):
@@ -621,17 +621,6 @@ def _epilog() -> str:
     return f"{options.defaults_text(os.environ)}\n\n{EXIT_STATUS}"
 
 
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _text(message: Any) -> str:
-    if not isinstance(message, dict):
-        return ""
-    parts = message.get("parts") or []
-    return " ".join(str(p["text"]) for p in parts if isinstance(p, dict) and "text" in p)
-
-
 # -- following a stream ---------------------------------------------------------------------
 
 
@@ -664,10 +653,10 @@ def _follow(
                 out.response(event.result)
                 last_kind = next(iter(event.result), "")
                 if "message" in event.result:  # a message ends a message stream
-                    return None, event.result["message"].get("contextId"), None
+                    return None, mapping(event.result["message"]).get("contextId"), None
                 task_id, context_id, state = _track(event.result, task_id, context_id, state)
                 for key in ("task", "statusUpdate"):
-                    status = _dict(_dict(event.result.get(key)).get("status")) or status
+                    status = mapping(mapping(event.result.get(key)).get("status")) or status
                 if state in INTERRUPTED:
                     # Waiting for input: a subscription would stay open on it, silent, until
                     # the agent's idle limit (A2A_STREAM_IDLE_SECONDS) ends it.

@@ -22,6 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from shared.client.shapes import mapping, objects
+
 # C0 and C1 control characters but newline and tab: escape sequences could rewrite the screen.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -50,8 +52,7 @@ def safe_file_name(name: object, fallback: str) -> str:
 def state_of(item: Any) -> str | None:
     """A task's or status update's state, when the agent sent it as text: anything else
     (a list, an object) is no state, never a crash at a set lookup."""
-    status = item.get("status") if isinstance(item, dict) else None
-    state = status.get("state") if isinstance(status, dict) else None
+    state = mapping(mapping(item).get("status")).get("state")
     return state if isinstance(state, str) else None
 
 
@@ -100,13 +101,15 @@ class Renderer:
         if self.as_json:
             self.json(response)
         elif "task" in response:
-            self.task(response["task"])
+            self.task(mapping(response["task"]))
         elif "message" in response:
-            self.message(response["message"])
+            self.message(mapping(response["message"]))
         elif "statusUpdate" in response:
-            self.status_update(response["statusUpdate"])
+            self.status_update(mapping(response["statusUpdate"]))
         elif "artifactUpdate" in response:
-            self.artifact_update(response["artifactUpdate"])
+            self.artifact_update(mapping(response["artifactUpdate"]))
+        else:  # nothing A2A names: shown as it came, never dropped
+            self.block("Result", json.dumps(response, ensure_ascii=False))
 
     def task(self, task: dict[str, Any], *, history: bool = False) -> None:
         if self.as_json:
@@ -114,12 +117,10 @@ class Renderer:
             return
         self._ids(task.get("id"), task.get("contextId"))
         if history or self.verbose:
-            for message in task.get("history") or []:
-                if isinstance(message, dict):
-                    self.message(message, ids=False)
-        for artifact in task.get("artifacts") or []:
-            if isinstance(artifact, dict):
-                self.artifact(artifact)
+            for message in objects(task.get("history")):
+                self.message(message, ids=False)
+        for artifact in objects(task.get("artifacts")):
+            self.artifact(artifact)
         self._status(task.get("status"))
 
     def status_update(self, update: dict[str, Any]) -> None:
@@ -128,8 +129,7 @@ class Renderer:
 
     def artifact_update(self, update: dict[str, Any]) -> None:
         self._ids(update.get("taskId"), update.get("contextId"))
-        artifact = update.get("artifact")
-        self.artifact(artifact if isinstance(artifact, dict) else {})
+        self.artifact(mapping(update.get("artifact")))
         if update.get("append"):
             self.field("Append", "true")
         if update.get("lastChunk"):
@@ -155,16 +155,15 @@ class Renderer:
         self.field("Context ID", context_id)
 
     def _status(self, status: object) -> None:
-        status = status if isinstance(status, dict) else {}
+        status = mapping(status)
         self.field("State", short_state(state_of({"status": status})))
-        text = _text_of(status.get("message"))
+        text = text_of(status.get("message"))
         if text:
             self.field("Status Message", text)
 
     def _parts(self, parts: object, fallback: str) -> None:
-        for part in parts if isinstance(parts, list) else []:
-            if isinstance(part, dict):
-                self.part(part, fallback)
+        for part in objects(parts):
+            self.part(part, fallback)
 
     def part(self, part: dict[str, Any], fallback: str) -> None:
         """A text part as text, a data part as indented JSON (blocks); a file part by name,
@@ -217,8 +216,7 @@ class Renderer:
         return f"not saved: {MAX_SAME_NAME} files named {name} already in {self.files}"
 
 
-def _text_of(message: Any) -> str:
-    if not isinstance(message, dict):
-        return ""
-    parts = message.get("parts") or []
-    return " ".join(str(p["text"]) for p in parts if isinstance(p, dict) and "text" in p)
+def text_of(message: object) -> str:
+    """The text parts of a message, joined."""
+    parts = objects(mapping(message).get("parts"))
+    return " ".join(str(p["text"]) for p in parts if "text" in p)

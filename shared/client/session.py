@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from shared.client.errors import CARD_INVALID, CARD_NOT_FOUND, INTERNAL, ClientError
+from shared.client.shapes import items, mapping, objects
 from shared.client.transport import Event, Transport, origin
 from shared.extensions import DELIVERY_STATUS, HEADER
 
@@ -254,7 +255,7 @@ class Session:
 
     def _offers(self, uri: str) -> bool:
         """Whether the card lists the extension `uri`."""
-        listed = (self.card.get("capabilities") or {}).get("extensions") or []
+        listed = items(mapping(self.card.get("capabilities")).get("extensions"))
         return any(isinstance(e, dict) and e.get("uri") == uri for e in listed)
 
     def _method(self, operation: str) -> str:
@@ -355,7 +356,7 @@ class Session:
             ask = {HEADER: DELIVERY_STATUS.uri} if self._offers(DELIVERY_STATUS.uri) else None
             while True:
                 page = _object(self._call("push_list", params, ask))
-                configs += [c for c in page.get("configs") or [] if isinstance(c, dict)]
+                configs += objects(page.get("configs"))
                 if not page.get("nextPageToken"):
                     return configs
                 params["pageToken"] = page["nextPageToken"]
@@ -435,7 +436,7 @@ def card_interfaces(card: dict[str, Any]) -> list[Interface]:
     """The card's interfaces in its order: 1.0's `supportedInterfaces`, then a 0.3 card's
     `url` (its `preferredTransport`) and `additionalInterfaces`; only http(s) URLs."""
     found: list[Interface] = []
-    for entry in card.get("supportedInterfaces") or []:
+    for entry in items(card.get("supportedInterfaces")):
         if not isinstance(entry, dict):
             continue
         binding = BINDING_NAMES.get(str(entry.get("protocolBinding")).upper())
@@ -448,7 +449,7 @@ def card_interfaces(card: dict[str, Any]) -> list[Interface]:
         preferred = BINDING_NAMES.get(str(card.get("preferredTransport", "JSONRPC")).upper())
         if preferred:
             found.append(Interface(preferred, "0.3", str(card["url"])))
-        for extra in card.get("additionalInterfaces") or []:
+        for extra in items(card.get("additionalInterfaces")):
             if isinstance(extra, dict) and origin(str(extra.get("url"))):
                 binding = BINDING_NAMES.get(str(extra.get("transport")).upper())
                 if binding:
@@ -552,15 +553,15 @@ def v03_response(result: dict[str, Any]) -> dict[str, Any]:
 def v03_task(task: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in task.items() if k not in ("kind", "status", "artifacts", "history")}
     out["status"] = _v03_status(task.get("status"))
-    out["artifacts"] = [_v03_artifact(a) for a in task.get("artifacts") or []]
-    out["history"] = [v03_message(m) for m in task.get("history") or [] if isinstance(m, dict)]
+    out["artifacts"] = [_v03_artifact(a) for a in items(task.get("artifacts"))]
+    out["history"] = [v03_message(m) for m in objects(task.get("history"))]
     return out
 
 
 def v03_message(message: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in message.items() if k not in ("kind", "role", "parts")}
     out["role"] = "ROLE_AGENT" if message.get("role") == "agent" else "ROLE_USER"
-    out["parts"] = [_v03_part(p) for p in message.get("parts") or [] if isinstance(p, dict)]
+    out["parts"] = [_v03_part(p) for p in objects(message.get("parts"))]
     return out
 
 
@@ -595,7 +596,7 @@ def _v03_status(status: Any) -> dict[str, Any]:
 def _v03_artifact(artifact: Any) -> dict[str, Any]:
     if not isinstance(artifact, dict):
         return {"parts": []}
-    parts = [_v03_part(p) for p in artifact.get("parts") or [] if isinstance(p, dict)]
+    parts = [_v03_part(p) for p in objects(artifact.get("parts"))]
     return {**{k: v for k, v in artifact.items() if k != "parts"}, "parts": parts}
 
 

@@ -1,0 +1,93 @@
+"""Whatever an agent answers, the CLI reports it or fails with one of its own errors: never a
+traceback, never an exit status outside its list, and with `-o json` never anything on
+stdout that is not one JSON object a line (the agent stands behind an httpx MockTransport)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from shared.client import cli
+from shared.client.transport import Transport
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=12), inner),
+    max_leaves=12,
+)
+KEYS = st.sampled_from(["task", "message", "statusUpdate", "artifactUpdate", "id", "status"])
+STATES = st.sampled_from(["TASK_STATE_COMPLETED", "TASK_STATE_WORKING", "TASK_STATE_FAILED"])
+TASKISH = st.fixed_dictionaries(
+    {"id": JSON, "contextId": JSON, "status": JSON | st.fixed_dictionaries({"state": STATES})},
+    optional={"artifacts": JSON, "history": JSON},
+)
+RESULTS = JSON | st.dictionaries(KEYS, JSON | TASKISH, max_size=3) | TASKISH
+
+
+@pytest.fixture
+def card(tmp_path: Path) -> Path:
+    path = tmp_path / "card.json"
+    interface = {
+        "url": "http://agent.test/",
+        "protocolBinding": "JSONRPC",
+        "protocolVersion": "1.0",
+    }
+    path.write_text(json.dumps({"name": "a", "supportedInterfaces": [interface]}))
+    return path
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    result=RESULTS,
+    command=st.sampled_from(
+        [("send", "hi"), ("task", "get", "t"), ("task", "cancel", "t"), ("task", "list")]
+    ),
+    output=st.sampled_from(["text", "json"]),
+    version=st.sampled_from(["1.0", "0.3"]),
+)
+def test_whatever_the_agent_answers_the_cli_exits_with_one_of_its_statuses(
+    result: Any,
+    command: tuple[str, ...],
+    output: str,
+    version: str,
+    *,
+    card: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def answer(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        if body["method"] in ("GetTask", "tasks/get") and command[0] == "send":
+            # A send that is not over polls: end it, or the wait would be endless.
+            done = {"id": "t", "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"}}
+            return httpx.Response(200, json={"jsonrpc": "2.0", "id": body["id"], "result": done})
+        return httpx.Response(200, json={"jsonrpc": "2.0", "id": body["id"], "result": result})
+
+    def transport(**options: Any) -> Transport:
+        return Transport(http=httpx.Client(transport=httpx.MockTransport(answer)), **options)
+
+    monkeypatch.setattr(cli, "Transport", transport)
+    monkeypatch.setattr(cli, "FIRST_POLL", 0.0)
+    capsys.readouterr()
+    options = ["-a", str(card), "-o", output, "--a2a-version", version, "--poll-interval", "0"]
+    code = cli.main([*options, *command])
+    out, err = capsys.readouterr()
+    assert code in (0, 1), (code, out, err)
+    assert "Traceback" not in err
+    if code == 1:
+        assert err.startswith("a2a: error: "), err
+    if output == "json":
+        for line in out.splitlines():
+            assert isinstance(json.loads(line), dict)
