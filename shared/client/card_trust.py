@@ -22,6 +22,7 @@ from typing import Any
 from shared import card_signing
 from shared.client.errors import SIGNATURE_UNVERIFIED, USAGE, ClientError
 from shared.client.session import Session
+from shared.client.shapes import mapping, objects
 from shared.client.transport import origin
 
 MAX_JWKS_FILE_BYTES = 1024 * 1024
@@ -64,9 +65,7 @@ def verify(
         return None
     card_origin = session.source.origin
     trusted = {
-        print_: key
-        for key in (jwks or {}).get("keys") or []
-        if isinstance(key, dict) and (print_ := thumbprint(key))
+        print_: key for key in objects(mapping(jwks).get("keys")) if (print_ := thumbprint(key))
     }
     fetched: dict[str, dict[str, Any]] = {}
     keys: list[dict[str, Any]] = []

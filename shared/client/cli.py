@@ -661,6 +661,8 @@ def _follow(
                     # Waiting for input: a subscription would stay open on it, silent, until
                     # the agent's idle limit (A2A_STREAM_IDLE_SECONDS) ends it.
                     break
+                if state not in TERMINAL:
+                    session.transport.check_deadline()
         except ClientError as exc:
             if task_id is None:
                 raise  # not even the task came: nothing to resume

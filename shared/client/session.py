@@ -239,7 +239,7 @@ class Session:
 
     @property
     def streaming(self) -> bool:
-        return bool((self.card.get("capabilities") or {}).get("streaming"))
+        return bool(mapping(self.card.get("capabilities")).get("streaming"))
 
     def _call(
         self, operation: str, params: dict[str, Any], headers: dict[str, str] | None = None
@@ -460,7 +460,7 @@ def card_interfaces(card: dict[str, Any]) -> list[Interface]:
 def api_key_header(card: dict[str, Any]) -> str:
     """The header an API key goes in: the card's apiKey scheme's, else X-API-Key; a scheme
     that puts it in a cookie, the query or a header with another meaning is refused."""
-    for scheme in (card.get("securitySchemes") or {}).values():
+    for scheme in mapping(card.get("securitySchemes")).values():
         if not isinstance(scheme, dict):
             continue
         v1 = scheme.get("apiKeySecurityScheme")

@@ -190,6 +190,11 @@ class Transport:
         credentialed = bool(self.credentials) and origin(url) in self.trusted
         return (headers | self.credentials if credentialed else headers), credentialed
 
+    def check_deadline(self) -> None:
+        """A2ACLI_ERR_TIMEOUT once --timeout has expired (a stream's events keep coming)."""
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise _timed_out()
+
     def _timeout(self) -> httpx.Timeout:
         if self.deadline is None:
             return httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT)

@@ -453,6 +453,10 @@ def test_polling_is_bounded_by_its_interval_and_timeout(a2a: Runner) -> None:
     a2a.ok("task", "cancel", started)
     timed = a2a("-o", "json", "send", "--timeout", "1s", "wait")
     assert timed.code == 5 and timed.json()["error"]["code"] == "A2ACLI_ERR_TIMEOUT"
+    # A stream whose events keep coming past it: --timeout ends the wait all the same.
+    streamed = a2a("send", "--stream", "--timeout", "1", "steps=20", "delay=0.2")
+    assert streamed.code == 5 and "A2ACLI_ERR_TIMEOUT" in streamed.err, streamed
+    assert streamed.field("State")[-1] == "WORKING"
 
 
 @claims("A2ACLI_TASK_POLL_002")

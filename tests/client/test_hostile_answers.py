@@ -5,6 +5,7 @@ stdout that is not one JSON object a line (the agent stands behind an httpx Mock
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -91,3 +92,96 @@ def test_whatever_the_agent_answers_the_cli_exits_with_one_of_its_statuses(
     if output == "json":
         for line in out.splitlines():
             assert isinstance(json.loads(line), dict)
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    events=st.lists(RESULTS, max_size=4),
+    command=st.sampled_from([("send", "--stream", "hi"), ("task", "subscribe", "t")]),
+    output=st.sampled_from(["text", "json"]),
+)
+def test_whatever_a_stream_carries_the_cli_exits_with_one_of_its_statuses(
+    events: list[Any],
+    command: tuple[str, ...],
+    output: str,
+    *,
+    card: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    document = json.loads(card.read_text()) | {"capabilities": {"streaming": True}}
+    card.write_text(json.dumps(document))
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        if body["method"] == "GetTask":  # the end, read whole, when the stream did not say
+            done = {"id": "t", "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"}}
+            return httpx.Response(200, json={"jsonrpc": "2.0", "id": body["id"], "result": done})
+        frames = "".join(
+            f"id: {n}\ndata: {json.dumps({'jsonrpc': '2.0', 'id': 1, 'result': e})}\n\n"
+            for n, e in enumerate(events)
+        )
+        return httpx.Response(200, text=frames, headers={"Content-Type": "text/event-stream"})
+
+    def transport(**options: Any) -> Transport:
+        return Transport(http=httpx.Client(transport=httpx.MockTransport(answer)), **options)
+
+    monkeypatch.setattr(cli, "Transport", transport)
+    monkeypatch.setattr(cli, "FIRST_POLL", 0.0)
+    monkeypatch.setattr(cli, "MAX_RECONNECTS", 0)  # a stream that brings nothing: poll
+    monkeypatch.setattr(time, "sleep", lambda seconds: None)
+    capsys.readouterr()
+    # A stream that keeps bringing a task not over is followed until --timeout.
+    options = ["-a", str(card), "-o", output, "--poll-interval", "0", "--timeout", "0.3"]
+    code = cli.main([*options, *command])
+    out, err = capsys.readouterr()
+    assert code in (0, 1, 5), (code, out, err)
+    assert "Traceback" not in err
+    if output == "json":
+        for line in out.splitlines():
+            assert isinstance(json.loads(line), dict)
+
+
+CARDS = st.fixed_dictionaries(
+    {"name": st.text(max_size=10)},
+    optional={
+        key: JSON
+        for key in (
+            "capabilities",
+            "skills",
+            "securitySchemes",
+            "provider",
+            "signatures",
+            "supportedInterfaces",
+            "protocolVersion",
+            "url",
+            "additionalInterfaces",
+        )
+    },
+)
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(document=CARDS, output=st.sampled_from(["text", "json"]), key=st.booleans())
+def test_whatever_card_an_agent_serves_card_get_shows_it_or_says_why_not(
+    document: dict[str, Any],
+    output: str,
+    key: bool,
+    *,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = tmp_path / "card.json"
+    path.write_text(json.dumps(document))
+    capsys.readouterr()
+    credentials = ["--api-key", "k"] if key else []
+    code = cli.main(["-a", str(path), "-o", output, *credentials, "card", "get", "--verify"])
+    out, err = capsys.readouterr()
+    assert code in (0, 1), (code, out, err)
+    assert "Traceback" not in err
+    if code == 0 and output == "json":
+        assert json.loads(out) == document
