@@ -713,8 +713,11 @@ def _track(
     for key in ("task", "statusUpdate", "artifactUpdate"):
         item = result.get(key)
         if isinstance(item, dict):
-            task_id = item.get("id" if key == "task" else "taskId") or task_id
-            context_id = item.get("contextId") or context_id
+            # Only text is an id: anything else the agent sends there is no id to follow.
+            found = item.get("id" if key == "task" else "taskId")
+            task_id = found if isinstance(found, str) and found else task_id
+            found = item.get("contextId")
+            context_id = found if isinstance(found, str) and found else context_id
             if key != "artifactUpdate":
                 state = state_of(item) or state
     return task_id, context_id, state
