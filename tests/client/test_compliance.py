@@ -723,3 +723,8 @@ def test_the_report_claims_what_is_tested() -> None:
         re.M,
     )
     assert summary and (int(summary.group(1)), int(summary.group(2))) == (37, 2)
+    # Every test the report names as evidence exists.
+    sources = "".join(path.read_text() for path in (ROOT / "tests" / "client").glob("*.py"))
+    named = set(re.findall(r"\b(test_\w+)\b(?!\.py)", REPORT.read_text()))
+    modules = {path.stem for path in (ROOT / "tests" / "client").glob("test_*.py")}
+    assert {name for name in named - modules if f"def {name}(" not in sources} == set()
