@@ -132,13 +132,16 @@ class LogWatch:
         for wake in woken:
             wake()
 
-    def feed(self, found: list[LoggedEvent]) -> None:
+    def feed(self, found: list[LoggedEvent], more: bool = False) -> None:
         """Take what a read of the log in the listener's place found, as if the listener had
         handed it over: every tail gets it. What the listener has not handed over itself is
-        owed from now on."""
+        owed from now on. `more`: the log may hold more than the read took, and is due
+        another read at once."""
         if not found:
             return
         with self.arrived:
+            if more:
+                self.heard = time.monotonic() - SILENT_SECONDS
             for logged in found:
                 if logged.seq > self.floor:
                     self._keep(logged, len(model_json.encode(logged.event)))
@@ -348,8 +351,10 @@ class FirestoreTail:
                 watch.close()
                 return self.next(deadline - time.monotonic())
             if due:
-                # Nothing from it for a period: the log is read in its place, for all its tails.
-                watch.feed(self._read(self._owner, self._task_id, after))
+                # Nothing from it for a period: the log is read in its place, for all its tails;
+                # a page full of commits may have more behind it, read on the next look.
+                found = self._read(self._owner, self._task_id, after)
+                watch.feed(found, more=len(found) >= PAGE_DOCUMENTS)
             elif time.monotonic() >= deadline:
                 return []
         if watch is not None and not watch.active:

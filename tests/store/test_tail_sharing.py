@@ -427,6 +427,34 @@ def test_a_silent_listener_delays_its_tails_by_a_period_then_is_replaced(
     assert watches.open == 0
 
 
+def test_a_burst_behind_a_silent_listener_is_read_page_after_page(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = Clock()
+    monkeypatch.setattr(firestore_tail, "time", clock)
+    log = Log()
+    task, _ = new_task()
+    event = status(task, TaskState.WORKING, text="x")
+
+    def page(owner: str, task_id: str, after: int) -> list[LoggedEvent]:
+        # As the store's read: the first PAGE_DOCUMENTS event documents after `after`.
+        documents = [d for d in log.documents if _logged(d, after)][:PAGE_DOCUMENTS]
+        return [e for d in documents for e in _logged(d, after)]
+
+    watches = LogWatches(log.query, _logged, Cost())
+    tail = FirestoreTail(ALICE, "t", 0, read=page, watches=watches)
+    log.silence()
+    for _ in range(PAGE_DOCUMENTS + 3):  # commits in a burst, none handed over
+        log.commit([event])
+    clock.now += firestore_tail.SILENT_SECONDS
+    first = [e.seq for e in tail.next(0)]
+    assert first == list(range(1, PAGE_DOCUMENTS + 1))
+    # The rest at the next look, not a period later.
+    assert [e.seq for e in tail.next(0)] == list(range(PAGE_DOCUMENTS + 1, PAGE_DOCUMENTS + 4))
+    assert tail.next(0) == []
+    tail.close()
+
+
 def test_a_listener_whose_snapshot_is_on_its_way_is_not_called_silent(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
