@@ -15,8 +15,10 @@ poll the log instead; when it dies, they poll until one of them opens another (a
 POLL_MAX_SECONDS), which the others then join.
 
 A listener can stay open and fall silent: its stream alive, commits not handed over (seen on
-`make dev`, once in 7 streamed runs: every step of a turn 6.7 s late; the client library
-restarts a stream only when it fails, never one that merely goes quiet). So a tail never
+`make dev`, once in 7 streamed runs: every step of a turn 6.7 s late). The client library
+reopens a listener's stream only when it fails with an error, never one that merely goes
+quiet (googleapis/python-firestore#18; the Node client restarts one after 2 minutes without
+a message, nodejs-firestore#1220, for the same silence on real Firestore). So a tail never
 waits on a listener alone: while its tails wait and the listener has handed nothing over for
 SILENT_SECONDS, one of them reads the log in its place (one query of the events after the
 newest it holds) and gives what it found to the listener's buffer, for every tail at once;
