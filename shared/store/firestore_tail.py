@@ -345,19 +345,27 @@ class FirestoreTail:
                 silent = watch.silent()
                 due = not silent and watch.due()
                 after = watch.newest
-            if silent:
-                # What a read found, it never handed over: its stream is open but mute.
-                log.warning(
-                    "the listener on task %s's events fell silent: listening again", self._task_id
-                )
-                watch.close()
-                return self.next(deadline - time.monotonic())
-            if due:
+            if silent or due:
                 # Nothing from it for a period: the log is read in its place, for all its tails;
                 # a page full of commits may have more behind it, read on the next look.
                 found = self._read(self._owner, self._task_id, after)
                 watch.feed(found, more=len(found) >= PAGE_DOCUMENTS)
-            elif time.monotonic() >= deadline:
+            if silent:
+                # What an earlier read found, it never handed over: its stream is open but
+                # mute. This tail takes what the read found, then listens anew on its next
+                # look, at once (a listener that lived LATE_SECONDS cannot make it thrash);
+                # its other tails follow as they find it closed.
+                with watch.arrived:
+                    found = self._take(watch) if self.position >= watch.floor else []
+                log.warning(
+                    "the listener on task %s's events fell silent: listening again", self._task_id
+                )
+                watch.close()
+                self._relisten_at = 0.0
+                return found
+            if due:
+                continue
+            if time.monotonic() >= deadline:
                 return []
         if watch is not None and not watch.active:
             log.warning("the listener on task %s's events stopped: polling", self._task_id)

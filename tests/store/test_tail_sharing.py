@@ -416,12 +416,17 @@ def test_a_silent_listener_delays_its_tails_by_a_period_then_is_replaced(
     log.commit([event])
     clock.now += firestore_tail.SILENT_SECONDS
     assert [[e.seq for e in t.next(0)] for t in tails] == [[4]] * 3 and reads == [1, 3]
+    log.commit([event])
     clock.now += firestore_tail.LATE_SECONDS - firestore_tail.SILENT_SECONDS
-    # It still owes what the first read found: replaced, and the three share the next one.
-    assert [t.next(0) for t in tails] == [[], [], []] and reads == [1, 3]
-    assert watches.opened == 2 and watches.open == 1 and all(t.listening for t in tails)
+    # It still owes what the first read found: one last read in its place, for the first
+    # tail, then it is replaced; the second has the commit from the next listener, and the
+    # third, joining it behind what it keeps, from the log.
+    got = [[e.seq for e in t.next(0)] for t in tails]
+    assert got == [[5]] * 3 and reads == [1, 3, 4, 4]
+    assert watches.opened == 2 and watches.open == 1
     log.commit([event])  # handed over by the new listener at once: no read
-    assert [[e.seq for e in t.next(0)] for t in tails] == [[5]] * 3 and reads == [1, 3]
+    assert [[e.seq for e in t.next(0)] for t in tails] == [[6]] * 3 and reads == [1, 3, 4, 4]
+    assert watches.opened == 2 and all(t.listening for t in tails)
     for tail in tails:
         tail.close()
     assert watches.open == 0
