@@ -94,7 +94,7 @@ run: $(RUN_STAMP)  ## serve the sample agent on http://localhost:8080 (PORT, HAN
 	  "card: http://localhost:$(PORT)/.well-known/agent-card.json; Ctrl-C stops it"
 	@echo "A2A_AUTH=$${A2A_AUTH:-none}$$([ "$${A2A_AUTH:-none}" = none ] && echo ': no credentials asked, every caller is the same owner (local development only)')"
 	@echo "webhooks allowed on: $${A2A_PUSH_ALLOWED_HOSTS-localhost,127.0.0.1} (A2A_PUSH_ALLOWED_HOSTS; deployed functions allow no loopback host)"
-	@echo "console: http://localhost:$(PORT)/console (A2A_CONSOLE); client: .venv/bin/a2a --url http://localhost:$(PORT) send hello"
+	@echo "console: http://localhost:$(PORT)/console (A2A_CONSOLE); client: A2ACLI_AGENT_CARD=http://localhost:$(PORT) .venv/bin/a2a send hello"
 	@case "$(HOST)" in 127.*|localhost|::1) ;; *) [ "$${A2A_AUTH:-none}" != none ] || echo \
 	  "WARNING: HOST=$(HOST) listens on every address, but A2A_AUTH=none asks no credentials:" \
 	  "only connections from this machine are served (other machines get 403);" \

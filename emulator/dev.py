@@ -458,7 +458,7 @@ class Dev:
                 else ""
             ),
             f"  webhooks allowed on: {hosts or 'no private host'} (A2A_PUSH_ALLOWED_HOSTS)",
-            f"  client: .venv/bin/a2a --url {a2a} send hello",
+            f"  client: A2ACLI_AGENT_CARD={a2a} .venv/bin/a2a send hello",
             "Saving a file under functions/ or shared/ restarts the functions; Ctrl-C stops all.",
         ]
         self.say("\n".join(lines))

@@ -47,7 +47,7 @@ from shared.model import (
 )
 
 # The nesting a data or metadata value may have: a request body may nest 64 levels in all
-# (bindings/body.py), so any value a client sent fits; a document holding one stays far
+# (json_body.py), so any value a client sent fits; a document holding one stays far
 # below the recursion limit of every reader and writer of JSON (1000).
 MAX_DEPTH = 64
 

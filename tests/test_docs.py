@@ -27,7 +27,7 @@ HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
 SETTING = re.compile(r"\bA2A_[A-Z][A-Z0-9_]*\b")
 # `make run`, `GOOGLE_API_KEY=... make run HANDLER=...`: a command where code shows one.
 MAKE = re.compile(r"(?:^|[\s;&|(])make[ \t]+([a-z][a-z0-9_-]*)", re.MULTILINE)
-# A repository file named in code: `shared/bindings/body.py`, `infra/deploy.toml`.
+# A repository file named in code: `shared.json_body.py`, `infra/deploy.toml`.
 FILE = re.compile(r"`((?:[a-z_]+/)+[a-z_][a-z0-9_.-]*\.(?:py|toml|json|js|css|html|png|md))`")
 # A settings table's row: | `A2A_X` | `default` (a note) | meaning |
 ROW = re.compile(r"^\| `([A-Z][A-Z0-9_]+)` \| `([^`]+)`(?: \([^|]*\))? \|", re.MULTILINE)

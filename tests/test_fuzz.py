@@ -30,8 +30,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from emulator.firestore import FirestoreEmulator
+from shared import json_body as front_door
 from shared.app import build
-from shared.bindings import body as front_door
 from shared.bindings import rest
 from shared.dialects.registry import METHODS
 from shared.errors import A2AError

@@ -208,7 +208,7 @@ WIRE_IDS: list[tuple[str, str | None, Any, str]] = [
 
 def assert_refused_id(error: dict[str, Any], field: str, bad: str) -> None:
     """The id rule's answer, naming the field; a lone surrogate never reaches the rule: the
-    front door (shared/bindings/body.py) refuses the whole body as unparsable."""
+    front door (shared.json_body.py) refuses the whole body as unparsable."""
     if any("\ud800" <= c <= "\udfff" for c in bad):
         assert error["code"] == -32700 and "surrogate" in error["message"], error
         return

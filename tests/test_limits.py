@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from emulator.firestore import FirestoreEmulator
 from infra.plan import MALLOC_ARENAS
+from shared import json_body as front_door
 from shared.app import build
-from shared.bindings import body as front_door
 from shared.identity.api_key import hashed
 from shared.lifecycle import JOIN_CHARS, apply
 from shared.limits import ArtifactMeter, LimitExceeded, Limits, json_bytes, model_bytes

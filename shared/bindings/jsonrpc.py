@@ -1,6 +1,6 @@
 """The JSON-RPC 2.0 binding: the envelope around the operation table.
 
-It parses a request body (shared.bindings.body: limits, no NaN, no lone surrogates), applies
+It parses a request body (shared.json_body: limits, no NaN, no lone surrogates), applies
 JSON-RPC's rules and runs each request's method through shared.bindings.operations in the
 method's dialect. Parse errors answer `id: null`; invalid requests, unknown methods and bad
 params get their standard codes; batches are answered element by element as JSON-RPC 2.0 says
@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from shared.bindings import body as json_body
+from shared import json_body
 from shared.bindings import sse
 from shared.bindings.json_http import content_type_error
 from shared.bindings.operations import STREAMING, Call, Streamed, run

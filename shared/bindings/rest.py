@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from shared.bindings import body as json_body
+from shared import json_body
 from shared.bindings import sse
 from shared.bindings.json_http import A2A_JSON, content_type_error
 from shared.bindings.operations import Call, Streamed, run

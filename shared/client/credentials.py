@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-from shared.client.transport import ClientError
+from shared.client.errors import ClientError
 
 GCLOUD_TIMEOUT = 30.0  # seconds; gcloud refreshes its token over the network
 

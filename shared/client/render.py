@@ -1,9 +1,15 @@
-"""What the CLI prints: tasks, messages, status and artifact updates, in A2A 1.0 shapes.
+"""What the CLI prints on stdout: tasks, messages, status and artifact updates and cards,
+in A2A 1.0 shapes, as the A2A CLI specification v0.2 has it (its section 11).
 
-Text is printed as text, data parts as indented JSON, file parts are saved under one
-directory (`a2a --files DIR`) and named in the output. Everything here comes from the agent,
-so nothing it sends can move the terminal (control characters are shown escaped) or write
-outside that directory (file names are reduced to a safe base name, never overwriting).
+`text` (the default): one `Label: value` field per line, the same labels every time; content
+a line cannot carry (a text part, a data part as indented JSON) is a block: its `Label:`
+line, the content, a blank line (the content's own blank lines written as one space, so
+only the closing line is empty). Every task names its `Task ID`, `Context ID` and `State`.
+`json`: the protocol's own objects, each on one line (one document, or JSON Lines when
+streamed). Everything here comes from the agent, so nothing it sends can move the terminal
+(control characters are shown escaped) or write outside the directory the caller named for
+file parts (`--files DIR`: names reduced to a safe base name, never overwriting); without
+it a file part is described, never written.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ import re
 import sys
 from pathlib import Path
 from typing import Any, TextIO
+
+from shared.client.shapes import mapping, objects
 
 # C0 and C1 control characters but newline and tab: escape sequences could rewrite the screen.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -29,9 +37,8 @@ def printable(text: str) -> str:
 
 
 def short_state(state: object) -> str:
-    """`TASK_STATE_INPUT_REQUIRED` -> `input-required`."""
-    name = str(state or "TASK_STATE_UNSPECIFIED").removeprefix("TASK_STATE_")
-    return name.lower().replace("_", "-")
+    """`TASK_STATE_INPUT_REQUIRED` -> `INPUT_REQUIRED`: the specification's short form."""
+    return str(state or "TASK_STATE_UNSPECIFIED").removeprefix("TASK_STATE_")
 
 
 def safe_file_name(name: object, fallback: str) -> str:
@@ -42,23 +49,50 @@ def safe_file_name(name: object, fallback: str) -> str:
     return cleaned if cleaned.strip("_") else _UNSAFE_NAME.sub("_", fallback)[:MAX_NAME]
 
 
-class Renderer:
-    """Prints to `out`; saves file parts under `files`; with `as_json`, prints each result as
-    one line of JSON instead (for scripts)."""
+def state_of(item: Any) -> str | None:
+    """A task's or status update's state, when the agent sent it as text: anything else
+    (a list, an object) is no state, never a crash at a set lookup."""
+    state = mapping(mapping(item).get("status")).get("state")
+    return state if isinstance(state, str) else None
 
-    def __init__(self, out: TextIO | None = None, *, files: Path, as_json: bool = False) -> None:
+
+class Renderer:
+    """Prints to `out`: `text` fields and blocks, or (`as_json`) each object as one line of
+    JSON; saves file parts under `files` when the caller named a directory."""
+
+    def __init__(
+        self,
+        out: TextIO | None = None,
+        *,
+        files: Path | None = None,
+        as_json: bool = False,
+        verbose: bool = False,
+    ) -> None:
         self.out = out or sys.stdout
         self.files = files
         self.as_json = as_json
-
-    def line(self, text: str) -> None:
-        """Print one line (or more): every character the terminal would obey is escaped."""
-        print(printable(text), file=self.out, flush=True)
+        self.verbose = verbose
 
     def json(self, value: Any) -> None:
         """One line of JSON; ASCII only, so no character of the agent's reaches the terminal
         raw (JSON escapes them)."""
-        self.line(json.dumps(value))
+        print(json.dumps(value, separators=(",", ":")), file=self.out, flush=True)
+
+    def field(self, label: str, value: object) -> None:
+        """`Label: value` on one line: a newline in the value is shown as `\\n`."""
+        text = printable(str(value)).replace("\n", "\\n")
+        print(f"{label}: {text}", file=self.out, flush=True)
+
+    def block(self, label: str, content: str) -> None:
+        """`Label:`, the content, a blank line closing it. A blank line of the content is
+        written as one space: only the closing line is empty, so a reader finds the block's
+        end, and an agent's text cannot pass lines of its own for fields after it."""
+        lines = [line or " " for line in printable(content).split("\n")]
+        print(label + ":", *lines, "", sep="\n", file=self.out, flush=True)
+
+    def gap(self) -> None:
+        """A blank line between two objects (a stream's events)."""
+        print(file=self.out, flush=True)
 
     # -- results ------------------------------------------------------------------------------
 
@@ -67,63 +101,107 @@ class Renderer:
         if self.as_json:
             self.json(response)
         elif "task" in response:
-            self.task(response["task"])
+            self.task(mapping(response["task"]))
         elif "message" in response:
-            self.message(response["message"])
+            self.message(mapping(response["message"]))
         elif "statusUpdate" in response:
-            self.status(response["statusUpdate"].get("status") or {})
+            self.status_update(mapping(response["statusUpdate"]))
         elif "artifactUpdate" in response:
-            update = response["artifactUpdate"]
-            self.artifact(update.get("artifact") or {}, chunk=bool(update.get("append")))
+            self.artifact_update(mapping(response["artifactUpdate"]))
+        else:  # nothing A2A names: shown as it came, never dropped
+            self.block("Result", json.dumps(response, ensure_ascii=False))
 
     def task(self, task: dict[str, Any], *, history: bool = False) -> None:
         if self.as_json:
             self.json(task)
             return
-        self.line(f"task {task.get('id')} (context {task.get('contextId')})")
-        if history:
-            for message in task.get("history") or []:
-                self.message(message)
-        for artifact in task.get("artifacts") or []:
+        self._ids(task.get("id"), task.get("contextId"))
+        if history or self.verbose:
+            for message in objects(task.get("history")):
+                self.message(message, ids=False)
+        for artifact in objects(task.get("artifacts")):
             self.artifact(artifact)
-        self.status(task.get("status") or {})
+        self._status(task.get("status"))
 
-    def status(self, status: dict[str, Any]) -> None:
-        text = _text_of(status.get("message"))
-        state = short_state(status.get("state"))
-        self.line(f"[{state}] {text}" if text else f"[{state}]")
+    def status_update(self, update: dict[str, Any]) -> None:
+        self._ids(update.get("taskId"), update.get("contextId"))
+        self._status(update.get("status"))
 
-    def message(self, message: dict[str, Any]) -> None:
-        who = "agent" if message.get("role") == "ROLE_AGENT" else "user"
-        for part in message.get("parts") or []:
-            self.part(part, f"{who}:")
+    def artifact_update(self, update: dict[str, Any]) -> None:
+        self._ids(update.get("taskId"), update.get("contextId"))
+        self.artifact(mapping(update.get("artifact")))
+        if update.get("append"):
+            self.field("Append", "true")
+        if update.get("lastChunk"):
+            self.field("Last Chunk", "true")
 
-    def artifact(self, artifact: dict[str, Any], *, chunk: bool = False) -> None:
-        name = artifact.get("name") or artifact.get("artifactId") or "artifact"
-        label = f"[artifact {name}{' +' if chunk else ''}]"
-        for part in artifact.get("parts") or []:
-            self.part(part, label, fallback=str(artifact.get("artifactId") or "file"))
+    def message(self, message: dict[str, Any], *, ids: bool = True) -> None:
+        self.field("Message ID", message.get("messageId"))
+        if ids:
+            if message.get("taskId"):
+                self.field("Task ID", message.get("taskId"))
+            self.field("Context ID", message.get("contextId"))
+        self.field("Role", "agent" if message.get("role") == "ROLE_AGENT" else "user")
+        self._parts(message.get("parts"), "file")
 
-    def part(self, part: dict[str, Any], label: str, *, fallback: str = "file") -> None:
+    def artifact(self, artifact: dict[str, Any]) -> None:
+        self.field("Artifact ID", artifact.get("artifactId"))
+        if artifact.get("name"):
+            self.field("Artifact Name", artifact["name"])
+        self._parts(artifact.get("parts"), str(artifact.get("artifactId") or "file"))
+
+    def _ids(self, task_id: object, context_id: object) -> None:
+        self.field("Task ID", task_id)
+        self.field("Context ID", context_id)
+
+    def _status(self, status: object) -> None:
+        status = mapping(status)
+        self.field("State", short_state(state_of({"status": status})))
+        text = text_of(status.get("message"))
+        if text:
+            self.field("Status Message", text)
+
+    def _parts(self, parts: object, fallback: str) -> None:
+        for part in objects(parts):
+            self.part(part, fallback)
+
+    def part(self, part: dict[str, Any], fallback: str) -> None:
+        """A text part as text, a data part as indented JSON (blocks); a file part by name,
+        media type and size, its bytes written only under `files`. Nothing is dropped: an
+        unknown part is shown as its JSON."""
         if "text" in part:
-            self.line(f"{label} {part['text']}")
+            self.block("Text", str(part["text"]))
         elif "data" in part:
-            pretty = json.dumps(part["data"], indent=2, ensure_ascii=False)
-            self.line(f"{label}\n{pretty}")
-        elif "raw" in part:
-            self.line(f"{label} {self.save(part, fallback)}")
-        elif "url" in part:
-            kind = f" ({part['mediaType']})" if part.get("mediaType") else ""
-            self.line(f"{label} file at {part['url']}{kind}")
+            self.block("Data", json.dumps(part["data"], indent=2, ensure_ascii=False))
+        elif "raw" in part or "url" in part:
+            if part.get("filename"):
+                self.field("File Name", part["filename"])
+            if part.get("mediaType"):
+                self.field("Media Type", part["mediaType"])
+            if "url" in part:
+                self.field("File URL", part["url"])
+            else:
+                self._file_bytes(part, fallback)
+        else:
+            self.block("Part", json.dumps(part, ensure_ascii=False))
+        if self.verbose and part.get("metadata"):
+            self.block("Part Metadata", json.dumps(part["metadata"], indent=2))
 
-    def save(self, part: dict[str, Any], fallback: str) -> str:
-        """Write a file part's bytes under `files`; what to print about it."""
+    def _file_bytes(self, part: dict[str, Any], fallback: str) -> None:
         try:
             data = base64.b64decode(str(part["raw"]), validate=True)
         except (binascii.Error, ValueError):
-            return "a file part whose bytes are not base64 (not saved)"
+            self.field("Size", "unknown: the bytes are not base64")
+            return
+        self.field("Size", f"{len(data)} bytes")
+        if self.files is not None:
+            self.field("Saved To", self.save(data, part.get("filename"), fallback))
+
+    def save(self, data: bytes, filename: object, fallback: str) -> str:
+        """Write a file part's bytes under `files`; where, or why not."""
+        assert self.files is not None
         self.files.mkdir(parents=True, exist_ok=True)
-        name = safe_file_name(part.get("filename"), fallback)
+        name = safe_file_name(filename, fallback)
         stem, dot, suffix = name.rpartition(".") if "." in name else (name, "", "")
         for copy in range(MAX_SAME_NAME):
             candidate = name if copy == 0 else f"{stem}-{copy}{dot}{suffix}"
@@ -134,12 +212,11 @@ class Renderer:
                     file.write(data)
             except FileExistsError:
                 continue
-            return f"saved {path} ({len(data)} bytes)"
+            return str(path)
         return f"not saved: {MAX_SAME_NAME} files named {name} already in {self.files}"
 
 
-def _text_of(message: Any) -> str:
-    if not isinstance(message, dict):
-        return ""
-    parts = message.get("parts") or []
-    return " ".join(str(p["text"]) for p in parts if isinstance(p, dict) and "text" in p)
+def text_of(message: object) -> str:
+    """The text parts of a message, joined."""
+    parts = objects(mapping(message).get("parts"))
+    return " ".join(str(p["text"]) for p in parts if "text" in p)

@@ -12,15 +12,23 @@ yet (a slow client) reads the log itself from its position until it has caught u
 neither holds the others back nor grows the instance's memory. A tail that starts behind
 what the listener holds reads the log the same way. When the listener cannot be had, tails
 poll the log instead; when it dies, they poll until one of them opens another (after
-POLL_MAX_SECONDS), which the others then join. A listener that stays open but falls silent
-(a stream the emulator cut without closing it; seen on a busy machine) is found by one read
-of the log after SILENT_SECONDS without a snapshot while its tails wait: events there that
-it never handed over, and does not hand over within LATE_SECONDS more, close it, and its
-tails listen again.
+POLL_MAX_SECONDS), which the others then join.
+
+A listener can stay open and fall silent: its stream alive, commits not handed over (seen on
+`make dev`, once in 7 streamed runs: every step of a turn 6.7 s late). The client library
+reopens a listener's stream only when it fails with an error, never one that merely goes
+quiet (googleapis/python-firestore#18; the Node client restarts one after 2 minutes without
+a message, nodejs-firestore#1220, for the same silence on real Firestore). So a tail never
+waits on a listener alone: while its tails wait and the listener has handed nothing over for
+SILENT_SECONDS, one of them reads the log in its place (one query of the events after the
+newest it holds) and gives what it found to the listener's buffer, for every tail at once;
+then the period starts over. A silent listener thus delays a commit by at most a period and
+a read. What such a read found that the listener has still not handed over LATE_SECONDS
+later proves it silent: it is closed, and its tails listen again.
 
 A stream waits for its tail without a thread (`FirestoreTail.watch`, shared.pause): the
-listener's next snapshot wakes it, and a tail that polls, or whose listener is due a read in
-its place, says when to look again.
+listener's next snapshot, or a read in its place, wakes it, and a tail that polls, or whose
+listener is due a read in its place, says when to look again.
 
 An event document holds the events of one commit (`first`..`last`). Event documents are
 only ever created, and commits are ordered by the task document's precondition, so a
@@ -36,6 +44,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from shared import model_json
 from shared.model import Event
 from shared.ports import LoggedEvent
 from shared.store.cost import Cost
@@ -47,15 +56,16 @@ log = logging.getLogger("a2a.store.firestore")
 POLL_FIRST_SECONDS = 0.05
 POLL_MAX_SECONDS = 1.0
 
-# A listener without a snapshot for this long while its tails wait has its log read once (by
-# one of them, at most once a period): a silent listener delays its tails' events by at most
-# this, and an idle task's stream costs a read a period (an empty query bills one: ~110 reads
-# for a 9-minute stream, a few millionths of a dollar).
-SILENT_SECONDS = 5.0
-# How long such a read waits for the listener to hand over what it found in the log before it
-# calls the listener silent: after a quiet spell, the snapshot of a commit may merely be on its
-# way when a tail's wait ends (a busy emulator: a false alarm, and a listener closed for
-# nothing, failed a test once).
+# A listener that has handed nothing over for this long while its tails wait has the log read
+# in its place (by one of them, once a period): a stream gets each commit within a second
+# even when its listener falls silent (this, plus a read: 10-50 ms on the emulator, up to a
+# few hundred on a busy machine). A quiet followed task costs a read a period, an empty query
+# billing one: 120 reads a minute, $0.0022 an hour at $0.03 per 100,000 (docs/cost.md); a task
+# that commits at least every half second costs none.
+SILENT_SECONDS = 0.5
+# How long the listener has to hand over what a read in its place found before it is called
+# silent and replaced: after a quiet spell, the snapshot of a commit may merely be on its way
+# when the read finds it (a busy emulator); its tails have the events from the read meanwhile.
 LATE_SECONDS = 1.0
 
 # Bytes of event JSON one listener keeps for tails that have not read them yet. An event
@@ -95,6 +105,10 @@ class LogWatch:
         self.watching: set[Callable[[], None]] = set()
         # When it last handed over a snapshot, or its log was last read in its place.
         self.heard = time.monotonic()
+        self.listened = first.position  # the newest seq the listener itself handed over
+        # The newest seq a read in its place found that the listener had not handed over,
+        # and when: it has until LATE_SECONDS later to hand it over.
+        self.owed: tuple[int, float] | None = None
         self._watch: Any = None
         self._watch = query.on_snapshot(self._on_snapshot)
 
@@ -111,18 +125,50 @@ class LogWatch:
                 if change.type.name != "ADDED":
                     continue
                 texts, first = change.document.get("events"), change.document.get("first")
+                self.listened = max(self.listened, first + len(texts) - 1)
                 for logged in self._decode(change.document, self.floor):
-                    if logged.seq not in self._events:
-                        size = len(texts[logged.seq - first])
-                        self._events[logged.seq] = (logged.event, size)
-                        self._bytes += size
-            while self.newest + 1 in self._events:
-                self.newest += 1
-            self.trim()
-            self.arrived.notify_all()
-            woken, self.watching = self.watching, set()
+                    self._keep(logged, len(texts[logged.seq - first]))
+            if self.owed is not None and self.listened >= self.owed[0]:
+                self.owed = None  # it was late, not silent
+            woken = self._arrived()
         for wake in woken:
             wake()
+
+    def feed(self, found: list[LoggedEvent], more: bool = False) -> None:
+        """Take what a read of the log in the listener's place found, as if the listener had
+        handed it over: every tail gets it. What the listener has not handed over itself is
+        owed from now on. `more`: the log may hold more than the read took, and is due
+        another read at once."""
+        if not found:
+            return
+        with self.arrived:
+            if more:
+                self.heard = time.monotonic() - SILENT_SECONDS
+            for logged in found:
+                if logged.seq > self.floor:
+                    self._keep(logged, len(model_json.encode(logged.event)))
+            last = found[-1].seq
+            if last > self.listened and self.owed is None:
+                self.owed = (last, time.monotonic())
+            woken = self._arrived()
+        for wake in woken:
+            wake()
+
+    def _keep(self, logged: LoggedEvent, size: int) -> None:
+        """Hold `logged` for the tails that have not read it. Hold `arrived`."""
+        if logged.seq not in self._events:
+            self._events[logged.seq] = (logged.event, size)
+            self._bytes += size
+
+    def _arrived(self) -> set[Callable[[], None]]:
+        """Hand over what arrived: its tails are notified, and the wakes of waiting streams
+        returned, to be called outside the lock. Hold `arrived`."""
+        while self.newest + 1 in self._events:
+            self.newest += 1
+        self.trim()
+        self.arrived.notify_all()
+        woken, self.watching = self.watching, set()
+        return woken
 
     def take(self, after: int) -> list[LoggedEvent]:
         """The events after `after` (at or above the floor) received so far. Hold `arrived`."""
@@ -141,7 +187,7 @@ class LogWatch:
         self.floor = floor
         self.newest = max(self.newest, floor)
 
-    def silent(self) -> bool:
+    def due(self) -> bool:
         """Whether the log is due a read in this listener's place (and is taken as read: one
         tail reads it). Hold `arrived`."""
         now = time.monotonic()
@@ -149,6 +195,11 @@ class LogWatch:
             return False
         self.heard = now
         return True
+
+    def silent(self) -> bool:
+        """Whether the listener still owes what a read in its place found LATE_SECONDS ago or
+        more. Hold `arrived`."""
+        return self.owed is not None and time.monotonic() - self.owed[1] >= LATE_SECONDS
 
     def close(self) -> None:
         watch, self._watch = self._watch, None
@@ -268,53 +319,65 @@ class FirestoreTail:
         watch, watches = self._watch, self._watches
         dead = watch is not None and not watch.active
         if dead and watches is not None and time.monotonic() >= self._relisten_at:
-            # The listener died (its stream was cut): listen again, at most once a while,
-            # and the task's other tails join the new listener as they notice.
+            # The listener died (its stream was cut) or fell silent: listen again, at most
+            # once a while, and the task's other tails join the new listener as they notice.
             self._relisten_at = time.monotonic() + POLL_MAX_SECONDS
             self.close()
             watch = self._watch = watches.join(self, self._owner, self._task_id)
-        if watch is not None and watch.active:
+        deadline = time.monotonic() + max(timeout, 0)
+        while watch is not None and watch.active:
             with watch.arrived:
+                # Until an event, the deadline, or the log's read in the listener's place.
+                until = min(deadline, watch.heard + SILENT_SECONDS)
                 watch.arrived.wait_for(
                     lambda: (
                         watch.newest > self.position
                         or self.position < watch.floor
                         or not watch.active
                     ),
-                    timeout=max(timeout, 0),
+                    timeout=max(until - time.monotonic(), 0),
                 )
-                silent = False
-                if self.position >= watch.floor:
-                    found = watch.take(self.position)
-                    if found:
-                        self.position = found[-1].seq
-                        watch.trim()
-                        return found
-                    silent = watch.active and watch.silent()
-                    if watch.active and not silent:
-                        return found
+                if self.position < watch.floor or not watch.active:
+                    break  # behind its events, or it died: the log is read from here
+                found = self._take(watch)
+                if found:
+                    return found
+                silent = watch.silent()
+                due = not silent and watch.due()
+                after = watch.newest
+            if silent or due:
+                # Nothing from it for a period: the log is read in its place, for all its tails;
+                # a page full of commits may have more behind it, read on the next look.
+                found = self._read(self._owner, self._task_id, after)
+                watch.feed(found, more=len(found) >= PAGE_DOCUMENTS)
             if silent:
-                return self._check(watch)
-            if not watch.active:
-                log.warning("the listener on task %s's events stopped: polling", self._task_id)
-        # Behind the listener's events (or without a listener): read the log from here.
-        return self._poll(timeout)
-
-    def _check(self, watch: LogWatch) -> list[LoggedEvent]:
-        """Read the log in a silent listener's place: what is there that it never handed
-        over, nor does within LATE_SECONDS, closes it (its tails listen again)."""
-        found = self._read(self._owner, self._task_id, self.position)
-        if found:
-            last = found[-1].seq
-            with watch.arrived:
-                late = watch.arrived.wait_for(lambda: watch.newest >= last, timeout=LATE_SECONDS)
-            if not late:
+                # What an earlier read found, it never handed over: its stream is open but
+                # mute. This tail takes what the read found, then listens anew on its next
+                # look, at once (a listener that lived LATE_SECONDS cannot make it thrash);
+                # its other tails follow as they find it closed.
+                with watch.arrived:
+                    found = self._take(watch) if self.position >= watch.floor else []
                 log.warning(
-                    "the listener on task %s's events fell silent: listening again",
-                    self._task_id,
+                    "the listener on task %s's events fell silent: listening again", self._task_id
                 )
                 watch.close()
-            self.position = last
+                self._relisten_at = 0.0
+                return found
+            if due:
+                continue
+            if time.monotonic() >= deadline:
+                return []
+        if watch is not None and not watch.active:
+            log.warning("the listener on task %s's events stopped: polling", self._task_id)
+        # Behind the listener's events (or without a listener): read the log from here.
+        return self._poll(max(deadline - time.monotonic(), 0))
+
+    def _take(self, watch: LogWatch) -> list[LoggedEvent]:
+        """The listener's events after this tail's position, now its own. Hold `arrived`."""
+        found = watch.take(self.position)
+        if found:
+            self.position = found[-1].seq
+            watch.trim()
         return found
 
     def _poll(self, timeout: float) -> list[LoggedEvent]:

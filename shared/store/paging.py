@@ -5,7 +5,7 @@ descending), how many tasks the pages so far returned (with the total count, a s
 a page is the last without reading one task ahead), and a fingerprint of the filters it was
 issued for, so a token reused with other filters is refused instead of silently skipping.
 
-A token comes back from the client, so it is read as a body is (shared.bindings.body: no
+A token comes back from the client, so it is read as a body is (shared.json_body: no
 NaN or Infinity, nesting and values bounded, no lone surrogate, no repeated key), then held
 to its own shape: anything else is an InvalidPageToken naming the field, never an error of
 the server's.
@@ -20,7 +20,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from shared.bindings import body
+from shared import json_body as body
 from shared.errors import A2AError
 from shared.frozen import frozen
 from shared.ports import InvalidPageToken, TaskQuery

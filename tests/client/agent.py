@@ -3,7 +3,8 @@
 "files": two file artifacts both named `../../escape.txt`, a data artifact and a text with
 terminal escape sequences; "steps=N delay=S": N progress updates S seconds apart; "wait":
 works until canceled (at most 30 s); a phone order asks for input, as the sample agent does;
-"fail", "reject" and "sign in" end the task failed, rejected and auth-required; anything else
+"fail", "reject" and "sign in" end the task failed, rejected and auth-required; "reply" answers
+with a message and no task; anything else
 is echoed, with a line on its file and data parts.
 """
 
@@ -36,6 +37,8 @@ def handle(ctx: Context) -> None:
             ctx.progress(f"step {step}")
             time.sleep(float(values.get("delay", 0.1)))
         ctx.artifact(text="all steps done", name="result")
+    elif text == "reply":
+        ctx.reply("a message, no task")
     elif text == "fail":
         ctx.fail("failed on purpose")
     elif text == "reject":

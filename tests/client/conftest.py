@@ -37,7 +37,8 @@ def agent() -> Iterator[Server]:
 
 
 class Cli:
-    """Runs `a2a --url <agent> --files <files> ARGS...` in this process, `stdin` as its input."""
+    """Runs `a2a --agent-card <agent> ARGS...` in this process, `stdin` as its input; file
+    parts are written under `files` when a test passes `--files` (`self.files`)."""
 
     def __init__(
         self,
@@ -52,9 +53,9 @@ class Cli:
         self._monkeypatch = monkeypatch
 
     def __call__(self, *args: str, stdin: str = "", url: str | None = None) -> Run:
-        self._monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+        self._monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin.encode())))
         self._capsys.readouterr()
-        code = main(["--url", url or self.url, "--files", str(self.files), *args])
+        code = main(["--agent-card", url or self.url, *args])
         captured = self._capsys.readouterr()
         return Run(code, captured.out, captured.err)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from shared.client.credentials import google_id_token
-from shared.client.transport import ClientError
+from shared.client.errors import ClientError
 
 
 @pytest.fixture

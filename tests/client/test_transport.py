@@ -3,14 +3,23 @@ MockTransport stands for the agent)."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import time
 from collections.abc import Callable
 
 import httpx
 import pytest
 
-from shared.client.transport import ClientError, Transport
+from shared.client.errors import (
+    AUTH_FAILED,
+    CREDENTIALS_MISSING,
+    TIMEOUT,
+    UNREACHABLE,
+    ClientError,
+)
+from shared.client.transport import REDACTED, Transport, origin
 
 URL = "http://agent.test/"
 
@@ -25,6 +34,14 @@ def test_a_json_rpc_error_names_its_code_and_message() -> None:
         transport(lambda r: httpx.Response(200, json=error)).call(URL, "GetTask", {}, "1.0")
     assert str(caught.value) == "GetTask: InvalidParamsError (-32602): bad id"
     assert caught.value.code == -32602
+    assert caught.value.envelope() == {
+        "error": {
+            "code": "InvalidParamsError",
+            "message": "GetTask: InvalidParamsError (-32602): bad id",
+            "hint": None,
+            "a2aCode": -32602,
+        }
+    }
 
 
 def test_the_version_header_is_sent_for_1_0_only() -> None:
@@ -50,11 +67,11 @@ FROM = "HTTP {} from http://agent.test/"
     [
         (
             httpx.Response(401, json={"error": "no key"}),
-            FROM.format(401) + ": no key; pass",
+            FROM.format(401) + ": no key",
         ),
         (
             httpx.Response(403, text="Forbidden"),
-            FROM.format(403) + ": Forbidden; these",
+            FROM.format(403) + ": Forbidden",
         ),
         (
             httpx.Response(302, headers={"location": "https://in"}),
@@ -125,5 +142,98 @@ def test_an_error_before_the_stream_is_a_json_rpc_error() -> None:
 def test_a_url_without_scheme_is_named() -> None:
     client = Transport()
     with pytest.raises(ClientError, match="must start with http"):
-        client.get_json("agent.test/card")
+        client.get_json("agent.test/card", "1.0")
     client.close()
+
+
+def test_credentials_go_only_to_trusted_origins() -> None:
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json={"jsonrpc": "2.0", "id": 1, "result": {}})
+
+    client = transport(answer)
+    client.credentials = {"X-API-Key": "k", "Authorization": "Bearer t"}
+    client.trusted = {"http://agent.test:80"}
+    client.call("http://agent.test/rpc", "GetTask", {}, "1.0")
+    for elsewhere in ("http://agent.test:8081/", "https://agent.test/", "http://evil.test/"):
+        client.call(elsewhere, "GetTask", {}, "1.0")
+    assert seen[0].headers["X-API-Key"] == "k" and seen[0].headers["Authorization"] == "Bearer t"
+    for request in seen[1:]:
+        assert "X-API-Key" not in request.headers and "Authorization" not in request.headers
+
+
+def test_origins_are_compared_with_their_ports_written() -> None:
+    assert (
+        origin("http://Agent.Test/x") == origin("http://agent.test:80/y") == "http://agent.test:80"
+    )
+    assert origin("https://agent.test") == "https://agent.test:443"
+    assert origin("http://[::1]:8080/") == "http://[::1]:8080"
+    assert origin("file:///etc/passwd") is None and origin("not a url") is None
+
+
+@pytest.mark.parametrize(
+    ("credentials", "trusted", "expected"),
+    [({}, set(), CREDENTIALS_MISSING), ({"X-API-Key": "k"}, {"http://agent.test:80"}, AUTH_FAILED)],
+)
+def test_a_401_says_whether_credentials_were_missing_or_refused(
+    credentials: dict[str, str], trusted: set[str], expected: str
+) -> None:
+    client = transport(lambda r: httpx.Response(401, json={"error": "no"}))
+    client.credentials, client.trusted = credentials, trusted
+    with pytest.raises(ClientError) as caught:
+        client.call(URL, "GetTask", {}, "1.0")
+    assert caught.value.error == expected and caught.value.exit_status == 4
+
+
+def test_a_401_from_an_untrusted_origin_names_the_flag_that_trusts_it() -> None:
+    client = transport(lambda r: httpx.Response(401, json={"error": "no"}))
+    client.credentials, client.trusted = {"X-API-Key": "k"}, {"http://card.test:80"}
+    with pytest.raises(ClientError) as caught:
+        client.call(URL, "GetTask", {}, "1.0")
+    assert caught.value.error == CREDENTIALS_MISSING
+    assert "--send-credentials-to http://agent.test:80" in str(caught.value.hint)
+
+
+def test_the_debug_log_never_shows_a_credential_or_service_parameter() -> None:
+    secrets = ("key-123", "tok-456", "svc-789")
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        # An agent echoing them back: the log must not show them either.
+        return httpx.Response(200, json={"jsonrpc": "2.0", "id": 1, "result": list(secrets)})
+
+    log = io.StringIO()
+    client = Transport(http=httpx.Client(transport=httpx.MockTransport(answer)), debug=log)
+    client.headers = {"X-Trace": "svc-789"}
+    client.credentials = {"X-API-Key": "key-123", "Authorization": "Bearer tok-456"}
+    client.trusted = {"http://agent.test:80"}
+    client.call(URL, "SendMessage", {"echo": list(secrets)}, "1.0")
+    written = log.getvalue()
+    assert "> POST http://agent.test/" in written and "< 200 after" in written
+    assert written.count(REDACTED) >= 6
+    for secret in secrets:
+        assert secret not in written
+
+
+def test_an_expired_deadline_is_a_timeout_before_any_request() -> None:
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json={})
+
+    client = transport(answer)
+    client.deadline = time.monotonic() - 1
+    with pytest.raises(ClientError) as caught:
+        client.call(URL, "GetTask", {}, "1.0")
+    assert caught.value.error == TIMEOUT and caught.value.exit_status == 5 and seen == []
+
+
+def test_an_agent_out_of_reach_is_unreachable() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("[Errno 111] Connection refused")
+
+    with pytest.raises(ClientError) as caught:
+        transport(refuse).call(URL, "GetTask", {}, "1.0")
+    assert caught.value.error == UNREACHABLE and caught.value.exit_status == 3

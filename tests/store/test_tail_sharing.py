@@ -10,6 +10,7 @@ reads, joins and leaves in any order).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +25,7 @@ from shared.ports import LoggedEvent, StoredTask
 from shared.store import firestore_tail
 from shared.store.cost import Cost
 from shared.store.firestore import FirestoreTaskStore, _encode_event, _logged
-from shared.store.firestore_tail import PAGE_DOCUMENTS, FirestoreTail, LogWatches
+from shared.store.firestore_tail import PAGE_DOCUMENTS, FirestoreTail, LogWatch, LogWatches
 from tests.store.conftest import MakeStore
 from tests.store.factory import ALICE, new_task, status
 from tests.store.test_tail import drain
@@ -146,6 +147,59 @@ def test_a_tail_far_behind_reads_the_log_in_pages(make_firestore_store: MakeStor
         tail.close()
 
 
+def follow(tail: FirestoreTail, seconds: float) -> list[int]:
+    """What a stream of `tail` gets within `seconds`: it calls `next(0)`, and between calls
+    waits for the tail's wake or the time it names (shared.streaming's pause)."""
+    got: list[int] = []
+    deadline = time.monotonic() + seconds
+    while not got and time.monotonic() < deadline:
+        got = [e.seq for e in tail.next(0)]
+        if not got:
+            woken = threading.Event()
+            due = tail.watch(woken.set)
+            woken.wait(min(deadline - time.monotonic(), due if due is not None else seconds))
+    return got
+
+
+def test_a_deaf_listener_delays_no_commit_by_a_second_and_is_replaced(
+    make_firestore_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A listener whose stream stays open but hands nothing over (what a stream of the
+    # emulator's did once in 7 streamed runs on make dev): a stream of its task still gets
+    # each commit within a second, from the log read in its place, and it is replaced.
+    deaf: set[int] = set()
+    hear = LogWatch._on_snapshot
+
+    def deafened(watch: LogWatch, documents: Any, changes: Any, read_time: Any) -> None:
+        if id(watch) not in deaf:
+            hear(watch, documents, changes, read_time)
+
+    monkeypatch.setattr(LogWatch, "_on_snapshot", deafened)
+    store = make_firestore_store(tail="listener")
+    assert store.watches is not None
+    task, events = new_task()
+    current = store.create(ALICE, task, events, dialect="1.0")
+    tail = store.tail(ALICE, task.id, 2)
+    try:
+        [watch] = store.watches._open.values()
+        deaf.add(id(watch))
+        late: list[float] = []
+        for n in range(3):
+            current = step(store, current, [status(task, TaskState.WORKING, text=f"{n}")])
+            committed = time.monotonic()
+            assert follow(tail, 5) == [3 + n]
+            late.append(time.monotonic() - committed)
+        assert max(late) < 1.0, late
+        deadline = time.monotonic() + 5  # it owes what the reads found: replaced
+        while store.watches.opened == 1 and time.monotonic() < deadline:
+            assert follow(tail, firestore_tail.SILENT_SECONDS) == []
+        assert store.watches.opened == 2 and tail.listening
+        step(store, current, [status(task, TaskState.COMPLETED)])
+        assert follow(tail, 5) == [6]
+    finally:
+        tail.close()
+
+
 # -- the bookkeeping, against a log the test writes ------------------------------------------
 
 
@@ -234,8 +288,22 @@ class Query:
         return watch
 
 
-# A commit of n events, a read by tail i, a new tail from a seq, tail i leaving, or the
-# listeners' streams cut.
+class Clock:
+    """firestore_tail's `time`, moved by the test (and by the tail's sleeps; its waits for a
+    snapshot wait nothing)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+# A commit of n events, a read by tail i, a new tail from a seq, tail i leaving, the
+# listeners' streams cut, the listeners fallen silent, or n tenths of a second passing.
 Op = tuple[str, int]
 OPS = st.lists(
     st.one_of(
@@ -244,6 +312,8 @@ OPS = st.lists(
         st.tuples(st.just("join"), st.integers(0, 12)),
         st.tuples(st.just("leave"), st.integers(0, 4)),
         st.tuples(st.just("cut"), st.just(0)),
+        st.tuples(st.just("silence"), st.just(0)),
+        st.tuples(st.just("wait"), st.integers(1, 12)),
     ),
     max_size=40,
 )
@@ -255,6 +325,8 @@ def test_each_tail_gets_its_own_range_once_within_the_memory_bound(ops: list[Op]
     bound = 2500  # bytes: five events (each ~460 bytes of JSON)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(firestore_tail, "BUFFER_BYTES", bound)
+        clock = Clock()
+        patch.setattr(firestore_tail, "time", clock)
         log = Log()
         task, _ = new_task()
         event = status(task, TaskState.WORKING, text="x")
@@ -266,6 +338,10 @@ def test_each_tail_gets_its_own_range_once_within_the_memory_bound(ops: list[Op]
                 log.commit([event] * n)
             elif op == "cut":
                 log.cut()
+            elif op == "silence":
+                log.silence()
+            elif op == "wait":
+                clock.now += n / 10
             elif op == "join":
                 start = min(n, log.last)
                 tail = FirestoreTail(ALICE, "t", start, read=log.read, watches=watches)
@@ -283,6 +359,7 @@ def test_each_tail_gets_its_own_range_once_within_the_memory_bound(ops: list[Op]
         for index, (tail, start, seen) in enumerate(tails):
             if index not in closed:
                 for _ in range(log.last + 2):  # a slow tail catches up from the log
+                    clock.now += firestore_tail.SILENT_SECONDS  # a silent listener's read
                     seen.extend(e.seq for e in tail.next(0))
                 tail.close()
             # Its own range, each once, in order: all of it, or up to where it left.
@@ -310,22 +387,11 @@ def test_the_tails_of_a_dead_listener_share_the_next_one() -> None:
     assert watches.open == 0
 
 
-class Clock:
-    """firestore_tail's `time`, moved by the test (its waits for a snapshot wait nothing)."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-
-def test_a_silent_listener_is_found_by_one_read_and_its_tails_listen_again(
+def test_a_silent_listener_delays_its_tails_by_a_period_then_is_replaced(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     clock = Clock()
     monkeypatch.setattr(firestore_tail, "time", clock)
-    monkeypatch.setattr(firestore_tail, "LATE_SECONDS", 0)  # silent: nothing is on its way
     log = Log()
     task, _ = new_task()
     event = status(task, TaskState.WORKING, text="x")
@@ -338,52 +404,124 @@ def test_a_silent_listener_is_found_by_one_read_and_its_tails_listen_again(
     watches = LogWatches(log.query, _logged, Cost())
     tails = [FirestoreTail(ALICE, "t", 0, read=read, watches=watches) for _ in range(3)]
     log.commit([event])
-    assert [[e.seq for e in t.next(0)] for t in tails] == [[1]] * 3
-    # Quiet for a while, the listener still speaking: one read a period, by one tail.
-    clock.now += firestore_tail.SILENT_SECONDS
-    assert [t.next(0) for t in tails] == [[], [], []]
-    assert reads == [1] and all(t.listening for t in tails)
+    assert [[e.seq for e in t.next(0)] for t in tails] == [[1]] * 3 and reads == []
     log.silence()
     log.commit([event] * 2)  # never handed over
-    clock.now += firestore_tail.SILENT_SECONDS - 1
-    assert [t.next(0) for t in tails] == [[], [], []] and reads == [1]  # not yet a period
-    clock.now += 1
+    clock.now += firestore_tail.SILENT_SECONDS - 0.01
+    assert [t.next(0) for t in tails] == [[], [], []] and reads == []  # not yet a period
+    clock.now += 0.01
+    # One read, by the first tail, for all three: each has the commit a period late.
+    assert [[e.seq for e in t.next(0)] for t in tails] == [[2, 3]] * 3 and reads == [1]
+    assert watches.opened == 1  # not yet called silent: its snapshot may be on its way
+    log.commit([event])
+    clock.now += firestore_tail.SILENT_SECONDS
+    assert [[e.seq for e in t.next(0)] for t in tails] == [[4]] * 3 and reads == [1, 3]
+    log.commit([event])
+    clock.now += firestore_tail.LATE_SECONDS - firestore_tail.SILENT_SECONDS
+    # It still owes what the first read found: one last read in its place, for the first
+    # tail, then it is replaced; the second has the commit from the next listener, and the
+    # third, joining it behind what it keeps, from the log.
     got = [[e.seq for e in t.next(0)] for t in tails]
-    # The first read the log and closed the listener; the others read from their positions.
-    assert got == [[2, 3]] * 3
-    log.commit([event])  # to the next listener, which the three share
-    assert [[e.seq for e in t.next(0)] for t in tails] == [[4]] * 3
-    assert watches.opened == 2 and watches.open == 1 and all(t.listening for t in tails)
+    assert got == [[5]] * 3 and reads == [1, 3, 4, 4]
+    assert watches.opened == 2 and watches.open == 1
+    log.commit([event])  # handed over by the new listener at once: no read
+    assert [[e.seq for e in t.next(0)] for t in tails] == [[6]] * 3 and reads == [1, 3, 4, 4]
+    assert watches.opened == 2 and all(t.listening for t in tails)
     for tail in tails:
         tail.close()
+    assert watches.open == 0
 
 
-def test_a_listener_whose_snapshot_is_on_its_way_is_not_called_silent(
+def test_a_burst_behind_a_silent_listener_is_read_page_after_page(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # After a quiet spell a commit's snapshot may still be on its way when a tail's wait ends
-    # and its read of the log finds the commit: the listener hands it over meanwhile.
     clock = Clock()
     monkeypatch.setattr(firestore_tail, "time", clock)
     log = Log()
     task, _ = new_task()
     event = status(task, TaskState.WORKING, text="x")
 
-    def read(owner: str, task_id: str, after: int) -> list[LoggedEvent]:
-        found = log.read(owner, task_id, after)
-        log.release()  # the snapshot arrives just after the read
-        return found
+    def page(owner: str, task_id: str, after: int) -> list[LoggedEvent]:
+        # As the store's read: the first PAGE_DOCUMENTS event documents after `after`.
+        documents = [d for d in log.documents if _logged(d, after)][:PAGE_DOCUMENTS]
+        return [e for d in documents for e in _logged(d, after)]
 
     watches = LogWatches(log.query, _logged, Cost())
-    tails = [FirestoreTail(ALICE, "t", 0, read=read, watches=watches) for _ in range(2)]
+    tail = FirestoreTail(ALICE, "t", 0, read=page, watches=watches)
+    log.silence()
+    for _ in range(PAGE_DOCUMENTS + 3):  # commits in a burst, none handed over
+        log.commit([event])
+    clock.now += firestore_tail.SILENT_SECONDS
+    first = [e.seq for e in tail.next(0)]
+    assert first == list(range(1, PAGE_DOCUMENTS + 1))
+    # The rest at the next look, not a period later.
+    assert [e.seq for e in tail.next(0)] == list(range(PAGE_DOCUMENTS + 1, PAGE_DOCUMENTS + 4))
+    assert tail.next(0) == []
+    tail.close()
+
+
+def test_a_listener_whose_snapshot_is_on_its_way_is_not_called_silent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # After a quiet spell a commit's snapshot may still be on its way when the read in the
+    # listener's place finds it: the tails have it from the read, and the listener's copy,
+    # arriving within LATE_SECONDS, is neither handed out again nor a reason to replace it.
+    clock = Clock()
+    monkeypatch.setattr(firestore_tail, "time", clock)
+    log = Log()
+    task, _ = new_task()
+    event = status(task, TaskState.WORKING, text="x")
+    watches = LogWatches(log.query, _logged, Cost())
+    tails = [FirestoreTail(ALICE, "t", 0, read=log.read, watches=watches) for _ in range(2)]
     log.commit([event])
     assert [[e.seq for e in t.next(0)] for t in tails] == [[1]] * 2
     log.hold()
-    clock.now += firestore_tail.SILENT_SECONDS  # quiet, then a commit late to arrive
     log.commit([event])
+    clock.now += firestore_tail.SILENT_SECONDS
     assert [[e.seq for e in t.next(0)] for t in tails] == [[2]] * 2
+    clock.now += firestore_tail.LATE_SECONDS / 2
+    log.release()  # late, not silent
+    clock.now += firestore_tail.LATE_SECONDS
+    assert [t.next(0) for t in tails] == [[], []]
     log.commit([event])  # to the same listener
     assert [[e.seq for e in t.next(0)] for t in tails] == [[3]] * 2
     assert watches.opened == 1 and all(t.listening for t in tails)
+    for tail in tails:
+        tail.close()
+
+
+def test_a_quiet_followed_task_costs_a_read_a_period_whatever_its_tails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The price of never waiting on a silent listener alone: a minute without a commit is
+    # 60 / SILENT_SECONDS reads (an empty query bills one), however many tails share the
+    # listener; a minute with a commit each period is none.
+    clock = Clock()
+    monkeypatch.setattr(firestore_tail, "time", clock)
+    log = Log()
+    task, _ = new_task()
+    event = status(task, TaskState.WORKING, text="x")
+    reads: list[int] = []
+
+    def read(owner: str, task_id: str, after: int) -> list[LoggedEvent]:
+        reads.append(after)
+        return log.read(owner, task_id, after)
+
+    watches = LogWatches(log.query, _logged, Cost())
+    tails = [FirestoreTail(ALICE, "t", 0, read=read, watches=watches) for _ in range(5)]
+    start = clock.now
+    while clock.now - start < 60:
+        clock.now += 0.125  # a stream looks this often at most (its pauses end sooner)
+        for tail in tails:
+            assert tail.next(0) == []
+    assert len(reads) == round(60 / firestore_tail.SILENT_SECONDS)
+    del reads[:]
+    start = clock.now
+    while clock.now - start < 60:
+        log.commit([event])
+        clock.now += firestore_tail.SILENT_SECONDS * 0.9
+        for tail in tails:
+            assert len(tail.next(0)) == 1
+    assert reads == []
     for tail in tails:
         tail.close()

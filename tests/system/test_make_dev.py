@@ -186,9 +186,9 @@ def test_make_dev_runs_the_deployed_shape_and_stops_on_ctrl_c(
         assert checks == [], make.output
         with HttpTarget.start() as receiver:
             hook = receiver.url("/hook")
-            sent = a2a.ok("send", "--no-wait", "--push", hook, "tell me a joke")
-            assert sent.splitlines()[-1] == "[submitted]", sent
-            task = sent.split()[1]
+            sent = a2a.ok("send", "--async", "--push", hook, "tell me a joke")
+            assert sent.splitlines()[-1] == "State: SUBMITTED", sent
+            task = sent.splitlines()[0].removeprefix("Task ID: ")
             # The deliverer posts the task's updates (the first of them is enough here: the
             # deploy's push queue retries a delivery that finds another one sending after 5 s).
             receiver.wait_for("/hook", 1, timeout=20)
@@ -196,16 +196,16 @@ def test_make_dev_runs_the_deployed_shape_and_stops_on_ctrl_c(
         shown: list[str] = []
 
         def completed() -> bool:
-            shown.append(a2a.ok("get", task))
-            return shown[-1].splitlines()[-1] == "[completed]"
+            shown.append(a2a.ok("task", "get", task))
+            return shown[-1].splitlines()[-1] == "State: COMPLETED"
 
         wait_until(completed, 20, lambda: f"not completed: {shown[-1]}\n{make.output}")
-        assert "[artifact joke] Why did the chicken cross the road?" in shown[-1]
-        assert a2a.ok("watch", task).splitlines()[-1] == "[completed]"
-        streamed = a2a.ok("send", "hello").splitlines()
-        assert streamed[-2:] == ["[artifact echo] hello", "[completed]"]
+        assert "Artifact Name: joke\nText:\nWhy did the chicken cross the road?" in shown[-1]
+        assert a2a.ok("watch", task).splitlines()[-1] == "State: COMPLETED"
+        streamed = a2a.ok("send", "--stream", "hello")
+        assert "Text:\nhello\n" in streamed and streamed.splitlines()[-1] == "State: COMPLETED"
         chat = a2a.ok("chat", stdin="a new phone please\nAndroid\n")
-        assert "[input-required] Select a phone type" in chat
+        assert "Status Message: Select a phone type" in chat
         assert "I have ordered a new Android device" in chat
         # A saved change to the handler restarts the functions, which then serve it.
         sample = clone / "functions" / "handlers" / "sample.py"
@@ -216,7 +216,7 @@ def test_make_dev_runs_the_deployed_shape_and_stops_on_ctrl_c(
             lambda: f"no restart after the change:\n{make.output}",
         )
         assert "functions/handlers/sample.py changed: restarting the functions" in make.output
-        assert "To get to the reloaded side!" in a2a.ok("send", "--no-stream", "tell me a joke")
+        assert "To get to the reloaded side!" in a2a.ok("send", "tell me a joke")
         # Through the Cloud Tasks emulator (its dispatches are in the stream): the turn to the
         # worker, the notifications to the deliverer.
         assert f"  tasks | POST http://127.0.0.1:{ports['worker']}/ (attempt 1)" in make.output
@@ -284,7 +284,7 @@ def test_make_dev_serves_a_handler_outside_the_checkout_on_ports_from_port_alone
         assert all(port_in_use("127.0.0.1", port) for port in ports.values())
         # Each function answered, so each imported the outside handler; a2a serves it.
         a2a = Cli(f"http://localhost:{base}", tmp_path, capsys, monkeypatch)
-        assert "[artifact outside] from outside: hi" in a2a.ok("send", "--no-stream", "hi")
+        assert "Artifact Name: outside\nText:\nfrom outside: hi" in a2a.ok("send", "hi")
         make.interrupt()
         assert left_in(clone) == []
     finally:
@@ -348,13 +348,14 @@ def test_make_run_allows_loopback_webhooks_and_says_so(
         assert "webhooks allowed on: localhost,127.0.0.1" in make.output
         a2a = Cli(f"http://localhost:{port}", tmp_path, capsys, monkeypatch)
         asked = a2a("send", "request a new phone")
-        assert asked.code == 6, asked  # the sample asks which phone: input-required's status
-        task = asked.out.split()[1]
+        assert asked.code == 0 and "State: INPUT_REQUIRED" in asked.out, asked  # which phone?
+        task = asked.out.splitlines()[0].removeprefix("Task ID: ")
         # A receiver that accepts: a failing webhook's retries would hold up the stop.
         with HttpTarget.start() as receiver:
             hook = receiver.url("/hook")  # refused unless loopback hosts are allowed
-            assert a2a.ok("push", "add", task, hook, "--id", "c1").startswith(f"c1  {hook}")
-            assert a2a("send", "--task", task, "Android").code in (0, 6)  # done, or asks on
+            added = a2a.ok("task", "push-config", "create", task, hook, "--id", "c1")
+            assert added.startswith(f"Config ID: c1\nURL: {hook}\n")
+            assert a2a("send", "--task-id", task, "Android").code == 0  # done, or asks on
             receiver.wait_for("/hook", 1, timeout=20)
         make.interrupt()
         assert left_in(clone) == []

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.bindings import body
+from shared import json_body as body
 from shared.errors import InvalidRequestError, JSONParseError
 from tests.conftest import Client
 
