@@ -293,6 +293,9 @@ def test_help_lists_the_exit_statuses_and_the_effective_defaults(
 def test_push_configs_are_created_listed_and_deleted(a2a: Cli) -> None:
     with HttpTarget.start() as receiver:
         task = task_id(a2a.ok("send", "--async", "wait"))
+        # Once its turn has started (its `working` committed): a config on the task hears
+        # only of the events that come after it, and none come before the cancel.
+        wait_until(lambda: "State: WORKING" in a2a.ok("task", "get", task), 10, lambda: task)
         push = ("task", "push-config")
         added = a2a.ok(*push, "create", task, receiver.url("/hook"), "--token", "t", "--id", "c1")
         assert added.startswith(f"Config ID: c1\nURL: {receiver.url('/hook')}\n")
