@@ -122,11 +122,10 @@ def measure(
     hook: Any = None,
     *,
     settle: bool = False,
-    overrides: dict[str, Any] | None = None,
 ) -> Run:
-    """`runs` times `work(client, i)` on a fresh app on the emulator's `project` (with
-    `overrides` of its settings); with `settle`, each run waits for what it
-    queued (the worker's turn), timed as `settled_seconds`."""
+    """`runs` times `work(client, i)` on a fresh app on the emulator's `project`; with
+    `settle`, each run waits for what it queued (the worker's turn), timed as
+    `settled_seconds`."""
     from shared.app import build
     from shared.settings import Settings
     from shared.store.firestore import FirestoreTaskStore
@@ -138,7 +137,6 @@ def measure(
         backend="firestore",
         project=project,
         push_allowed_hosts=("localhost",),
-        **(overrides or {}),
     )
     enqueues = Enqueues()
     with enqueues.counting():
@@ -205,9 +203,6 @@ def streamed(client: Any, i: int) -> None:
 # a short one, so it costs no 10 s of its own.
 ANSWER = "chunks=500 delay=0.02"
 WARM_ANSWER = "chunks=5 delay=0"
-# Today's A2A_MAX_PARTS (100) fails such an answer at its 101st chunk (issue 35): raised for
-# this measure alone, every other setting as deployed.
-ANSWER_SETTINGS = {"max_parts": 1000}
 
 
 def answer_streamed(client: Any, i: int) -> None:
@@ -332,14 +327,14 @@ def llm_answers(project: str, fn: dict[str, Function]) -> dict[str, tuple[Usage,
     a2a, worker = fn["a2a"], fn["worker"]
     handler = "tests.handlers.streams_answer"
     found: dict[str, tuple[Usage, Run]] = {}
-    run = measure(project, handler, 2, answer_streamed, overrides=ANSWER_SETTINGS)
+    run = measure(project, handler, 2, answer_streamed)
     wall = run.wall_seconds / run.runs
     busy = billed_busy(run.cpu_seconds / run.runs, wall, a2a.vcpu, a2a.concurrency)
     found["LLM answer of 500 chunks over 10 s, streamed (SendStreamingMessage)"] = (
         usage_of(run, invocations=1, alone=billed_alone(wall), busy=busy, fn=a2a),
         run,
     )
-    run = measure(project, handler, 2, answer_queued, settle=True, overrides=ANSWER_SETTINGS)
+    run = measure(project, handler, 2, answer_queued, settle=True)
     send = run.wall_seconds / run.runs
     turn = (run.settled_seconds - run.wall_seconds) / run.runs
     queued = run.enqueues / run.runs
