@@ -7,7 +7,6 @@ blocking sends) asks a Clock. `SYSTEM` is the real one; tests pass a manual cloc
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from datetime import datetime
@@ -30,8 +29,9 @@ class Clock(Protocol):
         A pause that nothing can cut short waits on an event nobody sets."""
         ...
 
-    async def sleep(self, seconds: float) -> None:
-        """On an event loop: return once `seconds` passed (a turn's windows and checks)."""
+    def loop_delay(self, seconds: float) -> float:
+        """How long an event loop's timer waits before it looks at this clock again, for a
+        deadline `seconds` away (a turn's windows and checks)."""
         ...
 
 
@@ -45,8 +45,8 @@ class SystemClock:
     def wait(self, event: threading.Event, timeout: float) -> bool:
         return event.wait(max(timeout, 0.0))
 
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
+    def loop_delay(self, seconds: float) -> float:
+        return seconds
 
 
 SYSTEM: Clock = SystemClock()

@@ -32,7 +32,9 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
+
+from shared.pause import Pause, Waiting
 
 log = logging.getLogger("a2a.engine")
 
@@ -45,6 +47,40 @@ IO_THREADS = 32
 # waited meanwhile. Looked at every TICK_SECONDS while turns run.
 HELD_SECONDS = 0.25
 TICK_SECONDS = 0.25
+# A wait for a turn's end looks again after this even if nothing woke it (the end always
+# wakes it: this only bounds a lost wake).
+_LOOK_AGAIN = 60.0
+
+
+class Started(Generic[T]):
+    """Work started on the loop, as another thread sees it: `outcome` waits for its end
+    without a thread (its pauses are woken by the end) and gives its value, or raises."""
+
+    __slots__ = ("_error", "_finished", "_value", "pause")
+
+    def __init__(self) -> None:
+        self.pause = Pause(_LOOK_AGAIN)
+        self._finished = False
+        self._value: T | None = None
+        self._error: BaseException | None = None
+
+    def finish(self, task: asyncio.Task[T]) -> None:  # on the loop
+        if task.cancelled():
+            self._error = EngineClosed("the instance stopped the turn: it is shutting down")
+        elif task.exception() is not None:
+            self._error = task.exception()
+        else:
+            self._value = task.result()
+        self._finished = True
+        self.pause.wake()
+
+    def outcome(self) -> Waiting[T]:
+        while not self._finished:
+            yield self.pause
+        if self._error is not None:
+            raise self._error
+        value: T = self._value  # type: ignore[assignment]  # finished without an error
+        return value
 
 
 class EngineClosed(RuntimeError):
@@ -82,6 +118,7 @@ class Engine:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread = 0  # the loop's thread's ident
         self._ticking = False  # the held-loop check is scheduled
+        self._ended_since_tick: list[str] = []  # task ids of the turns that ended since
         self._closed = False
         self._io: ThreadPoolExecutor | None = None
         self._sync: ThreadPoolExecutor | None = None
@@ -130,19 +167,19 @@ class Engine:
             raise EngineClosed("this instance is shutting down: it starts no turn")
         return asyncio.run_coroutine_threadsafe(work, self.loop)
 
-    def call(self, function: Callable[[], T]) -> T:
-        """`function()` run on the loop, from another thread (a sync handler's), waited for:
-        its value, or what it raised."""
-        done: concurrent.futures.Future[T] = concurrent.futures.Future()
+    def start(self, work: Coroutine[Any, Any, T]) -> Started[T]:
+        """Run `work` on the loop (from any thread other than the loop's): its end, to wait
+        for without a thread. Raises EngineClosed once the process is going away."""
+        if self._closed:
+            work.close()
+            raise EngineClosed("this instance is shutting down: it starts no turn")
+        started: Started[T] = Started()
 
-        def run() -> None:
-            try:
-                done.set_result(function())
-            except BaseException as exc:  # handed back to the caller's thread
-                done.set_exception(exc)
+        def begin() -> None:
+            self.loop.create_task(work).add_done_callback(started.finish)
 
-        self.loop.call_soon_threadsafe(run)
-        return done.result()
+        self.loop.call_soon_threadsafe(begin)
+        return started
 
     async def io(self, function: Callable[..., T], *args: Any) -> T:
         """`function(*args)` (a store call) on the io pool, awaited on the loop, in the calling
@@ -172,11 +209,13 @@ class Engine:
         step of some turn held the loop (a blocking call in an async handler)."""
         now = time.monotonic()
         held = now - set_at - TICK_SECONDS
+        ran = sorted({*self._ended_since_tick, *(t.task.id for t in self._running.values())})
+        self._ended_since_tick.clear()
         if held > HELD_SECONDS:
-            tasks = ", ".join(sorted(turn.task.id for turn in self._running.values())[:5])
+            tasks = ", ".join(ran[:5])
             log.warning(
                 "the turns' loop was held %.2f s by a blocking call in an async handler "
-                "(turns running: %s): await it, or run it with asyncio.to_thread "
+                "(turns that ran: %s): await it, or run it with asyncio.to_thread "
                 "(docs/agents.md)",
                 held,
                 tasks or "none",
@@ -189,6 +228,7 @@ class Engine:
     def ended(self, owner: str, task_id: str, turn: Running) -> None:
         if self._running.get((owner, task_id)) is turn:
             del self._running[(owner, task_id)]
+            self._ended_since_tick.append(task_id)  # it may be what held the loop
 
     def cancel(self, owner: str, task_id: str) -> None:
         """The owner's task was canceled by a write of this instance: the turn running it

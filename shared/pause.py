@@ -22,17 +22,12 @@ drives one on a thread that may block (tests, an in-process queue's thread).
 
 from __future__ import annotations
 
-import concurrent.futures
 import threading
 from collections.abc import Callable, Generator, Iterator
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
 U = TypeVar("U")
-
-# Seconds a wait for a future is looked at again even if nothing woke it (a future is always
-# settled in the end: this only bounds a lost wake).
-_FUTURE_LOOK = 60.0
 
 
 class Pause:
@@ -118,19 +113,6 @@ def resolved(value: T | Later[T]) -> Waiting[T]:
     if isinstance(value, Later):
         return (yield from value.rest())
     return value
-
-
-def settled(future: concurrent.futures.Future[T]) -> Waiting[T]:
-    """The future's value (or what it raised), waited for without a thread."""
-    while not future.done():
-        pause = Pause(_FUTURE_LOOK)
-        future.add_done_callback(_waking(pause))
-        yield pause
-    return future.result()
-
-
-def _waking(pause: Pause) -> Callable[[object], None]:
-    return lambda _: pause.wake()
 
 
 def wait_out(work: Waiting[T]) -> T:

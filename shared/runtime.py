@@ -2,7 +2,8 @@
 
 A Turn runs on the engine's event loop (shared.engine), and everything it holds is written
 there, by one writer: the handler's events (an async handler's calls are made on the loop; a
-sync handler's, from its own thread, are handed to the loop), the commits, the end. So a turn
+sync handler's, checked on its own thread, are handed to the loop in order), the commits,
+the end. So a turn
 that awaits a model holds no thread, and nothing of it needs a lock.
 
 The turn folds the handler's events into its copy of the task and commits them to the store
@@ -14,7 +15,7 @@ tokens show at once and a long answer costs a few writes a second at most; a lis
 turn (a streamed send's own stream) keeps its window. A short turn costs one commit
 (created ended: the task document holding its events, one write on Firestore): it ends
 before its first window closes. The commits are written on the engine's io threads while the
-handler goes on; one at a time, by the turn's committer (`_commits`), until the handler
+handler goes on; one at a time, by the turn's committer (`_arm`: a timer), until the handler
 returns, then by the turn's end. A commit that loses a race re-reads the task: if it was
 canceled, the turn stops; otherwise the turn folds its pending events onto the fresh task
 and commits again.
@@ -224,7 +225,11 @@ class Turn:
         self._handler_done = False
         self._ending = False  # the handler returned: the next commit ends the turn
         self._handler_task: asyncio.Future[Any] | None = None
-        self._wake: asyncio.Event | None = None  # the committer's, made on the loop
+        # The committer: a timer at its next deadline (a short turn ends before it fires),
+        # and the commit, check or heartbeat it started, one at a time.
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_due = math.inf
+        self._acting: asyncio.Future[None] | None = None
         self._artifact_ids = itertools.count(1)
         self._artifact_sizes = ArtifactMeter(runner.settings.limits)
         # A new task starts working at the time it was submitted (one clock read per send).
@@ -302,8 +307,7 @@ class Turn:
 
     async def _run(self) -> Task | Message:
         ctx = self._context()
-        self._wake = asyncio.Event()
-        committer = asyncio.ensure_future(self._commits())
+        self._arm()  # the first window's close: a short turn ends before it
         try:
             await self._call_handler(ctx)
         except TaskCanceled:
@@ -324,8 +328,9 @@ class Turn:
             )
         finally:
             self._handler_done = True
-            self._wake.set()
-            await committer  # the commit in flight lands first
+            self._disarm()
+            if self._acting is not None:
+                await self._acting  # the commit in flight lands first
         self._ending = True
         result = await self._end(ctx)
         if self._duplicate is not None:
@@ -383,15 +388,25 @@ class Turn:
     # -- the Context's sink: called on the loop (an async handler) or from the handler's thread
 
     def emit(self, event: Event) -> None:
-        self._on_loop(lambda: self._emit(event))
+        if self._canceled:
+            raise TaskCanceled(self._task.id)
+        # Over a limit, or unservable: raised here, to the handler, and not applied. The
+        # meter is the emitting thread's alone (the loop's, or a sync handler's own).
+        if isinstance(event, ArtifactUpdate):
+            event, size = self._artifact_sizes.add(event, self._task)
+        else:
+            event, size = servable(event)
+        engine = self._runner.engine
+        if engine.on_loop():
+            self._emitted(event, size)
+        else:  # a sync handler goes on: the loop applies its events in the order it made them
+            engine.loop.call_soon_threadsafe(self._emitted, event, size)
 
     def reply(self, message: Message) -> None:
-        def keep() -> None:
-            if self._canceled:
-                raise TaskCanceled(self._task.id)
-            self._reply, _ = servable(message)
-
-        self._on_loop(keep)
+        if self._canceled:
+            raise TaskCanceled(self._task.id)
+        # Read by the turn's end, on the loop, once the handler returned.
+        self._reply, _ = servable(message)
 
     def canceled(self) -> bool:
         return self._canceled
@@ -400,52 +415,66 @@ class Turn:
         count = next(self._artifact_ids)  # atomic: any thread
         return derived_id(_ARTIFACT_IDS, f"{self._task.id}/{self._turn}/{count}")
 
-    def _on_loop(self, function: Callable[[], None]) -> None:
-        engine = self._runner.engine
-        if engine.on_loop():
-            function()
-        else:
-            engine.call(function)
-
-    def _emit(self, event: Event) -> None:
+    def _emitted(self, event: Event, size: int) -> None:
+        """A handler's event, into the turn (on the loop)."""
         if self._canceled:
-            raise TaskCanceled(self._task.id)
-        # Over a limit, or unservable: raised, and not applied.
-        if isinstance(event, ArtifactUpdate):
-            event, size = self._artifact_sizes.add(event, self._task)
-        else:
-            event, size = servable(event)
+            return  # stopped meanwhile: dropped, as a cancel drops what is pending
         self._apply(event, size)
         if len(self._pending) == 1 or self._pending_bytes >= _COMMIT_BYTES:
-            assert self._wake is not None  # the handler runs: so does its committer
-            self._wake.set()
+            self._arm()  # its window's close (at once after a quiet one), or now past 1 MB
 
     # -- commits --------------------------------------------------------------------------
 
-    async def _commits(self) -> None:
-        """Until the handler returns: commit each window's events, renew the lease, and look
-        for a cancel written elsewhere (each when due), one at a time."""
-        clock, wake = self._runner.clock, self._wake
-        assert wake is not None
-        while not self._handler_done:
-            due, what = self._next()
-            now = clock.monotonic()
-            if due > now:
-                wake.clear()
-                await _first(wake.wait(), clock.sleep(due - now) if due < math.inf else None)
-                continue
-            try:
-                if what == "check":
-                    await self._check()
-                else:
-                    await self._commit(force=what == "heartbeat")
-                    if what == "commit" and not self._listened:
-                        self._window = min(self._window * 2, self._runner.settings.commit_interval)
-            except Exception:
-                # The next try here, or the turn's end, commits again; a lease that expires
-                # meanwhile lets a retry of this turn take over, which this run then notices.
-                log.exception("%s of task %s failed", what, self._task.id)
-                self._not_before = clock.monotonic() + self._renew_after / 2
+    def _arm(self) -> None:
+        """Set the committer's timer to its next deadline (on the loop), unless one is set
+        sooner or it is acting now (it sets the next when done)."""
+        if self._acting is not None or self._handler_done:
+            return
+        due, _ = self._next()
+        if due >= self._timer_due:
+            return
+        self._disarm()
+        if due < math.inf:
+            clock = self._runner.clock
+            delay = clock.loop_delay(max(due - clock.monotonic(), 0.0))
+            self._timer = asyncio.get_running_loop().call_later(delay, self._fire)
+            self._timer_due = due
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer, self._timer_due = None, math.inf
+
+    def _fire(self) -> None:
+        """The committer's timer: act if what it was set for is due (a test's clock may not
+        have come so far), else set it again."""
+        self._timer, self._timer_due = None, math.inf
+        if self._handler_done:
+            return
+        due, what = self._next()
+        if due > self._runner.clock.monotonic():
+            self._arm()
+            return
+        self._acting = asyncio.ensure_future(self._act(what))
+
+    async def _act(self, what: str) -> None:
+        """Commit a window's events, renew the lease or look for a cancel written elsewhere;
+        then set the timer for what comes next."""
+        try:
+            if what == "check":
+                await self._check()
+            else:
+                await self._commit(force=what == "heartbeat")
+                if what == "commit" and not self._listened:
+                    self._window = min(self._window * 2, self._runner.settings.commit_interval)
+        except Exception:
+            # The next try here, or the turn's end, commits again; a lease that expires
+            # meanwhile lets a retry of this turn take over, which this run then notices.
+            log.exception("%s of task %s failed", what, self._task.id)
+            self._not_before = self._runner.clock.monotonic() + self._renew_after / 2
+        finally:
+            self._acting = None
+            self._arm()
 
     @property
     def _renew_after(self) -> float:
@@ -607,8 +636,7 @@ class Turn:
         self._pending_bytes = 0
         if self._handler_task is not None:
             self._handler_task.cancel()  # the model call it awaits is dropped
-        if self._wake is not None:
-            self._wake.set()
+        self._disarm()
 
     # -- the task's state -----------------------------------------------------------------
 
@@ -691,13 +719,3 @@ class Turn:
 
 async def _awaited(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
-
-
-async def _first(*waits: Awaitable[Any] | None) -> None:
-    """Until the first of `waits` is done; the others are cancelled."""
-    tasks = [asyncio.ensure_future(w) for w in waits if w is not None]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()

@@ -299,7 +299,7 @@ def inline(
     opening = turn.listen(lambda _stored, logged: commits.put(logged))
     # Started before any frame is read: a claimed turn must run even if nobody listens, and
     # goes on if the client goes away.
-    engine.submit(_run(turn, commits))
+    engine.start(_run(turn, commits))
 
     def frames() -> Stream:
         clock = _Clock(policy)

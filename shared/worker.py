@@ -48,7 +48,7 @@ from shared.model import (
 )
 from shared.observability import tracing
 from shared.observability.context import note, owner_tag
-from shared.pause import Waiting, settled
+from shared.pause import Waiting
 from shared.ports import Delivery, Lease, StoredTask, TaskQueue, TaskStore, VersionConflict
 from shared.runtime import Runner, Start, Turn
 from shared.sweep import pages
@@ -122,7 +122,7 @@ class Worker:
             )
         if isinstance(claimed, Outcome):
             return claimed
-        yield from settled(self.runner.engine.submit(claimed.run()))
+        yield from self.runner.engine.start(claimed.run()).outcome()
         # The line says how the turn ended (completed, failed, canceled, input-required...),
         # not only that it ran: the queue's answer is `ran` whichever.
         note(outcome=claimed.ended)

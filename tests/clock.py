@@ -3,7 +3,6 @@ let a lease expire or a backoff pass."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from datetime import datetime, timedelta
 
@@ -33,12 +32,10 @@ class ManualClock:
                 self._changed.wait(0.01)
             return event.is_set()
 
-    async def sleep(self, seconds: float) -> None:
-        """On an event loop: returns once the test advanced time past `seconds` from now,
-        looking every few real milliseconds."""
-        deadline = self.monotonic() + seconds
-        while self.monotonic() < deadline:
-            await asyncio.sleep(0.002)
+    def loop_delay(self, seconds: float) -> float:
+        """An event loop's timer looks again every few real milliseconds: only the test
+        moves this clock."""
+        return min(seconds, 0.002)
 
     def advance(self, seconds: float) -> None:
         with self._changed:

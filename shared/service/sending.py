@@ -57,7 +57,7 @@ from shared.model import (
     TaskStatus,
     new_id,
 )
-from shared.pause import Pause, Waiting, ready, settled, wait_out
+from shared.pause import Pause, Waiting, ready, wait_out
 from shared.ports import DuplicateMessage, MessageKey, StoredTask, TaskExists
 from shared.requests import SendRequest
 from shared.runtime import Runner, Start, Turn, TurnSettings
@@ -140,7 +140,7 @@ class Sending:
             if isinstance(begun, StoredTask):
                 queued = (yield from self._wait(begun)) if request.blocking else begun
                 return view(queued.task, request.history_length)
-            result = yield from settled(self._ports.engine.submit(begun.run()))
+            result = yield from self._ports.engine.start(begun.run()).outcome()
             if isinstance(result, Message):
                 return result
             if not result.status.state.final:

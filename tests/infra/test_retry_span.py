@@ -99,9 +99,10 @@ def test_a_bad_retry_span_stops_start_up_naming_the_variable(value: str) -> None
 
 
 def test_the_deployed_a2a_holds_its_streams_within_its_concurrency() -> None:
-    """Streams hold no thread while they wait: `a2a` takes Cloud Run's most requests at once
-    on a pool of its own THREADS, and its streams leave THREADS of them for other requests;
-    a function whose requests each hold a thread has one per request."""
+    """Streams and turns hold no thread while they wait: `a2a` takes Cloud Run's most
+    requests at once on a pool of its own THREADS, and its streams leave THREADS of them for
+    other requests; the worker, whose queued turns wait without one too, has fewer threads
+    than its concurrency (a function without `threads` has one per request)."""
     deploy = load(DEFAULT_FILE, {"PROJECT": "my-project"})
     functions = deploy.functions
     env = function_env(deploy, "a2a") | {
@@ -110,6 +111,9 @@ def test_the_deployed_a2a_holds_its_streams_within_its_concurrency() -> None:
     settings = Settings.from_env(env)
     assert (functions.a2a.concurrency, settings.threads) == (1000, 80)
     assert settings.stream_limit == functions.a2a.concurrency - settings.threads
-    assert function_env(deploy, "worker")["THREADS"] == str(functions.worker.concurrency)
+    worker = functions.worker
+    assert function_env(deploy, "worker")["THREADS"] == str(worker.threads)
+    assert worker.threads is not None and worker.threads < worker.concurrency
+    assert function_env(deploy, "deliver")["THREADS"] == str(functions.deliver.concurrency)
     lowered = load(DEFAULT_FILE, {"PROJECT": "my-project", "FUNCTIONS_A2A_THREADS": "40"})
     assert function_env(lowered, "a2a")["THREADS"] == "40"
