@@ -313,7 +313,13 @@ class MemoryTaskStore:
             matching_after = [m for m in matching if (m[1].timestamp, m[0]) < key]
         else:
             matching_after = matching
-        page = [r.unpack(owner, task_id) for task_id, r in matching_after[: query.page_size]]
+        # A task read lately is shared as it is kept (`_CompactTasks.hot`): concurrent pages
+        # of big tasks hold one copy, not one a request.
+        with self._lock:
+            page = [
+                self._tasks.hot((owner, task_id)) or r.unpack(owner, task_id)
+                for task_id, r in matching_after[: query.page_size]
+            ]
         token = ""
         if len(matching_after) > query.page_size:
             last = page[-1].task
@@ -707,6 +713,10 @@ class _CompactTasks:
         stored = record.unpack(*key)
         self._keep_hot(key, stored)
         return stored
+
+    def hot(self, key: tuple[str, str]) -> StoredTask | None:
+        """The task of `key` if it is kept unpacked (read or written lately), else None."""
+        return self._hot.get(key)
 
     def record(self, key: tuple[str, str]) -> _Record | None:
         return self._records.get(key)

@@ -350,3 +350,13 @@ def test_the_bound_counts_what_a_task_holds_and_a_task_holds_little(
     allocated, counted = allocated_and_counted(store_task)
     assert allocated <= counted <= allocated * 1.25
     assert allocated < most
+
+
+def test_concurrent_pages_of_big_tasks_share_the_copy_kept_unpacked() -> None:
+    """ListTasks of a task read lately answers the copy the store keeps unpacked (issue 36:
+    30 concurrent pages of a 16 MB task each decoded their own copy, +254 MB)."""
+    store = MemoryTaskStore()
+    task_id = big_task(store)
+    kept = store.get(ALICE, task_id)
+    first, second = (store.list(ALICE, TaskQuery()).tasks for _ in range(2))
+    assert first[0] is kept and second[0] is kept
