@@ -24,7 +24,6 @@ the turns running, and docs/agents.md says what to do instead.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextvars
 import functools
 import logging
@@ -87,11 +86,6 @@ class EngineClosed(RuntimeError):
     """A turn was to start on an engine that was closed (the process is going away)."""
 
 
-def _stop(loop: asyncio.AbstractEventLoop) -> None:
-    for task in asyncio.all_tasks(loop):
-        task.cancel()
-    loop.call_soon(loop.stop)
-
 
 class Running(Protocol):
     """A turn as the engine holds it while it runs: it can be stopped from outside."""
@@ -114,12 +108,13 @@ class Engine:
         the io threads; the embedded store's take microseconds of CPU, made on the loop."""
         self._sync_turns = sync_turns
         self._store_blocks = store_blocks
-        self._lock = threading.Lock()  # guards the start of the loop's thread only
+        self._lock = threading.Lock()  # the start of the loop's thread, `_outstanding`
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread = 0  # the loop's thread's ident
         self._ticking = False  # the held-loop check is scheduled
         self._ended_since_tick: list[str] = []  # task ids of the turns that ended since
         self._closed = False
+        self._outstanding: set[Started[Any]] = set()  # started, not yet ended (`close`)
         self._io: ThreadPoolExecutor | None = None
         self._sync: ThreadPoolExecutor | None = None
         # The turns running here, by (owner, task id): read and written on the loop only.
@@ -150,6 +145,9 @@ class Engine:
                 loop.run_forever()
             finally:
                 loop.close()
+                for pool in (self._io, self._sync):
+                    if pool is not None:
+                        pool.shutdown(wait=False)
 
         threading.Thread(target=serve, name="turns", daemon=True).start()
         started.wait()
@@ -159,14 +157,6 @@ class Engine:
         """Whether this is the loop's thread."""
         return threading.get_ident() == self._thread
 
-    def submit(self, work: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        """Run `work` on the loop (from any thread other than the loop's). Raises EngineClosed
-        once the process is going away (`close`)."""
-        if self._closed:
-            work.close()
-            raise EngineClosed("this instance is shutting down: it starts no turn")
-        return asyncio.run_coroutine_threadsafe(work, self.loop)
-
     def start(self, work: Coroutine[Any, Any, T]) -> Started[T]:
         """Run `work` on the loop (from any thread other than the loop's): its end, to wait
         for without a thread. Raises EngineClosed once the process is going away."""
@@ -174,9 +164,17 @@ class Engine:
             work.close()
             raise EngineClosed("this instance is shutting down: it starts no turn")
         started: Started[T] = Started()
+        with self._lock:
+            self._outstanding.add(started)
 
         def begin() -> None:
-            self.loop.create_task(work).add_done_callback(started.finish)
+            self.loop.create_task(work).add_done_callback(ended)
+
+        def ended(task: asyncio.Task[T]) -> None:
+            with self._lock:
+                self._outstanding.discard(started)
+            started.finish(task)
+            self._stop_if_closed()
 
         self.loop.call_soon_threadsafe(begin)
         return started
@@ -244,12 +242,18 @@ class Engine:
         self._loop.call_soon_threadsafe(stop)
 
     def close(self) -> None:
-        """The process is going away: no turn starts any more, and those running are
-        cancelled (their leases say they died: a reader or the sweep recovers them)."""
+        """The process is going away: no turn starts any more; those started run on to their
+        end (their requests are answered while the server drains them), then the loop stops.
+        A turn that outlives the process leaves a lease nobody renews: a reader or the sweep
+        recovers it."""
         self._closed = True
         loop = self._loop
         if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(_stop, loop)
-        for pool in (self._io, self._sync):
-            if pool is not None:
-                pool.shutdown(wait=False, cancel_futures=True)
+            loop.call_soon_threadsafe(self._stop_if_closed)
+
+    def _stop_if_closed(self) -> None:
+        """On the loop: once closed and nothing started is left, stop."""
+        with self._lock:
+            idle = not self._outstanding
+        if self._closed and idle:
+            asyncio.get_running_loop().stop()

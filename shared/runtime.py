@@ -82,6 +82,7 @@ from shared.model import (
 from shared.model_json import detached
 from shared.observability import tracing
 from shared.observability.context import note
+from shared.pause import wait_out
 from shared.ports import (
     DuplicateMessage,
     Lease,
@@ -225,6 +226,7 @@ class Turn:
         self._handler_done = False
         self._ending = False  # the handler returned: the next commit ends the turn
         self._handler_task: asyncio.Future[Any] | None = None
+        self._made = start.task  # a sync handler's view of the task (`emit`), on its thread
         # The committer: a timer at its next deadline (a short turn ends before it fires),
         # and the commit, check or heartbeat it started, one at a time.
         self._timer: asyncio.TimerHandle | None = None
@@ -256,7 +258,7 @@ class Turn:
         a continuation claims its task this way (only one message resumes an interrupted
         task) and a background turn becomes visible before it runs. Raises VersionConflict
         when the task moved on meanwhile."""
-        self._runner.engine.submit(self._claimed()).result()
+        wait_out(self._runner.engine.start(self._claimed()).outcome())
 
     async def _claimed(self) -> None:
         plan = self._plan()
@@ -359,6 +361,7 @@ class Turn:
         if inspect.iscoroutinefunction(handle):
             result: object = handle(ctx)
         else:  # a sync handler holds a thread of its own pool for its whole turn
+            self._made = self._task
             result = await self._runner.engine.in_thread(handle, ctx)
         if inspect.isawaitable(result):
             self._handler_task = asyncio.ensure_future(_awaited(result))
@@ -391,15 +394,20 @@ class Turn:
         if self._canceled:
             raise TaskCanceled(self._task.id)
         # Over a limit, or unservable: raised here, to the handler, and not applied. The
-        # meter is the emitting thread's alone (the loop's, or a sync handler's own).
+        # meter is the emitting thread's alone (the loop's, or a sync handler's own), and so
+        # is the task it measures against: the loop's, or, on a sync handler's thread, the
+        # task as that handler's own events made it (the loop applies them later).
+        engine = self._runner.engine
+        on_loop = engine.on_loop()
+        made = self._task if on_loop else self._made
         if isinstance(event, ArtifactUpdate):
-            event, size = self._artifact_sizes.add(event, self._task)
+            event, size = self._artifact_sizes.add(event, made)
         else:
             event, size = servable(event)
-        engine = self._runner.engine
-        if engine.on_loop():
+        if on_loop:
             self._emitted(event, size)
         else:  # a sync handler goes on: the loop applies its events in the order it made them
+            self._made = apply(made, event)
             engine.loop.call_soon_threadsafe(self._emitted, event, size)
 
     def reply(self, message: Message) -> None:

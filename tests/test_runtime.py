@@ -162,7 +162,7 @@ def test_a_silent_slow_turn_becomes_visible_and_its_events_are_committed_while_i
     engine = Engine(sync_turns=2)
     runner = Runner(store, module(handle), engine, lambda queued: None, settings, clock)
     turn = Turn(runner, "o", Start(task, None, message, "1.0", allow_message=True))
-    running = engine.submit(turn.run())
+    running = engine.start(turn.run())
     # The committer may start waiting after any one advance: time goes on until it fired.
     while not store.created.wait(0.01):
         clock.advance(0.05)
@@ -179,7 +179,7 @@ def test_a_silent_slow_turn_becomes_visible_and_its_events_are_committed_while_i
     assert [type(e.event) for e in logged] == [ArtifactUpdate]
     assert all(t.name.startswith("turn-io") for t in store.threads)  # never the handler's
     seen.set()
-    done = running.result(5)
+    done = wait_out(running.outcome())
     assert isinstance(done, Task) and done.status.state is TaskState.COMPLETED
     assert store.commits == 3  # the window's create, the late artifact, the end
 

@@ -469,10 +469,11 @@ def own_address() -> str | None:
 
 
 def refused(make: Make) -> str:
-    """The one line make's recipe printed before it failed (make's own `make: ***` aside)."""
+    """The one line make's recipe printed before it failed (make's own `make: ***` aside,
+    `make[1]: ***` when make runs within make, as CI's `make test` does)."""
     output = ended(make)
     assert make.process.returncode != 0, output
-    ours = [line for line in make.lines if not line.startswith("make: ***")]
+    ours = [line for line in make.lines if not re.match(r"make(\[\d+\])?: \*\*\*", line)]
     assert len(ours) == 1, output
     return ours[0]
 
