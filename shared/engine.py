@@ -86,7 +86,6 @@ class EngineClosed(RuntimeError):
     """A turn was to start on an engine that was closed (the process is going away)."""
 
 
-
 class Running(Protocol):
     """A turn as the engine holds it while it runs: it can be stopped from outside."""
 

@@ -16,7 +16,7 @@ from shared.agent import AgentInfo, HandlerModule, load_handler_module
 from shared.app import build
 from shared.settings import Settings
 from shared.store.memory import MemoryTaskStore
-from tests.conftest import Client
+from tests.conftest import Client, wait_until
 from tests.handlers import waits
 
 THREADS = 4  # the front's pool: far fewer than the turns that wait at once
@@ -67,8 +67,15 @@ def test_turns_that_await_hold_no_thread_and_other_requests_are_answered_meanwhi
         ]
         assert waits.everyone.wait(30), f"only {waits.arrived} of {turns} turns waited at once"
         assert client.http.get("/.well-known/agent-card.json").status_code == 200
-        page = client.result("ListTasks", {"pageSize": 1}, version="1.0")
-        [task] = page["tasks"]
+        # A blocking turn is stored at its first window's close (it may not have come yet).
+        listed: list[dict[str, Any]] = []
+
+        def stored() -> bool:
+            listed[:] = client.result("ListTasks", {"pageSize": 1}, version="1.0")["tasks"]
+            return bool(listed)
+
+        wait_until(stored, 10, lambda: "no task stored while its turn waits")
+        [task] = listed
         got = client.result("GetTask", {"id": task["id"]}, version="1.0")
         assert got["status"]["state"] == "TASK_STATE_WORKING"
         waits.go.set()
