@@ -22,7 +22,14 @@ from google.cloud.firestore_v1.types import StructuredQuery
 
 from shared.model import PushConfig, TaskState, utc_now
 from shared.ports import TaskQuery
-from shared.store.firestore import EVENTS, IDEMPOTENCY, PUSH_CONFIGS, TASKS, FirestoreTaskStore
+from shared.store.firestore import (
+    EVENTS,
+    IDEMPOTENCY,
+    LIVE_OWNERS,
+    PUSH_CONFIGS,
+    TASKS,
+    FirestoreTaskStore,
+)
 from shared.store.firestore_push import PUSH_OWNERS, FirestorePushConfigStore
 from tests.store.conftest import MakeStore
 from tests.store.factory import ALICE, new_task
@@ -162,7 +169,7 @@ def test_ttl_is_declared_on_every_collection_the_store_writes() -> None:
     ttl = {
         (o["collectionGroup"], o["fieldPath"]) for o in declared()["fieldOverrides"] if o.get("ttl")
     }
-    expected = {TASKS, EVENTS, IDEMPOTENCY, PUSH_CONFIGS, PUSH_OWNERS}
+    expected = {TASKS, EVENTS, IDEMPOTENCY, PUSH_CONFIGS, PUSH_OWNERS, LIVE_OWNERS}
     assert ttl == {(group, "expireAt") for group in expected}
 
 
