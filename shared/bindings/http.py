@@ -26,7 +26,7 @@ from shared.bindings import jsonrpc, operations, rest, rest_v0_3, sse
 from shared.bindings.console import Console
 from shared.bindings.json_http import JSON, content_type_error, json_response
 from shared.bindings.local_only import LocalOnly
-from shared.bindings.wire import Answer, BodyRefused, Request
+from shared.bindings.wire import Answer, BodyRefused, Request, http_log, logged_when_answered
 from shared.card import AgentCard
 from shared.card_signing import JWKS_PATH
 from shared.dialects.base import Dialect
@@ -42,7 +42,7 @@ from shared.errors import (
 )
 from shared.identity import AuthenticationError, Authenticator, Principal
 from shared.observability.context import CLOUD_TRACE, TRACEPARENT, answered, note, owner_tag
-from shared.observability.work import Kept, http_request, unit
+from shared.observability.work import Kept, unit
 from shared.pause import Later, Pause, Waiting
 from shared.push_signing import NotificationSigner
 from shared.service import A2AService
@@ -192,8 +192,8 @@ class HttpApp:
         with opened as record:
             response = self._route(request)
             if response.later is not None:  # it waits for a turn: its line, once answered
-                return Answer(later=_logged_when_answered(request, response.later, opened.keep()))
-            record.fields["httpRequest"] = _http_request(request, response.status)
+                return Answer(later=logged_when_answered(request, response.later, opened.keep()))
+            record.fields["httpRequest"] = http_log(request, response.status)
             if response.chunks is not None:  # streamed: an event stream (sse.response)
                 record.fields["openStreams"] = self.streams.slots.held
                 response = _logged_at_end(response, response.chunks, opened.keep())
@@ -504,27 +504,6 @@ def _rest_later(later: Later[Any], binding: RestBinding, call: operations.Call) 
     except A2AError as error:
         answer = _rest_error(error, binding)
     return _echo(answer, call)
-
-
-def _http_request(request: Request, status: int) -> dict[str, Any]:
-    """The request's `httpRequest` log field, answered with `status`."""
-    return http_request(
-        request.method,
-        request.path,
-        status,
-        user_agent=request.headers.get("User-Agent"),
-        forwarded_for=request.headers.get("X-Forwarded-For"),
-        remote_addr=request.remote_addr,
-    )
-
-
-def _logged_when_answered(request: Request, later: Waiting[Answer], kept: Kept) -> Waiting[Answer]:
-    """Work whose steps are made in its request's unit of work, and whose line is written
-    once it answers (the time it waited for its turn is the request's latency)."""
-    answer = yield from kept.stepped(later)
-    kept.fields["httpRequest"] = _http_request(request, answer.status)
-    kept.end(stream=False)
-    return answer
 
 
 def _logged_at_end(answer: Answer, chunks: Iterator[bytes | Pause], kept: Kept) -> Answer:

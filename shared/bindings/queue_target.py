@@ -20,10 +20,10 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from shared.bindings.json_http import json_response
-from shared.bindings.wire import Answer, BodyRefused, Request
+from shared.bindings.wire import Answer, BodyRefused, Request, http_log, logged_when_answered
 from shared.jobs import Outcome
 from shared.observability.context import CLOUD_TRACE, TRACEPARENT, note
-from shared.observability.work import Kept, http_request, unit
+from shared.observability.work import unit
 from shared.pause import Later, Waiting, begun
 from shared.ports import BadPayload, Delivery
 from shared.sweep import Sweep
@@ -67,16 +67,13 @@ class QueueTargetApp:
         with opened as record:
             response = self._answer(request)
             if response.later is not None:  # a turn runs: its line once it is done
-                return Answer(later=self._logged_when_done(request, response.later, opened.keep()))
-            record.fields["httpRequest"] = _http_request(request, response.status)
+                kept = opened.keep()
+                # Cloud Tasks calls from Google's network: no forwarded address of a client.
+                return Answer(
+                    later=logged_when_answered(request, response.later, kept, forwarded=False)
+                )
+            record.fields["httpRequest"] = http_log(request, response.status, forwarded=False)
         return response
-
-    @staticmethod
-    def _logged_when_done(request: Request, later: Waiting[Answer], kept: Kept) -> Waiting[Answer]:
-        answer = yield from kept.stepped(later)
-        kept.fields["httpRequest"] = _http_request(request, answer.status)
-        kept.end(stream=False)
-        return answer
 
     def _answer(self, request: Request) -> Answer:
         if request.method != "POST":
@@ -142,18 +139,6 @@ _REFUSALS = {
     "wrong issuer": "the token is for another audience or account",
     "signing keys unavailable": "the token cannot be checked now",
 }
-
-
-def _http_request(request: Request, status: int) -> dict[str, Any]:
-    """The call's `httpRequest` log field, answered with `status`."""
-    return http_request(
-        request.method,
-        request.path,
-        status,
-        user_agent=request.headers.get("User-Agent"),
-        forwarded_for=None,  # Cloud Tasks calls from Google's network
-        remote_addr=request.remote_addr,
-    )
 
 
 def _refusal(reason: str) -> str:

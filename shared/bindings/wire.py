@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
+from shared.observability.work import Kept, http_request
 from shared.pause import Pause, Waiting
 
 Scope = Mapping[str, Any]
@@ -220,3 +221,27 @@ class Answer:
         close, self._close = self._close, None
         if close is not None:
             close()
+
+
+def http_log(request: Request, status: int, *, forwarded: bool = True) -> dict[str, Any]:
+    """The request's `httpRequest` log field, answered with `status`; `forwarded`: the
+    X-Forwarded-For it came with counts (not for Cloud Tasks' calls, from Google's network)."""
+    return http_request(
+        request.method,
+        request.path,
+        status,
+        user_agent=request.headers.get("User-Agent"),
+        forwarded_for=request.headers.get("X-Forwarded-For") if forwarded else None,
+        remote_addr=request.remote_addr,
+    )
+
+
+def logged_when_answered(
+    request: Request, later: Waiting[Answer], kept: Kept, *, forwarded: bool = True
+) -> Waiting[Answer]:
+    """Work whose steps are made in its request's unit of work, and whose line is written
+    once it answers (the time it waited for its turn is the request's latency)."""
+    answer = yield from kept.stepped(later)
+    kept.fields["httpRequest"] = http_log(request, answer.status, forwarded=forwarded)
+    kept.end(stream=False)
+    return answer

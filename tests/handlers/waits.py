@@ -20,6 +20,7 @@ expected = 1
 everyone = threading.Event()  # `expected` turns are waiting at once
 go = threading.Event()
 cancelled: dict[str, float] = {}  # task id -> time.monotonic() of the CancelledError
+any_cancelled = threading.Event()  # set with the first of them
 
 
 def reset(count: int) -> None:
@@ -29,6 +30,7 @@ def reset(count: int) -> None:
     everyone.clear()
     go.clear()
     cancelled.clear()
+    any_cancelled.clear()
 
 
 def _arrive() -> None:
@@ -46,6 +48,7 @@ async def handle(ctx: Context) -> None:
             await asyncio.sleep(0.005)  # the model's answer, not yet come
     except asyncio.CancelledError:
         cancelled[ctx.task_id] = time.monotonic()
+        any_cancelled.set()
         raise
     ctx.artifact(text="answered")
 
