@@ -342,6 +342,10 @@ class OwnerRate:
             return max(posts[0] + self.WINDOW - now, 0.0)
 
 
+# The soonest a delivery whose owner holds its share is queued again.
+REQUEUE_SOON = 0.1
+
+
 class OwnerSlots:
     """Deliveries under way on this instance, by owner: while fewer than `shared` are, any
     owner may start one; past it, at most `per_owner` of one owner. Only owners with one
@@ -355,6 +359,9 @@ class OwnerSlots:
         self._clock = clock
         self._lock = threading.Lock()
         self._started: dict[str, list[float]] = {}
+        # Seconds the owner's last delivery took, while it has one under way: how soon a
+        # slot of its is likely free again (its webhooks may answer in milliseconds).
+        self._took: dict[str, float] = {}
         self._under_way = 0
 
     def take(self, owner: str) -> float | None:
@@ -375,17 +382,25 @@ class OwnerSlots:
             under_way = self._started[owner]
             under_way.remove(started)
             self._under_way -= 1
-            if not under_way:
+            if under_way:
+                self._took[owner] = self._clock.monotonic() - started
+            else:
                 del self._started[owner]
+                self._took.pop(owner, None)
 
     def wait(self, owner: str) -> float:
-        """Seconds until the owner's oldest delivery under way has had its first POST's
-        time (a slot is likely free by then; one still taken queues the delivery again)."""
+        """Seconds until a slot of the owner's is likely free (one still taken queues the
+        delivery again): twice what its last delivery took, when one of its ended while
+        others were under way (webhooks that answer at once: their burst drains without
+        waiting out a slow one's deadline); else until its oldest delivery under way has had
+        its first POST's time."""
         with self._lock:
             started = self._started.get(owner)
             if not started:
                 return 0.0
-            return max(min(started) + TIMEOUT_SECONDS - self._clock.monotonic(), 1.0)
+            deadline = max(min(started) + TIMEOUT_SECONDS - self._clock.monotonic(), 1.0)
+            took = self._took.get(owner)
+            return deadline if took is None else min(deadline, max(2 * took, REQUEUE_SOON))
 
 
 def _origin(url: str) -> tuple[str, str, int | None]:
@@ -547,7 +562,9 @@ class Deliverer:
         attempt of the queue is spent on waiting."""
         if self.queue is None:
             return Outcome.BUSY
-        now = int(self._clock.now().timestamp())
+        # In milliseconds: a job may be queued again several times a second (REQUEUE_SOON),
+        # and a name is taken once.
+        now = int(self._clock.now().timestamp() * 1000)
         try:
             self.queue.enqueue(f"{job.name}-{why}{now}", job.payload(), delay=delay)
         except Exception:
