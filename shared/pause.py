@@ -23,7 +23,7 @@ drives one on a thread that may block (tests, an in-process queue's thread).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -65,16 +65,13 @@ Waiting = Generator[Pause, None, T]
 
 
 class Later(Generic[T]):
-    """Work that paused (`begun`): iterating it yields its pauses and returns its value."""
+    """Work that paused (`begun`): `rest` yields its pauses and returns its value."""
 
     __slots__ = ("first", "work")
 
     def __init__(self, work: Waiting[T], first: Pause) -> None:
         self.work = work
         self.first = first
-
-    def __iter__(self) -> Iterator[Pause]:
-        return self.rest()
 
     def rest(self) -> Waiting[T]:
         yield self.first
@@ -87,9 +84,6 @@ class Later(Generic[T]):
             return function((yield from self.work))
 
         return Later(after(), self.first)
-
-    def close(self) -> None:
-        self.work.close()
 
 
 def ready(value: T) -> Waiting[T]:
