@@ -356,8 +356,14 @@ def _turns(
 
 
 def _engine(settings: Settings) -> Engine:
-    """The engine of a function's turns (its store's calls block on Firestore only)."""
-    return Engine(settings.sync_turns, store_blocks=settings.backend == "firestore")
+    """The engine of a function's turns (its store's calls block on Firestore only). Sync
+    turns run on their requests' threads while half of THREADS do at most: the other half
+    is for requests that run no handler."""
+    return Engine(
+        settings.sync_turns,
+        on_requests=settings.threads // 2,
+        store_blocks=settings.backend == "firestore",
+    )
 
 
 def _runner(

@@ -1,14 +1,19 @@
 """The process's background work: the event loop its turns run on, and its few threads.
 
-An LLM agent's turn spends seconds awaiting a model. Such a turn holds no thread here: every
-turn (shared.runtime.Turn) is a task on one event loop, which runs on a thread of its own,
-started at the first turn. An async handler is awaited there, so thousands of turns wait at
-once on one instance, and a cancel cancels the await they wait on (`cancel`). Code that
-blocks runs on bounded pools, so nothing the loop waits for can hold it:
+An LLM agent's turn spends seconds awaiting a model. Such a turn holds no thread here: a turn
+(shared.runtime.Turn) of an async handler is a task on one event loop, which runs on a thread
+of its own, started at the first turn, so thousands of turns wait at once on one instance,
+and a cancel cancels the await they wait on (`cancel`). Code that blocks runs on threads, so
+nothing the loop waits for can hold it:
 
-- a sync handler runs on the `sync_turns` pool (A2A_SYNC_TURNS): a turn that holds a thread
-  for its whole length, bounded apart from the requests' own pool, which turns never take;
-- a store call of a turn (a commit, a read) runs on the `io` pool: Firestore's client blocks.
+- a sync handler holds a thread for its whole turn: at most `sync_turns` at once
+  (A2A_SYNC_TURNS), each on the thread of the request that started it while at most
+  `on_requests` do (`hold`: a short turn, its commit made there too, never leaves that
+  thread; the loop takes over one that outlives its first window, `Running.take_over`,
+  looked for every TICK_SECONDS), else on the engine's pool of `sync_turns` threads. So
+  requests that run no handler always find a thread of theirs;
+- a store call of a turn on the loop (a commit, a read) runs on the `io` pool: Firestore's
+  client blocks.
 
 The Engine is built once by shared.app and handed to what starts or cancels turns (the
 service, the worker). It owns the turns running in this process, by task, so a cancel that
@@ -43,9 +48,11 @@ T = TypeVar("T")
 # waiting on the network, so a few dozen serve hundreds of turns committing once a second.
 IO_THREADS = 32
 # A loop held this long by one step of a turn is logged: every other turn of the instance
-# waited meanwhile. Looked at every TICK_SECONDS while turns run.
+# waited meanwhile. Looked at every TICK_SECONDS while turns run, when the turns held on
+# requests' threads are looked at too: the default first window (A2A_STREAM_COMMIT_INTERVAL_
+# SECONDS), so the loop takes one over within a tick of its window's close.
 HELD_SECONDS = 0.25
-TICK_SECONDS = 0.25
+TICK_SECONDS = 0.05
 # A wait for a turn's end looks again after this even if nothing woke it (the end always
 # wakes it: this only bounds a lost wake).
 _LOOK_AGAIN = 60.0
@@ -93,6 +100,11 @@ class Running(Protocol):
         """The task was canceled here: stop the turn now (on the loop)."""
         ...
 
+    def take_over(self, *, now: bool = False) -> bool:
+        """On the loop: take the turn over from the request's thread that runs it, when its
+        committer has something due (or `now`); whether it did."""
+        ...
+
     @property
     def task(self) -> Any:
         """The task it runs (its id names it in the log)."""
@@ -102,12 +114,19 @@ class Running(Protocol):
 class Engine:
     """The loop that runs this process's turns, its pools, and the turns running."""
 
-    def __init__(self, sync_turns: int, *, store_blocks: bool = True) -> None:
-        """`store_blocks`: the store's calls wait on the network (Firestore), so they run on
-        the io threads; the embedded store's take microseconds of CPU, made on the loop."""
+    def __init__(
+        self, sync_turns: int, *, on_requests: int | None = None, store_blocks: bool = True
+    ) -> None:
+        """`on_requests`: how many sync turns may run on their requests' threads (app.py:
+        half the function's THREADS), at most `sync_turns`. `store_blocks`: the store's calls
+        wait on the network (Firestore), so the loop makes them on the io threads; the
+        embedded store's take microseconds of CPU, made on the loop."""
         self._sync_turns = sync_turns
+        self._slots = threading.BoundedSemaphore(sync_turns)  # sync handlers running
+        self._on_requests = min(sync_turns, sync_turns if on_requests is None else on_requests)
         self._store_blocks = store_blocks
-        self._lock = threading.Lock()  # the start of the loop's thread, `_outstanding`
+        # The start of the loop's thread, `_outstanding`, `_held`, `_ticking`.
+        self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread = 0  # the loop's thread's ident
         self._ticking = False  # the held-loop check is scheduled
@@ -116,8 +135,10 @@ class Engine:
         self._outstanding: set[Started[Any]] = set()  # started, not yet ended (`close`)
         self._io: ThreadPoolExecutor | None = None
         self._sync: ThreadPoolExecutor | None = None
-        # The turns running here, by (owner, task id): read and written on the loop only.
+        # The turns running on the loop, by (owner, task id): read and written there only.
         self._running: dict[tuple[str, str], Running] = {}
+        # The sync turns whose handlers run on their requests' threads (`hold`).
+        self._held: dict[Running, tuple[str, str]] = {}
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -162,6 +183,11 @@ class Engine:
         if self._closed:
             work.close()
             raise EngineClosed("this instance is shutting down: it starts no turn")
+        return self.go_on(work)
+
+    def go_on(self, work: Coroutine[Any, Any, T]) -> Started[T]:
+        """`start` for the rest of a turn started already (one held on a request's thread):
+        it runs even once the engine is closed."""
         started: Started[T] = Started()
         with self._lock:
             self._outstanding.add(started)
@@ -180,31 +206,68 @@ class Engine:
 
     async def io(self, function: Callable[..., T], *args: Any) -> T:
         """`function(*args)` (a store call) on the io pool, awaited on the loop, in the calling
-        turn's context (its unit of work: logs, spans); on the loop itself when the store
-        does not block."""
-        if not self._store_blocks:
+        turn's context (its unit of work: logs, spans); made at once when the store does
+        not block, or off the loop (a turn whose writer is a request's thread)."""
+        if not self._store_blocks or not self.on_loop():
             return function(*args)
         run = functools.partial(contextvars.copy_context().run, function, *args)
         return await self.loop.run_in_executor(self._io, run)
 
     def in_thread(self, function: Callable[..., T], *args: Any) -> Awaitable[T]:
-        """`function(*args)` (a sync handler) on the sync turns' pool, awaited on the loop, in
-        the calling turn's context."""
-        run = functools.partial(contextvars.copy_context().run, function, *args)
-        return self.loop.run_in_executor(self._sync, run)
+        """`function(*args)` (a sync handler) on the sync turns' pool once a slot is free,
+        awaited on the loop, in the calling turn's context."""
+
+        def run() -> T:
+            with self._slots:
+                return function(*args)
+
+        return self.loop.run_in_executor(self._sync, contextvars.copy_context().run, run)
+
+    # -- the sync turns held on requests' threads (from those threads) --------------------
+
+    def hold(self, owner: str, task_id: str, turn: Running) -> bool:
+        """Whether the sync turn may run its handler on this request's thread: while fewer
+        than `on_requests` do, and a slot is free. Held, the loop takes it over when due
+        (`Running.take_over`, at its tick) or canceled here, until `let_go`. Raises
+        EngineClosed once the process is going away."""
+        loop = self.loop
+        with self._lock:
+            if self._closed:
+                raise EngineClosed("this instance is shutting down: it starts no turn")
+            if len(self._held) >= self._on_requests or not self._slots.acquire(blocking=False):
+                return False
+            self._held[turn] = (owner, task_id)
+            tick, self._ticking = not self._ticking, True
+        if tick:
+            loop.call_soon_threadsafe(self._tick, time.monotonic())
+        return True
+
+    def let_go(self, turn: Running) -> None:
+        """The held turn's handler returned: its slot is free."""
+        with self._lock:
+            del self._held[turn]
+        self._slots.release()
+        if self._closed:
+            self.loop.call_soon_threadsafe(self._stop_if_closed)
 
     # -- the turns running here (on the loop) ---------------------------------------------
 
     def running(self, owner: str, task_id: str, turn: Running) -> None:
         self._running[(owner, task_id)] = turn
-        if not self._ticking:
-            self._ticking = True
+        with self._lock:
+            tick, self._ticking = not self._ticking, True
+        if tick:
             self._tick(time.monotonic())
 
     def _tick(self, set_at: float) -> None:
-        """Every TICK_SECONDS while turns run: a tick that comes HELD_SECONDS late means a
-        step of some turn held the loop (a blocking call in an async handler)."""
+        """Every TICK_SECONDS while turns run: the held turns due are taken over; a tick that
+        comes HELD_SECONDS late means a step of some turn held the loop (a blocking call in
+        an async handler)."""
         now = time.monotonic()
+        with self._lock:
+            here = list(self._held)
+        for turn in here:
+            turn.take_over()
         held = now - set_at - TICK_SECONDS
         ran = sorted({*self._ended_since_tick, *(t.task.id for t in self._running.values())})
         self._ended_since_tick.clear()
@@ -217,10 +280,10 @@ class Engine:
                 held,
                 tasks or "none",
             )
-        if not self._running:
-            self._ticking = False
-            return
-        self.loop.call_later(TICK_SECONDS, self._tick, now)
+        with self._lock:
+            going_on = self._ticking = bool(self._running or self._held)
+        if going_on:
+            self.loop.call_later(TICK_SECONDS, self._tick, now)
 
     def ended(self, owner: str, task_id: str, turn: Running) -> None:
         if self._running.get((owner, task_id)) is turn:
@@ -235,6 +298,10 @@ class Engine:
 
         def stop() -> None:
             turn = self._running.get((owner, task_id))
+            if turn is None:  # one held on a request's thread is taken over first
+                with self._lock:
+                    held = [t for t, key in self._held.items() if key == (owner, task_id)]
+                turn = next((t for t in held if t.take_over(now=True)), None)
             if turn is not None:
                 turn.stop_now()
 
@@ -251,8 +318,8 @@ class Engine:
             loop.call_soon_threadsafe(self._stop_if_closed)
 
     def _stop_if_closed(self) -> None:
-        """On the loop: once closed and nothing started is left, stop."""
+        """On the loop: once closed and nothing started (or held) is left, stop."""
         with self._lock:
-            idle = not self._outstanding
+            idle = not self._outstanding and not self._held
         if self._closed and idle:
             asyncio.get_running_loop().stop()

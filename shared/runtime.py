@@ -1,10 +1,15 @@
 """Running a handler for one turn of a task and persisting what it does.
 
-A Turn runs on the engine's event loop (shared.engine), and everything it holds is written
-there, by one writer: the handler's events (an async handler's calls are made on the loop; a
-sync handler's, checked on its own thread, are handed to the loop in order), the commits,
-the end. So a turn
-that awaits a model holds no thread, and nothing of it needs a lock.
+Everything a Turn holds is written by one thread at a time, its writer: the thread that makes
+it, until it runs (a claim's commit is made there); then the one that runs it. An async
+handler's turn runs on the engine's event loop (shared.engine), so a turn that awaits a model
+holds no thread. A sync handler's turn started by a request runs on the request's own thread
+(`ran`): the handler, its events and its one commit, so a short turn never leaves the
+thread. The loop takes such a turn over (`take_over`) when its first window closes, or on a
+cancel here; the handler goes on on its thread, its events and its return handed to the
+loop in order, as are those of a sync handler the loop started on the engine's pool. The
+switch is made under `_moving`, the turn's one lock, held by the request's thread only while
+it folds an event in, by the loop only while it takes the turn over.
 
 The turn folds the handler's events into its copy of the task and commits them to the store
 with optimistic concurrency, in windows, wherever it runs and whether anyone listens: the
@@ -52,17 +57,18 @@ import inspect
 import itertools
 import logging
 import math
+import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from shared.agent import Context, HandlerModule, TaskCanceled
 from shared.clock import Clock
 from shared.conflicts import ATTEMPTS, TooManyConflicts
-from shared.engine import Engine
+from shared.engine import Engine, Started
 from shared.frozen import frozen
 from shared.lifecycle import apply, apply_all
 from shared.limits import ArtifactMeter, LimitExceeded, Limits, servable
@@ -82,7 +88,7 @@ from shared.model import (
 from shared.model_json import detached
 from shared.observability import tracing
 from shared.observability.context import note
-from shared.pause import wait_out
+from shared.pause import Waiting
 from shared.ports import (
     DuplicateMessage,
     Lease,
@@ -94,6 +100,8 @@ from shared.ports import (
 )
 
 log = logging.getLogger("a2a.runtime")
+
+T = TypeVar("T")
 
 # Called after each commit of a turn with the new snapshot and the events it logged.
 Listener = Callable[[StoredTask, list[LoggedEvent]], None]
@@ -223,10 +231,16 @@ class Turn:
         self._listener: Listener | None = None
         # Its logs and spans belong to the unit of work that made it, on the loop.
         self._unit = tracing.snapshot()
+        self._ctx: Context | None = None  # the handler's, made as it starts
+        self._began = 0.0  # when the handler started (time.perf_counter)
         self._handler_done = False
         self._ending = False  # the handler returned: the next commit ends the turn
         self._handler_task: asyncio.Future[Any] | None = None
         self._made = start.task  # a sync handler's view of the task (`emit`), on its thread
+        # A sync handler's request's thread writes the turn (`ran`) until the loop takes it
+        # over (`take_over`); `_moving` makes that switch one step for both.
+        self._here = False
+        self._moving = threading.Lock()
         # The committer: a timer at its next deadline (a short turn ends before it fires),
         # and the commit, check or heartbeat it started, one at a time.
         self._timer: asyncio.TimerHandle | None = None
@@ -254,11 +268,11 @@ class Turn:
         return self._task
 
     def claim(self) -> None:
-        """Commit the start of the turn now, once, before it runs (from a request's thread):
-        a continuation claims its task this way (only one message resumes an interrupted
-        task) and a background turn becomes visible before it runs. Raises VersionConflict
-        when the task moved on meanwhile."""
-        wait_out(self._runner.engine.start(self._claimed()).outcome())
+        """Commit the start of the turn now, once, before it runs (on the thread that made
+        it, its writer until it runs): a continuation claims its task this way (only one
+        message resumes an interrupted task) and a background turn becomes visible before it
+        runs. Raises VersionConflict when the task moved on meanwhile."""
+        _made_here(self._claimed())
 
     async def _claimed(self) -> None:
         plan = self._plan()
@@ -276,19 +290,83 @@ class Turn:
         self._listened = True
         return self._stored
 
+    def ran(self) -> Waiting[Task | Message]:
+        """Run the turn to its end for a request (from its thread); the result for a blocking
+        send. A sync handler runs here, on this thread, while the engine has a slot for it
+        (`Engine.hold`): the handler, its events and a short turn's one commit, so a short
+        turn never leaves the thread. One that outlives its first window is taken over by
+        the loop (`take_over`), which ends it: the request waits for that without a thread.
+        An async handler's turn, or a sync one without a slot, runs on the loop throughout."""
+        engine = self._runner.engine
+        if not inspect.iscoroutinefunction(self._runner.handler.handle):
+            self._began, self._ctx, self._made = time.perf_counter(), self._context(), self._task
+            self._here = True
+            if engine.hold(self._owner, self._task.id, self):
+                ended = self._run_here(self._ctx)
+                return (yield from ended.outcome()) if isinstance(ended, Started) else ended
+            self._here = False
+        return (yield from engine.start(self.run()).outcome())
+
+    def _run_here(self, ctx: Context) -> Task | Message | Started[Task | Message]:
+        """The sync handler run on this thread; then the turn's end made here, or, when the
+        loop took the turn over meanwhile (or must await what the handler returned), there."""
+        engine = self._runner.engine
+        with tracing.span("handler turn"):  # this thread is in the turn's unit of work
+            note(taskId=self._task.id)
+            returned: object = None
+            error: BaseException | None = None
+            try:
+                returned = self._runner.handler.handle(ctx)
+            except BaseException as exc:  # SystemExit too: the loop's turn must hear of it
+                error = exc
+            with self._moving:
+                here, self._here = self._here, False
+            if not here or inspect.isawaitable(returned):
+                ending = engine.go_on(self._on_loop(self._returned(returned, error)))
+                engine.let_go(self)
+                return ending
+            engine.let_go(self)
+            if error is not None:
+                self._failed(error)
+            self._handler_done = self._ending = True
+            result = _made_here(self._end())
+            note(handlerSeconds=round(time.perf_counter() - self._began, 6), turnState=self.ended)
+        if self._duplicate is not None:
+            raise self._duplicate
+        return result
+
+    def take_over(self, *, now: bool = False) -> bool:
+        """On the loop: take over a sync turn that its request's thread runs, once its
+        committer has something due (its first window closed), or `now` (a cancel here).
+        The handler goes on on its thread, its events and its return handed to the loop.
+        Whether the loop took it over now (not when that thread ends it, or did already)."""
+        with self._moving:
+            if not self._here or not (now or self._next()[0] <= self._runner.clock.monotonic()):
+                return False
+            self._here = False
+        self._runner.engine.running(self._owner, self._task.id, self)
+        with tracing.resumed(self._unit):
+            self._arm()  # its committer's timers run in its unit of work
+        return True
+
     async def run(self) -> Task | Message:
-        """Run the handler to the end of its turn (on the loop); the result for a blocking
-        send."""
+        """Run the handler to the end of its turn on the loop (a stream's turn, the worker's,
+        or one without a slot here); the result for a blocking send."""
+        self._began, self._ctx = time.perf_counter(), self._context()
+        return await self._on_loop(self._call_handler(self._ctx))
+
+    async def _on_loop(self, handler: Awaitable[None]) -> Task | Message:
+        """The turn on the loop, from the handler's run (or what a request's thread left of
+        it) to its end."""
         engine, task_id = self._runner.engine, self._task.id
         with tracing.resumed(self._unit), tracing.span("handler turn"):
             note(taskId=task_id)  # the handler's own log lines name the task too
-            started = time.perf_counter()
             engine.running(self._owner, task_id, self)
             try:
-                result = await self._run()
+                result = await self._run(handler)
             finally:
                 engine.ended(self._owner, task_id, self)
-            note(handlerSeconds=round(time.perf_counter() - started, 6), turnState=self.ended)
+            note(handlerSeconds=round(time.perf_counter() - self._began, 6), turnState=self.ended)
             return result
 
     @property
@@ -307,37 +385,46 @@ class Turn:
         self._stop("canceled")
         self._reread = True
 
-    async def _run(self) -> Task | Message:
-        ctx = self._context()
+    async def _run(self, handler: Awaitable[None]) -> Task | Message:
         self._arm()  # the first window's close: a short turn ends before it
         try:
-            await self._call_handler(ctx)
-        except TaskCanceled:
-            pass
+            await handler
         except asyncio.CancelledError:
             if not self._canceled:
                 raise  # the engine itself is going away
-        except LimitExceeded as exc:  # the handler's own output: its message says what and why
-            log.warning("handler %s: %s", self._runner.handler.name, exc)
-            self._end_with(TaskState.FAILED, str(exc))
-        except Exception:
-            reference = new_id()[:8]
-            log.exception("handler %s failed (reference %s)", self._runner.handler.name, reference)
-            note(reference=reference)
-            self._end_with(
-                TaskState.FAILED,
-                f"The agent failed while working on this task (reference {reference}).",
-            )
+        except Exception as error:
+            self._failed(error)
         finally:
             self._handler_done = True
             self._disarm()
             if self._acting is not None:
                 await self._acting  # the commit in flight lands first
         self._ending = True
-        result = await self._end(ctx)
+        result = await self._end()
         if self._duplicate is not None:
             raise self._duplicate
         return result
+
+    def _failed(self, error: BaseException) -> None:
+        """The handler raised `error`: the task fails, its message saying why (a limit's
+        names it; any other error a reference to the log line), unless it was canceled.
+        What is no error of the handler's (SystemExit) goes on up."""
+        if isinstance(error, TaskCanceled):
+            return
+        if isinstance(error, LimitExceeded):  # the handler's own output
+            log.warning("handler %s: %s", self._runner.handler.name, error)
+            self._end_with(TaskState.FAILED, str(error))
+            return
+        if not isinstance(error, Exception):
+            raise error
+        reference = new_id()[:8]
+        name = self._runner.handler.name
+        log.error("handler %s failed (reference %s)", name, reference, exc_info=error)
+        note(reference=reference)
+        self._end_with(
+            TaskState.FAILED,
+            f"The agent failed while working on this task (reference {reference}).",
+        )
 
     def _context(self) -> Context:
         # What the handler reads is its own: changing a dict in it changes nothing stored or
@@ -359,15 +446,27 @@ class Turn:
     async def _call_handler(self, ctx: Context) -> None:
         handle = self._runner.handler.handle
         if inspect.iscoroutinefunction(handle):
-            result: object = handle(ctx)
-        else:  # a sync handler holds a thread of its own pool for its whole turn
+            returned: object = handle(ctx)
+        else:  # a sync handler holds a thread of the engine's pool for its whole turn
             self._made = self._task
-            result = await self._runner.engine.in_thread(handle, ctx)
-        if inspect.isawaitable(result):
-            self._handler_task = asyncio.ensure_future(_awaited(result))
+            returned = await self._runner.engine.in_thread(handle, ctx)
+        await self._awaited(returned)
+
+    async def _returned(self, returned: object, error: BaseException | None) -> None:
+        """What a sync handler run by its request's thread left to the loop: its error, or
+        what it returned, awaited."""
+        if error is not None:
+            raise error
+        await self._awaited(returned)
+
+    async def _awaited(self, returned: object) -> None:
+        """What the handler returned, awaited if it is awaitable (a coroutine), as a task that
+        a cancel cancels: the model call it waits on is dropped."""
+        if inspect.isawaitable(returned):
+            self._handler_task = asyncio.ensure_future(_awaited(returned))
             await self._handler_task
 
-    async def _end(self, ctx: Context) -> Task | Message:
+    async def _end(self) -> Task | Message:
         if self._reread:  # canceled here: answer the task as the cancel left it
             current = await self._runner.engine.io(
                 self._runner.store.get, self._owner, self._task.id
@@ -380,7 +479,7 @@ class Turn:
                 if self._start.allow_message and self._stored is None and not self._has_output():
                     return replace(reply, task_id=None)  # nothing about the task was stored
                 self._apply(self._status(TaskState.COMPLETED, reply))
-            elif ctx.ended is None:
+            elif self._ctx is None or self._ctx.ended is None:
                 self._apply(self._status(TaskState.COMPLETED, None))
         await self._flush(force=self._holds_lease())
         return self._task
@@ -396,19 +495,25 @@ class Turn:
         # Over a limit, or unservable: raised here, to the handler, and not applied. The
         # meter is the emitting thread's alone (the loop's, or a sync handler's own), and so
         # is the task it measures against: the loop's, or, on a sync handler's thread, the
-        # task as that handler's own events made it (the loop applies them later).
+        # task as that handler's own events made it (`_made`: the loop applies them later).
         engine = self._runner.engine
-        on_loop = engine.on_loop()
-        made = self._task if on_loop else self._made
+        if engine.on_loop():
+            self._emitted(*self._checked(event, self._task))
+            return
+        made = self._made
+        event, size = self._checked(event, made)
+        self._made = apply(made, event)
+        with self._moving:
+            if self._here:  # this thread writes the turn
+                self._apply(event, size, self._made)
+                return
+        # The loop writes it: the handler goes on, the loop applies its events in order.
+        engine.loop.call_soon_threadsafe(self._emitted, event, size)
+
+    def _checked(self, event: Event, made: Task) -> tuple[Event, int]:
         if isinstance(event, ArtifactUpdate):
-            event, size = self._artifact_sizes.add(event, made)
-        else:
-            event, size = servable(event)
-        if on_loop:
-            self._emitted(event, size)
-        else:  # a sync handler goes on: the loop applies its events in the order it made them
-            self._made = apply(made, event)
-            engine.loop.call_soon_threadsafe(self._emitted, event, size)
+            return self._artifact_sizes.add(event, made)
+        return servable(event)
 
     def reply(self, message: Message) -> None:
         if self._canceled:
@@ -661,8 +766,9 @@ class Turn:
         message = agent_message(text, task_id=self._task.id, context_id=self._task.context_id)
         self._apply(self._status(state, message))
 
-    def _apply(self, event: Event, size: int = 0) -> None:
-        self._task = apply(self._task, event)
+    def _apply(self, event: Event, size: int = 0, task: Task | None = None) -> None:
+        """Fold `event` in (`task`: the task it makes, when the caller has it already)."""
+        self._task = apply(self._task, event) if task is None else task
         self._pending.append(event)
         self._sizes.append(size)
         self._pending_bytes += size
@@ -727,3 +833,15 @@ class Turn:
 
 async def _awaited(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
+
+
+def _made_here(work: Coroutine[Any, Any, T]) -> T:
+    """Run a turn's `work` to its end on this thread, the turn's writer off the loop: it
+    awaits nothing but its store calls, made here (`Engine.io`), so it never suspends."""
+    try:
+        work.send(None)
+    except StopIteration as done:
+        value: T = done.value
+        return value
+    work.close()
+    raise RuntimeError("a turn's work off the loop waited for the loop")

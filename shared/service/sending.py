@@ -140,7 +140,7 @@ class Sending:
             if isinstance(begun, StoredTask):
                 queued = (yield from self._wait(begun)) if request.blocking else begun
                 return view(queued.task, request.history_length)
-            result = yield from self._ports.engine.start(begun.run()).outcome()
+            result = yield from begun.ran()
             if isinstance(result, Message):
                 return result
             if not result.status.state.final:
