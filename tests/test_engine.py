@@ -1,10 +1,12 @@
 """shared.engine, through the functions' front: turns that await hold no thread, requests
-that run no handler are answered meanwhile, a cancel reaches the await, sync turns keep to
-their own pool, and a handler that holds the loop is named in the log."""
+that run no handler are answered meanwhile, a cancel reaches the await, a sync turn runs on
+its request's thread (taken over by the loop past its first window; canceled there too),
+sync turns keep to their bound, and a handler that holds the loop is named in the log."""
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -14,10 +16,20 @@ import pytest
 
 from shared.agent import AgentInfo, HandlerModule, load_handler_module
 from shared.app import build
+from shared.engine import Engine
+from shared.model import Event, Task, TaskState
+from shared.pause import wait_out
+from shared.ports import StoredTask
+from shared.requests import CancelRequest
+from shared.service import A2AService
+from shared.service.base import Ports, ServiceSettings
 from shared.settings import Settings
 from shared.store.memory import MemoryTaskStore
+from shared.worker import TurnQueue
+from tests.clock import ManualClock
 from tests.conftest import Client, wait_until
 from tests.handlers import waits
+from tests.test_runtime import NoQueue, request
 
 THREADS = 4  # the front's pool: far fewer than the turns that wait at once
 
@@ -27,6 +39,33 @@ def send(text: str, message_id: str, *, blocking: bool = True) -> dict[str, Any]
         "message": {"role": "ROLE_USER", "parts": [{"text": text}], "messageId": message_id},
         "configuration": {"returnImmediately": not blocking},
     }
+
+
+class WritersStore(MemoryTaskStore):
+    """The memory store, noting the thread of each write; `created` is set at the first."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writers: list[str] = []
+        self.created = threading.Event()
+
+    def create(self, owner: str, task: Task, events: Any, **kwargs: Any) -> StoredTask:
+        self.writers.append(threading.current_thread().name)
+        stored = super().create(owner, task, events, **kwargs)
+        self.created.set()
+        return stored
+
+    def commit(
+        self, current: StoredTask, task: Task, events: list[Event], **kwargs: Any
+    ) -> StoredTask:
+        self.writers.append(threading.current_thread().name)
+        return super().commit(current, task, events, **kwargs)
+
+
+def watching(**values: Any) -> HandlerModule:
+    return HandlerModule(
+        name="watches", handle=waits.watches, info=AgentInfo(), skills=(), **values
+    )
 
 
 @pytest.fixture
@@ -118,14 +157,78 @@ def test_a_cancel_written_by_another_instance_reaches_the_await(
     assert got["status"]["state"] == "TASK_STATE_CANCELED" and not got.get("artifacts")
 
 
-def test_sync_turns_keep_to_their_own_pool(make: Callable[..., Client]) -> None:
+def test_a_short_sync_turn_never_leaves_its_requests_thread(make: Callable[..., Client]) -> None:
+    """The handler runs on the front's thread that took the request, and the turn's one
+    commit is made there too: no hand-over to the loop or to a pool."""
+    waits.reset(1)
+    waits.go.set()
+    store = WritersStore()
+    task = make(watching(), store).result("SendMessage", send("hi", "m1"), version="1.0")["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    ran_on = waits.threads[task["id"]]
+    assert ran_on.startswith("a2a") and store.writers == [ran_on]
+
+
+def test_a_sync_turn_past_its_window_is_taken_over_by_the_loop_and_a_cancel_reaches_it(
+    make: Callable[..., Client],
+) -> None:
+    """The handler goes on on its request's thread while the loop commits for it (its task
+    is stored, working, at its first window's close); a cancel here reaches it at once."""
+    waits.reset(1)
+    store = WritersStore()
+    client = make(watching(), store)
+    with ThreadPoolExecutor(1) as clients:
+        answer = clients.submit(client.result, "SendMessage", send("hi", "m1"), version="1.0")
+        assert waits.everyone.wait(10)
+        assert store.created.wait(10), "the loop never took the turn over"
+        [(task_id, ran_on)] = waits.threads.items()
+        assert ran_on.startswith("a2a") and store.writers == ["turns"]
+        got = client.result("GetTask", {"id": task_id}, version="1.0")
+        assert got["status"]["state"] == "TASK_STATE_WORKING"
+        asked = time.monotonic()
+        client.result("CancelTask", {"id": task_id}, version="1.0")
+        assert waits.any_cancelled.wait(10), "the handler never saw the cancel"
+        assert waits.cancelled[task_id] - asked < 1.0
+        done = answer.result(10)["task"]
+    assert done["status"]["state"] == "TASK_STATE_CANCELED" and not done.get("artifacts")
+
+
+def test_a_cancel_here_reaches_a_sync_turn_before_its_first_window_closes() -> None:
+    """A turn stored before it runs (its handler must not run twice) on a clock that never
+    moves: the loop has nothing due, so only the cancel takes the turn over, and stops it."""
+    waits.reset(1)
+    store = MemoryTaskStore()
+    turns = TurnQueue(store, NoQueue(), lease_seconds=30, queue_span=60)
+    ports = Ports(store, watching(rerun_safe=False), turns, clock=ManualClock(), engine=Engine(2))
+    service = A2AService(ports, ServiceSettings())
+    sent: list[Any] = []
+    sender = threading.Thread(
+        target=lambda: sent.append(
+            wait_out(service.sending.send("o", request("x"), dialect="1.0", message_results=True))
+        )
+    )
+    sender.start()
+    try:
+        assert waits.everyone.wait(10)
+        [task_id] = waits.threads
+        service.tasks.cancel("o", CancelRequest(task_id))
+        assert waits.any_cancelled.wait(10), "the handler never saw the cancel"
+    finally:
+        waits.go.set()
+        sender.join(10)
+    [done] = sent
+    assert isinstance(done, Task) and done.status.state is TaskState.CANCELED
+
+
+def test_sync_turns_keep_to_their_bound(make: Callable[..., Client]) -> None:
     """Sync turns that hold their threads, more of them than the front has threads: the
-    card is still answered, and the turns past A2A_SYNC_TURNS wait for a thread of their
-    pool, holding none of the front's."""
+    card is still answered. At most A2A_SYNC_TURNS run at once (on the requests' threads
+    while half of THREADS do at most); the others wait for a slot, holding none of the
+    front's threads."""
     module = HandlerModule(name="blocking", handle=waits.blocking, info=AgentInfo(), skills=())
     held = THREADS * 2
-    waits.reset(2)
-    client = make(module, sync_turns=2)
+    waits.reset(3)
+    client = make(module, sync_turns=3)  # two on the front's four threads, one on the pool
     with ThreadPoolExecutor(held) as clients:
         answers = [
             clients.submit(client.result, "SendMessage", send("hi", f"m{n}"), version="1.0")
@@ -133,10 +236,11 @@ def test_sync_turns_keep_to_their_own_pool(make: Callable[..., Client]) -> None:
         ]
         assert waits.everyone.wait(10)
         assert client.http.get("/.well-known/agent-card.json").status_code == 200
-        assert waits.arrived == 2  # the pool's two threads: the others wait for one
+        assert waits.arrived == 3
         waits.go.set()
         done = [answer.result(30)["task"] for answer in answers]
     assert {t["status"]["state"] for t in done} == {"TASK_STATE_COMPLETED"}
+    assert waits.arrived == held
 
 
 def test_a_handler_that_holds_the_loop_is_named_in_the_log(

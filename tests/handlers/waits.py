@@ -1,8 +1,10 @@
 """Handlers that wait, as an LLM agent's turn waits on a model: the engine's tests.
 
 `handle` (async) counts itself in, then awaits until the test lets it go (`go`), or is
-cancelled (recorded in `cancelled`). `blocking` (sync, the `sync` module attribute's) holds
-its thread until let go. `holds_the_loop` sleeps without awaiting: a mistake the log names.
+cancelled (recorded in `cancelled`). `blocking` (sync) holds its thread until let go;
+`watches` (sync) too, looking at `ctx.canceled` meanwhile, as a sync handler's loop does
+(a cancel recorded in `cancelled`), and notes the thread it ran on (`threads`).
+`holds_the_loop` sleeps without awaiting: a mistake the log names.
 The test sets `expected` (how many turns make `everyone`) and resets the state between tests.
 """
 
@@ -21,6 +23,7 @@ everyone = threading.Event()  # `expected` turns are waiting at once
 go = threading.Event()
 cancelled: dict[str, float] = {}  # task id -> time.monotonic() of the CancelledError
 any_cancelled = threading.Event()  # set with the first of them
+threads: dict[str, str] = {}  # task id -> the name of the thread `watches` ran on
 
 
 def reset(count: int) -> None:
@@ -31,6 +34,7 @@ def reset(count: int) -> None:
     go.clear()
     cancelled.clear()
     any_cancelled.clear()
+    threads.clear()
 
 
 def _arrive() -> None:
@@ -56,6 +60,17 @@ async def handle(ctx: Context) -> None:
 def blocking(ctx: Context) -> None:
     _arrive()
     go.wait(30)
+    ctx.artifact(text="answered")
+
+
+def watches(ctx: Context) -> None:
+    threads[ctx.task_id] = threading.current_thread().name
+    _arrive()
+    while not go.wait(0.005):  # a step of the handler's work
+        if ctx.canceled:
+            cancelled[ctx.task_id] = time.monotonic()
+            any_cancelled.set()
+            return
     ctx.artifact(text="answered")
 
 
