@@ -269,9 +269,8 @@ class Engine:
         for turn in here:
             turn.take_over()
         held = now - set_at - TICK_SECONDS
-        ran = sorted({*self._ended_since_tick, *(t.task.id for t in self._running.values())})
-        self._ended_since_tick.clear()
         if held > HELD_SECONDS:
+            ran = sorted({*self._ended_since_tick, *(t.task.id for t in self._running.values())})
             tasks = ", ".join(ran[:5])
             log.warning(
                 "the turns' loop was held %.2f s by a blocking call in an async handler "
@@ -280,6 +279,7 @@ class Engine:
                 held,
                 tasks or "none",
             )
+        self._ended_since_tick.clear()
         with self._lock:
             going_on = self._ticking = bool(self._running or self._held)
         if going_on:

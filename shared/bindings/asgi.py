@@ -232,17 +232,19 @@ class Front:
         return self.app()(request)
 
     async def _waited(self, later: Waiting[Answer]) -> Answer:
-        """The answer of an app's work that waits (a blocking send's turn): each step made on
-        a pool thread, each pause waited out here, holding no thread, until it answers. A
-        client that goes away meanwhile changes nothing: the work ends as it would."""
+        """The answer of an app's work that waits (a blocking send's turn): each pause waited
+        out here, holding no thread, each step after one made on a pool thread, until it
+        answers. Its first step is taken here: it gives the pause its work stopped at on the
+        pool thread (`shared.pause.begun`, `Later.rest`). A client that goes away meanwhile
+        changes nothing: the work ends as it would."""
         loop = asyncio.get_running_loop()
         staying: asyncio.Future[None] = loop.create_future()  # the pause's other way out: none
         try:
-            while True:
-                step = await loop.run_in_executor(self.pool, _step, later)
-                if isinstance(step, Answer):
-                    return step
+            step = _step(later)
+            while not isinstance(step, Answer):
                 await _paused(loop, step, staying)
+                step = await loop.run_in_executor(self.pool, _step, later)
+            return step
         finally:
             if not staying.done():
                 staying.cancel()
