@@ -463,7 +463,7 @@ class Turn:
         """What the handler returned, awaited if it is awaitable (a coroutine), as a task that
         a cancel cancels: the model call it waits on is dropped."""
         if inspect.isawaitable(returned):
-            self._handler_task = asyncio.ensure_future(_awaited(returned))
+            self._handler_task = asyncio.ensure_future(returned)
             await self._handler_task
 
     async def _end(self) -> Task | Message:
@@ -829,10 +829,6 @@ class Turn:
                 events = [*self._pending[:index], *instead, *self._pending[index + 1 :]]
                 return stored.pending[0], apply_all(stored.task, events), events
         return None  # the end was committed before the message came: it stands
-
-
-async def _awaited(awaitable: Awaitable[Any]) -> Any:
-    return await awaitable
 
 
 def _made_here(work: Coroutine[Any, Any, T]) -> T:
