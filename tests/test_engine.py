@@ -17,9 +17,8 @@ import pytest
 from shared.agent import AgentInfo, HandlerModule, load_handler_module
 from shared.app import build
 from shared.engine import Engine
-from shared.model import Event, Task, TaskState
+from shared.model import Task, TaskState
 from shared.pause import wait_out
-from shared.ports import StoredTask
 from shared.requests import CancelRequest
 from shared.service import A2AService
 from shared.service.base import Ports, ServiceSettings
@@ -29,7 +28,7 @@ from shared.worker import TurnQueue
 from tests.clock import ManualClock
 from tests.conftest import Client, wait_until
 from tests.handlers import waits
-from tests.test_runtime import NoQueue, request
+from tests.test_runtime import CountingStore, NoQueue, request
 
 THREADS = 4  # the front's pool: far fewer than the turns that wait at once
 
@@ -39,27 +38,6 @@ def send(text: str, message_id: str, *, blocking: bool = True) -> dict[str, Any]
         "message": {"role": "ROLE_USER", "parts": [{"text": text}], "messageId": message_id},
         "configuration": {"returnImmediately": not blocking},
     }
-
-
-class WritersStore(MemoryTaskStore):
-    """The memory store, noting the thread of each write; `created` is set at the first."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.writers: list[str] = []
-        self.created = threading.Event()
-
-    def create(self, owner: str, task: Task, events: Any, **kwargs: Any) -> StoredTask:
-        self.writers.append(threading.current_thread().name)
-        stored = super().create(owner, task, events, **kwargs)
-        self.created.set()
-        return stored
-
-    def commit(
-        self, current: StoredTask, task: Task, events: list[Event], **kwargs: Any
-    ) -> StoredTask:
-        self.writers.append(threading.current_thread().name)
-        return super().commit(current, task, events, **kwargs)
 
 
 def watching(**values: Any) -> HandlerModule:
@@ -162,11 +140,11 @@ def test_a_short_sync_turn_never_leaves_its_requests_thread(make: Callable[..., 
     commit is made there too: no hand-over to the loop or to a pool."""
     waits.reset(1)
     waits.go.set()
-    store = WritersStore()
+    store = CountingStore()
     task = make(watching(), store).result("SendMessage", send("hi", "m1"), version="1.0")["task"]
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
     ran_on = waits.threads[task["id"]]
-    assert ran_on.startswith("a2a") and store.writers == [ran_on]
+    assert ran_on.startswith("a2a") and [t.name for t in store.threads] == [ran_on]
 
 
 def test_a_sync_turn_past_its_window_is_taken_over_by_the_loop_and_a_cancel_reaches_it(
@@ -175,14 +153,14 @@ def test_a_sync_turn_past_its_window_is_taken_over_by_the_loop_and_a_cancel_reac
     """The handler goes on on its request's thread while the loop commits for it (its task
     is stored, working, at its first window's close); a cancel here reaches it at once."""
     waits.reset(1)
-    store = WritersStore()
+    store = CountingStore()
     client = make(watching(), store)
     with ThreadPoolExecutor(1) as clients:
         answer = clients.submit(client.result, "SendMessage", send("hi", "m1"), version="1.0")
         assert waits.everyone.wait(10)
         assert store.created.wait(10), "the loop never took the turn over"
         [(task_id, ran_on)] = waits.threads.items()
-        assert ran_on.startswith("a2a") and store.writers == ["turns"]
+        assert ran_on.startswith("a2a") and [t.name for t in store.threads] == ["turns"]
         got = client.result("GetTask", {"id": task_id}, version="1.0")
         assert got["status"]["state"] == "TASK_STATE_WORKING"
         asked = time.monotonic()
