@@ -238,16 +238,11 @@ class Front:
         pool thread (`shared.pause.begun`, `Later.rest`). A client that goes away meanwhile
         changes nothing: the work ends as it would."""
         loop = asyncio.get_running_loop()
-        staying: asyncio.Future[None] = loop.create_future()  # the pause's other way out: none
-        try:
-            step = _step(later)
-            while not isinstance(step, Answer):
-                await _paused(loop, step, staying)
-                step = await loop.run_in_executor(self.pool, _step, later)
-            return step
-        finally:
-            if not staying.done():
-                staying.cancel()
+        step = _step(later)
+        while not isinstance(step, Answer):
+            await _paused(loop, step)
+            step = await loop.run_in_executor(self.pool, _step, later)
+        return step
 
     async def _stream(
         self,
@@ -299,10 +294,10 @@ def _fields(answer: Answer, ended: bool, bodiless: bool) -> list[tuple[bytes, by
 
 
 async def _paused(
-    loop: asyncio.AbstractEventLoop, pause: Pause, left: asyncio.Future[None]
+    loop: asyncio.AbstractEventLoop, pause: Pause, left: asyncio.Future[None] | None = None
 ) -> None:
-    """Until the pause is woken (from any thread), its seconds passed, or the client left:
-    on the loop, without a thread."""
+    """Until the pause is woken (from any thread), its seconds passed, or the client left
+    (`left`, a stream's): on the loop, without a thread."""
     woken: asyncio.Future[None] = loop.create_future()
 
     def wake() -> None:  # any thread
@@ -310,10 +305,9 @@ async def _paused(
             loop.call_soon_threadsafe(_settle, woken)
 
     pause.on_wake(wake)
+    ways_out = [woken] if left is None else [woken, left]
     try:
-        await asyncio.wait(
-            [woken, left], timeout=pause.seconds, return_when=asyncio.FIRST_COMPLETED
-        )
+        await asyncio.wait(ways_out, timeout=pause.seconds, return_when=asyncio.FIRST_COMPLETED)
     finally:
         woken.cancel()
 
