@@ -8,14 +8,21 @@ event in log order with its sequence number, and ends after a status change to a
 interrupted state, at its deadline, or after a while without news on a task that waits for
 input, or when the instance stops (`StreamSlots.stop`: SIGTERM, which wakes every paused
 stream) (the client resubscribes, with Last-Event-ID, and loses nothing). A streamed send
-listens to its own turn, which commits its events in short windows (the stream commit
-interval: shared.runtime) and each before its frame goes out: what a client saw is in
-the log, so a resume on any instance is exact. Anything else follows the log through the
-store's tail. The wire format is the bindings' business.
+listens to its own turn and sends each event as the turn makes it, under the sequence number
+its commit gives it, while the turn commits in windows of up to about a second (shared.runtime):
+the answer shows token by token at a write a second. Only what ends the stream (a terminal or
+interrupted status) waits for its commit: a client that saw the end finds it with GetTask. A
+resume on any instance is exact once the events a client saw are committed; a run stopped
+before it committed what it sent (a cancel, its instance's end) leaves that out of the log: a
+resume after it is told how the task ended (shared.service.tasks.subscribe), or, if the task
+goes on elsewhere, gets what the run that took over logs after the number resumed from.
+Anything else follows the log through the store's tail. The wire format is the bindings'
+business.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import queue
@@ -29,7 +36,7 @@ from shared.engine import Engine
 from shared.errors import StreamLimitError
 from shared.frozen import frozen
 from shared.lifecycle import apply
-from shared.model import ArtifactUpdate, StatusUpdate, Task
+from shared.model import ArtifactUpdate, Event, StatusUpdate, Task
 from shared.pause import Pause
 from shared.ports import EventTail, LoggedEvent, StoredTask, TaskStore
 from shared.runtime import Turn
@@ -205,12 +212,19 @@ class _Clock:
 
 
 class _Fold:
-    """The frames for logged events, each once, up to the one that ends the stream."""
+    """The frames for logged events, each once, up to the one that ends the stream; and for
+    the events a listened-to turn tells ahead of their commit (`made`), framed then and not
+    again when committed."""
 
     def __init__(self, task: Task, last_seq: int) -> None:
         self.task = task
-        self.last = last_seq
+        self.last = last_seq  # the last committed event folded
         self.ended = False
+        # Told ahead of their commit and framed, oldest first: the commit that logs one is
+        # known by the event itself (a message sent to the task meanwhile may have moved its
+        # sequence number on by one).
+        self._unstored: collections.deque[Event] = collections.deque()
+        self._held = False  # the turn told its end: nothing more is framed before commit
 
     def frames(self, logged: list[LoggedEvent]) -> list[Frame]:
         out = []
@@ -218,14 +232,34 @@ class _Fold:
             if self.ended or entry.seq <= self.last:
                 continue
             self.last = entry.seq
-            self.task = apply(self.task, entry.event)
-            # A message entering history is no stream event: a 1.0 client ends a stream at
-            # the first `message` it sees.
-            if isinstance(entry.event, StatusUpdate | ArtifactUpdate):
-                out.append(Frame(entry.seq, entry.event, self.task))
-                if isinstance(entry.event, StatusUpdate) and entry.event.status.state.final:
-                    self.ended = True
+            if self._unstored and entry.event is self._unstored[0]:
+                self._unstored.popleft()
+                continue
+            out.extend(self._framed(entry))
         return out
+
+    def made(self, logged: list[LoggedEvent]) -> list[Frame]:
+        out = []
+        for entry in logged:
+            event = entry.event
+            self._held = self._held or (
+                isinstance(event, StatusUpdate) and event.status.state.final
+            )
+            if self._held or self.ended:
+                break
+            self._unstored.append(event)
+            out.extend(self._framed(entry))
+        return out
+
+    def _framed(self, entry: LoggedEvent) -> list[Frame]:
+        self.task = apply(self.task, entry.event)
+        # A message entering history is no stream event: a 1.0 client ends a stream at the
+        # first `message` it sees.
+        if not isinstance(entry.event, StatusUpdate | ArtifactUpdate):
+            return []
+        if isinstance(entry.event, StatusUpdate) and entry.event.status.state.final:
+            self.ended = True
+        return [Frame(entry.seq, entry.event, self.task)]
 
 
 def _follow_tail(tail: EventTail, fold: _Fold, clock: _Clock, slots: StreamSlots) -> Stream:
@@ -293,13 +327,13 @@ def inline(
     turn: Turn, engine: Engine, store: TaskStore, owner: str, policy: StreamPolicy
 ) -> Stream:
     """A streamed send's stream: runs the claimed `turn` now, on the engine, and sends each
-    event as the turn commits it; after the turn, whatever others committed (a cancel) comes
-    from the log."""
-    commits = _Commits()
-    opening = turn.listen(lambda _stored, logged: commits.put(logged))
+    event as the turn makes it (its end once committed); after the turn, whatever others
+    committed (a cancel) comes from the log."""
+    told = _Told()
+    opening = turn.listen(told.put)
     # Started before any frame is read: a claimed turn must run even if nobody listens, and
     # goes on if the client goes away.
-    engine.start(_run(turn, commits))
+    engine.start(_run(turn, told))
 
     def frames() -> Stream:
         clock = _Clock(policy)
@@ -308,40 +342,48 @@ def inline(
         clock.sent()
         while not fold.ended and not clock.expired:
             try:
-                logged = commits.get_nowait()
+                news = told.get_nowait()
             except queue.Empty:
                 if clock.tick_due():
                     yield None
                     clock.sent(news=False)
                 else:
-                    yield _paused(policy.slots, clock.wait(), commits.watch)
+                    yield _paused(policy.slots, clock.wait(), told.watch)
                 continue
-            if logged is None:
+            if news is None:
                 tail = store.tail(owner, opening.task.id, fold.last)
                 yield from _follow_tail(tail, fold, clock, policy.slots)
                 return
-            for frame in fold.frames(logged):
+            logged, committed = news
+            for frame in fold.frames(logged) if committed else fold.made(logged):
                 yield frame
                 clock.sent()
 
     return frames()
 
 
-class _Commits:
-    """A streamed turn's commits (None: the turn ended), from its thread to its stream, which
-    waits for the next without a thread: the next `put` calls the stream's wake."""
+class _Told:
+    """What a streamed turn tells its stream (None: the turn ended), from the loop to the
+    stream, which waits for the next without a thread: the next `put` calls the stream's
+    wake."""
 
     def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[list[LoggedEvent] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[list[LoggedEvent], bool] | None] = queue.SimpleQueue()
         self._wake: Callable[[], None] | None = None
 
-    def put(self, logged: list[LoggedEvent] | None) -> None:
-        self._queue.put(logged)
+    def put(self, logged: list[LoggedEvent], committed: bool) -> None:
+        self._send((logged, committed))
+
+    def end(self) -> None:
+        self._send(None)
+
+    def _send(self, news: tuple[list[LoggedEvent], bool] | None) -> None:
+        self._queue.put(news)
         wake, self._wake = self._wake, None
         if wake is not None:
             wake()
 
-    def get_nowait(self) -> list[LoggedEvent] | None:
+    def get_nowait(self) -> tuple[list[LoggedEvent], bool] | None:
         return self._queue.get_nowait()
 
     def watch(self, wake: Callable[[], None]) -> float | None:
@@ -352,10 +394,10 @@ class _Commits:
         return None
 
 
-async def _run(turn: Turn, commits: _Commits) -> None:
+async def _run(turn: Turn, told: _Told) -> None:
     try:
         await turn.run()
     except Exception:
         log.exception("the streamed turn of task %s failed", turn.task.id)
     finally:
-        commits.put(None)
+        told.end()

@@ -1,6 +1,8 @@
-"""A streamed send's commits (shared.runtime.Turn.listen, shared.streaming.inline): its events
-are committed together in short windows, each frame goes out only once its event is in the
-log, and the writes of a 100-event streamed task stay within budget on both backends.
+"""A streamed send's commits (shared.runtime.Turn.listen, shared.streaming.inline): each event
+goes out as the handler makes it, under the sequence number its commit gives it, while the
+turn commits in windows that grow (an answer streamed token by token costs a few writes, not
+one a token); only the end waits for its commit; and the writes of a 100-event streamed task
+stay within budget on both backends.
 
 Time is a ManualClock that the handler moves itself, so the count of commits does not depend
 on how fast this machine runs.
@@ -17,8 +19,10 @@ import pytest
 from emulator.firestore import FirestoreEmulator
 from shared.agent import Context
 from shared.limits import model_bytes
-from shared.model import Event, Task, TaskState
+from shared.model import Event, StatusUpdate, Task, TaskState
+from shared.pause import wait_out
 from shared.ports import StoredTask
+from shared.requests import CancelRequest
 from shared.service import A2AService
 from shared.service.base import Ports, ServiceSettings
 from shared.store.firestore import FirestoreTaskStore
@@ -26,6 +30,7 @@ from shared.store.memory import MemoryTaskStore
 from shared.streaming import Frame, StreamPolicy, StreamSlots
 from shared.worker import TurnQueue
 from tests.clock import ManualClock
+from tests.conftest import wait_until
 from tests.pauses import waited
 from tests.test_runtime import NoQueue, module, request
 
@@ -44,19 +49,39 @@ def store(request: pytest.FixtureRequest) -> Iterator[MemoryTaskStore | Firestor
         yield FirestoreTaskStore(emulator.project)
 
 
-def streamed(
+def make_service(
     store: MemoryTaskStore | FirestoreTaskStore, clock: ManualClock, handle: object
-) -> Iterator[Frame | None]:
+) -> A2AService:
     turns = TurnQueue(store, NoQueue(), lease_seconds=30, queue_span=60)
-    service = A2AService(
+    return A2AService(
         Ports(store, module(handle), turns, clock=clock),
         ServiceSettings(stream_commit_interval=WINDOW),
     )
+
+
+def streamed(
+    store: MemoryTaskStore | FirestoreTaskStore,
+    clock: ManualClock,
+    handle: object,
+    service: A2AService | None = None,
+) -> Iterator[Frame | None]:
+    service = service or make_service(store, clock, handle)
     policy = StreamPolicy(keepalive=15, duration=30, idle=15, slots=StreamSlots(4))
     return waited(service.sending.stream(OWNER, request("go"), dialect="1.0", policy=policy))
 
 
-def test_a_100_event_stream_commits_in_windows_within_budget(
+def windows_within(seconds: float, first: float, longest: float) -> int:
+    """How many windows close within `seconds`: the first `first` long, each later one twice
+    the one before, up to `longest` (shared.runtime.Turn._act)."""
+    count, window, closes = 0, first, first
+    while closes <= seconds:
+        count += 1
+        window = min(window * 2, longest)
+        closes += window
+    return count
+
+
+def test_a_100_event_stream_sends_each_event_and_commits_in_growing_windows(
     store: MemoryTaskStore | FirestoreTaskStore,
 ) -> None:
     clock = ManualClock()
@@ -72,48 +97,119 @@ def test_a_100_event_stream_commits_in_windows_within_budget(
     opening = next(frames)
     assert opening is not None and isinstance(opening.item, Task)
     store.cost.reset()  # from the claim on: the claim is the send's first commit in any case
-    seqs, last = [], opening
-    for frame in frames:
-        assert frame is not None  # no keep-alive: an event every 10 ms (of manual time)
-        # What the client sees is in the log already: a resume anywhere is exact.
-        committed = store.get(OWNER, opening.item.id)
-        assert committed is not None and frame.seq <= committed.last_seq
-        seqs.append(frame.seq)
-        last = frame
+    sent = [frame for frame in frames if frame is not None]  # no keep-alive: time is manual
+    seqs = [frame.seq for frame in sent]
     assert seqs == list(range(opening.seq + 1, opening.seq + 1 + EVENTS))
-    assert last.task.status.state is TaskState.COMPLETED
-    # One commit per window of the handler's 1 s, and the end: each is two document writes
-    # (the task, one event document). Per event, it was 2 x 100.
-    windows = round(EVENTS * STEP / WINDOW)
+    assert sent[-1].task.status.state is TaskState.COMPLETED
+    # Each frame's number is its event's in the log: a resume anywhere is exact.
+    logged = store.events(OWNER, opening.item.id, opening.seq)
+    assert [(e.seq, e.event) for e in logged] == [(f.seq, f.item) for f in sent]
+    # A commit a window, each twice the one before (50 ms, then up to the 1 s default), and
+    # the end: each at most two document writes (the task, one event document). Per event,
+    # it was 2 x 100; in 50 ms windows 2 x 20.
+    windows = windows_within(EVENTS * STEP, WINDOW, ServiceSettings().commit_interval)
     assert store.cost.writes <= 2 * (windows + 1)
 
 
-def test_a_window_closes_without_the_handler(
+def test_events_go_out_before_their_window_closes_and_the_end_after_its_commit(
     store: MemoryTaskStore | FirestoreTaskStore,
 ) -> None:
-    """Events the handler made just before going quiet are committed, and sent, when their
-    window closes: the handler is not needed to push them out."""
+    """Events the handler made are sent at once, ahead of their commit; they are committed
+    when their window closes, without the handler; the end is sent once committed."""
     clock = ManualClock()
-    emitted, go = threading.Event(), threading.Event()
+    go = threading.Event()
 
     def handle(ctx: Context) -> None:
         for step in range(3):
             ctx.progress(f"step {step}")
-        emitted.set()
         go.wait(10)
 
     frames = streamed(store, clock, handle)
     opening = next(frames)
     assert opening is not None
-    assert emitted.wait(10)
-    stored = store.get(OWNER, opening.task.id)
-    assert stored is not None and stored.last_seq == opening.seq  # time stands: not yet
-    clock.advance(WINDOW)
-    burst = [next(frames) for _ in range(3)]
+    burst = [next(frames) for _ in range(3)]  # time stands: no window has closed
     assert [f.seq for f in burst if f is not None] == [opening.seq + n for n in (1, 2, 3)]
+    stored = store.get(OWNER, opening.task.id)
+    assert stored is not None and stored.last_seq == opening.seq  # not yet committed
+    clock.advance(WINDOW)
+
+    def committed() -> bool:
+        stored = store.get(OWNER, opening.task.id)
+        return stored is not None and stored.last_seq == opening.seq + 3
+
+    wait_until(committed, 10, lambda: "the window's events were never committed")
+    go.set()
+    end = next(frames)
+    assert end is not None and end.task.status.state is TaskState.COMPLETED
+    stored = store.get(OWNER, opening.task.id)
+    assert stored is not None and stored.last_seq == end.seq  # in the log before it was sent
+    assert list(frames) == []
+
+
+def texts(frames: Sequence[Frame | None]) -> list[str]:
+    """What each status frame said, or the state it ended in."""
+    out = []
+    for frame in frames:
+        assert frame is not None and isinstance(frame.item, StatusUpdate)
+        message = frame.item.status.message
+        out.append(message.parts[0].text or "" if message else frame.item.status.state.value)
+    return out
+
+
+def test_a_message_sent_meanwhile_neither_repeats_nor_drops_a_frame() -> None:
+    """A message sent to the task while its stream runs ahead of the log takes the log's next
+    number: the events sent before it are committed under later ones, and not sent again."""
+    store, clock = MemoryTaskStore(), ManualClock()
+    said, go = threading.Event(), threading.Event()
+
+    def handle(ctx: Context) -> None:
+        ctx.progress("a")
+        said.set()
+        go.wait(10)
+        ctx.progress("b")
+        ctx.fail("stopped")  # a failed task never runs the message that waits on it
+
+    service = make_service(store, clock, handle)
+    frames = streamed(store, clock, handle, service)
+    opening = next(frames)
+    assert opening is not None
+    first = next(frames)
+    assert said.wait(10)
+    more = request("more", message_id="m2", task_id=opening.task.id)
+    wait_out(service.sending.send(OWNER, more, dialect="1.0", message_results=False))
     go.set()
     rest = list(frames)
-    assert rest[-1] is not None and rest[-1].task.status.state is TaskState.COMPLETED
+    assert texts([first, *rest]) == ["a", "b", "stopped"]
+    stored = store.get(OWNER, opening.task.id)
+    assert stored is not None and rest[-1] is not None and rest[-1].seq == stored.last_seq
+
+
+def test_a_cancel_of_a_stream_ahead_of_its_log_sends_the_cancel() -> None:
+    """Canceled before its window closed, the turn's told events never reach the log; the
+    stream still ends with the cancel, under the number the log gave it."""
+    store, clock = MemoryTaskStore(), ManualClock()
+    said, done = threading.Event(), threading.Event()
+
+    def handle(ctx: Context) -> None:
+        ctx.progress("a")
+        ctx.progress("b")
+        said.set()
+        done.wait(10)
+        assert ctx.canceled
+
+    service = make_service(store, clock, handle)
+    frames = streamed(store, clock, handle, service)
+    opening = next(frames)
+    assert opening is not None
+    told = [next(frames), next(frames)]
+    assert said.wait(10)
+    service.tasks.cancel(OWNER, CancelRequest(task_id=opening.task.id))
+    done.set()
+    rest = list(frames)
+    assert texts([*told, *rest]) == ["a", "b", "canceled"]
+    stored = store.get(OWNER, opening.task.id)
+    assert stored is not None and stored.last_seq == opening.seq + 1
+    assert rest[-1] is not None and rest[-1].seq == stored.last_seq
 
 
 class SizedStore(MemoryTaskStore):
