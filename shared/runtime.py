@@ -35,7 +35,7 @@ events out of the log: shared.streaming.follow says how a resume past the log's 
 Every turn holds the task's lease, a background turn (run by the worker) and an inline one
 (run for a request) alike: every commit renews it, a heartbeat commits when nothing else did
 for a while, and the commit that ends the turn releases it. A run that dies leaves a lease
-nobody renews, which a reader or the sweep recovers (shared.worker.TurnQueue.settle). A turn
+nobody renews, which a reader or the sweep recovers (shared.turn_queue.TurnQueue.settle). A turn
 that finds its lease taken by another run stops as if canceled, without writing. Artifacts
 without an explicit id get ids derived from the task, the turn and their order, so a turn
 re-run after a crash replaces what the crashed run stored instead of adding it twice.

@@ -28,7 +28,7 @@ from shared.service.base import Ports, ServiceSettings
 from shared.store.firestore import FirestoreTaskStore
 from shared.store.memory import MemoryTaskStore
 from shared.streaming import Frame, StreamPolicy, StreamSlots
-from shared.worker import TurnQueue
+from shared.turn_queue import TurnQueue
 from tests.clock import ManualClock
 from tests.conftest import wait_until
 from tests.pauses import waited

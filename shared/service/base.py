@@ -21,7 +21,7 @@ from shared.model import Message, Task
 from shared.ports import PushConfigStore, StoredTask, TaskStore
 from shared.push_url import ALLOWED_PORTS
 from shared.settings import Settings
-from shared.worker import QueueUnavailable, TurnQueue
+from shared.turn_queue import QueueUnavailable, TurnQueue
 
 
 class TurnNotQueuedError(A2AError):
