@@ -19,7 +19,7 @@ from shared.model import Message
 from shared.ports import TaskStore
 from shared.service.tasks import AHEAD_OF_LOG
 from shared.settings import Settings
-from shared.streaming import StreamSlots
+from shared.stream_slots import StreamSlots
 from tests import sse
 from tests.conftest import Client
 

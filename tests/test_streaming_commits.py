@@ -27,7 +27,8 @@ from shared.service import A2AService
 from shared.service.base import Ports, ServiceSettings
 from shared.store.firestore import FirestoreTaskStore
 from shared.store.memory import MemoryTaskStore
-from shared.streaming import Frame, StreamPolicy, StreamSlots
+from shared.stream_slots import StreamSlots
+from shared.streaming import Frame, StreamPolicy
 from shared.turn_queue import TurnQueue
 from tests.clock import ManualClock
 from tests.conftest import wait_until

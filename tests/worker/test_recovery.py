@@ -38,7 +38,8 @@ from shared.runtime import Runner, TurnSettings
 from shared.service import A2AService
 from shared.service.base import Ports, ServiceSettings, TurnNotQueuedError
 from shared.store.memory import MemoryTaskStore
-from shared.streaming import StreamPolicy, StreamSlots
+from shared.stream_slots import StreamSlots
+from shared.streaming import StreamPolicy
 from shared.turn_queue import (
     LOST_TEXT,
     NOT_RERUN_TEXT,
