@@ -11,19 +11,23 @@ address another document, and each owner's task ids are a namespace of their own
   null; the sweep queries `lease.expires`), `pending` (ids of messages waiting for a turn),
   `pushConfigs` (false until a push config is put on the task: `firestore_push` sets it in
   the config's batch, with `pushConfigsAdded`, the count of configs ever added, that
-  serialises them; absent in documents older than it, read as true), and `task`, the
-  materialized task as JSON. A task whose JSON
+  serialises them; absent in documents older than it, read as true), `task`, the
+  materialized task as JSON, and `log`, the events of the task's latest commits (events
+  lastSeq-len(log)+1..lastSeq; absent in documents older than it: none). A task whose JSON
   outgrows `task_budget` keeps only its status and metadata there (`inLog` is true) and is
   rebuilt on read by folding its event log.
-- `tasks/{docId}/events/{first}`: the events of one commit in one document (`first`, `last`,
-  `events`), id zero-padded so that lexical order is sequence order. One document per commit
-  rather than per event keeps a commit at two writes; a commit too big for one document is
-  split over several, still in the same batch. A task created ended (terminal, with no
-  lease: a short blocking turn's one commit; `cost.logs_in_task`, under its size) keeps
-  its events in its own document instead (`log`, events 1..n), one write in all: it never
-  changes again, so that is its whole log; `events` reads the task document when it finds
-  no event document after the asked sequence number, and a tail never follows such a task
-  (a terminal task's resumed stream reads `events`: shared.streaming.follow).
+- `tasks/{docId}/events/{first}`: events moved out of the task's document (`first`, `last`,
+  `events`), id zero-padded so that lexical order is sequence order. A create or commit
+  keeps its events in the task's document (`log`) while they and the log before them fit
+  beside the task's JSON (`cost.logs_in_task`: LOG_IN_TASK_BYTES): one write. The commit
+  that would pass it moves the log before it into an event document in its batch and keeps
+  its own events (or, too big for that, moves them too): two writes, once per 256 KB of
+  events. So a running task's commit is one write, a task created ended keeps its whole log
+  in its document, and a listener of the task's document sees each event there first (one
+  that skipped a version reads what it moved out: `firestore_tail`). A move bigger than an
+  event document holds is split over several, still in the same batch. `events` reads the
+  task's document, then the event documents before its log (`last` < its first): one
+  version, whatever commits meanwhile.
 - `tasks/{docId}/pushConfigs/{document_id(configId)}`: the task's push configs
   (`firestore_push`).
 - `liveOwners/{document_id(owner)}`: `creates`, a counter that a create given a live limit
@@ -51,13 +55,15 @@ whole batch and the writer re-reads. Each batch writes a random `commitId` on th
 document: when the client library retries a batch that had succeeded (its answer was lost),
 the retry fails on our own write, and the store recognises its commit there instead of
 reporting a conflict. A commit is one request, and a request carries at most 10 MiB (the
-emulator's 4 MiB): a larger one is refused before anything is written (LimitExceeded, naming
-the sizes: a handler's turn fails with it). Every document carries `expireAt` for the TTL policy in
+emulator's 4 MiB): a larger one (the task, its events, and the log it writes again or moves)
+is refused before anything is written (LimitExceeded, naming the sizes: a handler's turn
+fails with it). Every document carries `expireAt` for the TTL policy in
 `infra/firestore.indexes.json`. A task expires a retention after its last commit; its events
-and push configs live as long as it does: they are written to expire LOG_SLACK retentions
-after their write, the task document records the earliest such time (`logExpireAt`), and a
-commit that finds it less than a retention ahead first writes every event and config of the
-task again with a new expiry (once per half retention of a task's life).
+and push configs live as long as it does (those in its document with it): event documents
+and configs are written to expire LOG_SLACK retentions after their write, the task document
+records the earliest such time (`logExpireAt`), and a commit that finds it less than a
+retention ahead first writes every event document and config of the task again with a new
+expiry (once per half retention of a task's life).
 """
 
 from __future__ import annotations

@@ -137,7 +137,7 @@ def test_the_task_document_keeps_its_log_until_it_would_outgrow_it(
     document = raw_task(client, task.id)
     assert (document["lastSeq"], len(document["log"])) == (8, 8)
     store.cost.reset()
-    big = [chunk(task.id, "b" * (LOG_IN_TASK_BYTES // 2), append=False)] * 2
+    big: list[Event] = [chunk(task.id, "b" * (LOG_IN_TASK_BYTES // 2), append=False)] * 2
     current = step(store, current, big)
     assert store.cost.writes == 2  # the task document, one event document
     documents = raw_events(client, task.id)
@@ -165,7 +165,7 @@ def test_a_task_stored_before_documents_kept_a_log_reads_and_grows(
     assert [(e.seq, e.event) for e in store.events(ALICE, task.id)] == list(enumerate(events, 1))
     tail = store.tail(ALICE, task.id, 1)
     try:
-        more = [message("new", task.id), message("newer", task.id)]
+        more: list[Event] = [message("new", task.id), message("newer", task.id)]
         store.cost.reset()
         current = step(store, current, more)
         assert store.cost.writes == 1
@@ -417,10 +417,22 @@ def test_a_commit_retried_after_it_succeeded_is_recognised_as_ours(
     committed = store.commit(created, lifecycle.apply_all(created.task, turn), turn)
     assert committed.version == 2
     again = [message("again", task.id)]
-    # The revision returned is the stored one: the next commit goes through.
+    # The revision returned is the stored one (its document's log too): the next commit goes
+    # through, and so does one that moves the log into an event document.
     last = store.commit(committed, lifecycle.apply_all(committed.task, again), again)
     assert store.get(ALICE, task.id) == last
-    assert [e.seq for e in store.events(ALICE, task.id)] == [1, 2, 3, 4]
+    big = [message("b" * LOG_IN_TASK_BYTES, task.id)]
+    moved = store.commit(last, last.task, big)
+    after = [message("after", task.id)]
+    last = store.commit(moved, moved.task, after)
+    assert store.get(ALICE, task.id) == last
+    assert [e.event for e in store.events(ALICE, task.id)] == [
+        *events,
+        *turn,
+        *again,
+        *big,
+        *after,
+    ]
 
 
 def test_a_commit_aborted_by_contention_is_a_lost_race(
@@ -458,6 +470,30 @@ def test_a_commit_over_one_request_is_refused_before_anything_is_written(
     assert (store.cost.writes, store.get(ALICE, task.id)) == (0, current)
     fits = turn[: COMMIT_BUDGET // piece - 1]
     assert store.commit(current, lifecycle.apply_all(current.task, fits), fits).version == 2
+
+
+def test_the_log_a_commit_writes_again_counts_in_its_request(
+    make_firestore_store: MakeStore,
+) -> None:
+    """The task document's log goes out in every commit (kept, or moved): a commit whose own
+    events fit in one request, but not with that log, is refused naming the sizes."""
+    store = make_firestore_store()
+    task, events = new_task()
+    current = store.create(ALICE, task, events, dialect="v1.0")
+    kept = [message("k" * (LOG_IN_TASK_BYTES - 10_000), task.id)]
+    current = store.commit(current, task, kept)  # in the document: the task's JSON is small
+    piece = EVENT_DOCUMENT_BUDGET // 2
+    pieces = (COMMIT_BUDGET - 100_000) // piece
+    turn: list[Event] = [chunk(task.id, "w" * piece, append=n > 0) for n in range(pieces)]
+    turn.append(chunk(task.id, "w" * (COMMIT_BUDGET - 100_000 - pieces * piece)))
+    assert sum(_utf8_size(_encode_event(e)) for e in turn) < COMMIT_BUDGET
+    store.cost.reset()
+    with pytest.raises(LimitExceeded, match=r"a commit of 41\d{5} bytes of events is more"):
+        store.commit(current, task, turn)
+    assert (store.cost.writes, store.get(ALICE, task.id)) == (0, current)
+    fits = turn[:-2]
+    assert store.commit(current, task, fits).version == current.version + 1
+    assert len(store.events(ALICE, task.id)) == 3 + len(fits)
 
 
 def test_a_task_stored_before_the_push_config_flag_reads_its_configs(

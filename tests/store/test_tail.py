@@ -21,14 +21,6 @@ from tests.store.conftest import MakeStore
 from tests.store.factory import ALICE, MALLORY, new_task, status
 
 
-@pytest.fixture(params=["memory", "firestore-listener", "firestore-polling"])
-def tailing_store(request: pytest.FixtureRequest) -> TaskStore:
-    if request.param == "memory":
-        return MemoryTaskStore()
-    make: MakeStore = request.getfixturevalue("make_firestore_store")
-    return make(tail=request.param.removeprefix("firestore-"))
-
-
 def step(store: TaskStore, current: StoredTask, events: list[Event]) -> StoredTask:
     return store.commit(current, lifecycle.apply_all(current.task, events), events)
 

@@ -241,6 +241,7 @@ class Log:
         self.last = 0
         self.listeners: list[Watch] = []
         self.held = False
+        self.reads: list[int] = []  # the seq after which each `read` read
 
     @property
     def first(self) -> int:
@@ -288,6 +289,8 @@ class Log:
         self.listeners = []
 
     def read(self, owner: str, task_id: str, after: int) -> list[LoggedEvent]:
+        """As the store's read of the log in a tail's place (recorded: `reads`)."""
+        self.reads.append(after)
         return self.page(after, None)
 
     def page(self, after: int, documents: int | None) -> list[LoggedEvent]:
@@ -446,14 +449,10 @@ def test_a_silent_listener_delays_its_tails_by_a_period_then_is_replaced(
     log = Log()
     task, _ = new_task()
     event = status(task, TaskState.WORKING, text="x")
-    reads: list[int] = []
-
-    def read(owner: str, task_id: str, after: int) -> list[LoggedEvent]:
-        reads.append(after)
-        return log.read(owner, task_id, after)
+    reads = log.reads
 
     watches = LogWatches(log.document, _held, Cost())
-    tails = [FirestoreTail(ALICE, "t", 0, read=read, watches=watches) for _ in range(3)]
+    tails = [FirestoreTail(ALICE, "t", 0, read=log.read, watches=watches) for _ in range(3)]
     log.commit([event])
     assert [[e.seq for e in t.next(0)] for t in tails] == [[1]] * 3 and reads == []
     log.silence()
@@ -551,14 +550,10 @@ def test_a_quiet_followed_task_costs_a_read_a_period_whatever_its_tails(
     log = Log()
     task, _ = new_task()
     event = status(task, TaskState.WORKING, text="x")
-    reads: list[int] = []
-
-    def read(owner: str, task_id: str, after: int) -> list[LoggedEvent]:
-        reads.append(after)
-        return log.read(owner, task_id, after)
+    reads = log.reads
 
     watches = LogWatches(log.document, _held, Cost())
-    tails = [FirestoreTail(ALICE, "t", 0, read=read, watches=watches) for _ in range(5)]
+    tails = [FirestoreTail(ALICE, "t", 0, read=log.read, watches=watches) for _ in range(5)]
     start = clock.now
     while clock.now - start < 60:
         clock.now += 0.125  # a stream looks this often at most (its pauses end sooner)
@@ -588,14 +583,10 @@ def test_events_moved_out_of_a_version_the_listener_skipped_are_read_at_once(
     log = Log(keep=2)
     task, _ = new_task()
     event = status(task, TaskState.WORKING, text="x")
-    reads: list[int] = []
-
-    def read(owner: str, task_id: str, after: int) -> list[LoggedEvent]:
-        reads.append(after)
-        return log.read(owner, task_id, after)
+    reads = log.reads
 
     watches = LogWatches(log.document, _held, Cost())
-    tails = [FirestoreTail(ALICE, "t", 0, read=read, watches=watches) for _ in range(2)]
+    tails = [FirestoreTail(ALICE, "t", 0, read=log.read, watches=watches) for _ in range(2)]
     log.commit([event] * 2)  # in the task's document
     assert [[e.seq for e in t.next(0)] for t in tails] == [[1, 2]] * 2
     log.commit([event])  # 1 and 2 moved out, 3 in the document: seen, no read
