@@ -162,10 +162,11 @@ class _Revision:
     owner: str
     task_id: str
     update_time: datetime
-    log_expires: datetime | None = None  # the earliest expiry of the task's events and configs
     # The document's `log` as read: the events of the task's latest commits, which the next
-    # commit writes again with its own (or moves into event documents).
-    log: tuple[str, ...] = ()
+    # commit writes again with its own (or moves into event documents). Never left out: a
+    # commit from a revision without it would write the log without them.
+    log: tuple[str, ...]
+    log_expires: datetime | None = None  # the earliest expiry of the task's events and configs
 
 
 class FirestoreTaskStore:
@@ -333,9 +334,8 @@ class FirestoreTaskStore:
             self._raise_if_duplicate(owner, message_key)
             raise TaskExists(task.id) from None
         self.cost.add(writes=len(results))
-        revision = _Revision(
-            owner, task.id, results[0].update_time, log_expires, tuple(fields["log"])
-        )
+        written = tuple(fields["log"])
+        revision = _Revision(owner, task.id, results[0].update_time, written, log_expires)
         return replace(stored, token=revision)
 
     def commit(
@@ -424,7 +424,8 @@ class FirestoreTaskStore:
             raise VersionConflict(task.id) from None
         self.cost.add(writes=len(results))
         update_time = results[0].update_time
-        revision = _Revision(current.owner, task.id, update_time, log_expires, tuple(fields["log"]))
+        written = tuple(fields["log"])
+        revision = _Revision(current.owner, task.id, update_time, written, log_expires)
         return replace(new, token=revision)
 
     def _ours(
@@ -439,7 +440,7 @@ class FirestoreTaskStore:
             return None
         log.info("task %s: a retried commit had succeeded already", task_id)
         written = tuple(snapshot.get("log") or ())
-        return _Revision(owner, task_id, snapshot.update_time, log_expires, written)
+        return _Revision(owner, task_id, snapshot.update_time, written, log_expires)
 
     def _refresh_log(self, owner: str, task_id: str, until: datetime) -> None:
         """Make the task's events and push configs expire at `until`."""
@@ -602,8 +603,8 @@ class FirestoreTaskStore:
                 owner,
                 task.id,
                 snapshot.update_time,
-                fields.get("logExpireAt"),
                 tuple(fields.get("log") or ()),
+                fields.get("logExpireAt"),
             ),
         )
 
