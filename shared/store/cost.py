@@ -15,11 +15,14 @@ from shared.model import ArtifactUpdate, Event, Message, StatusUpdate
 
 # A task's document keeps the events of its latest commits (its log's tail) beside the task's
 # JSON while the two together are at most this many bytes: a create or a commit is then one
-# write, the task's document. The commit that would take them past it moves the tail, with
-# its own events, into event documents in its batch (a second write), and the tail starts
-# empty again. A task's JSON over it leaves no room: each of its commits with events writes
-# an event document. Far under Firestore's 1 MiB a document, so a commit need not send back
-# more than this of old events, and a listener of the task is not handed more with each one.
+# write, the task's document. The commit that would take them past it moves the tail into an
+# event document in its batch (a second write) and keeps its own events there, or, those too
+# big beside the task, moves them too. A task's JSON over it leaves no room: each of its
+# commits with events writes an event document. Far under Firestore's 1 MiB a document, so a
+# commit sends back at most this of older events, and a listener of the task is handed at
+# most this of them with each commit. (An answer's text is in both, the task's artifact and
+# its chunks' events: the nearer its text comes to this, the more often its log moves, and
+# past it each commit of it writes an event document.)
 LOG_IN_TASK_BYTES = 256_000
 
 # A task's document keeps the task's JSON whole up to this many bytes; past it, only its

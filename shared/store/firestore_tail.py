@@ -122,7 +122,8 @@ class LogWatch:
         self.tails: set[FirestoreTail] = {first}
         # What the next snapshot calls, once: the wakes of streams waiting without a thread.
         self.watching: set[Callable[[], None]] = set()
-        # When it last handed over a snapshot, or its log was last read in its place.
+        # When it last handed over a snapshot, or its log was last read in its place (set
+        # back a period when a read is due at once: `_arrived`, `feed`).
         self.heard = time.monotonic()
         self.listened = first.position  # the newest seq the listener itself handed over
         # The newest seq a read in its place found that the listener had not handed over,
