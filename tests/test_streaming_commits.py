@@ -1,8 +1,8 @@
 """A streamed send's commits (shared.runtime.Turn.listen, shared.streaming.inline): each event
 goes out as the handler makes it, under the sequence number its commit gives it, while the
 turn commits in windows that grow (an answer streamed token by token costs a few writes, not
-one a token); only the end waits for its commit; and the writes of a 100-event streamed task
-stay within budget on both backends.
+one a token); only the end waits for its commit; and the writes of an LLM's answer stay
+within budget on both backends.
 
 Time is a ManualClock that the handler moves itself, so the count of commits does not depend
 on how fast this machine runs.
@@ -19,7 +19,7 @@ import pytest
 from emulator.firestore import FirestoreEmulator
 from shared.agent import Context
 from shared.limits import model_bytes
-from shared.model import Event, StatusUpdate, Task, TaskState
+from shared.model import ArtifactUpdate, Event, StatusUpdate, Task, TaskState
 from shared.pause import wait_out
 from shared.ports import StoredTask
 from shared.requests import CancelRequest
@@ -71,45 +71,79 @@ def streamed(
     return waited(service.sending.stream(OWNER, request("go"), dialect="1.0", policy=policy))
 
 
-def windows_within(seconds: float, first: float, longest: float) -> int:
-    """How many windows close within `seconds`: the first `first` long, each later one twice
-    the one before, up to `longest` (shared.runtime.Turn._act)."""
-    count, window, closes = 0, first, first
-    while closes <= seconds:
-        count += 1
-        window = min(window * 2, longest)
-        closes += window
-    return count
+class Paced:
+    """A handler's pace in manual time: each step moves the clock, and when one of its turn's
+    windows closes (the first WINDOW long, each later one twice the one before up to the
+    commit interval: shared.runtime.Turn._act) it waits for that window's commit before going
+    on, so the commits are the windows' whatever this machine's speed. Counts the commits."""
+
+    def __init__(self, store: MemoryTaskStore | FirestoreTaskStore, clock: ManualClock) -> None:
+        self.clock = clock
+        self.go = threading.Event()  # the handler starts (the test has reset the counts)
+        self.commits = 0
+        self.windows = 0  # closed so far
+        self._landed = threading.Semaphore(0)
+        self._now, self._last, self._window = 0.0, 0.0, WINDOW
+        commit = store.commit
+
+        def counted(*args: Any, **kwargs: Any) -> StoredTask:
+            stored = commit(*args, **kwargs)
+            self.commits += 1
+            self._landed.release()
+            return stored
+
+        store.commit = counted  # type: ignore[method-assign]
+
+    def step(self, seconds: float) -> None:
+        """Move `seconds` on; a window that closed meanwhile is committed first."""
+        self.clock.advance(seconds)
+        self._now += seconds
+        if self._now >= self._last + self._window:
+            assert self._landed.acquire(timeout=10), "the window's commit never came"
+            self.windows += 1
+            self._last = self._now
+            self._window = min(self._window * 2, ServiceSettings().commit_interval)
 
 
-def test_a_100_event_stream_sends_each_event_and_commits_in_growing_windows(
-    store: MemoryTaskStore | FirestoreTaskStore,
+# Steps that never land on a window's edge (0.05 s x 2^k): 201m != 500 x 2^k, 1501m neither,
+# so float rounding cannot move a commit from one step to the next.
+@pytest.mark.parametrize(("chunks", "step"), [(500, 0.0201), (60, 0.1501)])
+def test_an_llm_answer_streams_every_chunk_within_25_writes(
+    store: MemoryTaskStore | FirestoreTaskStore, chunks: int, step: float
 ) -> None:
+    """Issue 35's two answers, 500 chunks over 10 s and 60 over 9 s appended to one artifact:
+    each chunk its own frame, the whole text stored, a commit a window (growing to 1 s) and
+    the end, in at most 25 writes."""
     clock = ManualClock()
+    paced = Paced(store, clock)
 
     def handle(ctx: Context) -> None:
-        for step in range(EVENTS - 2):
-            clock.advance(STEP)
-            ctx.progress(f"step {step}")
-        clock.advance(STEP)
-        ctx.artifact(text="done")
+        paced.go.wait(10)
+        answer = ctx.artifact(text="t0 ", name="answer")
+        for index in range(1, chunks):
+            paced.step(step)
+            ctx.artifact(text=f"t{index} ", artifact_id=answer, append=True)
 
     frames = streamed(store, clock, handle)
     opening = next(frames)
-    assert opening is not None and isinstance(opening.item, Task)
+    assert opening is not None
     store.cost.reset()  # from the claim on: the claim is the send's first commit in any case
-    sent = [frame for frame in frames if frame is not None]  # no keep-alive: time is manual
-    seqs = [frame.seq for frame in sent]
-    assert seqs == list(range(opening.seq + 1, opening.seq + 1 + EVENTS))
-    assert sent[-1].task.status.state is TaskState.COMPLETED
+    paced.go.set()
+    sent = [frame for frame in frames if frame is not None]
+    appended = [f for f in sent if isinstance(f.item, ArtifactUpdate)]
+    assert len(appended) == chunks and sent[-1].task.status.state is TaskState.COMPLETED
     # Each frame's number is its event's in the log: a resume anywhere is exact.
-    logged = store.events(OWNER, opening.item.id, opening.seq)
+    logged = store.events(OWNER, opening.task.id, opening.seq)
     assert [(e.seq, e.event) for e in logged] == [(f.seq, f.item) for f in sent]
-    # A commit a window, each twice the one before (50 ms, then up to the 1 s default), and
-    # the end: each at most two document writes (the task, one event document). Per event,
-    # it was 2 x 100; in 50 ms windows 2 x 20.
-    windows = windows_within(EVENTS * STEP, WINDOW, ServiceSettings().commit_interval)
-    assert store.cost.writes <= 2 * (windows + 1)
+    stored = store.get(OWNER, opening.task.id)
+    assert stored is not None
+    text = "".join(part.text or "" for part in stored.task.artifacts[0].parts)
+    assert text == "".join(f"t{index} " for index in range(chunks))
+    assert paced.commits == paced.windows + 1  # a commit a window, and the end
+    assert paced.windows <= 14  # 50+100+200+400+800 ms, then 1 s each
+    # One write a commit (the task's document, its latest events in it): at most 25 in all,
+    # where a commit a chunk of two writes each was 1,000 (and 50 ms windows 400).
+    assert store.cost.writes == paced.commits <= 25
 
 
 def test_events_go_out_before_their_window_closes_and_the_end_after_its_commit(
