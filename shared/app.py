@@ -42,7 +42,8 @@ from shared.service.base import Ports, ServiceSettings
 from shared.settings import Settings, SettingsError
 from shared.store.notifying import NotifyingTaskStore
 from shared.sweep import Sweep, Sweeper, SweepTimer
-from shared.worker import TurnQueue, Worker, retry_span
+from shared.turn_queue import TurnQueue, retry_span
+from shared.worker import Worker
 
 if TYPE_CHECKING:  # what only the worker and deliver functions use: imported where they are built
     from shared.bindings.queue_target import QueueTargetApp

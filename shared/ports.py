@@ -34,8 +34,8 @@ class Lease:
     Stored with the task and written with its optimistic concurrency, so taking, renewing
     and releasing a lease race like any other commit: a run whose write loses re-reads and
     finds out whether the task was canceled or the lease taken over. A lease nobody renews
-    is recovered by whoever sees it first (shared.worker.recover: a read, a subscribe, the
-    sweep): re-queued under the same turn, or the task failed.
+    is recovered by whoever sees it first (shared.turn_queue.TurnQueue.settle: a read, a
+    subscribe, the sweep): re-queued under the same turn, or the task failed.
     """
 
     turn: int  # the task version that queued (or began) the turn; it names the queue entry

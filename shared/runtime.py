@@ -16,8 +16,7 @@ with optimistic concurrency, in windows, wherever it runs and whether anyone lis
 first event after a quiet window is committed at once, the rest of a burst together when its
 window closes (sooner once 1 MB of events waits). A window starts at the stream commit
 interval and doubles with each commit up to the commit interval, so `working` and the first
-tokens show at once and a long answer costs a few writes a second at most; a listened-to
-turn (a streamed send's own stream) keeps its window. A short turn costs one commit
+tokens show at once and a long answer costs about a write a second. A short turn costs one commit
 (created ended: the task document holding its events, one write on Firestore): it ends
 before its first window closes. The commits are written on the engine's io threads while the
 handler goes on; one at a time, by the turn's committer (`_arm`: a timer), until the handler
@@ -31,14 +30,17 @@ at once (`stop_now`, through the engine), and a turn that committed nothing for
 handler's await is then cancelled (the model call it waits on is dropped); a sync handler sees
 `ctx.canceled`, and TaskCanceled at its next action.
 
-A streamed send listens to its turn (`listen`): its stream sends only what the log holds, so
-a client resuming on any instance with Last-Event-ID gets exactly the events after its last
-one.
+A streamed send listens to its turn (`listen`): its stream is told each event as the turn
+makes it, under the sequence number its commit gives it (the turn is the log's one writer while
+it holds the lease), so each token goes out at once, and a client resuming on any instance with
+Last-Event-ID gets exactly the events after its last one, once they are committed. (A run
+stopped before it committed what it told, by a cancel or by its instance's end, leaves those
+events out of the log: shared.streaming.follow says how a resume past the log's end goes.)
 
 Every turn holds the task's lease, a background turn (run by the worker) and an inline one
 (run for a request) alike: every commit renews it, a heartbeat commits when nothing else did
 for a while, and the commit that ends the turn releases it. A run that dies leaves a lease
-nobody renews, which a reader or the sweep recovers (shared.worker.TurnQueue.settle). A turn
+nobody renews, which a reader or the sweep recovers (shared.turn_queue.TurnQueue.settle). A turn
 that finds its lease taken by another run stops as if canceled, without writing. Artifacts
 without an explicit id get ids derived from the task, the turn and their order, so a turn
 re-run after a crash replaces what the crashed run stored instead of adding it twice.
@@ -103,8 +105,9 @@ log = logging.getLogger("a2a.runtime")
 
 T = TypeVar("T")
 
-# Called after each commit of a turn with the new snapshot and the events it logged.
-Listener = Callable[[StoredTask, list[LoggedEvent]], None]
+# Told the turn's events, on the loop: each as the turn makes it (False: not yet committed,
+# under the sequence number its commit will give it), and each commit's (True).
+Listener = Callable[[list[LoggedEvent], bool], None]
 
 # Called after the commit that handed the task over to its next pending message: enqueue it.
 HandOver = Callable[[StoredTask], None]
@@ -217,7 +220,6 @@ class Turn:
             lease.turn if lease is not None else 1 if stored is None else stored.version + 1
         )
         self._window = runner.settings.window
-        self._listened = False
         now = runner.clock.monotonic()
         self._last_commit = self._last_check = self._not_before = now
         self._canceled = False
@@ -280,14 +282,11 @@ class Turn:
         self._landed(plan, stored)
 
     def listen(self, listener: Listener) -> StoredTask:
-        """Call `listener` (on the loop) after every later commit; the snapshot committed so
-        far (claim first). A listened-to turn keeps its first window: a stream sends only
-        what is in the log, so a client resuming from it can neither miss nor repeat an
-        event, and the window bounds how long an event waits for its frame."""
+        """Tell `listener` (on the loop) each later event as the turn makes it, and each
+        commit's; the snapshot committed so far (claim first)."""
         if self._stored is None:
             raise RuntimeError("claim the turn before listening to it")
         self._listener = listener
-        self._listened = True
         return self._stored
 
     def ran(self) -> Waiting[Task | Message]:
@@ -533,6 +532,8 @@ class Turn:
         if self._canceled:
             return  # stopped meanwhile: dropped, as a cancel drops what is pending
         self._apply(event, size)
+        if self._listener is not None and self._stored is not None:
+            self._listener([LoggedEvent(self._stored.last_seq + len(self._pending), event)], False)
         if len(self._pending) == 1 or self._pending_bytes >= _COMMIT_BYTES:
             self._arm()  # its window's close (at once after a quiet one), or now past 1 MB
 
@@ -578,7 +579,7 @@ class Turn:
                 await self._check()
             else:
                 await self._commit(force=what == "heartbeat")
-                if what == "commit" and not self._listened:
+                if what == "commit":
                     self._window = min(self._window * 2, self._runner.settings.commit_interval)
         except Exception:
             # The next try here, or the turn's end, commits again; a lease that expires
@@ -718,9 +719,7 @@ class Turn:
             # own end pending, to be handed over (or not) again from the task as it is then.
             self._task = plan.task
         if self._listener is not None:
-            self._listener(
-                stored, [LoggedEvent(first_seq + i, e) for i, e in enumerate(plan.events)]
-            )
+            self._listener([LoggedEvent(first_seq + i, e) for i, e in enumerate(plan.events)], True)
 
     def _rebase(self, current: StoredTask) -> None:
         """Fold what is pending onto `current` (a fresh read: the turn goes on)."""

@@ -414,7 +414,7 @@ class Settings:
     # stays as it was); the client starts a new task in the same context.
     max_history_messages: int = _setting("A2A_MAX_HISTORY_MESSAGES", 500, _Count(2))
     max_history_bytes: int = _setting("A2A_MAX_HISTORY_BYTES", 16 * 1024 * 1024, _Count(1024))
-    commit_interval: float = _setting("A2A_COMMIT_INTERVAL_SECONDS", 0.25, _Seconds())
+    commit_interval: float = _setting("A2A_COMMIT_INTERVAL_SECONDS", 1.0, _Seconds())
     card_max_age: int = _setting("A2A_CARD_MAX_AGE_SECONDS", 300, _Count(0, MAX_SECONDS))
     # hybrid: v1.0 and v0.3 fields side by side (every client finds its own); v1: the strict
     # v1.0 card, for validators with a closed schema (the A2A TCK).
@@ -512,10 +512,11 @@ class Settings:
     # How a stream follows a task another process runs: a Firestore listener (falling back
     # to polling when it can't be had), or polling with backoff. The embedded store ignores it.
     stream_tail: StreamTail = _setting("A2A_STREAM_TAIL", "listener", _Choice(StreamTail))
-    # Every turn (in the request, on the in-process queue or in the worker) commits its events
-    # together within this many seconds, whether or not anyone listens (each frame goes out
-    # once committed, so this is also how late progress may reach a stream, GetTask or a
-    # webhook): a burst of events costs one Firestore write batch rather than one per event.
+    # A turn's first window (in the request, on the in-process queue or in the worker): its
+    # first events are committed together within this many seconds, each later window twice
+    # the one before up to A2A_COMMIT_INTERVAL_SECONDS, whether or not anyone listens (a
+    # streamed send's own stream sends each event at once, before its commit; GetTask, a
+    # webhook and another instance's stream see it a window later at most).
     stream_commit_interval: float = _setting("A2A_STREAM_COMMIT_INTERVAL_SECONDS", 0.05, _Seconds())
     # functions-framework's own THREADS variable (its default is 4 per CPU): the function's
     # pool, which runs its requests and makes its streams' frames; a stream waiting for its

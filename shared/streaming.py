@@ -8,31 +8,35 @@ event in log order with its sequence number, and ends after a status change to a
 interrupted state, at its deadline, or after a while without news on a task that waits for
 input, or when the instance stops (`StreamSlots.stop`: SIGTERM, which wakes every paused
 stream) (the client resubscribes, with Last-Event-ID, and loses nothing). A streamed send
-listens to its own turn, which commits its events in short windows (the stream commit
-interval: shared.runtime) and each before its frame goes out: what a client saw is in
-the log, so a resume on any instance is exact. Anything else follows the log through the
-store's tail. The wire format is the bindings' business.
+listens to its own turn and sends each event as the turn makes it, under the sequence number
+its commit gives it, while the turn commits in windows of up to about a second (shared.runtime):
+the answer shows token by token at a write a second. Only what ends the stream (a terminal or
+interrupted status) waits for its commit: a client that saw the end finds it with GetTask. A
+resume on any instance is exact once the events a client saw are committed; a run stopped
+before it committed what it sent (a cancel, its instance's end) leaves that out of the log: a
+resume after it is told how the task ended (shared.service.tasks.subscribe), or, if the task
+goes on elsewhere, gets what the run that took over logs after the number resumed from.
+Anything else follows the log through the store's tail. The wire format is the bindings'
+business.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import queue
-import threading
 import time
-import weakref
 from collections.abc import Callable, Generator
-from typing import Any
 
 from shared.engine import Engine
-from shared.errors import StreamLimitError
 from shared.frozen import frozen
 from shared.lifecycle import apply
-from shared.model import ArtifactUpdate, StatusUpdate, Task
+from shared.model import ArtifactUpdate, Event, StatusUpdate, Task
 from shared.pause import Pause
 from shared.ports import EventTail, LoggedEvent, StoredTask, TaskStore
 from shared.runtime import Turn
+from shared.stream_slots import StreamSlots
 
 log = logging.getLogger("a2a.streaming")
 
@@ -49,107 +53,6 @@ class Frame:
 # None is a keep-alive tick: nothing happened for `StreamPolicy.keepalive` seconds; a Pause:
 # nothing to send yet.
 Stream = Generator[Frame | Pause | None, None, None]
-
-
-class StreamSlots:
-    """The streams one instance may hold open at once (each holds a connection and its
-    memory, and a thread only while it makes a frame), and one owner's share of them: a
-    caller with many streams open cannot starve everyone else."""
-
-    def __init__(self, limit: int, per_owner: int | None = None) -> None:
-        self.limit = limit
-        self.per_owner = min(per_owner or limit, limit)
-        self._lock = threading.Lock()
-        self._open: dict[str, int] = {}
-        self.stopping = threading.Event()
-        self._paused: weakref.WeakSet[Pause] = weakref.WeakSet()  # woken by `stop`
-
-    def stop(self) -> None:
-        """The instance is going away: every stream ends at once, as at its deadline (the
-        client resumes elsewhere with Last-Event-ID), and so does any opened after this."""
-        self.stopping.set()
-        with self._lock:
-            paused = list(self._paused)
-        for pause in paused:
-            pause.wake()
-
-    def pause(self, seconds: float) -> Pause:
-        """A stream's pause of at most `seconds`, which `stop` wakes."""
-        pause = Pause(seconds)
-        with self._lock:
-            self._paused.add(pause)
-        if self.stopping.is_set():
-            pause.wake()
-        return pause
-
-    @property
-    def held(self) -> int:
-        """Slots held now, by every owner."""
-        with self._lock:
-            return sum(self._open.values())
-
-    def open(self, owner: str, make: Callable[[], Stream]) -> Stream:
-        """The stream `make` returns, holding a slot of `owner`'s until it ends, fails or is
-        closed (also when it is closed before it was ever started)."""
-        with self._lock:
-            if sum(self._open.values()) >= self.limit:
-                raise StreamLimitError(
-                    f"this instance already holds {self.limit} streams (A2A_MAX_STREAMS); "
-                    "retry shortly, or poll the task with GetTask (tasks/get)"
-                )
-            if self._open.get(owner, 0) >= self.per_owner:
-                raise StreamLimitError(
-                    f"you already hold {self.per_owner} streams on this instance "
-                    "(A2A_MAX_STREAMS_PER_OWNER); close one, or poll the task with GetTask "
-                    "(tasks/get)"
-                )
-            self._open[owner] = self._open.get(owner, 0) + 1
-        try:
-            stream = make()
-        except BaseException:
-            self._release(owner)
-            raise
-        return HeldStream(stream, lambda: self._release(owner))
-
-    def _release(self, owner: str) -> None:
-        with self._lock:
-            left = self._open[owner] - 1
-            if left:
-                self._open[owner] = left
-            else:
-                del self._open[owner]
-
-
-class HeldStream(Generator[Frame | Pause | None, None, None]):
-    """A stream holding a slot: the slot goes back once, on every exit — the stream ends,
-    raises, or is closed, started or not (a generator's `finally` never runs when it is
-    closed before its first `next`, which is how a HEAD or a client gone early leaves it)."""
-
-    def __init__(self, stream: Stream, release: Callable[[], None]) -> None:
-        self._stream = stream
-        self._release: Callable[[], None] | None = release
-
-    def send(self, value: None) -> Frame | Pause | None:
-        try:
-            return self._stream.send(value)
-        except BaseException:
-            self.close()
-            raise
-
-    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Frame | Pause | None:
-        try:
-            return self._stream.throw(typ, val, tb)
-        except BaseException:
-            self.close()
-            raise
-
-    def close(self) -> None:
-        release, self._release = self._release, None
-        try:
-            self._stream.close()
-        finally:
-            if release is not None:
-                release()
 
 
 @frozen
@@ -205,12 +108,19 @@ class _Clock:
 
 
 class _Fold:
-    """The frames for logged events, each once, up to the one that ends the stream."""
+    """The frames for logged events, each once, up to the one that ends the stream; and for
+    the events a listened-to turn tells ahead of their commit (`made`), framed then and not
+    again when committed."""
 
     def __init__(self, task: Task, last_seq: int) -> None:
         self.task = task
-        self.last = last_seq
+        self.last = last_seq  # the last committed event folded
         self.ended = False
+        # Told ahead of their commit and framed, oldest first: the commit that logs one is
+        # known by the event itself (a message sent to the task meanwhile may have moved its
+        # sequence number on by one).
+        self._unstored: collections.deque[Event] = collections.deque()
+        self._held = False  # the turn told its end: nothing more is framed before commit
 
     def frames(self, logged: list[LoggedEvent]) -> list[Frame]:
         out = []
@@ -218,14 +128,34 @@ class _Fold:
             if self.ended or entry.seq <= self.last:
                 continue
             self.last = entry.seq
-            self.task = apply(self.task, entry.event)
-            # A message entering history is no stream event: a 1.0 client ends a stream at
-            # the first `message` it sees.
-            if isinstance(entry.event, StatusUpdate | ArtifactUpdate):
-                out.append(Frame(entry.seq, entry.event, self.task))
-                if isinstance(entry.event, StatusUpdate) and entry.event.status.state.final:
-                    self.ended = True
+            if self._unstored and entry.event is self._unstored[0]:
+                self._unstored.popleft()
+                continue
+            out.extend(self._framed(entry))
         return out
+
+    def made(self, logged: list[LoggedEvent]) -> list[Frame]:
+        out = []
+        for entry in logged:
+            event = entry.event
+            self._held = self._held or (
+                isinstance(event, StatusUpdate) and event.status.state.final
+            )
+            if self._held or self.ended:
+                break
+            self._unstored.append(event)
+            out.extend(self._framed(entry))
+        return out
+
+    def _framed(self, entry: LoggedEvent) -> list[Frame]:
+        self.task = apply(self.task, entry.event)
+        # A message entering history is no stream event: a 1.0 client ends a stream at the
+        # first `message` it sees.
+        if not isinstance(entry.event, StatusUpdate | ArtifactUpdate):
+            return []
+        if isinstance(entry.event, StatusUpdate) and entry.event.status.state.final:
+            self.ended = True
+        return [Frame(entry.seq, entry.event, self.task)]
 
 
 def _follow_tail(tail: EventTail, fold: _Fold, clock: _Clock, slots: StreamSlots) -> Stream:
@@ -293,13 +223,13 @@ def inline(
     turn: Turn, engine: Engine, store: TaskStore, owner: str, policy: StreamPolicy
 ) -> Stream:
     """A streamed send's stream: runs the claimed `turn` now, on the engine, and sends each
-    event as the turn commits it; after the turn, whatever others committed (a cancel) comes
-    from the log."""
-    commits = _Commits()
-    opening = turn.listen(lambda _stored, logged: commits.put(logged))
+    event as the turn makes it (its end once committed); after the turn, whatever others
+    committed (a cancel) comes from the log."""
+    told = _Told()
+    opening = turn.listen(told.put)
     # Started before any frame is read: a claimed turn must run even if nobody listens, and
     # goes on if the client goes away.
-    engine.start(_run(turn, commits))
+    engine.start(_run(turn, told))
 
     def frames() -> Stream:
         clock = _Clock(policy)
@@ -308,40 +238,48 @@ def inline(
         clock.sent()
         while not fold.ended and not clock.expired:
             try:
-                logged = commits.get_nowait()
+                news = told.get_nowait()
             except queue.Empty:
                 if clock.tick_due():
                     yield None
                     clock.sent(news=False)
                 else:
-                    yield _paused(policy.slots, clock.wait(), commits.watch)
+                    yield _paused(policy.slots, clock.wait(), told.watch)
                 continue
-            if logged is None:
+            if news is None:
                 tail = store.tail(owner, opening.task.id, fold.last)
                 yield from _follow_tail(tail, fold, clock, policy.slots)
                 return
-            for frame in fold.frames(logged):
+            logged, committed = news
+            for frame in fold.frames(logged) if committed else fold.made(logged):
                 yield frame
                 clock.sent()
 
     return frames()
 
 
-class _Commits:
-    """A streamed turn's commits (None: the turn ended), from its thread to its stream, which
-    waits for the next without a thread: the next `put` calls the stream's wake."""
+class _Told:
+    """What a streamed turn tells its stream (None: the turn ended), from the loop to the
+    stream, which waits for the next without a thread: the next `put` calls the stream's
+    wake."""
 
     def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[list[LoggedEvent] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[list[LoggedEvent], bool] | None] = queue.SimpleQueue()
         self._wake: Callable[[], None] | None = None
 
-    def put(self, logged: list[LoggedEvent] | None) -> None:
-        self._queue.put(logged)
+    def put(self, logged: list[LoggedEvent], committed: bool) -> None:
+        self._send((logged, committed))
+
+    def end(self) -> None:
+        self._send(None)
+
+    def _send(self, news: tuple[list[LoggedEvent], bool] | None) -> None:
+        self._queue.put(news)
         wake, self._wake = self._wake, None
         if wake is not None:
             wake()
 
-    def get_nowait(self) -> list[LoggedEvent] | None:
+    def get_nowait(self) -> tuple[list[LoggedEvent], bool] | None:
         return self._queue.get_nowait()
 
     def watch(self, wake: Callable[[], None]) -> float | None:
@@ -352,10 +290,10 @@ class _Commits:
         return None
 
 
-async def _run(turn: Turn, commits: _Commits) -> None:
+async def _run(turn: Turn, told: _Told) -> None:
     try:
         await turn.run()
     except Exception:
         log.exception("the streamed turn of task %s failed", turn.task.id)
     finally:
-        commits.put(None)
+        told.end()

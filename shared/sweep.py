@@ -1,6 +1,6 @@
 """The periodic re-drive: whatever a failure left undone, picked up on a schedule.
 
-A read of a task recovers it (shared.worker.TurnQueue.settle), but a task nobody reads again
+A read of a task recovers it (shared.turn_queue.TurnQueue.settle), but a task nobody reads again
 would wait forever: the sweep looks for such work across every owner. It is a list of
 sweepers that shared.app hands it, each a callable taking the current time and returning how
 many items it re-drove: the turns whose queue entry is missing (the outbox) or whose lease

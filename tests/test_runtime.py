@@ -20,7 +20,7 @@ from shared.runtime import Runner, Start, Turn, TurnSettings
 from shared.service import A2AService
 from shared.service.base import Ports, ServiceSettings
 from shared.store.memory import MemoryTaskStore
-from shared.worker import TurnQueue
+from shared.turn_queue import TurnQueue
 from tests.clock import ManualClock
 from tests.handlers import slow
 

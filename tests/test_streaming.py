@@ -17,8 +17,9 @@ from shared.errors import StreamLimitError
 from shared.identity.api_key import hashed
 from shared.model import Message
 from shared.ports import TaskStore
+from shared.service.tasks import AHEAD_OF_LOG
 from shared.settings import Settings
-from shared.streaming import StreamSlots
+from shared.stream_slots import StreamSlots
 from tests import sse
 from tests.conftest import Client
 
@@ -185,21 +186,40 @@ def test_drop_and_resume_loses_and_repeats_nothing(slow: Client) -> None:
     assert json_error(response)["code"] == -32004
 
 
-@pytest.mark.parametrize("past", [1, 10**23])
-def test_a_resume_past_the_tasks_last_event_is_refused(make_client: MakeClient, past: int) -> None:
+def test_a_resume_ahead_of_the_log_goes_on_from_there_and_one_past_any_event_is_refused(
+    make_client: MakeClient,
+) -> None:
+    """A streamed send sends each event ahead of its commit: a client may resume from an id
+    the log holds only a moment later. An id no stream can have sent is refused, by name."""
     client = make_client(stream_idle=0.2)
     task = client.result("SendMessage", send_params("new phone", "m1"), version="1.0")["task"]
     stored = client.app.service.ports.store.get("anonymous", task["id"])
     assert stored is not None
     params = {"id": task["id"]}
-    after = {"Last-Event-ID": str(stored.last_seq + past)}
-    error = json_error(open_stream(client, "SubscribeToTask", params, after))
-    assert error["code"] == -32602 and "Last-Event-ID" in error["message"]
-    # From its last event: accepted, and nothing new comes (the stream ends when idle).
-    resumed = open_stream(
-        client, "SubscribeToTask", params, {"Last-Event-ID": str(stored.last_seq)}
+    # Ahead of the log: accepted, and nothing new comes (the stream ends when idle).
+    ahead = open_stream(
+        client, "SubscribeToTask", params, {"Last-Event-ID": str(stored.last_seq + 1)}
     )
-    assert list(frames(resumed)) == []
+    assert list(frames(ahead)) == []
+    for past in (stored.last_seq + AHEAD_OF_LOG + 1, 10**23):
+        after = {"Last-Event-ID": str(past)}
+        error = json_error(open_stream(client, "SubscribeToTask", params, after))
+        assert error["code"] == -32602 and "Last-Event-ID" in error["message"]
+
+
+def test_a_resume_of_an_ended_task_ahead_of_its_log_is_told_how_it_ended(
+    client: Client,
+) -> None:
+    """The events a stream sent ahead of a commit that a cancel stopped are not in the log:
+    a resume after them is told the task's end."""
+    task = client.result("SendMessage", send_params("I want a new phone", "m1"), version="1.0")
+    task_id = task["task"]["id"]
+    client.result("CancelTask", {"id": task_id}, version="1.0")
+    stored = client.app.service.ports.store.get("anonymous", task_id)
+    assert stored is not None
+    after = {"Last-Event-ID": str(stored.last_seq + 2)}
+    error = json_error(open_stream(client, "SubscribeToTask", {"id": task_id}, after))
+    assert error["code"] == -32004 and "canceled" in error["message"]
 
 
 def test_subscribe_opens_with_a_snapshot_and_waits_for_the_next_move(client: Client) -> None:

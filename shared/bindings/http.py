@@ -48,6 +48,7 @@ from shared.push_signing import NotificationSigner
 from shared.service import A2AService
 from shared.settings import Settings
 from shared.signing_keys import jwks
+from shared.stream_slots import StreamSlots
 
 CARD_PATHS = frozenset(
     {"/.well-known/agent-card.json", "/.well-known/agent.json", "/.well-known/agent-card"}
@@ -170,7 +171,7 @@ class HttpApp:
             keepalive=settings.stream_keepalive,
             duration=settings.stream_duration,
             idle=settings.stream_idle,
-            slots=streaming.StreamSlots(settings.stream_limit, settings.owner_stream_limit),
+            slots=StreamSlots(settings.stream_limit, settings.owner_stream_limit),
         )
         self.console = Console() if settings.console else None  # A2A_CONSOLE
         # An agent that asks no credentials serves only this machine (shared.bindings.local_only).

@@ -8,7 +8,7 @@ setting only its endpoint would open TLS); otherwise to the real service.
 An enqueue that meets an outage (unavailable, timed out, throttled) is tried again with
 backoff for up to `ENQUEUE_BUDGET` seconds, well within a request's own deadline; past it
 the error reaches the caller, who records the work as still to enqueue (the task's outbox,
-shared.worker.TurnQueue). An attempt that timed out may have created the entry: the next
+shared.turn_queue.TurnQueue). An attempt that timed out may have created the entry: the next
 one then finds its name taken, which is success.
 """
 

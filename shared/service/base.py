@@ -21,7 +21,7 @@ from shared.model import Message, Task
 from shared.ports import PushConfigStore, StoredTask, TaskStore
 from shared.push_url import ALLOWED_PORTS
 from shared.settings import Settings
-from shared.worker import QueueUnavailable, TurnQueue
+from shared.turn_queue import QueueUnavailable, TurnQueue
 
 
 class TurnNotQueuedError(A2AError):
@@ -78,7 +78,7 @@ class ServiceSettings:
     defaults these are, `from_settings`), or, in tests, values of their own (a commit interval
     of 0)."""
 
-    commit_interval: float = 0.25
+    commit_interval: float = 1.0
     # The window a turn's events are committed in, whether or not anyone listens: progress
     # reaches streams, GetTask and webhooks within it (shared.runtime).
     stream_commit_interval: float = 0.05

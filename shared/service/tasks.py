@@ -40,6 +40,10 @@ from shared.store.paging import Cursor, decode_token, encode_token
 # Four tasks at their history's budget (ANSWER_HISTORY_BYTES), a quarter of an owner's share
 # of the instance's room (A2A_MAX_OWNER_BUFFERED_BYTES).
 LIST_PAGE_BYTES = 4 * 1024 * 1024
+# How far past a task's log a resumed stream's Last-Event-ID may be: a streamed send sends each
+# event ahead of its commit, and a turn commits once 1 MB of events waits (shared.runtime), so
+# no stream was ever that far ahead.
+AHEAD_OF_LOG = 1_000_000
 
 
 def _ended(stored: StoredTask) -> streaming.Stream:
@@ -137,11 +141,13 @@ class Tasks:
         stored = self._ports.stored(owner, request.task_id)
         state = stored.task.status.state
         after_seq = request.after_seq
-        if after_seq is not None and after_seq > stored.last_seq:
-            # Every frame's event is committed before it is sent: no stream sent this id.
+        # A Last-Event-ID past the log's end is a streamed send's frame sent ahead of its
+        # commit: a running task's stream goes on after it; an ended task's (a cancel stopped
+        # that commit) is told how it ended. No window of a turn holds more events than this.
+        if after_seq is not None and after_seq > stored.last_seq + AHEAD_OF_LOG:
             raise InvalidParamsError(
-                f"Last-Event-ID {after_seq} is past the last event of task {request.task_id} "
-                f"({stored.last_seq}); resume from the id of the last event received",
+                f"Last-Event-ID {after_seq} is past any event of task {request.task_id} (its "
+                f"log ends at {stored.last_seq}); resume from the id of the last event received",
                 field="Last-Event-ID",
             )
         if state.terminal and (after_seq is None or after_seq >= stored.last_seq):

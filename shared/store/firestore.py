@@ -11,19 +11,23 @@ address another document, and each owner's task ids are a namespace of their own
   null; the sweep queries `lease.expires`), `pending` (ids of messages waiting for a turn),
   `pushConfigs` (false until a push config is put on the task: `firestore_push` sets it in
   the config's batch, with `pushConfigsAdded`, the count of configs ever added, that
-  serialises them; absent in documents older than it, read as true), and `task`, the
-  materialized task as JSON. A task whose JSON
+  serialises them; absent in documents older than it, read as true), `task`, the
+  materialized task as JSON, and `log`, the events of the task's latest commits (events
+  lastSeq-len(log)+1..lastSeq; absent in documents older than it: none). A task whose JSON
   outgrows `task_budget` keeps only its status and metadata there (`inLog` is true) and is
   rebuilt on read by folding its event log.
-- `tasks/{docId}/events/{first}`: the events of one commit in one document (`first`, `last`,
-  `events`), id zero-padded so that lexical order is sequence order. One document per commit
-  rather than per event keeps a commit at two writes; a commit too big for one document is
-  split over several, still in the same batch. A task created ended (terminal, with no
-  lease: a short blocking turn's one commit; `cost.logs_in_task`, under its size) keeps
-  its events in its own document instead (`log`, events 1..n), one write in all: it never
-  changes again, so that is its whole log; `events` reads the task document when it finds
-  no event document after the asked sequence number, and a tail never follows such a task
-  (a terminal task's resumed stream reads `events`: shared.streaming.follow).
+- `tasks/{docId}/events/{first}`: events moved out of the task's document (`first`, `last`,
+  `events`), id zero-padded so that lexical order is sequence order. A create or commit
+  keeps its events in the task's document (`log`) while they and the log before them fit
+  beside the task's JSON (`cost.logs_in_task`: LOG_IN_TASK_BYTES): one write. The commit
+  that would pass it moves the log before it into an event document in its batch and keeps
+  its own events (or, too big for that, moves them too): two writes, once per 256 KB of
+  events. So a running task's commit is one write, a task created ended keeps its whole log
+  in its document, and a listener of the task's document sees each event there first (one
+  that skipped a version reads what it moved out: `firestore_tail`). A move bigger than an
+  event document holds is split over several, still in the same batch. `events` reads the
+  task's document, then the event documents before its log (`last` < its first): one
+  version, whatever commits meanwhile.
 - `tasks/{docId}/pushConfigs/{document_id(configId)}`: the task's push configs
   (`firestore_push`).
 - `liveOwners/{document_id(owner)}`: `creates`, a counter that a create given a live limit
@@ -51,13 +55,15 @@ whole batch and the writer re-reads. Each batch writes a random `commitId` on th
 document: when the client library retries a batch that had succeeded (its answer was lost),
 the retry fails on our own write, and the store recognises its commit there instead of
 reporting a conflict. A commit is one request, and a request carries at most 10 MiB (the
-emulator's 4 MiB): a larger one is refused before anything is written (LimitExceeded, naming
-the sizes: a handler's turn fails with it). Every document carries `expireAt` for the TTL policy in
+emulator's 4 MiB): a larger one (the task, its events, and the log it writes again or moves)
+is refused before anything is written (LimitExceeded, naming the sizes: a handler's turn
+fails with it). Every document carries `expireAt` for the TTL policy in
 `infra/firestore.indexes.json`. A task expires a retention after its last commit; its events
-and push configs live as long as it does: they are written to expire LOG_SLACK retentions
-after their write, the task document records the earliest such time (`logExpireAt`), and a
-commit that finds it less than a retention ahead first writes every event and config of the
-task again with a new expiry (once per half retention of a task's life).
+and push configs live as long as it does (those in its document with it): event documents
+and configs are written to expire LOG_SLACK retentions after their write, the task document
+records the earliest such time (`logExpireAt`), and a commit that finds it less than a
+retention ahead first writes every event document and config of the task again with a new
+expiry (once per half retention of a task's life).
 """
 
 from __future__ import annotations
@@ -81,7 +87,6 @@ from shared.errors import InvalidParamsError, LiveTaskQuotaError
 from shared.frozen import frozen
 from shared.limits import LimitExceeded
 from shared.model import (
-    ArtifactUpdate,
     Event,
     Message,
     Part,
@@ -104,8 +109,8 @@ from shared.ports import (
     TaskQuery,
     VersionConflict,
 )
-from shared.store.cost import Cost, logs_in_task
-from shared.store.firestore_tail import PAGE_DOCUMENTS, FirestoreTail, LogWatches
+from shared.store.cost import KIND_OF, TASK_IN_DOCUMENT_BYTES, Cost, logs_in_task
+from shared.store.firestore_tail import PAGE_DOCUMENTS, FirestoreTail, Held, LogWatches
 from shared.store.paging import Cursor, decode_token, encode_token
 
 log = logging.getLogger("a2a.store.firestore")
@@ -141,12 +146,7 @@ _LIVE_STATES = [state.value for state in TaskState if not state.terminal]
 # A count aggregation is billed one read per batch of up to this many index entries.
 _COUNT_ENTRIES_PER_READ = 1000
 
-_KIND_OF: dict[type[Event], str] = {
-    Message: "message",
-    StatusUpdate: "status",
-    ArtifactUpdate: "artifact",
-}
-_MODEL_OF: dict[str, type[Event]] = {kind: model for model, kind in _KIND_OF.items()}
+_MODEL_OF: dict[str, type[Event]] = {kind: model for model, kind in KIND_OF.items()}
 
 
 def document_id(*names: str) -> str:
@@ -162,6 +162,10 @@ class _Revision:
     owner: str
     task_id: str
     update_time: datetime
+    # The document's `log` as read: the events of the task's latest commits, which the next
+    # commit writes again with its own (or moves into event documents). Never left out: a
+    # commit from a revision without it would write the log without them.
+    log: tuple[str, ...]
     log_expires: datetime | None = None  # the earliest expiry of the task's events and configs
 
 
@@ -172,7 +176,7 @@ class FirestoreTaskStore:
         *,
         database: str = "(default)",
         retention_days: float = 30,
-        task_budget: int = 800_000,
+        task_budget: int = TASK_IN_DOCUMENT_BYTES,
         part_limit: int = 900_000,
         tail: Literal["listener", "polling"] = "listener",
     ) -> None:
@@ -192,7 +196,7 @@ class FirestoreTaskStore:
         self.cost = Cost()
         # Tails share one listener per task (None: they poll).
         listen = tail == "listener"
-        self.watches = LogWatches(self._log_query, _logged, self.cost) if listen else None
+        self.watches = LogWatches(self.task_ref, _held, self.cost) if listen else None
 
     @property
     def client(self) -> firestore.Client:
@@ -297,15 +301,12 @@ class FirestoreTaskStore:
         log_expires = now + self.log_retention
         # Written here only: commits leave it to the push config store.
         fields = {**self._task_fields(stored, text, commit_id, log_expires), "pushConfigs": False}
-        self._check_size(task.id, fields, encoded)
+        self._check_size(task.id, text, encoded)
         batch = self._client.batch()
-        in_task = size is not None and logs_in_task(
-            task.status.state, lease, size + sum(map(_utf8_size, encoded))
-        )
-        if in_task:
-            # Created ended (a short blocking turn), the task never changes again: its log
-            # is this one commit, kept in its own document, one write in all.
-            fields["log"] = encoded
+        # The log's first events in the task's own document while they fit (one write in
+        # all), else in event documents.
+        in_task = logs_in_task(_utf8_size(text), sum(map(_utf8_size, encoded)))
+        fields["log"] = encoded if in_task else []
         batch.create(self.task_ref(owner, task.id), fields)
         if not in_task:
             self._append(batch, stored, 1, encoded)
@@ -333,7 +334,8 @@ class FirestoreTaskStore:
             self._raise_if_duplicate(owner, message_key)
             raise TaskExists(task.id) from None
         self.cost.add(writes=len(results))
-        revision = _Revision(owner, task.id, results[0].update_time, log_expires)
+        written = tuple(fields["log"])
+        revision = _Revision(owner, task.id, results[0].update_time, written, log_expires)
         return replace(stored, token=revision)
 
     def commit(
@@ -377,14 +379,29 @@ class FirestoreTaskStore:
         # news sweep's query finds no other.
         if current.push_configs and notifiable(events):
             fields["pushNewsAt"] = now
-        self._check_size(task.id, fields, encoded)
+        # The document's log (events `tail_first`..current.last_seq) with this commit's events
+        # after it: kept there while they fit beside the task (one write); else the old ones
+        # are moved into event documents in this batch and the document keeps this commit's
+        # (what a listener of it has seen stays out of its way), or, these too big, all are.
+        old = list(revision.log)
+        tail = [*old, *encoded]
+        tail_first = current.last_seq - len(old) + 1
+        self._check_size(task.id, text, tail)
+        text_bytes = _utf8_size(text)
+        moved: list[str] = []
+        if logs_in_task(text_bytes, sum(map(_utf8_size, tail))):
+            fields["log"] = tail
+        elif old and logs_in_task(text_bytes, sum(map(_utf8_size, encoded))):
+            fields["log"], moved = encoded, old
+        else:
+            fields["log"], moved = [], tail
         batch = self._client.batch()
         batch.update(
             self.task_ref(current.owner, task.id),
             fields,
             option=self._client.write_option(last_update_time=revision.update_time),
         )
-        self._append(batch, new, current.last_seq + 1, encoded)
+        self._append(batch, new, tail_first, moved)
         self._claim(batch, current.owner, message_key, task.id, now)
         try:
             results = batch.commit()
@@ -407,7 +424,9 @@ class FirestoreTaskStore:
             raise VersionConflict(task.id) from None
         self.cost.add(writes=len(results))
         update_time = results[0].update_time
-        return replace(new, token=_Revision(current.owner, task.id, update_time, log_expires))
+        written = tuple(fields["log"])
+        revision = _Revision(current.owner, task.id, update_time, written, log_expires)
+        return replace(new, token=revision)
 
     def _ours(
         self, owner: str, task_id: str, commit_id: str, log_expires: datetime
@@ -420,7 +439,8 @@ class FirestoreTaskStore:
         if not snapshot.exists or (snapshot.to_dict() or {}).get("commitId") != commit_id:
             return None
         log.info("task %s: a retried commit had succeeded already", task_id)
-        return _Revision(owner, task_id, snapshot.update_time, log_expires)
+        written = tuple(snapshot.get("log") or ())
+        return _Revision(owner, task_id, snapshot.update_time, written, log_expires)
 
     def _refresh_log(self, owner: str, task_id: str, until: datetime) -> None:
         """Make the task's events and push configs expire at `until`."""
@@ -434,9 +454,10 @@ class FirestoreTaskStore:
                 batch.update(ref, {"expireAt": until})
             self.cost.add(writes=len(batch.commit()))
 
-    def _check_size(self, task_id: str, fields: dict[str, Any], encoded: list[str]) -> None:
-        """Refuse a commit too big for one request, before anything is written."""
-        size = _utf8_size(fields["task"]) + sum(map(_utf8_size, encoded))
+    def _check_size(self, task_id: str, text: str, encoded: list[str]) -> None:
+        """Refuse a commit too big for one request, before anything is written: the task's
+        JSON `text` and the events it writes (the task document's log included)."""
+        size = _utf8_size(text) + sum(map(_utf8_size, encoded))
         if size > COMMIT_BUDGET:
             raise LimitExceeded(
                 f"task {task_id}: a commit of {size} bytes of events is more than one Firestore "
@@ -455,29 +476,55 @@ class FirestoreTaskStore:
         return derived if task.exists and task.get("owner") == owner else None
 
     def events(self, owner: str, task_id: str, after_seq: int = 0) -> list[LoggedEvent]:
-        documents = self._run(self._log_query(owner, task_id, after_seq))
-        if documents:
-            return [logged for snapshot in documents for logged in _logged(snapshot, after_seq)]
-        # No event document after `after_seq`: nothing new, or a task created ended, whose
-        # task document holds its whole log (`log`; it never gets an event document).
-        snapshot = self.task_ref(owner, task_id).get(field_paths=["owner", "log"])
-        self.cost.add(reads=1)
-        fields = (snapshot.to_dict() or {}) if snapshot.exists else {}
-        if fields.get("owner") != owner:
-            return []
-        return [
-            LoggedEvent(seq, _decode_event(text))
-            for seq, text in enumerate(fields.get("log") or (), start=1)
-            if seq > after_seq
-        ]
+        return self._read_log(owner, task_id, after_seq, None)
 
     def tail(self, owner: str, task_id: str, after_seq: int = 0) -> FirestoreTail:
         return FirestoreTail(owner, task_id, after_seq, read=self._log_page, watches=self.watches)
 
     def _log_page(self, owner: str, task_id: str, after_seq: int) -> list[LoggedEvent]:
-        """The events of the first PAGE_DOCUMENTS event documents after `after_seq`."""
-        query = self._log_query(owner, task_id, after_seq).limit(PAGE_DOCUMENTS)
-        return [logged for snapshot in self._run(query) for logged in _logged(snapshot, after_seq)]
+        """The events after `after_seq` of the first PAGE_DOCUMENTS event documents, and the
+        task document's log when they reach it."""
+        return self._read_log(owner, task_id, after_seq, PAGE_DOCUMENTS)
+
+    def _read_log(
+        self, owner: str, task_id: str, after_seq: int, documents: int | None
+    ) -> list[LoggedEvent]:
+        """The task's events after `after_seq`: its document read first (one read), then, when
+        it no longer holds them all, the event documents before its log (at most `documents`
+        of them)."""
+        snapshot = self.task_ref(owner, task_id).get(field_paths=["owner", "lastSeq", "log"])
+        self.cost.add(reads=1)
+        fields = (snapshot.to_dict() or {}) if snapshot.exists else {}
+        if fields.get("owner") != owner:
+            return []
+        return self._log(owner, task_id, fields, after_seq, documents)
+
+    def _log(
+        self,
+        owner: str,
+        task_id: str,
+        fields: dict[str, Any],
+        after_seq: int,
+        documents: int | None = None,
+    ) -> list[LoggedEvent]:
+        """The events after `after_seq` of the task whose document's `fields` were read: those
+        its `log` holds, and those before it from its event documents (at most `documents` of
+        them: then, short of the log, none of it).
+
+        One version: event documents are only ever created, each by the batch that emptied
+        the document's log of its events, so those before the log this document holds are
+        all in event documents by now, and those after it (later commits') are left out."""
+        after_seq = max(after_seq, 0)
+        held = _held_log(fields, after_seq)
+        found: list[LoggedEvent] = []
+        if after_seq < held.first - 1:
+            query = self._log_query(owner, task_id, after_seq, before=held.first)
+            if documents is not None:
+                query = query.limit(documents)
+            found = [e for snapshot in self._run(query) for e in _logged(snapshot, after_seq)]
+            if found and found[-1].seq < held.first - 1:
+                return found  # a page: the rest at the next read
+        return found + [logged for logged, _ in held.events]
 
     def expired_leases(
         self, before: datetime, limit: int, after: StoredTask | None = None
@@ -518,14 +565,15 @@ class FirestoreTaskStore:
             for s in self._run(query)
         ]
 
-    def _log_query(self, owner: str, task_id: str, after_seq: int) -> Any:
-        """The event documents holding events after `after_seq`, oldest first."""
-        # The owner is on every event document, so reading the log needs no read of the task.
+    def _log_query(self, owner: str, task_id: str, after_seq: int, *, before: int) -> Any:
+        """The event documents holding events after `after_seq` and before `before` (where
+        the task document's log starts), oldest first."""
         return (
             self.task_ref(owner, task_id)
             .collection(EVENTS)
             .where(filter=FieldFilter("owner", "==", owner))
             .where(filter=FieldFilter("last", ">", after_seq))
+            .where(filter=FieldFilter("last", "<", before))
             .order_by("last")
         )
 
@@ -536,7 +584,7 @@ class FirestoreTaskStore:
         task = model_json.decode(Task, text)
         size = None
         if snapshot.get("inLog"):
-            task = self._rebuild(owner, task, snapshot.get("lastSeq"))
+            task = self._rebuild(owner, task, fields)
         else:  # the document holds the whole history (older ones with nulls: a loose bound)
             size = _utf8_size(text)
         return StoredTask(
@@ -551,20 +599,26 @@ class FirestoreTaskStore:
             tuple(fields.get("pending") or ()),  # absent in documents stored before it
             push_configs=fields.get("pushConfigs", True),  # absent before it: unknown
             size=size,
-            token=_Revision(owner, task.id, snapshot.update_time, fields.get("logExpireAt")),
+            token=_Revision(
+                owner,
+                task.id,
+                snapshot.update_time,
+                tuple(fields.get("log") or ()),
+                fields.get("logExpireAt"),
+            ),
         )
 
-    def _rebuild(self, owner: str, outline: Task, last_seq: int) -> Task:
-        """History and artifacts of a task too big for its document, folded from its log.
+    def _rebuild(self, owner: str, outline: Task, fields: dict[str, Any]) -> Task:
+        """History and artifacts of a task too big for its document, folded from its log as
+        the document's `fields` hold it (`_log`: the version that document reports, never a
+        later commit's events).
 
         The fold starts from the outline without a status message: the log's first status
         update must not move a later message into history. The stored status is the truth.
-        Events past `last_seq` were committed after the document was read: they belong to a
-        later version than the one this snapshot reports.
         """
         start = replace(outline, status=replace(outline.status, message=None))
-        logged = self.events(owner, outline.id)
-        folded = lifecycle.apply_all(start, (e.event for e in logged if e.seq <= last_seq))
+        logged = self._log(owner, outline.id, fields, 0)
+        folded = lifecycle.apply_all(start, (e.event for e in logged))
         return replace(folded, status=outline.status)
 
     def _task_text(self, task: Task) -> tuple[str, int | None]:
@@ -620,7 +674,7 @@ class FirestoreTaskStore:
                 raise InvalidParamsError(
                     f"an event of {size} bytes is larger than this store's limit of "
                     f"{EVENT_DOCUMENT_BUDGET} bytes per message, status or artifact update",
-                    field=_KIND_OF[type(event)],
+                    field=KIND_OF[type(event)],
                 )
             encoded.append(text)
         return encoded
@@ -762,6 +816,31 @@ def _utf8_size(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode())
 
 
+def _held(snapshot: Any, owner: str, after_seq: int) -> Held | None:
+    """What a snapshot of the owner's task document holds of the task's log (None: no such
+    task), its events after `after_seq` (a listener's: `firestore_tail.LogWatch`)."""
+    fields = (snapshot.to_dict() or {}) if snapshot.exists else {}
+    if fields.get("owner") != owner:
+        return None
+    return _held_log(fields, after_seq)
+
+
+def _held_log(fields: dict[str, Any], after_seq: int) -> Held:
+    """The log a task document's `fields` hold: its events `first`..`lastSeq`, those before in
+    event documents. (A document without `log`, written before documents kept one, holds
+    none: `first` is past `lastSeq`.)"""
+    texts: list[str] = fields.get("log") or []
+    last: int = fields["lastSeq"]
+    first = last - len(texts) + 1
+    events = [
+        (LoggedEvent(seq, _decode_event(text)), _utf8_size(text))
+        for seq, text in enumerate(
+            texts[max(after_seq - first + 1, 0) :], start=max(first, after_seq + 1)
+        )
+    ]
+    return Held(first, last, events)
+
+
 def _logged(snapshot: Any, after_seq: int) -> list[LoggedEvent]:
     """The events of one event document with a sequence number above `after_seq`."""
     first: int = snapshot.get("first")
@@ -817,7 +896,7 @@ def _decode_lease(fields: dict[str, Any] | None) -> Lease | None:
 
 
 def _encode_event(event: Event) -> str:
-    return f'{{"kind":"{_KIND_OF[type(event)]}","event":{model_json.encode(event).decode()}}}'
+    return f'{{"kind":"{KIND_OF[type(event)]}","event":{model_json.encode(event).decode()}}}'
 
 
 def _decode_event(text: str) -> Event:

@@ -1,6 +1,6 @@
 """Following a task's event log on Firestore (`FirestoreTaskStore.tail`): one snapshot
-listener per task per instance, shared by every tail of that task on the instance, or
-polling with backoff.
+listener per task per instance, on the task's document, shared by every tail of that task on
+the instance, or polling with backoff.
 
 A listener costs a Listen stream and a thread of the client library's, and bills the
 documents it reads once for all its tails; fifty subscribers of one task on one instance
@@ -30,10 +30,14 @@ A stream waits for its tail without a thread (`FirestoreTail.watch`, shared.paus
 listener's next snapshot, or a read in its place, wakes it, and a tail that polls, or whose
 listener is due a read in its place, says when to look again.
 
-An event document holds the events of one commit (`first`..`last`). Event documents are
-only ever created, and commits are ordered by the task document's precondition, so a
-snapshot that shows commit N shows every commit before it: events are handed out by
-sequence number, each once, without gaps.
+Every commit writes the task's document, and its log's latest events are there (`log`,
+the events up to `lastSeq`); older ones are in event documents, each created by the commit
+that moved them out of the task's document (shared.store.firestore). So the listener is on
+the task's document: each snapshot is one version, with its latest events. Snapshots may
+skip versions (the listener hands over the newest it has): when one shows that events the
+tails have not had were moved out meanwhile, a read of the log is due at once (as in a silent
+listener's place, by one tail for all), which finds them in their event documents. Events
+are handed out by sequence number, each once, in order, without gaps.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from collections.abc import Callable
 from typing import Any
 
 from shared import model_json
+from shared.frozen import frozen
 from shared.model import Event
 from shared.ports import LoggedEvent
 from shared.store.cost import Cost
@@ -68,66 +73,85 @@ SILENT_SECONDS = 0.5
 # when the read finds it (a busy emulator); its tails have the events from the read meanwhile.
 LATE_SECONDS = 1.0
 
-# Bytes of event JSON one listener keeps for tails that have not read them yet. An event
-# document holds up to 1 MB: this is several commits of the largest, and thousands of
-# ordinary ones.
+# Bytes of event JSON one listener keeps for tails that have not read them yet. A commit
+# writes up to 4 MB: this is two of the largest, and thousands of ordinary ones.
 BUFFER_BYTES = 8 * 1024 * 1024
 
 # Event documents one read of a tail fetches at most (each holds up to 1 MB): a tail far
 # behind reads its log in pages, never all of it at once.
 PAGE_DOCUMENTS = 8
 
+
+@frozen
+class Held:
+    """What one snapshot of a task's document holds of its log."""
+
+    first: int  # its first event's seq: those before are in event documents
+    last: int  # the task's newest event's seq
+    events: list[tuple[LoggedEvent, int]]  # those asked for, each with its bytes of JSON
+
+
 # (owner, task id, after seq) -> the task's next events after that seq (a page), from the
 # store.
 Read = Callable[[str, str, int], list[LoggedEvent]]
-# (owner, task id, after seq) -> the query of the event documents holding them.
-Query = Callable[[str, str, int], Any]
-# (event document, after seq) -> its events after that seq.
-Decode = Callable[[Any, int], list[LoggedEvent]]
+# (owner, task id) -> the task's document, to listen on.
+Document = Callable[[str, str], Any]
+# (a snapshot of the task's document, owner, after seq) -> what it holds of the log after
+# that seq (None: not the owner's task, or none).
+Decode = Callable[[Any, str, int], Held | None]
 
 
 class LogWatch:
-    """One snapshot listener on one task's log, and the events it received that a tail may
-    still need: every event after `floor` up to `newest`, none at or below `floor`."""
+    """One snapshot listener on one task's document, and the events it received that a tail
+    may still need: every event after `floor` up to `newest`, none at or below `floor`."""
 
-    def __init__(self, query: Any, decode: Decode, first: FirestoreTail, cost: Cost) -> None:
+    def __init__(self, document: Any, decode: Decode, first: FirestoreTail, cost: Cost) -> None:
         """Listen from `first`'s position, for it (among its tails before the first snapshot,
         which would otherwise drop what no tail needs yet)."""
         self.arrived = threading.Condition()
         self._cost = cost
+        self._owner = first.owner
         self.floor = first.position
         self.newest = first.position
+        # The newest seq a snapshot showed moved out of the task's document: past `newest`,
+        # events only a read of the event documents finds.
+        self.moved = 0
         self._decode = decode
         self._events: dict[int, tuple[Event, int]] = {}  # seq -> (event, its bytes)
         self._bytes = 0
         self.tails: set[FirestoreTail] = {first}
         # What the next snapshot calls, once: the wakes of streams waiting without a thread.
         self.watching: set[Callable[[], None]] = set()
-        # When it last handed over a snapshot, or its log was last read in its place.
+        # When it last handed over a snapshot, or its log was last read in its place (set
+        # back a period when a read is due at once: `_arrived`, `feed`).
         self.heard = time.monotonic()
         self.listened = first.position  # the newest seq the listener itself handed over
         # The newest seq a read in its place found that the listener had not handed over,
         # and when: it has until LATE_SECONDS later to hand it over.
         self.owed: tuple[int, float] | None = None
         self._watch: Any = None
-        self._watch = query.on_snapshot(self._on_snapshot)
+        self._watch = document.on_snapshot(self._on_snapshot)
 
     @property
     def active(self) -> bool:
         return self._watch is not None and bool(self._watch.is_active)
 
     def _on_snapshot(self, documents: Any, changes: Any, read_time: Any) -> None:
-        # On the listener's thread. A reconnect may send documents again: keyed by seq.
+        # On the listener's thread. A reconnect may send a version again: keyed by seq.
         with self.arrived:
             self.heard = time.monotonic()
             self._cost.add(reads=len(changes))  # a listener is billed each document it hands over
             for change in changes:
-                if change.type.name != "ADDED":
+                if change.type.name == "REMOVED":
                     continue
-                texts, first = change.document.get("events"), change.document.get("first")
-                self.listened = max(self.listened, first + len(texts) - 1)
-                for logged in self._decode(change.document, self.floor):
-                    self._keep(logged, len(texts[logged.seq - first]))
+                # Those up to `newest` it holds already (or no tail needs).
+                held = self._decode(change.document, self._owner, self.newest)
+                if held is None:
+                    continue
+                self.listened = max(self.listened, held.last)
+                self.moved = max(self.moved, held.first - 1)
+                for logged, size in held.events:
+                    self._keep(logged, size)
             if self.owed is not None and self.listened >= self.owed[0]:
                 self.owed = None  # it was late, not silent
             woken = self._arrived()
@@ -165,6 +189,10 @@ class LogWatch:
         returned, to be called outside the lock. Hold `arrived`."""
         while self.newest + 1 in self._events:
             self.newest += 1
+        if self.newest < self.moved:
+            # Moved out of the task's document before a snapshot showed them: in event
+            # documents, for a read to find (due now; `due` takes it, for one tail).
+            self.heard = min(self.heard, time.monotonic() - SILENT_SECONDS)
         self.trim()
         self.arrived.notify_all()
         woken, self.watching = self.watching, set()
@@ -215,8 +243,8 @@ class LogWatches:
     """This instance's listeners on task logs, one per task, each open while a tail of it
     is."""
 
-    def __init__(self, query: Query, decode: Decode, cost: Cost) -> None:
-        self._query = query
+    def __init__(self, document: Document, decode: Decode, cost: Cost) -> None:
+        self._document = document
         self._decode = decode
         self._cost = cost
         self._lock = threading.Lock()
@@ -236,8 +264,8 @@ class LogWatches:
             watch = self._open.get((owner, task_id))
             if watch is None or not watch.active:
                 try:
-                    query = self._query(owner, task_id, tail.position)
-                    watch = LogWatch(query, self._decode, tail, self._cost)
+                    document = self._document(owner, task_id)
+                    watch = LogWatch(document, self._decode, tail, self._cost)
                 except Exception:
                     log.warning("no listener on task %s's events: polling", task_id, exc_info=True)
                     return None
@@ -263,14 +291,14 @@ class LogWatches:
 
 
 class FirestoreTail:
-    """Follows `tasks/{id}/events` from a position of its own: through the instance's shared
-    listener on it, or by polling with backoff when it has no listener, when polling was
-    chosen (`watches` None), or while it is behind what the listener holds."""
+    """Follows a task's log from a position of its own: through the instance's shared
+    listener on its document, or by polling with backoff when it has no listener, when polling
+    was chosen (`watches` None), or while it is behind what the listener holds."""
 
     def __init__(
         self, owner: str, task_id: str, after_seq: int, *, read: Read, watches: LogWatches | None
     ) -> None:
-        self._owner = owner
+        self.owner = owner
         self._task_id = task_id
         self._read = read
         self.position = max(after_seq, 0)  # the last seq handed out
@@ -323,7 +351,7 @@ class FirestoreTail:
             # once a while, and the task's other tails join the new listener as they notice.
             self._relisten_at = time.monotonic() + POLL_MAX_SECONDS
             self.close()
-            watch = self._watch = watches.join(self, self._owner, self._task_id)
+            watch = self._watch = watches.join(self, self.owner, self._task_id)
         deadline = time.monotonic() + max(timeout, 0)
         while watch is not None and watch.active:
             with watch.arrived:
@@ -334,6 +362,7 @@ class FirestoreTail:
                         watch.newest > self.position
                         or self.position < watch.floor
                         or not watch.active
+                        or time.monotonic() >= watch.heard + SILENT_SECONDS  # a read is due
                     ),
                     timeout=max(until - time.monotonic(), 0),
                 )
@@ -348,7 +377,7 @@ class FirestoreTail:
             if silent or due:
                 # Nothing from it for a period: the log is read in its place, for all its tails;
                 # a page full of commits may have more behind it, read on the next look.
-                found = self._read(self._owner, self._task_id, after)
+                found = self._read(self.owner, self._task_id, after)
                 watch.feed(found, more=len(found) >= PAGE_DOCUMENTS)
             if silent:
                 # What an earlier read found, it never handed over: its stream is open but
@@ -392,7 +421,7 @@ class FirestoreTail:
                     time.sleep(max(remaining, 0))
                     return []
                 time.sleep(due)
-            found = self._read(self._owner, self._task_id, self.position)
+            found = self._read(self.owner, self._task_id, self.position)
             if found:
                 self.position = found[-1].seq
                 self._delay = POLL_FIRST_SECONDS
@@ -405,4 +434,4 @@ class FirestoreTail:
         self._forget()
         watch, self._watch = self._watch, None
         if watch is not None and self._watches is not None:
-            self._watches.leave(self, self._owner, self._task_id, watch)
+            self._watches.leave(self, self.owner, self._task_id, watch)

@@ -54,7 +54,7 @@ from shared.ports import (
     VersionConflict,
 )
 from shared.settings import MEMORY_MAX_BYTES
-from shared.store.cost import Cost, logs_in_task
+from shared.store.cost import TASK_IN_DOCUMENT_BYTES, Cost, logged_bytes, logs_in_task
 from shared.store.paging import Cursor, decode_token, encode_token
 
 
@@ -66,9 +66,9 @@ class MemoryTaskStore:
         retention: timedelta = timedelta(days=30),
         clock: Clock = SYSTEM,
     ) -> None:
-        # What Firestore would bill for the same calls: the task document, one event document
-        # per commit that logs events, the message's record when it needs a document, and
-        # the reads after a refused batch.
+        # What Firestore would bill for the same calls: the task document, an event document
+        # when a commit moves the log out of it (`cost.logs_in_task`), the message's record
+        # when it needs a document, and the reads after a refused batch.
         self.cost = Cost()
         self._lock = threading.Lock()
         self._size = _Size(max_bytes)
@@ -100,9 +100,10 @@ class MemoryTaskStore:
     def _owned(self, owner: str, task_id: str) -> StoredTask | None:
         return self._tasks.get((owner, task_id))
 
-    def _bill(self, events: Sequence[Event], recorded: bool) -> None:
-        """The task document, one event document, the message's record if it has one."""
-        self.cost.add(writes=1 + bool(events) + recorded)
+    def _bill(self, moved: int, recorded: bool) -> None:
+        """The task document, the event documents its log `moved` into, the message's record
+        if it has one."""
+        self.cost.add(writes=1 + moved + recorded)
 
     def track_push_configs(self) -> None:
         """From now on tasks say whether a push config was put on them (the push config store
@@ -174,11 +175,8 @@ class MemoryTaskStore:
                 push_configs=not self._push_tracked,
                 size=len(packed),
             )
-            self._tasks.write(key, stored, packed, events)
-            record = self._tasks.record(key)
-            # Firestore keeps the log of a task created ended in the task's document.
-            in_task = record is not None and _logs_in_task(record)
-            self._bill([] if in_task else events, recorded)
+            moved = self._tasks.write(key, stored, packed, _document_bytes(task, packed), events)
+            self._bill(moved, recorded)
             self._trim()
             if self._waiting:
                 self._changed.notify_all()
@@ -213,8 +211,8 @@ class MemoryTaskStore:
                 pending=current.pending,
                 size=len(packed),
             )
-            self._tasks.write(key, new, packed, events)
-            self._bill(events, recorded)
+            moved = self._tasks.write(key, new, packed, _document_bytes(task, packed), events)
+            self._bill(moved, recorded)
             self._trim()
             if self._waiting:
                 self._changed.notify_all()
@@ -256,14 +254,10 @@ class MemoryTaskStore:
     def events(self, owner: str, task_id: str, after_seq: int = 0) -> list[LoggedEvent]:
         with self._lock:
             record = self._tasks.record((owner, task_id))
-            if record is None:
-                self.cost.add(reads=2)  # the query, which finds nothing, and the task
-                return []
-            # One read per event document (commit) with news, as the Firestore query bills;
-            # finding none, Firestore reads the task too (its document may hold its log).
-            documents = 0 if _logs_in_task(record) else record.commits_after(after_seq)
-            self.cost.add(reads=documents or 2)
-            return record.logged(task_id, after_seq)
+            # As Firestore: the task's document, then, if it no longer holds them all, one
+            # read per event document with news (a query finding none bills one).
+            self.cost.add(reads=1 + (0 if record is None else record.documents_after(after_seq)))
+            return [] if record is None else record.logged(task_id, after_seq)
 
     def tail(self, owner: str, task_id: str, after_seq: int = 0) -> MemoryTail:
         return MemoryTail(self, owner, task_id, after_seq)
@@ -447,19 +441,22 @@ def _starts(task_id: str, context_id: str) -> tuple[bytes, bytes]:
     return b'{"id":' + ids, b'{"task_id":' + ids
 
 
-def _pack_commit(events: Sequence[Event], start: bytes) -> bytes:
+def _pack_commit(events: Sequence[Event], start: bytes) -> tuple[bytes, int]:
     """A commit's events as one bytes: each its kind and its JSON, one to a line, an update
-    that starts with `start` without it. The model's JSON leaves out fields that are None;
-    reading puts them back, so the events read back equal those stored."""
+    that starts with `start` without it; and the bytes Firestore would log them in
+    (`cost.logged_bytes`). The model's JSON leaves out fields that are None; reading puts
+    them back, so the events read back equal those stored."""
     packed = []
+    logged = 0
     for event in events:
         kind = _EVENT_KINDS[type(event)]
         data = model_json.encode(event)
+        logged += logged_bytes(event, len(data))
         if kind in _SHORTENED and data.startswith(start):
             packed.append(_SHORTENED[kind] + data[len(start) :])
         else:
             packed.append(kind + data)
-    return _SEPARATOR.join(packed)
+    return _SEPARATOR.join(packed), logged
 
 
 def _unpack_event(data: bytes, start: bytes) -> Event:
@@ -498,14 +495,12 @@ _KEY3_BYTES = sys.getsizeof(("", "", ""))
 _MESSAGE_BYTES = _message_bytes(("", "m" * 36, "d" * 64), "t" * 36)
 
 
-def _logs_in_task(record: _Record) -> bool:
-    """Whether Firestore would keep this task's log in its task document: created ended,
-    never committed since (`cost.logs_in_task`), the sizes as the record holds them."""
-    return (
-        record.version == 1
-        and len(record.commits) == 1
-        and logs_in_task(record.state, record.lease, len(record.task) + len(record.commits[0]))
-    )
+def _document_bytes(task: Task, packed: bytes) -> int:
+    """The bytes of the task's JSON its Firestore document would hold: `packed`, or past
+    TASK_IN_DOCUMENT_BYTES its status and metadata alone."""
+    if len(packed) <= TASK_IN_DOCUMENT_BYTES:
+        return len(packed)
+    return len(model_json.encode(replace(task, history=(), artifacts=())))
 
 
 class _Record:
@@ -522,10 +517,12 @@ class _Record:
         "ends",
         "first_context",
         "lease",
+        "moved",
         "pending",
         "push_configs",
         "size",
         "state",
+        "tail_bytes",
         "task",
         "timestamp",
         "updated_at",
@@ -540,15 +537,41 @@ class _Record:
         self.created_at = created_at
         self.first_context = context_id
         self.size = 0
+        # Firestore's layout of the log, for its cost: the last seq of each event document
+        # (None until the first), and the bytes of the events its task document holds (those
+        # after the last event document).
+        self.moved: array[int] | None = None
+        self.tail_bytes = 0
 
-    def write(self, stored: StoredTask, packed: bytes, events: Sequence[Event]) -> None:
+    def write(
+        self, stored: StoredTask, packed: bytes, document_bytes: int, events: Sequence[Event]
+    ) -> int:
         """Hold `stored`, its task's JSON `packed`, and `events` as its log's next commit
-        (packed first: an event that cannot be written changes nothing)."""
+        (packed first: an event that cannot be written changes nothing); the event documents
+        Firestore would write for it, its task document holding `document_bytes` of the
+        task's JSON (`cost.logs_in_task`; one for a commit over its 1 MB a document too)."""
         task = stored.task
         task_start, update_start = _starts(task.id, self.first_context)
+        logged = 0
         if events:
-            self.commits.append(_pack_commit(events, update_start))
+            commit, logged = _pack_commit(events, update_start)
+            self.commits.append(commit)
             self.ends.append(stored.last_seq)
+        # As Firestore's commit: the task document's log grows while it fits; else the old
+        # one moves out and this commit's events are the log, or, too big, move with it.
+        before = stored.last_seq - len(events)
+        old = before > (self.moved[-1] if self.moved else 0)
+        moved = 0
+        if logs_in_task(document_bytes, self.tail_bytes + logged):
+            self.tail_bytes += logged
+        elif old and logs_in_task(document_bytes, logged):
+            self._move(before)
+            self.tail_bytes, moved = logged, 1
+        else:
+            if events or old:
+                self._move(stored.last_seq)
+                moved = 1
+            self.tail_bytes = 0
         status = task.status
         if packed.startswith(task_start):
             packed = packed[len(task_start) - 1 :]  # from the comma
@@ -562,6 +585,13 @@ class _Record:
         self.context_id: str = task.context_id
         self.state: TaskState = status.state
         self.timestamp: datetime = status.timestamp
+        return moved
+
+    def _move(self, last: int) -> None:
+        """Firestore's task document's log, up to `last`, moved into an event document."""
+        if self.moved is None:
+            self.moved = array("q")
+        self.moved.append(last)
 
     @property
     def last_seq(self) -> int:
@@ -581,6 +611,8 @@ class _Record:
             + getsizeof(task_id)
             + getsizeof(self.context_id)
             + (0 if self.first_context is self.context_id else getsizeof(self.first_context))
+            + getsizeof(self.tail_bytes)
+            + (0 if self.moved is None else getsizeof(self.moved))
         )
         for commit in self.commits:
             size += getsizeof(commit)
@@ -591,9 +623,13 @@ class _Record:
             size += getsizeof(self.pending) + sum(getsizeof(m) for m in self.pending)
         return size
 
-    def commits_after(self, seq: int) -> int:
-        """How many commits logged events after `seq`."""
-        return len(self.ends) - bisect_right(self.ends, seq)
+    def documents_after(self, seq: int) -> int:
+        """The reads of Firestore's event documents for the events after `seq`: none when its
+        task document holds them all, else one per document with some (at least one)."""
+        moved = self.moved
+        if moved is None or seq >= moved[-1]:
+            return 0
+        return len(moved) - bisect_right(moved, seq)
 
     def logged(self, task_id: str, after_seq: int) -> list[LoggedEvent]:
         """The events after `after_seq` of the task `task_id` (this record's), read back."""
@@ -722,23 +758,31 @@ class _CompactTasks:
         return self._records.get(key)
 
     def write(
-        self, key: tuple[str, str], stored: StoredTask, packed: bytes, events: Sequence[Event]
-    ) -> None:
+        self,
+        key: tuple[str, str],
+        stored: StoredTask,
+        packed: bytes,
+        document_bytes: int,
+        events: Sequence[Event],
+    ) -> int:
         """Store `stored` (its task's JSON `packed`), its log's next commit `events` (a new
-        task: its first), as the most recently written."""
+        task: its first), as the most recently written; the event documents Firestore would
+        write for it (`_Record.write`)."""
         record = self._records.get(key)
         if record is None:
             record = _Record(stored.created_at, stored.task.context_id)
-            record.write(stored, packed, events)
+            moved = record.write(stored, packed, document_bytes, events)
             owned = self._owner(key[0])
             key = (owned.owner, key[1])
         else:
             live = not record.state.terminal
-            record.write(stored, packed, events)  # raises before it changes anything
+            # Raises before it changes anything.
+            moved = record.write(stored, packed, document_bytes, events)
             del self._records[key]  # and back in at the end: the most recently written
             self._unput(key, record, live)
         self._put(key, record)
         self._keep_hot(key, stored)
+        return moved
 
     def mark(self, key: tuple[str, str], stored: StoredTask) -> None:
         """`stored`, the task of `key` with only its push-config mark changed."""

@@ -97,9 +97,44 @@ def first_frame(server: Server, runs: int) -> tuple[float, float]:
     return percentile(times, 0.5), percentile(times, 0.99)
 
 
+class _Versions:
+    """When each event of a task was committed, from a listener on the task's document: the
+    update time of the first version seen to hold it (None: already in the version the
+    listener started from)."""
+
+    def __init__(self, document: Any) -> None:
+        self._committed: dict[int, float | None] = {}
+        self._started = False
+        self._seen = threading.Condition()
+        self._watch = document.on_snapshot(self._on_snapshot)
+
+    def _on_snapshot(self, documents: Any, changes: Any, read_time: Any) -> None:
+        with self._seen:
+            for document in documents:
+                fields = document.to_dict() or {}
+                last, log = fields.get("lastSeq", 0), fields.get("log") or []
+                at = document.update_time.timestamp() if self._started else None
+                for seq in range(last - len(log) + 1, last + 1):
+                    self._committed.setdefault(seq, at)
+            self._started = True
+            self._seen.notify_all()
+
+    def at(self, seq: int, wait: float) -> float | None:
+        """When `seq` was committed, once the listener has seen it (within `wait` seconds)."""
+        with self._seen:
+            self._seen.wait_for(lambda: seq in self._committed, timeout=wait)
+            return self._committed.get(seq)
+
+    def close(self) -> None:
+        self._watch.unsubscribe()
+
+
 def commit_to_frame(mode: str, tasks: int) -> tuple[float, float, int]:
-    """p50 and p99 seconds from an event's commit (its event document's create time) in the
-    process running the task to its frame at a subscriber on another process."""
+    """p50 and p99 seconds from an event's commit in the process running the task to its
+    frame at a subscriber on another process. A commit's time is the update time of the
+    task document's version that first holds the event (its latest events are there:
+    shared.store.firestore), seen by a listener of this process's (opened once the task is
+    sent: the events of the version it starts from, committed before, are left out)."""
     from google.cloud import firestore
 
     emulator = start_firestore()
@@ -121,21 +156,24 @@ def commit_to_frame(mode: str, tasks: int) -> tuple[float, float, int]:
             task_id = requests.post(runner.url, json=body, headers=HEADERS, timeout=30).json()[
                 "result"
             ]["task"]["id"]
-            subscribe = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask"}
-            subscribe["params"] = {"id": task_id}
-            arrived: dict[int, float] = {}
-            for event in sse.read(sse.stream(streamer.url, subscribe, HEADERS)):
-                arrived[int(event.id or 0)] = time.time()
-            committed: dict[int, float] = {}
             # A2A_AUTH=none: every caller is the owner "anonymous" (shared.identity).
             from shared.store.firestore import document_id
 
-            task_doc = document_id("anonymous", task_id)
-            for doc in client.collection("tasks", task_doc, "events").stream():
-                for seq in range(doc.get("first"), doc.get("last") + 1):
-                    committed[seq] = doc.create_time.timestamp()
-            opening = min(arrived)  # the snapshot, not an event of its own
-            latencies += [arrived[s] - committed[s] for s in arrived if s != opening]
+            task_doc = client.collection("tasks").document(document_id("anonymous", task_id))
+            versions = _Versions(task_doc)
+            subscribe = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask"}
+            subscribe["params"] = {"id": task_id}
+            arrived: dict[int, float] = {}
+            try:
+                for event in sse.read(sse.stream(streamer.url, subscribe, HEADERS)):
+                    arrived[int(event.id or 0)] = time.time()
+                opening = min(arrived)  # the snapshot, not an event of its own
+                for seq in sorted(arrived):
+                    at = versions.at(seq, wait=5)
+                    if seq != opening and at is not None:
+                        latencies.append(arrived[seq] - at)
+            finally:
+                versions.close()
     finally:
         client.close()  # type: ignore[no-untyped-call]
         runner.stop()

@@ -199,17 +199,23 @@ def streamed(client: Any, i: int) -> None:
     rpc(client, "SendStreamingMessage", {"message": message("steps=98 delay=0.01")})
 
 
-# An LLM's answer (tests.handlers.streams_answer): 500 chunks 20 ms apart, 10 s; the warm-up
-# a short one, so it costs no 10 s of its own.
+# An LLM's answer (tests.handlers.streams_answer): 500 chunks 20 ms apart, 10 s, and a slower
+# one, 60 chunks 150 ms apart, 9 s (issue 35's two); the warm-up a short one, so it costs no
+# 10 s of its own.
 ANSWER = "chunks=500 delay=0.02"
+SLOW_ANSWER = "chunks=60 delay=0.15"
 WARM_ANSWER = "chunks=5 delay=0"
 
 
-def answer_streamed(client: Any, i: int) -> None:
-    text = WARM_ANSWER if i < 0 else ANSWER
-    answer = rpc(client, "SendStreamingMessage", {"message": message(text)})
-    if "TASK_STATE_COMPLETED" not in answer.text.rsplit("data:", 1)[-1]:
-        raise RuntimeError(f"the streamed answer did not complete: {answer.text[-300:]}")
+def answer_streamed(text: str) -> Callable[[Any, int], None]:
+    def send(client: Any, i: int) -> None:
+        answer = rpc(
+            client, "SendStreamingMessage", {"message": message(WARM_ANSWER if i < 0 else text)}
+        )
+        if "TASK_STATE_COMPLETED" not in answer.text.rsplit("data:", 1)[-1]:
+            raise RuntimeError(f"the streamed answer did not complete: {answer.text[-300:]}")
+
+    return send
 
 
 def answer_queued(client: Any, i: int) -> None:
@@ -323,17 +329,22 @@ def ours(project: str, short_cpu: float, short_wall: float) -> dict[str, tuple[U
 def llm_answers(project: str, fn: dict[str, Function]) -> dict[str, tuple[Usage, Run]]:
     """An LLM's answer streamed in 500 chunks over 10 s: inline (SendStreamingMessage, the
     turn in the request) and through the worker (a non-blocking send, the turn on the work
-    queue; its instance holds the turn's request all along, among the worker's concurrency)."""
+    queue; its instance holds the turn's request all along, among the worker's concurrency);
+    and one of 60 chunks over 9 s, inline."""
     a2a, worker = fn["a2a"], fn["worker"]
     handler = "tests.handlers.streams_answer"
     found: dict[str, tuple[Usage, Run]] = {}
-    run = measure(project, handler, 2, answer_streamed)
-    wall = run.wall_seconds / run.runs
-    busy = billed_busy(run.cpu_seconds / run.runs, wall, a2a.vcpu, a2a.concurrency)
-    found["LLM answer of 500 chunks over 10 s, streamed (SendStreamingMessage)"] = (
-        usage_of(run, invocations=1, alone=billed_alone(wall), busy=busy, fn=a2a),
-        run,
-    )
+    for name, text in [
+        ("LLM answer of 500 chunks over 10 s, streamed (SendStreamingMessage)", ANSWER),
+        ("LLM answer of 60 chunks over 9 s, streamed (SendStreamingMessage)", SLOW_ANSWER),
+    ]:
+        run = measure(project, handler, 2, answer_streamed(text))
+        wall = run.wall_seconds / run.runs
+        busy = billed_busy(run.cpu_seconds / run.runs, wall, a2a.vcpu, a2a.concurrency)
+        found[name] = (
+            usage_of(run, invocations=1, alone=billed_alone(wall), busy=busy, fn=a2a),
+            run,
+        )
     run = measure(project, handler, 2, answer_queued, settle=True)
     send = run.wall_seconds / run.runs
     turn = (run.settled_seconds - run.wall_seconds) / run.runs

@@ -42,3 +42,13 @@ def store(request: pytest.FixtureRequest) -> TaskStore:
         return TracedTaskStore(MemoryTaskStore())
     make: MakeStore = request.getfixturevalue("make_firestore_store")
     return make()
+
+
+@pytest.fixture(params=["memory", "firestore-listener", "firestore-polling"])
+def tailing_store(request: pytest.FixtureRequest) -> MemoryTaskStore | FirestoreTaskStore:
+    """The stores whose tails follow a log differently: the embedded one (its condition
+    variable), Firestore's through its snapshot listener, and polling."""
+    if request.param == "memory":
+        return MemoryTaskStore()
+    make: MakeStore = request.getfixturevalue("make_firestore_store")
+    return make(tail=request.param.removeprefix("firestore-"))

@@ -36,6 +36,7 @@ from shared.store.firestore import (
     EVENT_DOCUMENT_BUDGET,
     LOG_SLACK,
     PUSH_CONFIGS,
+    _encode_event,
     _utf8_size,
     document_id,
 )
@@ -43,6 +44,7 @@ from shared.store.firestore_push import FirestorePushConfigStore
 from tests import test_model_json as json_of
 from tests.store.conftest import MakeStore
 from tests.store.factory import ALICE, message, new_task, sent
+from tests.store.test_tail import drain, step
 
 
 @pytest.fixture
@@ -54,6 +56,29 @@ def client(clean_firestore: FirestoreEmulator) -> firestore.Client:
 def raw_events(client: firestore.Client, task_id: str) -> dict[str, dict[str, Any]]:
     log = client.collection("tasks", document_id(ALICE, task_id), "events")
     return {s.id: s.to_dict() or {} for s in log.stream()}
+
+
+def raw_task(client: firestore.Client, task_id: str) -> dict[str, Any]:
+    return client.document("tasks", document_id(ALICE, task_id)).get().to_dict() or {}
+
+
+def old_layout(client: firestore.Client, task_id: str) -> None:
+    """Make the task's documents what a task's were before task documents kept a log: every
+    event in an event document (one, as if of one commit), no `log` field."""
+    task = client.document("tasks", document_id(ALICE, task_id))
+    fields = task.get().to_dict() or {}
+    texts, last = fields["log"], fields["lastSeq"]
+    assert len(texts) == last and not raw_events(client, task_id)
+    task.collection("events").document("0000000001").create(
+        {
+            "owner": ALICE,
+            "first": 1,
+            "last": last,
+            "events": texts,
+            "expireAt": fields["logExpireAt"],
+        }
+    )
+    task.update({"log": firestore.DELETE_FIELD})
 
 
 def chunk(task_id: str, text: str, append: bool = True) -> ArtifactUpdate:
@@ -75,11 +100,11 @@ def test_documents_the_pydantic_models_wrote_read_back_identically(
     configs = FirestorePushConfigStore(store.client, retention=store.retention, cost=store.cost)
     task = json_of.WRITTEN[0][1]
     events = [event for _, event in json_of.LOGGED]
-    # Under a lease, its events have an event document, as every task's had then.
     store.create(ALICE, task, events, dialect="v1.0", lease=Lease(turn=1, holder="h"))
     config = json_of.WRITTEN[2][1]
     configs.put(ALICE, config, dialect="1.0")
     tasks = client.collection("tasks")
+    old_layout(client, task.id)  # its events in an event document, as every task's were then
     tasks.document(document_id(ALICE, task.id)).update({"task": json_of.TASK})
     (name,) = raw_events(client, task.id)
     tasks.document(document_id(ALICE, task.id)).collection("events").document(name).update(
@@ -95,19 +120,61 @@ def test_documents_the_pydantic_models_wrote_read_back_identically(
     assert [c.config for c in configs.list(ALICE, task.id)] == [config]
 
 
-def test_one_event_document_per_commit(
+def test_the_task_document_keeps_its_log_until_it_would_outgrow_it(
     client: firestore.Client, make_firestore_store: MakeStore
 ) -> None:
+    """A running task's commits each write its document alone, its latest events there; the
+    commit that would take them past LOG_IN_TASK_BYTES moves them, with its own, into event
+    documents in its batch, and the document's log starts empty again."""
     store = make_firestore_store()
     task, events = new_task()
-    current = store.create(ALICE, task, events, dialect="v1.0")
-    store.commit(current, task, [message(str(n), task.id) for n in range(3)])
+    current = store.create(ALICE, task, events, dialect="v1.0", lease=Lease(turn=1, holder="h"))
+    for n in range(3):
+        store.cost.reset()
+        current = step(store, current, [message(f"{n}.{m}", task.id) for m in range(n + 1)])
+        assert store.cost.writes == 1
+    assert raw_events(client, task.id) == {}
+    document = raw_task(client, task.id)
+    assert (document["lastSeq"], len(document["log"])) == (8, 8)
+    store.cost.reset()
+    big: list[Event] = [chunk(task.id, "b" * (LOG_IN_TASK_BYTES // 2), append=False)] * 2
+    current = step(store, current, big)
+    assert store.cost.writes == 2  # the task document, one event document
     documents = raw_events(client, task.id)
-    assert sorted(documents) == ["0000000001", "0000000003"]
-    assert [(d["first"], d["last"], len(d["events"])) for d in documents.values()] == [
-        (1, 2, 2),
-        (3, 5, 3),
-    ]
+    assert [(d["first"], d["last"], len(d["events"])) for d in documents.values()] == [(1, 10, 10)]
+    assert (raw_task(client, task.id)["log"], current.last_seq) == ([], 10)
+    current = step(store, current, [message("after", task.id)])
+    assert [e.seq for e in store.events(ALICE, task.id)] == list(range(1, 12))
+    assert (len(raw_events(client, task.id)), raw_task(client, task.id)["lastSeq"]) == (1, 11)
+    assert len(raw_task(client, task.id)["log"]) == 1
+    assert store.get(ALICE, task.id) == current
+
+
+def test_a_task_stored_before_documents_kept_a_log_reads_and_grows(
+    client: firestore.Client, make_firestore_store: MakeStore
+) -> None:
+    """A task written by the store before this layout: no `log`, every event in an event
+    document. Its log reads back, its next commit keeps its events in its document, and a
+    tail and a resume see each event once, in order."""
+    store = make_firestore_store()
+    task, events = new_task()
+    store.create(ALICE, task, events, dialect="v1.0", lease=Lease(turn=1, holder="h"))
+    old_layout(client, task.id)
+    current = store.get(ALICE, task.id)
+    assert current is not None
+    assert [(e.seq, e.event) for e in store.events(ALICE, task.id)] == list(enumerate(events, 1))
+    tail = store.tail(ALICE, task.id, 1)
+    try:
+        more: list[Event] = [message("new", task.id), message("newer", task.id)]
+        store.cost.reset()
+        current = step(store, current, more)
+        assert store.cost.writes == 1
+        assert raw_task(client, task.id)["log"] == [_encode_event(e) for e in more]
+        assert drain(tail, 3) == [2, 3, 4]
+    finally:
+        tail.close()
+    assert [e.event for e in store.events(ALICE, task.id, after_seq=1)] == [events[1], *more]
+    assert store.get(ALICE, task.id) == current
 
 
 def test_a_task_created_ended_holds_its_log_in_its_own_document(
@@ -121,15 +188,13 @@ def test_a_task_created_ended_holds_its_log_in_its_own_document(
     assert len(document.get("log")) == len(events)
     assert [(e.seq, e.event) for e in store.events(ALICE, task.id)] == list(enumerate(events, 1))
     assert [e.seq for e in store.events(ALICE, task.id, after_seq=1)] == [2]
-    # Created with a lease, or too big to share the task's document (its JSON and its
-    # events' past LOG_IN_TASK_BYTES): an event document, as any commit's.
-    held, held_events = new_task(state=TaskState.COMPLETED)
-    store.create(ALICE, held, held_events, dialect="v1.0", lease=Lease(turn=1, holder="h"))
+    # Too big to share the task's document (its JSON and its events' past
+    # LOG_IN_TASK_BYTES): an event document, as any commit's that would outgrow it.
     big, big_events = new_task(state=TaskState.COMPLETED, text="x" * (LOG_IN_TASK_BYTES // 2))
     store.create(ALICE, big, big_events, dialect="v1.0")
-    for other, logged in [(held, held_events), (big, big_events)]:
-        assert list(raw_events(client, other.id)) == ["0000000001"]
-        assert [e.event for e in store.events(ALICE, other.id)] == logged
+    assert list(raw_events(client, big.id)) == ["0000000001"]
+    assert raw_task(client, big.id)["log"] == []
+    assert [e.event for e in store.events(ALICE, big.id)] == big_events
 
 
 def test_a_commit_too_big_for_one_document_is_split_in_the_same_batch(
@@ -144,7 +209,8 @@ def test_a_commit_too_big_for_one_document_is_split_in_the_same_batch(
     current = store.commit(current, lifecycle.apply_all(current.task, turn), turn)
     assert store.cost.writes == 3  # the task and two event documents
     documents = raw_events(client, task.id)
-    assert [(d["first"], d["last"]) for d in documents.values()] == [(1, 2), (3, 4), (5, 5)]
+    # The document's log (1, 2) moved with them.
+    assert [(d["first"], d["last"]) for d in documents.values()] == [(1, 4), (5, 5)]
     assert [e.seq for e in store.events(ALICE, task.id)] == [1, 2, 3, 4, 5]
     assert store.get(ALICE, task.id) == current
 
@@ -174,20 +240,23 @@ def test_a_big_task_read_during_a_commit_is_one_version(
     store, other = make_firestore_store(task_budget=200), make_firestore_store(task_budget=200)
     task, events = new_task()
     created = store.create(ALICE, task, events, dialect="v1.0")
-    read_log = store.events
+    created = step(store, created, [message("in the document", task.id)])
+    read_log = store._log
 
-    def log_read_after_another_commit(owner: str, task_id: str, after_seq: int = 0) -> Any:
-        monkeypatch.setattr(store, "events", read_log)
-        current = other.get(owner, task_id)
+    def log_read_after_other_commits(*args: Any, **kwargs: Any) -> Any:
+        monkeypatch.setattr(store, "_log", read_log)
+        current = other.get(ALICE, task.id)
         assert current is not None
-        turn: list[Event] = [message("meanwhile", task_id)]
-        other.commit(current, lifecycle.apply_all(current.task, turn), turn)
-        return read_log(owner, task_id, after_seq)
+        # One in the document's log, then one that moves it all into an event document.
+        current = step(other, current, [message("meanwhile", task.id)])
+        step(other, current, [message("m" * LOG_IN_TASK_BYTES, task.id)])
+        return read_log(*args, **kwargs)
 
-    monkeypatch.setattr(store, "events", log_read_after_another_commit)
+    monkeypatch.setattr(store, "_log", log_read_after_other_commits)
     got = store.get(ALICE, task.id)
     assert got == created
-    assert got.task == created.task  # without the event of version 2
+    assert got.task == created.task  # without the events of versions 3 and 4
+    assert [e.seq for e in store.events(ALICE, task.id)] == [1, 2, 3, 4, 5]
 
 
 def test_a_part_over_the_limit_is_refused_naming_it(
@@ -225,7 +294,8 @@ def test_every_document_expires_and_the_log_not_before_its_task(
     client: firestore.Client, make_firestore_store: MakeStore
 ) -> None:
     store = make_firestore_store(retention_days=7)
-    task, events = new_task()
+    # Its log too big for its document: an event document.
+    task, events = new_task(text="x" * LOG_IN_TASK_BYTES)
     before = datetime.now(UTC).replace(microsecond=0)  # stored times are to the millisecond
     current = store.create(ALICE, task, events, dialect="v1.0", message_key=sent("m-1"))
     expiries = [
@@ -246,8 +316,10 @@ def test_a_task_that_lives_on_keeps_its_oldest_events_and_configs(
 ) -> None:
     store = make_firestore_store(retention_days=10)
     configs = FirestorePushConfigStore(store.client, retention=store.retention, cost=store.cost)
+    # Its first events in an event document (too big for the task's), the next in its own.
     task, events = new_task()
     current = store.create(ALICE, task, events, dialect="v1.0")
+    current = store.commit(current, task, [message("x" * LOG_IN_TASK_BYTES, task.id)])
     configs.put(
         ALICE, PushConfig(id="c", task_id=task.id, url="https://h.example.com/"), dialect="1.0"
     )
@@ -260,29 +332,41 @@ def test_a_task_that_lives_on_keeps_its_oldest_events_and_configs(
         events = [d["expireAt"] for d in raw_events(client, task.id).values()]
         return events + [s.get("expireAt") for s in config]
 
-    # Four days on, a commit finds its log due to outlive it: only its own events are new.
+    # Four days on, a commit finds its log due to outlive it: its events are in the task's
+    # document, which expires with it.
     later = start + timedelta(days=4)
     monkeypatch.setattr("shared.store.firestore.utc_now", lambda: later)
     store.cost.reset()
     current = store.commit(current, task, [message("day 4", task.id)])
-    assert store.cost.writes == 2
-    # Six days on, less than a retention of the log's life is left: every event and config is
-    # written again, so none expires before the task (a retention after its last commit).
+    assert store.cost.writes == 1
+    # Six days on, less than a retention of the log's life is left: every event document and
+    # config is written again, so none expires before the task (a retention after its last
+    # commit).
     later = start + timedelta(days=6)
     store.cost.reset()
     current = store.commit(current, task, [message("day 6", task.id)])
-    assert store.cost.writes == 2 + 3  # the commit, two older event documents and the config
+    assert store.cost.writes == 1 + 2  # the commit, the event document and the config
     task_expiry = client.document("tasks", document_id(ALICE, task.id)).get().get("expireAt")
     assert task_expiry >= later + timedelta(days=10) - timedelta(seconds=1)
     assert all(expiry >= task_expiry for expiry in log_expiries())
-    assert len(log_expiries()) == 4
+    assert len(log_expiries()) == 2
+    assert len(raw_task(client, task.id)["log"]) == 2
     # The next commits are plain again, each leaving the log outliving the task.
     for day in (7, 12, 15, 20):
         later = start + timedelta(days=day)
         current = store.commit(current, task, [message(f"day {day}", task.id)])
         task_expiry = client.document("tasks", document_id(ALICE, task.id)).get().get("expireAt")
         assert all(expiry >= task_expiry for expiry in log_expiries()), day
-    assert [e.seq for e in store.events(ALICE, task.id)] == list(range(1, 9))
+    # One of them moves the document's log (and itself) into an event document: written to
+    # expire a log's retention after it, it outlives the task too.
+    store.cost.reset()
+    later = start + timedelta(days=21)
+    current = store.commit(current, task, [message("y" * LOG_IN_TASK_BYTES, task.id)])
+    assert store.cost.writes == 2
+    task_expiry = client.document("tasks", document_id(ALICE, task.id)).get().get("expireAt")
+    assert all(expiry >= task_expiry for expiry in log_expiries())
+    assert len(log_expiries()) == 3
+    assert [e.seq for e in store.events(ALICE, task.id)] == list(range(1, 11))
 
 
 def test_data_firestore_refuses_in_a_map_round_trips(make_firestore_store: MakeStore) -> None:
@@ -333,10 +417,22 @@ def test_a_commit_retried_after_it_succeeded_is_recognised_as_ours(
     committed = store.commit(created, lifecycle.apply_all(created.task, turn), turn)
     assert committed.version == 2
     again = [message("again", task.id)]
-    # The revision returned is the stored one: the next commit goes through.
+    # The revision returned is the stored one (its document's log too): the next commit goes
+    # through, and so does one that moves the log into an event document.
     last = store.commit(committed, lifecycle.apply_all(committed.task, again), again)
     assert store.get(ALICE, task.id) == last
-    assert [e.seq for e in store.events(ALICE, task.id)] == [1, 2, 3, 4]
+    big = [message("b" * LOG_IN_TASK_BYTES, task.id)]
+    moved = store.commit(last, last.task, big)
+    after = [message("after", task.id)]
+    last = store.commit(moved, moved.task, after)
+    assert store.get(ALICE, task.id) == last
+    assert [e.event for e in store.events(ALICE, task.id)] == [
+        *events,
+        *turn,
+        *again,
+        *big,
+        *after,
+    ]
 
 
 def test_a_commit_aborted_by_contention_is_a_lost_race(
@@ -374,6 +470,30 @@ def test_a_commit_over_one_request_is_refused_before_anything_is_written(
     assert (store.cost.writes, store.get(ALICE, task.id)) == (0, current)
     fits = turn[: COMMIT_BUDGET // piece - 1]
     assert store.commit(current, lifecycle.apply_all(current.task, fits), fits).version == 2
+
+
+def test_the_log_a_commit_writes_again_counts_in_its_request(
+    make_firestore_store: MakeStore,
+) -> None:
+    """The task document's log goes out in every commit (kept, or moved): a commit whose own
+    events fit in one request, but not with that log, is refused naming the sizes."""
+    store = make_firestore_store()
+    task, events = new_task()
+    current = store.create(ALICE, task, events, dialect="v1.0")
+    kept = [message("k" * (LOG_IN_TASK_BYTES - 10_000), task.id)]
+    current = store.commit(current, task, kept)  # in the document: the task's JSON is small
+    piece = EVENT_DOCUMENT_BUDGET // 2
+    pieces = (COMMIT_BUDGET - 100_000) // piece
+    turn: list[Event] = [chunk(task.id, "w" * piece, append=n > 0) for n in range(pieces)]
+    turn.append(chunk(task.id, "w" * (COMMIT_BUDGET - 100_000 - pieces * piece)))
+    assert sum(_utf8_size(_encode_event(e)) for e in turn) < COMMIT_BUDGET
+    store.cost.reset()
+    with pytest.raises(LimitExceeded, match=r"a commit of 41\d{5} bytes of events is more"):
+        store.commit(current, task, turn)
+    assert (store.cost.writes, store.get(ALICE, task.id)) == (0, current)
+    fits = turn[:-2]
+    assert store.commit(current, task, fits).version == current.version + 1
+    assert len(store.events(ALICE, task.id)) == 3 + len(fits)
 
 
 def test_a_task_stored_before_the_push_config_flag_reads_its_configs(

@@ -1,9 +1,10 @@
 """What each store operation costs in Firestore document reads and writes, held to budget.
 
-The budgets (issues 3, 15 and 27): a blocking short task 1 write and no read (its task is its
-message's record, and holds its log), GetTask 1 read, a ListTasks page of N tasks N reads
-plus the count. A push config put within the per-task limit: its task and the task's configs
-read, two writes.
+The budgets (issues 3, 15, 27 and 35): a blocking short task 1 write and no read (its task is
+its message's record, and holds its log), a commit of a running task 1 write (its document
+holds its latest events) but for the one in LOG_IN_TASK_BYTES of events that moves them into
+an event document, GetTask 1 read, a ListTasks page of N tasks N reads plus the count. A push
+config put within the per-task limit: its task and the task's configs read, two writes.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest
 from shared import lifecycle
 from shared.model import Artifact, ArtifactUpdate, Event, Part, Task, TaskState, TaskStatus
 from shared.ports import DuplicateMessage, Lease, TaskQuery, TooManyPushConfigs, VersionConflict
+from shared.store.cost import LOG_IN_TASK_BYTES
 from shared.store.firestore import FirestoreTaskStore
 from shared.store.firestore_push import FirestorePushConfigStore
 from tests.store.conftest import MakeStore
@@ -54,7 +56,7 @@ def test_a_blocking_short_task_is_one_create(store: FirestoreTaskStore) -> None:
     logged = store.events(ALICE, own.id)
     assert [entry.event for entry in logged] == run
     assert [entry.seq for entry in logged] == [1, 2, 3, 4]
-    assert spent(store) == (2, 0)  # the query, which finds no event document, and the task
+    assert spent(store) == (1, 0)  # the task's document, which holds them all
     assert [entry.seq for entry in store.events(ALICE, own.id, after_seq=2)] == [3, 4]
     assert store.events(MALLORY, own.id) == []
     assert store.get(ALICE, own.id) == first
@@ -69,10 +71,10 @@ def test_a_blocking_short_task_is_one_create(store: FirestoreTaskStore) -> None:
         ALICE, lifecycle.apply_all(start, run), run, dialect="v1.0", message_key=sent("m-2")
     )
     assert spent(store) == (0, 2)
-    # A task created working (its turn's lease) has a log to grow: an event document.
+    # A task created working (its turn's lease) keeps its first events in its document too.
     working = replace(start, id="working", status=TaskStatus(state=TaskState.WORKING))
     store.create(ALICE, working, events, dialect="v1.0", lease=Lease(turn=1, holder="h"))
-    assert spent(store) == (0, 2)
+    assert spent(store) == (0, 1)
 
 
 def test_get_is_one_read(store: FirestoreTaskStore) -> None:
@@ -87,15 +89,21 @@ def test_get_is_one_read(store: FirestoreTaskStore) -> None:
 def test_create_and_commit_writes(store: FirestoreTaskStore) -> None:
     task, events = new_task()
     current = store.create(ALICE, task, events, dialect="v1.0")
-    assert spent(store) == (0, 2)  # the task and one event document
+    assert spent(store) == (0, 1)  # the task, its events in its document
     store.create(ALICE, new_task()[0], [], dialect="v1.0")
     assert spent(store) == (0, 1)
     turn: list[Event] = [message("a", task.id), message("b", task.id)]
     current = store.commit(current, lifecycle.apply_all(current.task, turn), turn)
-    assert spent(store) == (0, 2)
+    assert spent(store) == (0, 1)
     current = store.commit(current, current.task, turn, message_key=sent("m-2"))
-    assert spent(store) == (0, 3)
-    store.commit(current, current.task, [])
+    assert spent(store) == (0, 2)  # and the message's record
+    current = store.commit(current, current.task, [])
+    assert spent(store) == (0, 1)
+    # Past LOG_IN_TASK_BYTES beside the task, the log moves into an event document.
+    big = [message("x" * LOG_IN_TASK_BYTES, task.id)]
+    current = store.commit(current, current.task, big)
+    assert spent(store) == (0, 2)
+    store.commit(current, current.task, turn)
     assert spent(store) == (0, 1)
 
 
@@ -131,16 +139,22 @@ def test_a_list_page_of_n_tasks_is_n_reads_and_the_count(store: FirestoreTaskSto
 def test_reading_the_log_is_one_read_per_commit(store: FirestoreTaskStore) -> None:
     task, events = new_task()
     current = store.create(ALICE, task, events, dialect="v1.0")
-    store.commit(current, task, [message("a", task.id), message("b", task.id)])
+    big = [message("x" * LOG_IN_TASK_BYTES, task.id)]
+    current = store.commit(current, task, big)  # events 1..3 in an event document
+    current = store.commit(current, task, big)  # 4 in another
+    store.commit(current, task, [message("a", task.id), message("b", task.id)])  # in the task's
     spent(store)
-    assert len(store.events(ALICE, task.id)) == 4
-    assert spent(store) == (2, 0)
+    assert len(store.events(ALICE, task.id)) == 6
+    assert spent(store) == (1 + 2, 0)  # the task's document, and the two event documents
     store.events(ALICE, task.id, after_seq=3)
+    assert spent(store) == (1 + 1, 0)
+    # What the task's document holds: it alone.
+    assert len(store.events(ALICE, task.id, after_seq=4)) == 2
     assert spent(store) == (1, 0)
-    # Nothing new: the query finds no event document, and the task is read (a task created
-    # ended holds its log itself).
-    assert store.events(ALICE, task.id, after_seq=4) == []
-    assert spent(store) == (2, 0)
+    assert store.events(ALICE, task.id, after_seq=6) == []
+    assert spent(store) == (1, 0)
+    assert store.events(ALICE, "missing") == []
+    assert spent(store) == (1, 0)
 
 
 def test_a_push_config_within_the_limit_costs_what_the_check_before_it_did(

@@ -22,6 +22,7 @@ from google.cloud.firestore_v1.types import StructuredQuery
 
 from shared.model import PushConfig, TaskState, utc_now
 from shared.ports import TaskQuery
+from shared.store.cost import LOG_IN_TASK_BYTES
 from shared.store.firestore import (
     EVENTS,
     IDEMPOTENCY,
@@ -32,7 +33,7 @@ from shared.store.firestore import (
 )
 from shared.store.firestore_push import PUSH_OWNERS, FirestorePushConfigStore
 from tests.store.conftest import MakeStore
-from tests.store.factory import ALICE, new_task
+from tests.store.factory import ALICE, message, new_task
 
 INDEX_FILE = Path(__file__).parents[2] / "infra" / "firestore.indexes.json"
 EQUAL = StructuredQuery.FieldFilter.Operator.EQUAL
@@ -126,7 +127,10 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[StructuredQuery]]
 def walk_every_query_path(store: FirestoreTaskStore) -> None:
     for _ in range(3):
         task, events = new_task(context_id="c1")
-        store.create(ALICE, task, events, dialect="v1.0")
+        stored = store.create(ALICE, task, events, dialect="v1.0")
+    # Past what its document keeps beside the task: the log moves into event documents.
+    big = [message("x" * LOG_IN_TASK_BYTES, task.id)]
+    store.commit(stored, stored.task, big)
     store.events(ALICE, task.id, after_seq=1)
     store.get(ALICE, task.id)  # over its tiny budget: read back through the log
     store.live_tasks(ALICE, 10)

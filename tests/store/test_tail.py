@@ -21,14 +21,6 @@ from tests.store.conftest import MakeStore
 from tests.store.factory import ALICE, MALLORY, new_task, status
 
 
-@pytest.fixture(params=["memory", "firestore-listener", "firestore-polling"])
-def tailing_store(request: pytest.FixtureRequest) -> TaskStore:
-    if request.param == "memory":
-        return MemoryTaskStore()
-    make: MakeStore = request.getfixturevalue("make_firestore_store")
-    return make(tail=request.param.removeprefix("firestore-"))
-
-
 def step(store: TaskStore, current: StoredTask, events: list[Event]) -> StoredTask:
     return store.commit(current, lifecycle.apply_all(current.task, events), events)
 
@@ -145,12 +137,12 @@ def test_firestore_listens_or_polls_as_asked(make_firestore_store: MakeStore) ->
 def test_firestore_polls_when_no_listener_can_be_had(
     make_firestore_store: MakeStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from google.cloud.firestore_v1.query import Query
+    from google.cloud.firestore_v1.document import DocumentReference
 
-    def refuse(self: Query, callback: object) -> None:
+    def refuse(self: DocumentReference, callback: object) -> None:
         raise RuntimeError("listen streams are blocked here")
 
-    monkeypatch.setattr(Query, "on_snapshot", refuse)
+    monkeypatch.setattr(DocumentReference, "on_snapshot", refuse)
     store = make_firestore_store(tail="listener")
     task, events = new_task()
     stored = store.create(ALICE, task, events, dialect="1.0")

@@ -24,7 +24,7 @@ from shared.model import Event, TaskState
 from shared.ports import LoggedEvent, StoredTask
 from shared.store import firestore_tail
 from shared.store.cost import Cost
-from shared.store.firestore import FirestoreTaskStore, _encode_event, _logged
+from shared.store.firestore import FirestoreTaskStore, _encode_event, _held, _logged
 from shared.store.firestore_tail import PAGE_DOCUMENTS, FirestoreTail, LogWatch, LogWatches
 from tests.store.conftest import MakeStore
 from tests.store.factory import ALICE, new_task, status
@@ -133,7 +133,11 @@ def test_a_slow_tail_holds_neither_the_others_nor_the_memory(
         slow.close()
 
 
-def test_a_tail_far_behind_reads_the_log_in_pages(make_firestore_store: MakeStore) -> None:
+def test_a_tail_far_behind_reads_the_log_in_pages(
+    make_firestore_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each commit's events moved out of the task's document at once: one event document each.
+    monkeypatch.setattr("shared.store.firestore.logs_in_task", lambda task, log: False)
     store = make_firestore_store(tail="polling")
     task, events = new_task()
     current = store.create(ALICE, task, events, dialect="1.0")  # one document: seqs 1 and 2
@@ -206,49 +210,74 @@ def test_a_deaf_listener_delays_no_commit_by_a_second_and_is_replaced(
 @dataclass
 class Change:
     document: Any
-    type: Any = field(default_factory=lambda: type("Type", (), {"name": "ADDED"}))
+    type: Any = field(default_factory=lambda: type("Type", (), {"name": "MODIFIED"}))
 
 
 class Document:
-    """An event document as the Firestore client hands it over."""
+    """A document as the Firestore client hands it over: the task's, or an event
+    document."""
 
-    def __init__(self, first: int, events: list[Event]) -> None:
-        self._fields = {"first": first, "events": [_encode_event(e) for e in events]}
+    def __init__(self, fields: dict[str, Any]) -> None:
+        self._fields = fields
+        self.exists = True
 
     def get(self, name: str) -> Any:
         return self._fields[name]
 
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self._fields)
+
 
 class Log:
-    """One task's event log, and the listeners on it (each handed every commit at once)."""
+    """One task's log laid out as the store lays it out: its document keeps the latest
+    events (at most `keep`; older ones moved into event documents by the commit that would
+    pass it, as `FirestoreTaskStore.commit` does), and the listeners on that document (each
+    handed the newest version at once, or, while held, the newest when released)."""
 
-    def __init__(self) -> None:
-        self.documents: list[Document] = []
+    def __init__(self, keep: int = 3) -> None:
+        self.keep = keep
+        self.documents: list[Document] = []  # event documents
+        self.log: list[str] = []  # the task document's
         self.last = 0
         self.listeners: list[Watch] = []
-        self.held: list[Document] | None = None
+        self.held = False
+        self.reads: list[int] = []  # the seq after which each `read` read
+
+    @property
+    def first(self) -> int:
+        return self.last - len(self.log) + 1
 
     def commit(self, events: list[Event]) -> None:
-        document = Document(self.last + 1, events)
-        self.documents.append(document)
-        self.last += len(events)
-        if self.held is None:
-            self.hand_over([document])
+        encoded = [_encode_event(e) for e in events]
+        first, old = self.first, self.log
+        if len(old) + len(encoded) <= self.keep:
+            self.log, moved = old + encoded, []
+        elif old and len(encoded) <= self.keep:
+            self.log, moved = encoded, old
         else:
-            self.held.append(document)
+            self.log, moved = [], old + encoded
+        if moved:
+            self.documents.append(Document({"first": first, "events": moved}))
+        self.last += len(events)
+        if not self.held:
+            self.hand_over()
 
-    def hand_over(self, documents: list[Document]) -> None:
+    def task_document(self) -> Document:
+        return Document({"owner": ALICE, "lastSeq": self.last, "log": list(self.log)})
+
+    def hand_over(self) -> None:
         for listener in self.listeners:
             if listener.is_active:
-                listener.callback(None, [Change(d) for d in documents], None)
+                listener.callback(None, [Change(self.task_document())], None)
 
     def hold(self) -> None:
         """The listeners' snapshots are late: on their way until `release`."""
-        self.held = []
+        self.held = True
 
     def release(self) -> None:
-        held, self.held = self.held or [], None
-        self.hand_over(held)
+        """The newest version reaches them (those between are skipped, as a listener may)."""
+        self.held = False
+        self.hand_over()
 
     def cut(self) -> None:
         """Every listener's stream is cut (as the emulator does now and then)."""
@@ -260,10 +289,26 @@ class Log:
         self.listeners = []
 
     def read(self, owner: str, task_id: str, after: int) -> list[LoggedEvent]:
-        return [e for d in self.documents for e in _logged(d, after)]
+        """As the store's read of the log in a tail's place (recorded: `reads`)."""
+        self.reads.append(after)
+        return self.page(after, None)
 
-    def query(self, owner: str, task_id: str, after: int) -> Query:
-        return Query(self, after)
+    def page(self, after: int, documents: int | None) -> list[LoggedEvent]:
+        """As the store's read: its document, then the event documents before its log that
+        hold events after `after` (at most `documents`: short of the log, none of it)."""
+        first = self.first
+        found: list[LoggedEvent] = []
+        if after < first - 1:
+            chosen = [d for d in self.documents if _logged(d, after) and d.get("first") < first]
+            found = [e for d in chosen[:documents] for e in _logged(d, after)]
+            if found and found[-1].seq < first - 1:
+                return found
+        held = _held(self.task_document(), ALICE, after)
+        assert held is not None
+        return found + [logged for logged, _ in held.events]
+
+    def document(self, owner: str, task_id: str) -> Listened:
+        return Listened(self)
 
 
 @dataclass
@@ -276,14 +321,12 @@ class Watch:
 
 
 @dataclass
-class Query:
+class Listened:
     log: Log
-    after: int
 
     def on_snapshot(self, callback: Callable[[Any, list[Change], Any], None]) -> Watch:
         watch = Watch(callback)
-        initial = [Change(d) for d in self.log.documents if _logged(d, self.after)]
-        callback(None, initial, None)
+        callback(None, [Change(self.log.task_document())], None)
         self.log.listeners.append(watch)
         return watch
 
@@ -303,11 +346,14 @@ class Clock:
 
 
 # A commit of n events, a read by tail i, a new tail from a seq, tail i leaving, the
-# listeners' streams cut, the listeners fallen silent, or n tenths of a second passing.
+# listeners' streams cut, the listeners fallen silent, their snapshots held back (and then
+# only the newest handed over), or n tenths of a second passing.
 Op = tuple[str, int]
 OPS = st.lists(
     st.one_of(
         st.tuples(st.just("commit"), st.integers(1, 4)),
+        st.tuples(st.just("hold"), st.just(0)),
+        st.tuples(st.just("release"), st.just(0)),
         st.tuples(st.just("read"), st.integers(0, 4)),
         st.tuples(st.just("join"), st.integers(0, 12)),
         st.tuples(st.just("leave"), st.integers(0, 4)),
@@ -320,22 +366,30 @@ OPS = st.lists(
 
 
 @settings(max_examples=150, deadline=None)
-@given(ops=OPS)
-def test_each_tail_gets_its_own_range_once_within_the_memory_bound(ops: list[Op]) -> None:
+@given(ops=OPS, keep=st.integers(0, 6))
+def test_each_tail_gets_its_own_range_once_within_the_memory_bound(
+    ops: list[Op], keep: int
+) -> None:
+    """Whatever the task's document keeps of its log (`keep` events), and whichever of its
+    versions the listener skips."""
     bound = 2500  # bytes: five events (each ~460 bytes of JSON)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(firestore_tail, "BUFFER_BYTES", bound)
         clock = Clock()
         patch.setattr(firestore_tail, "time", clock)
-        log = Log()
+        log = Log(keep)
         task, _ = new_task()
         event = status(task, TaskState.WORKING, text="x")
-        watches = LogWatches(log.query, _logged, Cost())
+        watches = LogWatches(log.document, _held, Cost())
         tails: list[tuple[FirestoreTail, int, list[int]]] = []
         closed: set[int] = set()
         for op, n in [("join", 0), *ops]:
             if op == "commit":
                 log.commit([event] * n)
+            elif op == "hold":
+                log.hold()
+            elif op == "release":
+                log.release()
             elif op == "cut":
                 log.cut()
             elif op == "silence":
@@ -372,7 +426,7 @@ def test_the_tails_of_a_dead_listener_share_the_next_one() -> None:
     log = Log()
     task, _ = new_task()
     event = status(task, TaskState.WORKING, text="x")
-    watches = LogWatches(log.query, _logged, Cost())
+    watches = LogWatches(log.document, _held, Cost())
     tails = [FirestoreTail(ALICE, "t", 0, read=log.read, watches=watches) for _ in range(3)]
     log.commit([event] * 2)
     assert [[e.seq for e in t.next(0)] for t in tails] == [[1, 2]] * 3
@@ -395,14 +449,10 @@ def test_a_silent_listener_delays_its_tails_by_a_period_then_is_replaced(
     log = Log()
     task, _ = new_task()
     event = status(task, TaskState.WORKING, text="x")
-    reads: list[int] = []
+    reads = log.reads
 
-    def read(owner: str, task_id: str, after: int) -> list[LoggedEvent]:
-        reads.append(after)
-        return log.read(owner, task_id, after)
-
-    watches = LogWatches(log.query, _logged, Cost())
-    tails = [FirestoreTail(ALICE, "t", 0, read=read, watches=watches) for _ in range(3)]
+    watches = LogWatches(log.document, _held, Cost())
+    tails = [FirestoreTail(ALICE, "t", 0, read=log.read, watches=watches) for _ in range(3)]
     log.commit([event])
     assert [[e.seq for e in t.next(0)] for t in tails] == [[1]] * 3 and reads == []
     log.silence()
@@ -437,16 +487,15 @@ def test_a_burst_behind_a_silent_listener_is_read_page_after_page(
 ) -> None:
     clock = Clock()
     monkeypatch.setattr(firestore_tail, "time", clock)
-    log = Log()
+    log = Log(keep=0)  # each commit's events in an event document of their own
     task, _ = new_task()
     event = status(task, TaskState.WORKING, text="x")
 
     def page(owner: str, task_id: str, after: int) -> list[LoggedEvent]:
         # As the store's read: the first PAGE_DOCUMENTS event documents after `after`.
-        documents = [d for d in log.documents if _logged(d, after)][:PAGE_DOCUMENTS]
-        return [e for d in documents for e in _logged(d, after)]
+        return log.page(after, PAGE_DOCUMENTS)
 
-    watches = LogWatches(log.query, _logged, Cost())
+    watches = LogWatches(log.document, _held, Cost())
     tail = FirestoreTail(ALICE, "t", 0, read=page, watches=watches)
     log.silence()
     for _ in range(PAGE_DOCUMENTS + 3):  # commits in a burst, none handed over
@@ -471,7 +520,7 @@ def test_a_listener_whose_snapshot_is_on_its_way_is_not_called_silent(
     log = Log()
     task, _ = new_task()
     event = status(task, TaskState.WORKING, text="x")
-    watches = LogWatches(log.query, _logged, Cost())
+    watches = LogWatches(log.document, _held, Cost())
     tails = [FirestoreTail(ALICE, "t", 0, read=log.read, watches=watches) for _ in range(2)]
     log.commit([event])
     assert [[e.seq for e in t.next(0)] for t in tails] == [[1]] * 2
@@ -501,14 +550,10 @@ def test_a_quiet_followed_task_costs_a_read_a_period_whatever_its_tails(
     log = Log()
     task, _ = new_task()
     event = status(task, TaskState.WORKING, text="x")
-    reads: list[int] = []
+    reads = log.reads
 
-    def read(owner: str, task_id: str, after: int) -> list[LoggedEvent]:
-        reads.append(after)
-        return log.read(owner, task_id, after)
-
-    watches = LogWatches(log.query, _logged, Cost())
-    tails = [FirestoreTail(ALICE, "t", 0, read=read, watches=watches) for _ in range(5)]
+    watches = LogWatches(log.document, _held, Cost())
+    tails = [FirestoreTail(ALICE, "t", 0, read=log.read, watches=watches) for _ in range(5)]
     start = clock.now
     while clock.now - start < 60:
         clock.now += 0.125  # a stream looks this often at most (its pauses end sooner)
@@ -523,5 +568,40 @@ def test_a_quiet_followed_task_costs_a_read_a_period_whatever_its_tails(
         for tail in tails:
             assert len(tail.next(0)) == 1
     assert reads == []
+    for tail in tails:
+        tail.close()
+
+
+def test_events_moved_out_of_a_version_the_listener_skipped_are_read_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A listener hands over the newest version of the task's document it has: when that
+    # shows events moved into event documents that no snapshot showed, one read finds them,
+    # for every tail, at their next look (not a silent period later).
+    clock = Clock()
+    monkeypatch.setattr(firestore_tail, "time", clock)
+    log = Log(keep=2)
+    task, _ = new_task()
+    event = status(task, TaskState.WORKING, text="x")
+    reads = log.reads
+
+    watches = LogWatches(log.document, _held, Cost())
+    tails = [FirestoreTail(ALICE, "t", 0, read=log.read, watches=watches) for _ in range(2)]
+    log.commit([event] * 2)  # in the task's document
+    assert [[e.seq for e in t.next(0)] for t in tails] == [[1, 2]] * 2
+    log.commit([event])  # 1 and 2 moved out, 3 in the document: seen, no read
+    assert [[e.seq for e in t.next(0)] for t in tails] == [[3]] * 2 and reads == []
+    log.hold()
+    log.commit([event])  # 4 beside 3
+    log.commit([event])  # 3 and 4 moved out, 5 in the document
+    woken: list[bool] = []
+    assert tails[0].watch(lambda: woken.append(True)) is not None and woken == []
+    log.release()  # the listener skipped the version that showed 4
+    assert woken == [True]
+    assert tails[0].watch(lambda: None) == 0  # look now: a read is due
+    assert [[e.seq for e in t.next(0)] for t in tails] == [[4, 5]] * 2 and reads == [3]
+    assert watches.opened == 1  # not silent: it handed over all it had
+    log.commit([event])
+    assert [[e.seq for e in t.next(0)] for t in tails] == [[6]] * 2 and reads == [3]
     for tail in tails:
         tail.close()

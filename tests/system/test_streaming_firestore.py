@@ -81,6 +81,11 @@ def test_drop_mid_task_and_resume(pair: tuple[Server, Server, FirestoreTaskStore
     assert rest[-1].data["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
     got = [int(e.id or "") for e in first[1:] + rest]
     assert got == logged(store, task_id, int(first[0].id or ""))  # exactly once, in order
+    # Ended, its latest events are in its task's document: a resume from inside them reads
+    # them there (and those before from event documents, were there any), once, in order.
+    again = list(sse.read(subscribe(streamer, task_id, first[2].id)))
+    assert [int(e.id or "") for e in again] == logged(store, task_id, int(first[2].id or ""))
+    assert again[-1].data["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
 def test_twenty_subscribers_see_the_same_sequence(

@@ -30,7 +30,8 @@ from shared.runtime import Runner, TurnSettings
 from shared.service import A2AService
 from shared.service.base import Ports
 from shared.store.memory import MemoryTaskStore
-from shared.worker import LOST_TEXT, TurnQueue, Worker, abandoned
+from shared.turn_queue import LOST_TEXT, TurnQueue, abandoned
+from shared.worker import Worker
 from tests.clock import ManualClock
 from tests.handlers.long import Crash
 from tests.test_runtime import request

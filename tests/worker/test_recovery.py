@@ -38,16 +38,17 @@ from shared.runtime import Runner, TurnSettings
 from shared.service import A2AService
 from shared.service.base import Ports, ServiceSettings, TurnNotQueuedError
 from shared.store.memory import MemoryTaskStore
-from shared.streaming import StreamPolicy, StreamSlots
-from shared.worker import (
+from shared.stream_slots import StreamSlots
+from shared.streaming import StreamPolicy
+from shared.turn_queue import (
     LOST_TEXT,
     NOT_RERUN_TEXT,
     REDRIVE_LIMIT,
     REDRIVEN_TEXT,
     SWEEP_BATCH,
     TurnQueue,
-    Worker,
 )
+from shared.worker import Worker
 from tests.clock import ManualClock
 from tests.conftest import Client
 from tests.pauses import waited
