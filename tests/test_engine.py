@@ -24,7 +24,7 @@ from shared.service import A2AService
 from shared.service.base import Ports, ServiceSettings
 from shared.settings import Settings
 from shared.store.memory import MemoryTaskStore
-from shared.worker import TurnQueue
+from shared.turn_queue import TurnQueue
 from tests.clock import ManualClock
 from tests.conftest import Client, wait_until
 from tests.handlers import waits
