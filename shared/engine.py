@@ -6,12 +6,10 @@ of its own, started at the first turn, so thousands of turns wait at once on one
 and a cancel cancels the await they wait on (`cancel`). Code that blocks runs on threads, so
 nothing the loop waits for can hold it:
 
-- a sync handler holds a thread for its whole turn: at most `sync_turns` at once
-  (A2A_SYNC_TURNS), each on the thread of the request that started it while at most
-  `on_requests` do (`hold`: a short turn, its commit made there too, never leaves that
-  thread; the loop takes over one that outlives its first window, `Running.take_over`,
-  looked for every TICK_SECONDS), else on the engine's pool of `sync_turns` threads. So
-  requests that run no handler always find a thread of theirs;
+- a sync handler holds a thread for its whole turn, at most `sync_turns` at once
+  (A2A_SYNC_TURNS): the thread of the request that started it while at most `on_requests`
+  do (`hold`; the loop takes over one past its first window), else one of the engine's
+  pool. So requests that run no handler always find a thread;
 - a store call of a turn on the loop (a commit, a read) runs on the `io` pool: Firestore's
   client blocks.
 
@@ -48,9 +46,8 @@ T = TypeVar("T")
 # waiting on the network, so a few dozen serve hundreds of turns committing once a second.
 IO_THREADS = 32
 # A loop held this long by one step of a turn is logged: every other turn of the instance
-# waited meanwhile. Looked at every TICK_SECONDS while turns run, when the turns held on
-# requests' threads are looked at too: the default first window (A2A_STREAM_COMMIT_INTERVAL_
-# SECONDS), so the loop takes one over within a tick of its window's close.
+# waited meanwhile. Looked at every TICK_SECONDS while turns run, with the held turns that
+# are due (the default first window: one is taken over within a tick of its window's close).
 HELD_SECONDS = 0.25
 TICK_SECONDS = 0.05
 # A wait for a turn's end looks again after this even if nothing woke it (the end always
@@ -101,8 +98,7 @@ class Running(Protocol):
         ...
 
     def take_over(self, *, now: bool = False) -> bool:
-        """On the loop: take the turn over from the request's thread that runs it, when its
-        committer has something due (or `now`); whether it did."""
+        """On the loop: take the turn over from its request's thread if due (or `now`)."""
         ...
 
     @property
@@ -117,10 +113,9 @@ class Engine:
     def __init__(
         self, sync_turns: int, *, on_requests: int | None = None, store_blocks: bool = True
     ) -> None:
-        """`on_requests`: how many sync turns may run on their requests' threads (app.py:
-        half the function's THREADS), at most `sync_turns`. `store_blocks`: the store's calls
-        wait on the network (Firestore), so the loop makes them on the io threads; the
-        embedded store's take microseconds of CPU, made on the loop."""
+        """`on_requests`: the sync turns that may run on their requests' threads (app.py: half
+        of THREADS). `store_blocks`: the store's calls wait on the network (Firestore), so the
+        loop makes them on the io threads; the embedded store's take microseconds of CPU."""
         self._sync_turns = sync_turns
         self._slots = threading.BoundedSemaphore(sync_turns)  # sync handlers running
         self._on_requests = min(sync_turns, sync_turns if on_requests is None else on_requests)
@@ -186,8 +181,7 @@ class Engine:
         return self.go_on(work)
 
     def go_on(self, work: Coroutine[Any, Any, T]) -> Started[T]:
-        """`start` for the rest of a turn started already (one held on a request's thread):
-        it runs even once the engine is closed."""
+        """`start` for the rest of a turn started already (held): even once closed."""
         started: Started[T] = Started()
         with self._lock:
             self._outstanding.add(started)
@@ -226,10 +220,9 @@ class Engine:
     # -- the sync turns held on requests' threads (from those threads) --------------------
 
     def hold(self, owner: str, task_id: str, turn: Running) -> bool:
-        """Whether the sync turn may run its handler on this request's thread: while fewer
-        than `on_requests` do, and a slot is free. Held, the loop takes it over when due
-        (`Running.take_over`, at its tick) or canceled here, until `let_go`. Raises
-        EngineClosed once the process is going away."""
+        """Whether the sync turn may run its handler on this request's thread (fewer than
+        `on_requests` do, a slot is free); held until `let_go`, the loop taking it over when
+        due (`_tick`) or canceled here. Raises EngineClosed once closed."""
         loop = self.loop
         with self._lock:
             if self._closed:

@@ -1,15 +1,12 @@
 """Running a handler for one turn of a task and persisting what it does.
 
-Everything a Turn holds is written by one thread at a time, its writer: the thread that makes
-it, until it runs (a claim's commit is made there); then the one that runs it. An async
-handler's turn runs on the engine's event loop (shared.engine), so a turn that awaits a model
-holds no thread. A sync handler's turn started by a request runs on the request's own thread
-(`ran`): the handler, its events and its one commit, so a short turn never leaves the
-thread. The loop takes such a turn over (`take_over`) when its first window closes, or on a
-cancel here; the handler goes on on its thread, its events and its return handed to the
-loop in order, as are those of a sync handler the loop started on the engine's pool. The
-switch is made under `_moving`, the turn's one lock, held by the request's thread only while
-it folds an event in, by the loop only while it takes the turn over.
+Everything a Turn holds is written by one thread at a time: the one that makes it until it
+runs (a claim commits there), then the one that runs it. An async handler's turn runs on the
+engine's event loop (shared.engine), so a turn awaiting a model holds no thread. A sync
+handler's turn started by a request runs on that request's thread (`ran`), so a short one
+never leaves it; the loop takes it over (`take_over`, under `_moving`, the turn's one lock)
+when its first window closes or a cancel comes here, the handler going on there and its
+events handed to the loop in order, as a sync handler's on the engine's pool are.
 
 The turn folds the handler's events into its copy of the task and commits them to the store
 with optimistic concurrency, in windows, wherever it runs and whether anyone listens: the
@@ -236,7 +233,7 @@ class Turn:
         self._ctx: Context | None = None  # the handler's, made as it starts
         self._began = 0.0  # when the handler started (time.perf_counter)
         self._handler_done = False
-        self._ending = False  # the handler returned: the next commit ends the turn
+        self._ending = False  # the handler returned (`_end`): the next commit ends the turn
         self._handler_task: asyncio.Future[Any] | None = None
         self._made = start.task  # a sync handler's view of the task (`emit`), on its thread
         # A sync handler's request's thread writes the turn (`ran`) until the loop takes it
@@ -290,12 +287,9 @@ class Turn:
         return self._stored
 
     def ran(self) -> Waiting[Task | Message]:
-        """Run the turn to its end for a request (from its thread); the result for a blocking
-        send. A sync handler runs here, on this thread, while the engine has a slot for it
-        (`Engine.hold`): the handler, its events and a short turn's one commit, so a short
-        turn never leaves the thread. One that outlives its first window is taken over by
-        the loop (`take_over`), which ends it: the request waits for that without a thread.
-        An async handler's turn, or a sync one without a slot, runs on the loop throughout."""
+        """Run the turn to its end for a request (from its thread): a sync handler's here
+        while the engine has a slot for it (`Engine.hold`), until the loop takes it over (then
+        its end is waited for without a thread); else on the loop. The result for a send."""
         engine = self._runner.engine
         if not inspect.iscoroutinefunction(self._runner.handler.handle):
             self._began, self._ctx, self._made = time.perf_counter(), self._context(), self._task
@@ -307,8 +301,8 @@ class Turn:
         return (yield from engine.start(self.run()).outcome())
 
     def _run_here(self, ctx: Context) -> Task | Message | Started[Task | Message]:
-        """The sync handler run on this thread; then the turn's end made here, or, when the
-        loop took the turn over meanwhile (or must await what the handler returned), there."""
+        """The sync handler run on this thread; the turn's end made here, or on the loop once
+        it took the turn over (or must await what the handler returned)."""
         engine = self._runner.engine
         with tracing.span("handler turn"):  # this thread is in the turn's unit of work
             note(taskId=self._task.id)
@@ -327,18 +321,15 @@ class Turn:
             engine.let_go(self)
             if error is not None:
                 self._failed(error)
-            self._handler_done = self._ending = True
+            self._handler_done = True
             result = _made_here(self._end())
             note(handlerSeconds=round(time.perf_counter() - self._began, 6), turnState=self.ended)
-        if self._duplicate is not None:
-            raise self._duplicate
         return result
 
     def take_over(self, *, now: bool = False) -> bool:
-        """On the loop: take over a sync turn that its request's thread runs, once its
-        committer has something due (its first window closed), or `now` (a cancel here).
-        The handler goes on on its thread, its events and its return handed to the loop.
-        Whether the loop took it over now (not when that thread ends it, or did already)."""
+        """On the loop: take over a sync turn its request's thread runs once its committer
+        has something due (its first window closed), or `now` (a cancel here); whether it did.
+        The handler goes on there, its events and its return handed to the loop."""
         with self._moving:
             if not self._here or not (now or self._next()[0] <= self._runner.clock.monotonic()):
                 return False
@@ -353,20 +344,6 @@ class Turn:
         or one without a slot here); the result for a blocking send."""
         self._began, self._ctx = time.perf_counter(), self._context()
         return await self._on_loop(self._call_handler(self._ctx))
-
-    async def _on_loop(self, handler: Awaitable[None]) -> Task | Message:
-        """The turn on the loop, from the handler's run (or what a request's thread left of
-        it) to its end."""
-        engine, task_id = self._runner.engine, self._task.id
-        with tracing.resumed(self._unit), tracing.span("handler turn"):
-            note(taskId=task_id)  # the handler's own log lines name the task too
-            engine.running(self._owner, task_id, self)
-            try:
-                result = await self._run(handler)
-            finally:
-                engine.ended(self._owner, task_id, self)
-            note(handlerSeconds=round(time.perf_counter() - self._began, 6), turnState=self.ended)
-            return result
 
     @property
     def ended(self) -> str:
@@ -384,25 +361,30 @@ class Turn:
         self._stop("canceled")
         self._reread = True
 
-    async def _run(self, handler: Awaitable[None]) -> Task | Message:
-        self._arm()  # the first window's close: a short turn ends before it
-        try:
-            await handler
-        except asyncio.CancelledError:
-            if not self._canceled:
-                raise  # the engine itself is going away
-        except Exception as error:
-            self._failed(error)
-        finally:
-            self._handler_done = True
-            self._disarm()
-            if self._acting is not None:
-                await self._acting  # the commit in flight lands first
-        self._ending = True
-        result = await self._end()
-        if self._duplicate is not None:
-            raise self._duplicate
-        return result
+    async def _on_loop(self, handler: Awaitable[None]) -> Task | Message:
+        """The turn on the loop, from the handler's run (or what a request's thread left of
+        it) to its end."""
+        engine, task_id = self._runner.engine, self._task.id
+        with tracing.resumed(self._unit), tracing.span("handler turn"):
+            note(taskId=task_id)  # the handler's own log lines name the task too
+            engine.running(self._owner, task_id, self)
+            self._arm()  # the first window's close: a short turn ends before it
+            try:
+                await handler
+            except asyncio.CancelledError:
+                if not self._canceled:
+                    raise  # the engine itself is going away
+            except Exception as error:
+                self._failed(error)
+            finally:
+                self._handler_done = True
+                self._disarm()
+                if self._acting is not None:
+                    await self._acting  # the commit in flight lands first
+                engine.ended(self._owner, task_id, self)
+            result = await self._end()
+            note(handlerSeconds=round(time.perf_counter() - self._began, 6), turnState=self.ended)
+            return result
 
     def _failed(self, error: BaseException) -> None:
         """The handler raised `error`: the task fails, its message saying why (a limit's
@@ -466,6 +448,7 @@ class Turn:
             await self._handler_task
 
     async def _end(self) -> Task | Message:
+        self._ending = True  # the handler returned: the next commit ends the turn
         if self._reread:  # canceled here: answer the task as the cancel left it
             current = await self._runner.engine.io(
                 self._runner.store.get, self._owner, self._task.id
@@ -481,6 +464,8 @@ class Turn:
             elif self._ctx is None or self._ctx.ended is None:
                 self._apply(self._status(TaskState.COMPLETED, None))
         await self._flush(force=self._holds_lease())
+        if self._duplicate is not None:
+            raise self._duplicate
         return self._task
 
     def _has_output(self) -> bool:

@@ -2,42 +2,29 @@
 (uvicorn's event loop), on the function's own pool of threads.
 
 functions-framework serves a function marked `functions_framework.aio.http` with uvicorn's
-event loop instead of gunicorn's threaded worker: a request's bytes are parsed and written
-by the loop, and no server thread is handed the connection. Under the threaded worker, a
-bare function costs ~0.9 ms of CPU a request at 16 concurrent clients, most of it the
-threads' hand-offs; on the loop it costs ~0.2 ms (docs/performance.md).
+event loop, not gunicorn's threaded worker: the loop parses and writes a request's bytes. A
+bare function then costs ~0.2 ms of CPU a request at 16 concurrent clients, not ~0.9 ms, most
+of which were the threads' hand-offs (docs/performance.md).
 
 The apps (`shared.bindings.http.HttpApp`, `queue_target.QueueTargetApp`) are synchronous:
-one `wire.Request` in, one `wire.Answer` out. `Front` reads the request's head on the loop
-and the first message of its body when uvicorn received it with the head (up to its 64 KiB
-buffer: most bodies are whole there; never waited for, so a caller refused from its head
-is answered at once, whether its body came or not), gives it to its app on a thread of the
-function's own pool (THREADS of them, the function's concurrency: a handler may block for as long as
-its turn runs, which the loop must never do), and writes the answer from the loop. The
-rest of a larger body is read only when the app asks (`Request.read`), which it does once
-it knows the caller: a request without credentials costs its head and a 401, whatever it
-sends after. A request that says `Expect: 100-continue` has nothing of its body asked for
-with its head (uvicorn answers `100 Continue` at the first receive()): a caller refused from
-its head gets its 401 without a 100, and its body is never solicited. The rest is read on
-the loop too (no pool thread reads a socket), within a deadline, within the limit
-(A2A_MAX_BODY_BYTES + 1 bytes, whatever the request declares), and within the room for
-bytes in flight, the instance's and its caller's (`_Body`, shared.bindings.budget), which
-whole answers are counted in too until written; they are written in pieces as the client
-takes them (`Front._pieces`).
+one `wire.Request` in, one `wire.Answer` out. `Front` reads the request's head on the loop,
+with the first message of its body when uvicorn received it with the head (never waited
+for: a caller refused from its head is answered at once), runs the app on a thread of the
+function's pool (THREADS: an app may block, the loop never does), and writes the answer from
+the loop. The rest of a body is read on the loop only when the app asks (`Request.read`),
+once it knows the caller, within a deadline, the limit (A2A_MAX_BODY_BYTES + 1 bytes) and
+the room for bytes in flight (`_Body`, shared.bindings.budget), in which whole answers count
+too until written, in pieces as the client takes them (`Front._pieces`). With `Expect:
+100-continue`, nothing of the body is asked for with the head (uvicorn answers `100
+Continue` at the first receive()): a caller refused from its head is never solicited.
 
-An answer that waits for a turn (a blocking send, the worker's call: `Answer.later`) holds a
-pool thread only while it makes a step of its work; between steps it waits on the loop for
-its turn's end, as a stream's pause does, so a thousand turns awaiting a model keep no
-request waiting for a thread.
-
-A streamed answer (server-sent events) holds a pool thread only while it makes a chunk: a
-pool thread makes each chunk once the loop has written the one before (a slow client holds
-back its own stream, never the memory), and a stream with nothing to send hands the loop a
-pause (shared.pause), which the loop waits out holding no thread, until its tail's wake (a
-commit), its next keep-alive or end, or the client's leaving. So idle streams are bounded by
-memory (A2A_MAX_STREAMS), not THREADS, and never keep a plain request from a thread. A
-client that goes away is noticed at once (http.disconnect): a paused stream is closed then,
-which frees its slot; one making a chunk, once it is made.
+An answer that waits for a turn (a blocking send's, the worker's: `Answer.later`) and a
+stream (server-sent events) hold a pool thread only while making a step or a chunk: between
+them the loop waits out their pauses (shared.pause), holding no thread, until woken (the
+turn's end, a commit), their seconds pass, or a stream's client leaves (http.disconnect,
+noticed at once: a paused stream is closed then, one making a chunk once it is made). So a
+thousand waiting turns or idle streams (bounded by A2A_MAX_STREAMS, not THREADS) keep no
+request waiting for a thread, and a slow client holds back its own stream, never the memory.
 """
 
 from __future__ import annotations
@@ -86,23 +73,18 @@ def _no_room(refusal: str) -> Answer:
 
 
 class Front:
-    """An app served by an `aio` function, as an ASGI app: the request read on the loop, the
-    app run on the pool (`threads` threads), its answer written by the loop.
-
-    functions-framework awaits what the function returns as `answer(scope, receive, send)`
-    (starlette's `request_response`), so the function returns its Front itself: the front
-    reads the request from the scope, as any ASGI app does, and the tests drive this very
-    app (tests/asgi_transport.py).
+    """An app served by an `aio` function, as an ASGI app: functions-framework awaits what
+    the function returns as `answer(scope, receive, send)` (starlette's `request_response`),
+    so the function returns its Front, and the tests drive this very app
+    (tests/asgi_transport.py).
 
     A body is read within `read_seconds` (A2A_BODY_READ_SECONDS) of being asked for. The
-    bytes of the requests in flight are counted here, on the loop (`budget`,
-    shared.bindings.budget): a body's as they come, let go once the app has parsed it (it
-    answered); an answer's from when it is made until the client took its last byte. All of
-    them are at most `max_buffered` (A2A_MAX_BUFFERED_BYTES), one owner's at most
-    `max_owner_buffered` (A2A_MAX_OWNER_BUFFERED_BYTES). A whole answer is written in pieces,
-    each once the client took the one before (uvicorn waits for its socket to drain), each
-    within `write_seconds` (A2A_ANSWER_WRITE_SECONDS): a client that does not read holds
-    what its socket holds and its counted answer, for that long at the most."""
+    bytes in flight are counted on the loop (`budget`): a body's as they come, until the app
+    answered (it parsed them); an answer's until the client took its last byte; all of them
+    within `max_buffered` (A2A_MAX_BUFFERED_BYTES), an owner's within `max_owner_buffered`
+    (A2A_MAX_OWNER_BUFFERED_BYTES). Each piece of a whole answer is written within
+    `write_seconds` (A2A_ANSWER_WRITE_SECONDS): a client that does not read holds what its
+    socket holds and its counted answer, for that long at the most."""
 
     def __init__(
         self,
@@ -153,13 +135,11 @@ class Front:
 
     async def request(self, scope: Scope, body: _Body) -> Request:
         """The request, with what of its body came with its head: nothing when its declared
-        length is over the limit (the app refuses that length); else the first message when
-        uvicorn holds it already, never waited for: a request whose body has not come is
-        handed to the app at once, which knows its caller from the head (an anonymous one
-        holds no request for the body's deadline before its 401). When more is to come, the
-        Request reads it when the app asks (`Request.read`, once the caller is known): the
-        rest of the read runs here, on the loop, the pool thread waiting for it, within the
-        deadline, up to one byte past the limit however the body is framed."""
+        length is over the limit (the app refuses that length); else the first message if
+        uvicorn holds it already, never waited for (an anonymous caller holds no request for
+        the body's deadline before its 401). The rest is read when the app asks
+        (`Request.read`, once it knows the caller), on the loop, the pool thread waiting,
+        within the deadline, up to one byte past the limit however the body is framed."""
         headers = Headers.of(scope["headers"])
         declared = headers.declared_length()
         if declared is not None and declared > self.max_body:

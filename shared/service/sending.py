@@ -1,34 +1,29 @@
 """Sending a message: blocking, in the background, or streamed; the one place a message is
 stored (joining a task, starting or resuming its turn).
 
-A blocking send runs the handler's turn on this instance's engine (shared.engine), under a
-lease of its own (a reader or the sweep recovers the turn if the instance dies), and waits
-for it without a thread: `send` is work that pauses (shared.pause.Waiting). A non-blocking
-one, and every send to a long-running handler, stores the message with the task `submitted`
-and a queued lease, enqueues the turn for the worker (shared.worker) and answers; a blocking
-send then polls the store, pausing between reads, until the turn ends or its budget does.
-When the work queue does not take the turn, the turn waits in the task's outbox and the
-client gets `TurnNotQueuedError`, naming the task: the sweep or the task's next read
-enqueues it.
+A blocking send runs the handler's turn here (shared.runtime.Turn.ran: a sync handler's on
+the request's thread, an async one's on the engine's loop), under a lease of its own (a
+reader or the sweep recovers it if the instance dies); `send` is work that pauses
+(shared.pause.Waiting), so a wait for the loop holds no thread. A non-blocking send, and
+every send to a long-running handler, stores the message with the task `submitted` and a
+queued lease, enqueues the turn for the worker and answers; a blocking one then polls the
+store, pausing between reads, until the turn ends or its budget does. A turn the work queue
+did not take waits in the task's outbox (the client gets `TurnNotQueuedError`, naming the
+task): the sweep or the task's next read enqueues it.
 
 A message to a task whose turn is running (`submitted` or `working`) joins its history and
-waits (`StoredTask.pending`, at most `MAX_PENDING_MESSAGES`): it is the task's next turn when
-the running one ends, unless that turn ends the task (failed, rejected, canceled).
-
-Every message is recorded with the write that stores it (shared.service.resends): a write
-the store refuses as a resend's (DuplicateMessage) is answered with the first send's task,
-or, the client having moved on from that one, made again as a new message, in one loop
-(`Sending._deduplicated`) for every kind of send.
+waits (`StoredTask.pending`, at most `MAX_PENDING_MESSAGES`) to be its next turn, unless the
+running turn ends the task. Every message is recorded with the write that stores it
+(shared.service.resends): a write the store refuses as a resend's (DuplicateMessage) is
+answered with the first send's task, or, the client having moved on from it, made again as
+a new message, in one loop (`Sending._deduplicated`) for every kind of send.
 
 A send that starts a task in the background is refused while the owner has
-A2A_MAX_LIVE_TASKS_PER_OWNER tasks not terminal (`LiveTaskQuotaError`, counted in the store);
-a blocking send that ends in the request is not checked, and pays no read for it. The check
-before anything is written refuses early; the create of the task counts again in its own
-write (`TaskStore.create(live_limit=)`), so a burst of sends cannot pass it together.
-
-A push config sent with a message is checked (URL, the per-task limit) before anything is
-written, and stored only once its task is the owner's: created by this send, or read as the
-owner's before it is continued (shared.service.push_configs).
+A2A_MAX_LIVE_TASKS_PER_OWNER tasks not terminal (`LiveTaskQuotaError`), counted before
+anything is written and again in the create's own write (`TaskStore.create(live_limit=)`),
+so a burst cannot pass it; a blocking send that ends in the request is not checked. A push
+config sent with a message is checked before anything is written, and stored once its task
+is the owner's (shared.service.push_configs).
 """
 
 from __future__ import annotations
