@@ -1,10 +1,9 @@
 """The process's background work: the event loop its turns run on, and its few threads.
 
-An LLM agent's turn spends seconds awaiting a model. Such a turn holds no thread here: a turn
-(shared.runtime.Turn) of an async handler is a task on one event loop, which runs on a thread
-of its own, started at the first turn, so thousands of turns wait at once on one instance,
-and a cancel cancels the await they wait on (`cancel`). Code that blocks runs on threads, so
-nothing the loop waits for can hold it:
+An LLM agent's turn spends seconds awaiting a model; here it holds no thread: a turn
+(shared.runtime.Turn) of an async handler is a task on one event loop, on a thread of its
+own started at the first turn, so thousands wait at once on one instance, and a cancel
+cancels the await they wait on (`cancel`). Code that blocks runs on threads:
 
 - a sync handler holds a thread for its whole turn, at most `sync_turns` at once
   (A2A_SYNC_TURNS): the thread of the request that started it while at most `on_requests`
@@ -13,15 +12,12 @@ nothing the loop waits for can hold it:
 - a store call of a turn on the loop (a commit, a read) runs on the `io` pool: Firestore's
   client blocks.
 
-The Engine is built once by shared.app and handed to what starts or cancels turns (the
-service, the worker). It owns the turns running in this process, by task, so a cancel that
-reaches this instance reaches the turn at once; one that reaches another instance is seen
-by the turn's own check of its task (shared.runtime). Nothing of it is module-global.
-
-A handler that blocks the loop (a sync call in an async handler: `time.sleep`, a blocking
-HTTP client) holds every turn of the instance: the engine says so in the log when the loop
-was held for over `HELD_SECONDS` while turns ran (a tick it sets comes that late), naming
-the turns running, and docs/agents.md says what to do instead.
+The Engine is built once by shared.app and handed to the service and the worker; nothing of
+it is module-global. It keeps the turns running here by task, so a cancel that reaches this
+instance reaches the turn at once (one that reaches another instance is seen by the turn's
+own check of its task). A handler that blocks the loop (a sync call in an async handler)
+holds every turn of the instance: the engine logs it when the loop was held over
+`HELD_SECONDS` while turns ran, naming them; docs/agents.md says what to do instead.
 """
 
 from __future__ import annotations

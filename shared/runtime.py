@@ -8,45 +8,39 @@ never leaves it; the loop takes it over (`take_over`, under `_moving`, the turn'
 when its first window closes or a cancel comes here, the handler going on there and its
 events handed to the loop in order, as a sync handler's on the engine's pool are.
 
-The turn folds the handler's events into its copy of the task and commits them to the store
-with optimistic concurrency, in windows, wherever it runs and whether anyone listens: the
-first event after a quiet window is committed at once, the rest of a burst together when its
-window closes (sooner once 1 MB of events waits). A window starts at the stream commit
-interval and doubles with each commit up to the commit interval, so `working` and the first
-tokens show at once and a long answer costs about a write a second. A short turn costs one commit
-(created ended: the task document holding its events, one write on Firestore): it ends
-before its first window closes. The commits are written on the engine's io threads while the
-handler goes on; one at a time, by the turn's committer (`_arm`: a timer), until the handler
-returns, then by the turn's end. A commit that loses a race re-reads the task: if it was
-canceled, the turn stops; otherwise the turn folds its pending events onto the fresh task
-and commits again.
+The turn folds the handler's events into its copy of the task and commits them with
+optimistic concurrency, in windows, whoever listens: the first event after a quiet window at
+once, the rest of a burst when its window closes (sooner past 1 MB). A window starts at the
+stream commit interval and doubles with each commit up to the commit interval, so `working`
+and the first tokens show at once and a long answer costs about a write a second; a short
+turn ends before its first window closes, in one commit. The committer (`_arm`: a timer)
+writes on the engine's io threads while the handler goes on, one commit at a time. A commit
+that loses a race re-reads the task: canceled, the turn stops; else it folds its pending
+events onto the fresh task and commits again.
 
-A cancel reaches the turn's pending await: a cancel written on this instance stops the turn
-at once (`stop_now`, through the engine), and a turn that committed nothing for
-`CHECK_SECONDS` reads its task to see whether another instance canceled it. An async
-handler's await is then cancelled (the model call it waits on is dropped); a sync handler sees
-`ctx.canceled`, and TaskCanceled at its next action.
+A cancel reaches the turn's pending await: one written on this instance stops the turn at
+once (`stop_now`, through the engine); a turn that committed nothing for `CHECK_SECONDS`
+reads its task, so one written elsewhere reaches it too. An async handler's await is then
+cancelled (the model call is dropped); a sync handler sees `ctx.canceled`, and TaskCanceled
+at its next action.
 
-A streamed send listens to its turn (`listen`): its stream is told each event as the turn
-makes it, under the sequence number its commit gives it (the turn is the log's one writer while
-it holds the lease), so each token goes out at once, and a client resuming on any instance with
-Last-Event-ID gets exactly the events after its last one, once they are committed. (A run
-stopped before it committed what it told, by a cancel or by its instance's end, leaves those
-events out of the log: shared.streaming.follow says how a resume past the log's end goes.)
+A streamed send listens to its turn (`listen`): it is told each event as the turn makes it,
+under the sequence number its commit gives it (the turn is the log's one writer while it
+holds the lease), so each token goes out at once and a resume anywhere is exact once
+committed (shared.streaming says what a run stopped before its commit leaves).
 
-Every turn holds the task's lease, a background turn (run by the worker) and an inline one
-(run for a request) alike: every commit renews it, a heartbeat commits when nothing else did
-for a while, and the commit that ends the turn releases it. A run that dies leaves a lease
-nobody renews, which a reader or the sweep recovers (shared.turn_queue.TurnQueue.settle). A turn
-that finds its lease taken by another run stops as if canceled, without writing. Artifacts
+Every turn holds the task's lease: every commit renews it, a heartbeat commits when nothing
+else did for a while, the commit that ends the turn releases it. A run that dies leaves a
+lease nobody renews, which a reader or the sweep recovers (shared.turn_queue); a turn that
+finds its lease taken by another run stops as if canceled, without writing. Artifacts
 without an explicit id get ids derived from the task, the turn and their order, so a turn
 re-run after a crash replaces what the crashed run stored instead of adding it twice.
 
 Messages sent while the turn runs wait on the task (`StoredTask.pending`). A turn that ends
-completed or waiting for input while one waits hands the task over to it instead: the
-agent's last message joins history, the task goes `submitted` with the next message's turn
-queued (its lease), and `hand_over` enqueues it. A turn that fails, is rejected or canceled
-ends the task: its waiting messages are never run (a terminal task never changes again).
+completed or waiting for input while one waits hands the task over to it: the agent's last
+message joins history, the task goes `submitted` with the next message's turn queued (its
+lease), and `hand_over` enqueues it. A turn that fails, is rejected or canceled ends the
+task: its waiting messages never run (a terminal task never changes again).
 """
 
 from __future__ import annotations

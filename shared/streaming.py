@@ -1,23 +1,18 @@
 """Streams of a task's events in canonical form: what a streamed send or a subscriber sees.
 
 A stream is an iterator of Frames, keep-alive ticks (None) and pauses (shared.pause: nothing
-to send until woken or some seconds passed, which its reader waits out without a thread, so
-an idle stream holds none). It opens with the task (a
-snapshot) unless it resumes after a sequence number, then carries every status and artifact
-event in log order with its sequence number, and ends after a status change to a terminal or
-interrupted state, at its deadline, or after a while without news on a task that waits for
-input, or when the instance stops (`StreamSlots.stop`: SIGTERM, which wakes every paused
-stream) (the client resubscribes, with Last-Event-ID, and loses nothing). A streamed send
-listens to its own turn and sends each event as the turn makes it, under the sequence number
-its commit gives it, while the turn commits in windows of up to about a second (shared.runtime):
-the answer shows token by token at a write a second. Only what ends the stream (a terminal or
-interrupted status) waits for its commit: a client that saw the end finds it with GetTask. A
-resume on any instance is exact once the events a client saw are committed; a run stopped
-before it committed what it sent (a cancel, its instance's end) leaves that out of the log: a
-resume after it is told how the task ended (shared.service.tasks.subscribe), or, if the task
-goes on elsewhere, gets what the run that took over logs after the number resumed from.
-Anything else follows the log through the store's tail. The wire format is the bindings'
-business.
+to send until woken or some seconds passed; its reader waits them out without a thread). It
+opens with the task (a snapshot) unless it resumes after a sequence number, carries every
+status and artifact event in log order with its number, and ends after a terminal or
+interrupted status, at its deadline, after a while without news on a task that waits for
+input, or when the instance stops (`StreamSlots.stop`); the client resumes with Last-Event-ID
+and loses nothing. A streamed send's stream is told each event as its turn makes it, under
+the number its commit gives it, while the turn commits in windows of up to a second
+(shared.runtime); only the end waits for its commit, so a client that saw it finds it with
+GetTask. A resume is exact once what the client saw is committed: a run stopped before that
+(a cancel, its instance's end) leaves it out of the log, and a resume after it is told how the
+task ended (shared.service.tasks.subscribe) or, the task going on elsewhere, gets what the
+run that took over logs after it. Anything else follows the log through the store's tail.
 """
 
 from __future__ import annotations
@@ -83,10 +78,6 @@ class _Clock:
     @property
     def expired(self) -> bool:
         return time.monotonic() >= self._end or self._stopping.is_set()
-
-    @property
-    def remaining(self) -> float:
-        return max(self._end - time.monotonic(), 0)
 
     def wait(self, waiting_for_input: bool = False) -> float:
         """Seconds until the next tick or the end, whichever comes first."""

@@ -1,10 +1,6 @@
 """The functions' server side: an app served as an ASGI app on functions-framework's stack
-(uvicorn's event loop), on the function's own pool of threads.
-
-functions-framework serves a function marked `functions_framework.aio.http` with uvicorn's
-event loop, not gunicorn's threaded worker: the loop parses and writes a request's bytes. A
-bare function then costs ~0.2 ms of CPU a request at 16 concurrent clients, not ~0.9 ms, most
-of which were the threads' hand-offs (docs/performance.md).
+(uvicorn's event loop, which parses and writes a request's bytes: a fifth of the CPU a
+request of gunicorn's threaded worker, docs/performance.md), on the function's own threads.
 
 The apps (`shared.bindings.http.HttpApp`, `queue_target.QueueTargetApp`) are synchronous:
 one `wire.Request` in, one `wire.Answer` out. `Front` reads the request's head on the loop,
@@ -15,15 +11,13 @@ the loop. The rest of a body is read on the loop only when the app asks (`Reques
 once it knows the caller, within a deadline, the limit (A2A_MAX_BODY_BYTES + 1 bytes) and
 the room for bytes in flight (`_Body`, shared.bindings.budget), in which whole answers count
 too until written, in pieces as the client takes them (`Front._pieces`). With `Expect:
-100-continue`, nothing of the body is asked for with the head (uvicorn answers `100
-Continue` at the first receive()): a caller refused from its head is never solicited.
+100-continue`, nothing of the body is asked for with the head: a caller refused from its head
+is never solicited.
 
-An answer that waits for a turn (a blocking send's, the worker's: `Answer.later`) and a
-stream (server-sent events) hold a pool thread only while making a step or a chunk: between
-them the loop waits out their pauses (shared.pause), holding no thread, until woken (the
-turn's end, a commit), their seconds pass, or a stream's client leaves (http.disconnect,
-noticed at once: a paused stream is closed then, one making a chunk once it is made). So a
-thousand waiting turns or idle streams (bounded by A2A_MAX_STREAMS, not THREADS) keep no
+An answer that waits for a turn (`Answer.later`) and a stream hold a pool thread only while
+making a step or a chunk: the loop waits out their pauses (shared.pause) until woken (the
+turn's end, a commit), their seconds pass, or a stream's client leaves (noticed at once). So
+a thousand waiting turns or idle streams (bounded by A2A_MAX_STREAMS, not THREADS) keep no
 request waiting for a thread, and a slow client holds back its own stream, never the memory.
 """
 

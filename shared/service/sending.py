@@ -43,15 +43,7 @@ from shared.errors import (
 )
 from shared.lifecycle import apply, apply_all
 from shared.limits import check_history
-from shared.model import (
-    Event,
-    Message,
-    StatusUpdate,
-    Task,
-    TaskState,
-    TaskStatus,
-    new_id,
-)
+from shared.model import Event, Message, StatusUpdate, Task, TaskState, TaskStatus, new_id
 from shared.pause import Pause, Waiting, ready, wait_out
 from shared.ports import DuplicateMessage, MessageKey, StoredTask, TaskExists
 from shared.requests import SendRequest
@@ -81,14 +73,6 @@ def _addressed(message: Message, task: Task) -> Message:
         reference_task_ids=message.reference_task_ids,
         extensions=message.extensions,
         metadata=message.metadata,
-    )
-
-
-def _taken(request: SendRequest) -> TaskNotFoundError:
-    # A v0.1 client named a task of its own that appeared meanwhile (another owner's ids are
-    # another namespace: they are never taken).
-    return TaskNotFoundError(
-        f"task {request.task_id} cannot be created: the id is taken", field="task_id"
     )
 
 
@@ -205,8 +189,9 @@ class Sending:
                         self._push.resent(owner, request.push_config, answer)
                     return resent(answer)
                 key = answer
-            except TaskExists:
-                raise _taken(request) from None
+            except TaskExists:  # a v0.1 client's own id, taken meanwhile (by this owner)
+                message = f"task {request.task_id} cannot be created: the id is taken"
+                raise TaskNotFoundError(message, field="task_id") from None
 
     def _begin(
         self,
