@@ -13,10 +13,11 @@ optimistic concurrency, in windows, whoever listens: the first event after a qui
 once, the rest of a burst when its window closes (sooner past 1 MB). A window starts at the
 stream commit interval and doubles with each commit up to the commit interval, so `working`
 and the first tokens show at once and a long answer costs about a write a second; a short
-turn ends before its first window closes, in one commit. The committer (`_arm`: a timer)
-writes on the engine's io threads while the handler goes on, one commit at a time. A commit
-that loses a race re-reads the task: canceled, the turn stops; else it folds its pending
-events onto the fresh task and commits again.
+turn ends before its first window closes, in one commit, as does one that answers within the
+longest window without a word before (it is stored when that window closes). The committer
+(`_arm`: a timer) writes on the engine's io threads while the handler goes on, one commit at
+a time. A commit that loses a race re-reads the task: canceled, the turn stops; else it
+folds its pending events onto the fresh task and commits again.
 
 A cancel reaches the turn's pending await: one written on this instance stops the turn at
 once (`stop_now`, through the engine); a turn that committed nothing for `CHECK_SECONDS`
@@ -211,6 +212,7 @@ class Turn:
             lease.turn if lease is not None else 1 if stored is None else stored.version + 1
         )
         self._window = runner.settings.window
+        self._quiet = True  # the handler has made no event yet
         now = runner.clock.monotonic()
         self._last_commit = self._last_check = self._not_before = now
         self._canceled = False
@@ -484,6 +486,7 @@ class Turn:
         with self._moving:
             if self._here:  # this thread writes the turn
                 self._apply(event, size, self._made)
+                self._quiet = False
                 return
         # The loop writes it: the handler goes on, the loop applies its events in order.
         engine.loop.call_soon_threadsafe(self._emitted, event, size)
@@ -513,7 +516,8 @@ class Turn:
         self._apply(event, size)
         if self._listener is not None and self._stored is not None:
             self._listener([LoggedEvent(self._stored.last_seq + len(self._pending), event)], False)
-        if len(self._pending) == 1 or self._pending_bytes >= _COMMIT_BYTES:
+        first, self._quiet = self._quiet, False
+        if first or len(self._pending) == 1 or self._pending_bytes >= _COMMIT_BYTES:
             self._arm()  # its window's close (at once after a quiet one), or now past 1 MB
 
     # -- commits --------------------------------------------------------------------------
@@ -574,16 +578,20 @@ class Turn:
         return self._runner.settings.lease_seconds / 3  # a heartbeat when no commit did
 
     def _next(self) -> tuple[float, str]:
-        """When the committer acts next, and what it does: pending events (and a turn not yet
-        stored, even a silent one) are committed when their window closes, at once past 1 MB;
-        the lease is renewed when no commit did for a third of its life; a stored turn that
-        committed nothing for CHECK_SECONDS reads its task. Never, once the turn may commit no
-        more (canceled, or a resend's turn that found the first run's task)."""
+        """When the committer acts next, and what it does: pending events are committed when
+        their window closes, at once past 1 MB, a turn not yet stored whose handler said
+        nothing yet when the longest window closes (one that answers within it costs one
+        write); the lease is renewed when no commit did for a third of its life; a stored turn
+        that committed nothing for CHECK_SECONDS reads its task. Never, once the turn may
+        commit no more (canceled, or a resend's turn that found the first run's task)."""
         if self._canceled:
             return math.inf, ""
         if self._pending_bytes >= _COMMIT_BYTES:
             return self._not_before, "commit"
-        if self._stored is None or self._pending:
+        if self._stored is None and self._quiet:
+            longest = self._runner.settings.commit_interval
+            return max(self._last_commit + longest, self._not_before), "commit"
+        if self._pending:
             return max(self._last_commit + self._window, self._not_before), "commit"
         if not self._holds_lease():
             return math.inf, ""

@@ -184,6 +184,45 @@ def test_a_silent_slow_turn_becomes_visible_and_its_events_are_committed_while_i
     assert store.commits == 3  # the window's create, the late artifact, the end
 
 
+def test_a_silent_turn_is_stored_when_its_longest_window_closes() -> None:
+    """A handler awaiting a model says nothing for a while: its task is created when the
+    longest window closes, not the first, so one that answers within it is one write."""
+    store, clock = CountingStore(), ManualClock()
+    release = threading.Event()
+    created_at: list[float] = []
+    create = store.create
+
+    def timed_create(owner: str, task: Task, events: Sequence[Event], **kwargs: Any) -> StoredTask:
+        created_at.append(clock.monotonic())
+        return create(owner, task, events, **kwargs)
+
+    store.create = timed_create  # type: ignore[method-assign]
+
+    def handle(ctx: Context) -> None:
+        release.wait(5)
+        ctx.artifact(text="answer")
+
+    task = Task(id="t", context_id="c", status=TaskStatus(state=TaskState.SUBMITTED))
+    message = replace(request("x", task_id="t").message, context_id="c")
+    settings = TurnSettings(
+        window=0.05, commit_interval=1.0, lease_seconds=30, limits=DEFAULT_LIMITS
+    )
+    engine = Engine(sync_turns=2)
+    runner = Runner(store, module(handle), engine, lambda queued: None, settings, clock)
+    turn = Turn(runner, "o", Start(task, None, message, "1.0", allow_message=True))
+    running = engine.start(turn.run())
+    start = clock.monotonic()
+    while not store.created.wait(0.01):  # the committer looks every few ms of real time
+        clock.advance(0.05)
+    assert created_at[0] - start >= 1.0  # not at the first window's close (0.05 s)
+    [stored] = store.list("o", TaskQuery()).tasks
+    assert stored.task.status.state is TaskState.WORKING
+    release.set()
+    done = wait_out(running.outcome())
+    assert isinstance(done, Task) and done.status.state is TaskState.COMPLETED
+    assert store.commits == 2  # the longest window's create, the end
+
+
 def test_a_short_turn_is_one_commit_made_by_its_end_not_by_a_window() -> None:
     """A turn that ends within its first window commits once, at its end: its events need
     no commit of their own."""
