@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from shared.agent import AgentInfo, Context, HandlerModule, TurnEnded
-from shared.engine import Engine
+from shared.engine import Engine, Started
 from shared.limits import DEFAULT_LIMITS
 from shared.model import ArtifactUpdate, Event, Message, Part, Role, Task, TaskState, TaskStatus
 from shared.pause import wait_out
@@ -144,6 +144,22 @@ def test_a_turn_keeps_what_the_handler_handed_over_whatever_it_changes_after() -
     ]
 
 
+def started_on_loop(
+    store: CountingStore, clock: ManualClock, handle: Any, *, longest_window: float
+) -> Started[Task | Message]:
+    """A blocking send's turn of a new task "t", not claimed, started on the engine's loop,
+    its windows from 50 ms to `longest_window`."""
+    task = Task(id="t", context_id="c", status=TaskStatus(state=TaskState.SUBMITTED))
+    message = replace(request("x", task_id="t").message, context_id="c")
+    settings = TurnSettings(
+        window=0.05, commit_interval=longest_window, lease_seconds=30, limits=DEFAULT_LIMITS
+    )
+    engine = Engine(sync_turns=2)
+    runner = Runner(store, module(handle), engine, lambda queued: None, settings, clock)
+    turn = Turn(runner, "o", Start(task, None, message, "1.0", allow_message=True))
+    return engine.start(turn.run())
+
+
 def test_a_silent_slow_turn_becomes_visible_and_its_events_are_committed_while_it_works() -> None:
     store = CountingStore()
     clock = ManualClock()
@@ -154,15 +170,7 @@ def test_a_silent_slow_turn_becomes_visible_and_its_events_are_committed_while_i
         ctx.artifact(text="late")
         seen.wait(5)  # until the test found it committed: the handler's call did not commit
 
-    task = Task(id="t", context_id="c", status=TaskStatus(state=TaskState.SUBMITTED))
-    message = replace(request("x", task_id="t").message, context_id="c")
-    settings = TurnSettings(
-        window=0.05, commit_interval=0.05, lease_seconds=30, limits=DEFAULT_LIMITS
-    )
-    engine = Engine(sync_turns=2)
-    runner = Runner(store, module(handle), engine, lambda queued: None, settings, clock)
-    turn = Turn(runner, "o", Start(task, None, message, "1.0", allow_message=True))
-    running = engine.start(turn.run())
+    running = started_on_loop(store, clock, handle, longest_window=0.05)
     # The committer may start waiting after any one advance: time goes on until it fired.
     while not store.created.wait(0.01):
         clock.advance(0.05)
@@ -202,15 +210,7 @@ def test_a_silent_turn_is_stored_when_its_longest_window_closes() -> None:
         release.wait(5)
         ctx.artifact(text="answer")
 
-    task = Task(id="t", context_id="c", status=TaskStatus(state=TaskState.SUBMITTED))
-    message = replace(request("x", task_id="t").message, context_id="c")
-    settings = TurnSettings(
-        window=0.05, commit_interval=1.0, lease_seconds=30, limits=DEFAULT_LIMITS
-    )
-    engine = Engine(sync_turns=2)
-    runner = Runner(store, module(handle), engine, lambda queued: None, settings, clock)
-    turn = Turn(runner, "o", Start(task, None, message, "1.0", allow_message=True))
-    running = engine.start(turn.run())
+    running = started_on_loop(store, clock, handle, longest_window=1.0)
     start = clock.monotonic()
     while not store.created.wait(0.01):  # the committer looks every few ms of real time
         clock.advance(0.05)
