@@ -5,13 +5,21 @@ call does (tests/handlers/awaits_model.py), all sent at once to one instance siz
 deployed (THREADS and concurrency of infra/deploy.toml's `a2a`, `usage.functions()`; the
 embedded backend, as `make run` serves it), blocking (`SendMessage`) and streamed
 (`SendStreamingMessage`); the same against the official SDK's server whose agent awaits the
-same S seconds (tests/bench/reference.py's `WaitingExecutor`). Meanwhile a side client asks
-for the agent card and GetTask (of a task made before) every 50 ms, each on schedule
-whatever the ones before it became. Each burst on a fresh server process. Reported:
+same S seconds (tests/bench/reference.py's `WaitingExecutor`); and, as the control, N
+requests for our card (no handler runs) sent the same way. Meanwhile a side client asks for
+the agent card and GetTask (of a task made before) every 50 ms, each on schedule whatever
+the ones before it became, both on a connection kept open (as an HTTP client's pool keeps
+it: opened before the burst) and on a new connection each. A new connection waits in the
+listening socket's queue behind the burst's N, and uvicorn's loop (uvloop: libuv accepts
+one connection a loop iteration since its PR 3696) takes them in arrival order, each
+iteration also running what the connections before it made ready: that figure is the
+burst's admission, with or without a handler (the control shows it). A kept connection's
+request is read in the loop's next iteration: its figure shows whether requests that run no
+handler wait behind turns. Each burst on a fresh server process. Reported:
 
 - the time from the first send until every turn is answered, and the concurrency that
   reached: N x S over that time, the turns awaiting at once on average;
-- the side requests' p50 and p99 while the turns run;
+- the side requests' p50 and p99 while the turns run, each way;
 - the server's memory per turn in flight: its process group's PSS at peak (sampled every
   100 ms) less at rest (after one turn), over N;
 - what a turn's compute costs on Cloud Run at that concurrency (tests/bench/cost_model.py):
@@ -24,10 +32,10 @@ whatever the ones before it became. Each burst on a fresh server process. Report
   instance (two `a2a` on the Firestore emulator).
 
 The client is this process's event loop (uvloop, as the servers') speaking HTTP/1.1 on
-raw asyncio streams, a connection a request (`Connection: close`, the answer read to its
-end): a few hundred microseconds of CPU a request, so 400 sends are written within tens of
-milliseconds of the first on a quiet machine; the section prints that and the client's CPU,
-beside the server's, as the proof that the client is not what is measured.
+raw asyncio streams, a connection a burst's request (`Connection: close`, the answer read to
+its end): a few hundred microseconds of CPU a request, so 400 sends are written within tens
+of milliseconds of the first on a quiet machine; the section prints that and the client's
+CPU, beside the server's, as the proof that the client is not what is measured.
 """
 
 from __future__ import annotations
@@ -56,8 +64,13 @@ from tests.bench.load import HEADERS, cpu_seconds, percentile, pss_mib
 from tests.conftest import Server, wait_until
 
 Kind = Literal["ours", "sdk"]
-Method = Literal["SendMessage", "SendStreamingMessage"]
+# What a burst sends: turns, blocking or streamed, or the control's requests for the card.
+Method = Literal["SendMessage", "SendStreamingMessage", "card"]
+# How a side request reaches the server: on a connection kept open, or on a new one.
+Way = Literal["kept", "new"]
+WAYS: tuple[Way, ...] = ("kept", "new")
 SIDE_INTERVAL = 0.05  # seconds between the side client's card and GetTask requests
+KEPT = 4  # connections the side client opens before a burst (two requests in flight a tick)
 MEMORY_INTERVAL = 0.1  # seconds between samples of the server's PSS
 CARD = "/.well-known/agent-card.json"
 TIMEOUT = 120.0  # seconds any one request may take before the burst is called failed
@@ -85,8 +98,7 @@ class Burst:
     kind: Kind
     method: Method
     turns: list[Exchange]
-    cards: list[Exchange]
-    gets: list[Exchange]
+    side: Side
     rest_mib: float
     peak_mib: float
     alone_seconds: float  # one turn alone, before the burst
@@ -104,20 +116,22 @@ class Burst:
         return max(t.written for t in self.turns) - self.started
 
 
-def _request(url: str, method: str, path: str, body: bytes = b"") -> bytes:
-    """An HTTP/1.1 request's bytes, the connection closed after the answer."""
+def _request(url: str, method: str, path: str, body: bytes = b"", *, close: bool = True) -> bytes:
+    """An HTTP/1.1 request's bytes, the connection closed after the answer unless kept."""
     host = urlsplit(url).netloc
     head = (
         f"{method} {path} HTTP/1.1\r\nHost: {host}\r\nA2A-Version: 1.0\r\n"
         f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
-        "Connection: close\r\n\r\n"
+        + ("Connection: close\r\n" if close else "")
+        + "\r\n"
     )
     return head.encode() + body
 
 
-def _rpc(url: str, method: str, params: dict[str, object]) -> bytes:
+def _rpc(url: str, method: str, params: dict[str, object], *, close: bool = True) -> bytes:
     body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-    return _request(url, "POST", urlsplit(url).path or "/", json.dumps(body).encode())
+    path = urlsplit(url).path or "/"
+    return _request(url, "POST", path, json.dumps(body).encode(), close=close)
 
 
 def _send(url: str, method: Method, text: str) -> bytes:
@@ -180,54 +194,155 @@ class MemoryPeak:
                 return
 
 
-async def _side(url: str, get_task: bytes, done: asyncio.Event) -> list[list[Exchange]]:
-    """The card and a GetTask every SIDE_INTERVAL until `done`, each sent on schedule (the
-    GetTask counts as answered when it holds the completed task it reads)."""
+class Kept:
+    """Connections kept open between requests, as an HTTP client's pool keeps them: opened
+    before the burst (`open`); a request takes the one last put back, else opens one (which
+    then waits in the server's queue of connections, as a pooled client's would). One the
+    server closed while idle (uvicorn's keep-alive timeout) is reopened and the request sent
+    again, as clients do, its time counted (`reopened`)."""
+
+    def __init__(self, url: str) -> None:
+        address = urlsplit(url)
+        self.host, self.port = address.hostname, address.port
+        self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        self.reopened = 0
+
+    async def open(self, count: int, request: bytes) -> None:
+        """`count` connections, each used once (`request`) so the server holds it open."""
+        connections = [await self._connect() for _ in range(count)]
+        for connection in connections:
+            await self._ask(connection, request)
+        self.idle.extend(connections)
+
+    async def exchange(self, request: bytes, check: bool | None) -> Exchange:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        connection = self.idle.pop() if self.idle else await self._connect()
+        try:
+            answer = await self._ask(connection, request)
+        except asyncio.IncompleteReadError:  # closed by the server while idle
+            await _closed(connection[1])
+            self.reopened += 1
+            connection = await self._connect()
+            answer = await self._ask(connection, request)
+        self.idle.append(connection)
+        ok = answer.startswith(b"HTTP/1.1 200") if check is None else completed(answer, check)
+        return Exchange(started, started, loop.time(), ok)
+
+    async def close(self) -> None:
+        await asyncio.gather(*(_closed(writer) for _, writer in self.idle))
+
+    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        return await asyncio.open_connection(self.host, self.port)
+
+    async def _ask(
+        self, connection: tuple[asyncio.StreamReader, asyncio.StreamWriter], request: bytes
+    ) -> bytes:
+        """One request and its answer, whose length its head says (the card and GetTask)."""
+        reader, writer = connection
+        writer.write(request)
+        await writer.drain()
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), TIMEOUT)
+        fields = dict(line.split(b":", 1) for line in head.split(b"\r\n")[1:] if b":" in line)
+        length = {name.strip().lower(): value for name, value in fields.items()}[b"content-length"]
+        return head + await reader.readexactly(int(length))
+
+
+async def _closed(writer: asyncio.StreamWriter) -> None:
+    writer.close()
+    with suppress(OSError):  # the server may have reset it
+        await writer.wait_closed()
+
+
+@dataclass
+class Side:
+    """The side requests of a burst: (card or GetTask, the way it came) -> its exchanges."""
+
+    exchanges: dict[tuple[str, Way], list[Exchange]]
+    reopened: int  # kept connections the server had closed, reopened
+
+    def of(self, way: Way) -> list[Exchange]:
+        return self.exchanges["card", way] + self.exchanges["GetTask", way]
+
+    def p99(self, way: Way) -> str:
+        """The card's p99 and GetTask's, in milliseconds, as printed."""
+        return self._quantile(way, 0.99)
+
+    def p50(self, way: Way) -> str:
+        return self._quantile(way, 0.5)
+
+    def _quantile(self, way: Way, q: float) -> str:
+        card, get = self.exchanges["card", way], self.exchanges["GetTask", way]
+        return f"{_ms(card, q)} / {_ms(get, q)}"
+
+
+async def _side(url: str, task_id: str, kept: Kept, done: asyncio.Event) -> Side:
+    """The card and a GetTask every SIDE_INTERVAL until `done`, each sent on schedule, on a
+    kept connection and on a new one (a GetTask counts as answered when it holds the
+    completed task it reads)."""
     loop = asyncio.get_running_loop()
-    card = _request(url, "GET", CARD)
-    pending: list[list[asyncio.Task[tuple[Exchange, bytes]]]] = [[], []]
+    asks = {
+        ("card", way): (_request(url, "GET", CARD, close=way == "new"), None) for way in WAYS
+    } | {
+        ("GetTask", way): (_rpc(url, "GetTask", {"id": task_id}, close=way == "new"), False)
+        for way in WAYS
+    }
+    pending: dict[tuple[str, Way], list[asyncio.Task[Exchange]]] = {key: [] for key in asks}
     tick = loop.time()
     while not done.is_set():
-        pending[0].append(asyncio.create_task(_exchange(url, card, None)))
-        pending[1].append(asyncio.create_task(_exchange(url, get_task, False)))
+        for (what, way), (request, check) in asks.items():
+            exchange = kept.exchange(request, check) if way == "kept" else _new(url, request, check)
+            pending[what, way].append(asyncio.create_task(exchange))
         tick += SIDE_INTERVAL
         # A schedule, not a synchronisation: the side client's requests come at this rate.
         with suppress(TimeoutError):
             await asyncio.wait_for(done.wait(), max(0.0, tick - loop.time()))
-    return [[exchange for exchange, _ in await asyncio.gather(*side)] for side in pending]
+    exchanges = {key: list(await asyncio.gather(*tasks)) for key, tasks in pending.items()}
+    return Side(exchanges, kept.reopened)
+
+
+async def _new(url: str, request: bytes, check: bool | None) -> Exchange:
+    exchange, _ = await _exchange(url, request, check)
+    return exchange
 
 
 async def _burst(server: Process | Server, kind: Kind, method: Method, turns: int) -> Burst:
     url = server.url
-    streamed = method == "SendStreamingMessage"
+    check = None if method == "card" else method == "SendStreamingMessage"
     leader = server.process.pid
     # One turn alone: its time, and the task the side client reads.
     alone, answer = await _exchange(url, _send(url, "SendMessage", "alone"), False)
     if not alone.ok:
         raise RuntimeError(f"{kind}: a turn alone was not completed: {answer[:300]!r}")
-    body = json.loads(answer.partition(b"\r\n\r\n")[2])
-    get_task = _rpc(url, "GetTask", {"id": body["result"]["task"]["id"]})
-    requests = [_send(url, method, f"turn {i}") for i in range(turns)]
+    task_id = json.loads(answer.partition(b"\r\n\r\n")[2])["result"]["task"]["id"]
+    if method == "card":
+        requests = [_request(url, "GET", CARD)] * turns
+    else:
+        requests = [_send(url, method, f"turn {i}") for i in range(turns)]
+    kept = Kept(url)
+    await kept.open(KEPT, _request(url, "GET", CARD, close=False))
     memory = MemoryPeak(leader)
     rest = pss_mib(leader)
     loop = asyncio.get_running_loop()
     done = asyncio.Event()
-    with memory.sampling():
-        client_cpu, server_cpu = time.process_time(), cpu_seconds(leader)
-        started = loop.time()
-        sent = [asyncio.create_task(_exchange(url, r, streamed)) for r in requests]
-        side = asyncio.create_task(_side(url, get_task, done))
-        answered = [exchange for exchange, _ in await asyncio.gather(*sent)]
-        done.set()
-        cards, gets = await side
-        client_cpu = time.process_time() - client_cpu
-        server_cpu = cpu_seconds(leader) - server_cpu
+    try:
+        with memory.sampling():
+            client_cpu, server_cpu = time.process_time(), cpu_seconds(leader)
+            started = loop.time()
+            sent = [asyncio.create_task(_exchange(url, r, check)) for r in requests]
+            side_task = asyncio.create_task(_side(url, task_id, kept, done))
+            answered = [exchange for exchange, _ in await asyncio.gather(*sent)]
+            done.set()
+            side = await side_task
+            client_cpu = time.process_time() - client_cpu
+            server_cpu = cpu_seconds(leader) - server_cpu
+    finally:
+        await kept.close()
     return Burst(
         kind=kind,
         method=method,
         turns=answered,
-        cards=cards,
-        gets=gets,
+        side=side,
         rest_mib=rest,
         peak_mib=memory.peak,
         alone_seconds=alone.seconds,
@@ -269,7 +384,16 @@ LABELS = {
     ("ours", "SendStreamingMessage"): "ours, SendStreamingMessage",
     ("sdk", "SendMessage"): "a2a-sdk 1.3 server, blocking",
     ("sdk", "SendStreamingMessage"): "a2a-sdk 1.3 server, streamed",
+    ("ours", "card"): "the control: ours, requests for the card (no handler)",
 }
+# The bursts, in the order run and printed: the turns, then the control.
+BURSTS: tuple[tuple[Kind, Method], ...] = (
+    ("ours", "SendMessage"),
+    ("ours", "SendStreamingMessage"),
+    ("sdk", "SendMessage"),
+    ("sdk", "SendStreamingMessage"),
+    ("ours", "card"),
+)
 
 
 def _ms(values: list[Exchange], q: float) -> str:
@@ -322,53 +446,70 @@ def bursts(turns: int, wait: float) -> None:
             "Cloud Run would spread them over more instances; here one takes them all)"
         )
     bursts = []
-    for kind in ("ours", "sdk"):
-        for method in ("SendMessage", "SendStreamingMessage"):
-            with (
-                _server(kind, wait) as server,
-                asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner,
-            ):
-                burst = runner.run(_burst(server, kind, method, turns))
-            bursts.append(burst)
-            failed = sum(not t.ok for t in burst.turns)
-            reached = cost_model.concurrency_reached(turns, wait, burst.elapsed)
-            per_turn = (burst.peak_mib - burst.rest_mib) * 1024 / turns
-            print(
-                f"  {LABELS[kind, method]}: all answered after {burst.elapsed:.2f} s "
-                f"({failed} not completed; a turn p50 {_ms(burst.turns, 0.5)} ms, max "
-                f"{_ms(burst.turns, 1.0)} ms; {reached:.0f} awaiting at once on average); "
-                f"card p50 {_ms(burst.cards, 0.5)} / p99 {_ms(burst.cards, 0.99)} ms, GetTask "
-                f"p50 {_ms(burst.gets, 0.5)} / p99 {_ms(burst.gets, 0.99)} ms "
-                f"({len(burst.cards)} each, {sum(not e.ok for e in burst.cards + burst.gets)} "
-                f"failed); memory {burst.rest_mib:.1f} MiB at rest, {burst.peak_mib:.1f} at "
-                f"peak: {per_turn:.1f} KiB a turn in flight; server CPU "
-                f"{burst.server_cpu:.2f} s; client: all sent within "
-                f"{burst.all_written * 1000:.0f} ms, its CPU {burst.client_cpu:.2f} s",
-                flush=True,
-            )
+    for kind, method in BURSTS:
+        with (
+            _server(kind, wait) as server,
+            asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner,
+        ):
+            burst = runner.run(_burst(server, kind, method, turns))
+        bursts.append(burst)
+        print(_burst_line(burst, wait), flush=True)
     print(
         f"\n  the table (issue 34's shape):\n  | {turns} turns of {wait:g} s, one instance | "
-        "all answered after | card / GetTask p99 meanwhile | memory a turn in flight |\n"
-        "  |---|---|---|---|"
+        "all answered after | card / GetTask p99 meanwhile, on a kept connection | on a new "
+        "connection each | memory a turn in flight |\n  |---|---|---|---|---|"
     )
     for burst in bursts:
-        per_turn = (burst.peak_mib - burst.rest_mib) * 1024 / turns
+        per_turn = "" if burst.method == "card" else f"{_per_turn_kib(burst):.0f} KiB"
         print(
             f"  | {LABELS[burst.kind, burst.method]} | {burst.elapsed:.1f} s | "
-            f"{_ms(burst.cards, 0.99)} / {_ms(burst.gets, 0.99)} ms | {per_turn:.0f} KiB |"
+            f"{burst.side.p99('kept')} ms | {burst.side.p99('new')} ms | {per_turn} |"
         )
+    turned = [burst for burst in bursts if burst.method != "card"]
     print(
         "\n  a turn's compute on Cloud Run (request-based, as deployed: billed while the "
         f"instance holds a request; {a2a.vcpu:g} vCPU, {a2a.memory_gib:g} GiB), at the "
         "concurrency reached (busy) or alone:"
     )
     print(cost_model.USAGE_HEADER)
-    for burst in bursts:
+    for burst in turned:
         print(cost_model.usage_row(cost_name(burst, wait), usage_of(burst)))
     print(cost_model.HEADER)
-    for burst in bursts:
+    for burst in turned:
         name = cost_name(burst, wait)
         print(cost_model.row(name, cost_model.per_million_of(name, usage_of(burst))))
+
+
+def _per_turn_kib(burst: Burst) -> float:
+    return (burst.peak_mib - burst.rest_mib) * 1024 / len(burst.turns)
+
+
+def _burst_line(burst: Burst, wait: float) -> str:
+    """A burst's figures, as printed when it ends."""
+    turns = len(burst.turns)
+    side = burst.side
+    failed = sum(not e.ok for way in WAYS for e in side.of(way))
+    line = (
+        f"  {LABELS[burst.kind, burst.method]}: all answered after {burst.elapsed:.2f} s "
+        f"({sum(not t.ok for t in burst.turns)} not completed; one p50 "
+        f"{_ms(burst.turns, 0.5)} ms, max {_ms(burst.turns, 1.0)} ms"
+    )
+    if burst.method != "card":
+        reached = cost_model.concurrency_reached(turns, wait, burst.elapsed)
+        line += f"; {reached:.0f} awaiting at once on average"
+    line += (
+        f"); card / GetTask p50 {side.p50('kept')} ms, p99 {side.p99('kept')} ms on a kept "
+        f"connection, p50 {side.p50('new')} ms, p99 {side.p99('new')} ms on a new one "
+        f"({len(side.exchanges['card', 'kept'])} of each, {failed} failed, "
+        f"{side.reopened} kept connections reopened); memory {burst.rest_mib:.1f} MiB at "
+        f"rest, {burst.peak_mib:.1f} at peak"
+    )
+    if burst.method != "card":
+        line += f": {_per_turn_kib(burst):.1f} KiB a turn in flight"
+    return line + (
+        f"; server CPU {burst.server_cpu:.2f} s; client: all sent within "
+        f"{burst.all_written * 1000:.0f} ms, its CPU {burst.client_cpu:.2f} s"
+    )
 
 
 CANCELS = 10  # turns canceled, one at a time, on each path
