@@ -26,6 +26,7 @@ An agent with credentials (any other A2A_AUTH) checks none of this: a page canno
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from urllib.parse import urlsplit
 
@@ -125,9 +126,12 @@ def _name(host: str) -> str:
     return host.partition(":")[0].lower()
 
 
+@functools.lru_cache(maxsize=1024)
 def _loopback(name: str) -> bool:
     """Whether a host name or address (an IPv6 one bracketed or not) is this machine's
-    loopback; an IPv4 address mapped into IPv6 (a dual-stack socket's peer) as the IPv4 one."""
+    loopback; an IPv4 address mapped into IPv6 (a dual-stack socket's peer) as the IPv4 one.
+    Parsed once per name (every request's peer is asked; callers come again; the cache is
+    bounded)."""
     if name == "localhost":
         return True
     try:

@@ -54,7 +54,8 @@ def view(
     history = task.history
     if history_length is not None and len(history) > history_length:
         history = history[len(history) - history_length :]
-    if history and (size is None or size > ANSWER_HISTORY_BYTES):
+    # The newest message is kept whatever its size: a history of one has nothing to measure.
+    if len(history) > 1 and (size is None or size > ANSWER_HISTORY_BYTES):
         history = _recent(history, ANSWER_HISTORY_BYTES)
     if history is task.history and (artifacts or not task.artifacts):
         return task
