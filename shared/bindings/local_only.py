@@ -126,14 +126,24 @@ def _name(host: str) -> str:
     return host.partition(":")[0].lower()
 
 
-@functools.lru_cache(maxsize=1024)
+# No address is written in more characters (an IPv6 one, bracketed, with an IPv4 tail is
+# 47): a longer name is none, and is not parsed, nor kept in `_loopback_address`'s cache.
+LONGEST_ADDRESS = 64
+
+
 def _loopback(name: str) -> bool:
     """Whether a host name or address (an IPv6 one bracketed or not) is this machine's
-    loopback; an IPv4 address mapped into IPv6 (a dual-stack socket's peer) as the IPv4 one.
-    Parsed once per name (every request's peer is asked; callers come again; the cache is
-    bounded)."""
+    loopback; an IPv4 address mapped into IPv6 (a dual-stack socket's peer) as the IPv4 one."""
     if name == "localhost":
         return True
+    return len(name) <= LONGEST_ADDRESS and _loopback_address(name)
+
+
+@functools.lru_cache(maxsize=1024)
+def _loopback_address(name: str) -> bool:
+    """`_loopback` of a name short enough to be an address: parsed once per name (every
+    request's peer is asked; callers come again; the cache is bounded, and so are its
+    names)."""
     try:
         address = ipaddress.ip_address(name.strip("[]"))
     except ValueError:

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from shared.bindings.local_only import LONGEST_ADDRESS, _loopback, _loopback_address
 from shared.identity.api_key import hashed
 from tests.conftest import Client
 
@@ -161,6 +162,25 @@ def test_a_loopback_host_from_another_machine_is_refused(
 def test_every_loopback_peer_is_served(client: Client, peer: str) -> None:
     card = client.http.get("/.well-known/agent-card.json", extensions={"client": (peer, 1)})
     assert card.status_code == 200, card.content
+
+
+def test_the_names_asked_about_are_parsed_once_and_kept_within_bounds() -> None:
+    """Every request's peer and Host are asked whether they are the loopback: an address is
+    parsed once and kept, at most 1,024 of them; a name too long to be an address (a Host
+    of a caller's choosing) is neither parsed nor kept."""
+    _loopback_address.cache_clear()
+    assert not _loopback("127.0.0.1." + "1" * LONGEST_ADDRESS)
+    assert _loopback_address.cache_info().currsize == 0
+    assert [_loopback(name) for name in ("127.0.0.1", "[::1]", "::ffff:127.0.0.1", "10.0.0.1")] == [
+        True,
+        True,
+        True,
+        False,
+    ]
+    assert _loopback("127.0.0.1") and _loopback_address.cache_info().hits == 1
+    for i in range(2000):
+        assert not _loopback(f"10.0.{i // 256}.{i % 256}")
+    assert _loopback_address.cache_info().currsize == 1024
 
 
 def test_a_request_from_another_machine_is_refused_before_it_is_run(client: Client) -> None:
