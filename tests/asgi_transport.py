@@ -29,7 +29,7 @@ Message = MutableMapping[str, Any]
 AsgiApp = Callable[
     [
         MutableMapping[str, Any],
-        Callable[[], Awaitable[Message]],
+        Callable[[], Coroutine[Any, Any, Message]],
         Callable[[Message], Awaitable[None]],
     ],
     Coroutine[Any, Any, None],

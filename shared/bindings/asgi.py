@@ -27,7 +27,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import json
-from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -38,7 +38,8 @@ from shared.settings import Settings
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
+# ASGI's receive: an `async def` (uvicorn's, the tests' transport's), so a coroutine.
+Receive = Callable[[], Coroutine[Any, Any, Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 App = Callable[[Request], Answer]
@@ -140,7 +141,7 @@ class Front:
             return Request(scope, headers, b"")
         first = b""
         if not _expects_continue(headers):
-            first = await body.first()
+            first = body.first()
             if body.ended or (body.refused is None and len(first) > self.max_body):
                 return Request(scope, headers, first)
         loop = asyncio.get_running_loop()
@@ -316,28 +317,26 @@ class _Body:
         self.owner: str | None = None  # whose share `held` is counted in (None: the instance's)
         self.ended = False  # all of it came (or the client went away): nothing left unread
         self.refused: BodyRefused | None = None  # why the rest will not be read
-        # The first message asked for, when it had not come with the head.
-        self.pending: asyncio.Future[Message] | None = None
 
-    async def first(self) -> bytes:
-        """What came with the head: its first message when uvicorn holds it already (its
-        receive() then ends without waiting, in the one turn of the loop given here), else
-        nothing, the message left pending for `rest`."""
-        pending = asyncio.ensure_future(self.receive())
-        await asyncio.sleep(0)
-        if pending.done():
-            self._take(pending.result())
+    def first(self) -> bytes:
+        """What came with the head: its first message when uvicorn holds it already, else
+        nothing. uvicorn's receive() ends at its first step when it holds the message, so it
+        is taken one step here, with no task and no turn of the loop; one that would wait is
+        given up (as a task's cancel would), and `rest` asks again once the app knows the
+        caller."""
+        asking = self.receive()
+        try:
+            asking.send(None)
+        except StopIteration as came:
+            self._take(came.value)
         else:
-            self.pending = pending
+            asking.close()
         return b"".join(self.chunks)
 
     def done(self) -> bool:
         """Whether the body was all read, once the app answered: its bytes are let go of (it
-        parsed them; a stream it opened holds no body), a first message still awaited is
-        given up (the connection then closes after the answer)."""
-        if self.pending is not None:
-            self.pending.cancel()
-            self.pending = None
+        parsed them; a stream it opened holds no body); one not all read closes the
+        connection after the answer."""
         self.release()
         return self.ended
 
@@ -363,11 +362,6 @@ class _Body:
             self.owner = owner
         try:
             async with asyncio.timeout(self.front.read_seconds):
-                if self.pending is not None:
-                    pending, self.pending = self.pending, None
-                    self._take(await pending)
-                    if self.refused is not None:
-                        raise self.refused
                 while not self.ended and self.size <= self.front.max_body:
                     self._take(await self.receive())
                     if self.refused is not None:
