@@ -251,7 +251,8 @@ class Engine:
     def _tick(self, set_at: float) -> None:
         """Every TICK_SECONDS while turns run: the held turns due are taken over; a tick that
         comes HELD_SECONDS late means a step of some turn held the loop (a blocking call in
-        an async handler)."""
+        an async handler), or, when none ran on it, that the loop's thread got no CPU (the
+        process's other threads took it: sync handlers, requests)."""
         now = time.monotonic()
         with self._lock:
             here = list(self._held)
@@ -260,14 +261,21 @@ class Engine:
         held = now - set_at - TICK_SECONDS
         if held > HELD_SECONDS:
             ran = sorted({*self._ended_since_tick, *(t.task.id for t in self._running.values())})
-            tasks = ", ".join(ran[:5])
-            log.warning(
-                "the turns' loop was held %.2f s by a blocking call in an async handler "
-                "(turns that ran: %s): await it, or run it with asyncio.to_thread "
-                "(docs/agents.md)",
-                held,
-                tasks or "none",
-            )
+            if ran:
+                log.warning(
+                    "the turns' loop was held %.2f s by a blocking call in an async handler "
+                    "(turns that ran: %s): await it, or run it with asyncio.to_thread "
+                    "(docs/agents.md)",
+                    held,
+                    ", ".join(ran[:5]),
+                )
+            else:
+                log.warning(
+                    "the turns' loop ran %.2f s late with no turn on it: the process's other "
+                    "threads kept the CPU from it (sync handlers' long computations, requests "
+                    "beyond the instance's CPU): every turn of the instance waited meanwhile",
+                    held,
+                )
         self._ended_since_tick.clear()
         with self._lock:
             going_on = self._ticking = bool(self._running or self._held)

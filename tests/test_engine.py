@@ -6,6 +6,7 @@ sync turns keep to their bound, and a handler that holds the loop is named in th
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -219,6 +220,31 @@ def test_sync_turns_keep_to_their_bound(make: Callable[..., Client]) -> None:
         done = [answer.result(30)["task"] for answer in answers]
     assert {t["status"]["state"] for t in done} == {"TASK_STATE_COMPLETED"}
     assert waits.arrived == held
+
+
+def test_a_loop_kept_from_the_cpu_by_a_sync_handler_blames_no_async_handler(
+    make: Callable[..., Client], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A sync handler's long computation on a request's thread keeps the interpreter from the
+    turns' loop (here for its whole 0.6 s: the interpreter's switch interval set to 1 s),
+    though nothing runs on the loop: the log says the loop got no CPU, naming no handler."""
+    module = HandlerModule(name="computes", handle=waits.computes, info=AgentInfo(), skills=())
+    client = make(module)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1.0)
+    try:
+        with caplog.at_level(logging.WARNING, logger="a2a.engine"):
+            task = client.result("SendMessage", send("hi", "m1"), version="1.0")["task"]
+            wait_until(
+                lambda: any(r.name == "a2a.engine" for r in caplog.records),
+                5,
+                lambda: "the late tick was never logged",
+            )
+    finally:
+        sys.setswitchinterval(interval)
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    [warning] = [r.getMessage() for r in caplog.records if r.name == "a2a.engine"]
+    assert "late with no turn on it" in warning and "async handler" not in warning
 
 
 def test_a_handler_that_holds_the_loop_is_named_in_the_log(

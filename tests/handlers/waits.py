@@ -4,7 +4,8 @@
 cancelled (recorded in `cancelled`). `blocking` (sync) holds its thread until let go;
 `watches` (sync) too, looking at `ctx.canceled` meanwhile, as a sync handler's loop does
 (a cancel recorded in `cancelled`), and notes the thread it ran on (`threads`).
-`holds_the_loop` sleeps without awaiting: a mistake the log names.
+`holds_the_loop` sleeps without awaiting: a mistake the log names; `computes` (sync) keeps
+the CPU for a while, as a long computation does, which the log tells apart.
 The test sets `expected` (how many turns make `everyone`) and resets the state between tests.
 """
 
@@ -76,4 +77,12 @@ def watches(ctx: Context) -> None:
 
 async def holds_the_loop(ctx: Context) -> None:
     time.sleep(0.6)  # a sync call in an async handler: every turn waits meanwhile
+    ctx.artifact(text="answered")
+
+
+def computes(ctx: Context) -> None:
+    """Pure Python for 0.6 s: the thread keeps the interpreter until it is made to let go."""
+    until = time.monotonic() + 0.6
+    while time.monotonic() < until:
+        pass
     ctx.artifact(text="answered")
