@@ -345,6 +345,25 @@ class Clock:
         self.now += seconds
 
 
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    """firestore_tail's clock, moved by the test."""
+    clock = Clock()
+    monkeypatch.setattr(firestore_tail, "time", clock)
+    return clock
+
+
+def working() -> Event:
+    """What the commits of these tests write: a status event of a new task's."""
+    task, _ = new_task()
+    return status(task, TaskState.WORKING, text="x")
+
+
+def watching(log: Log) -> LogWatches:
+    """The listeners of `log`'s task document, shared by its tails."""
+    return LogWatches(log.document, _held, Cost())
+
+
 # A commit of n events, a read by tail i, a new tail from a seq, tail i leaving, the
 # listeners' streams cut, the listeners fallen silent, their snapshots held back (and then
 # only the newest handed over), or n tenths of a second passing.
@@ -378,9 +397,8 @@ def test_each_tail_gets_its_own_range_once_within_the_memory_bound(
         clock = Clock()
         patch.setattr(firestore_tail, "time", clock)
         log = Log(keep)
-        task, _ = new_task()
-        event = status(task, TaskState.WORKING, text="x")
-        watches = LogWatches(log.document, _held, Cost())
+        event = working()
+        watches = watching(log)
         tails: list[tuple[FirestoreTail, int, list[int]]] = []
         closed: set[int] = set()
         for op, n in [("join", 0), *ops]:
@@ -424,9 +442,8 @@ def test_each_tail_gets_its_own_range_once_within_the_memory_bound(
 
 def test_the_tails_of_a_dead_listener_share_the_next_one() -> None:
     log = Log()
-    task, _ = new_task()
-    event = status(task, TaskState.WORKING, text="x")
-    watches = LogWatches(log.document, _held, Cost())
+    event = working()
+    watches = watching(log)
     tails = [FirestoreTail(ALICE, "t", 0, read=log.read, watches=watches) for _ in range(3)]
     log.commit([event] * 2)
     assert [[e.seq for e in t.next(0)] for t in tails] == [[1, 2]] * 3
@@ -442,16 +459,13 @@ def test_the_tails_of_a_dead_listener_share_the_next_one() -> None:
 
 
 def test_a_silent_listener_delays_its_tails_by_a_period_then_is_replaced(
-    monkeypatch: pytest.MonkeyPatch,
+    clock: Clock,
 ) -> None:
-    clock = Clock()
-    monkeypatch.setattr(firestore_tail, "time", clock)
     log = Log()
-    task, _ = new_task()
-    event = status(task, TaskState.WORKING, text="x")
+    event = working()
     reads = log.reads
 
-    watches = LogWatches(log.document, _held, Cost())
+    watches = watching(log)
     tails = [FirestoreTail(ALICE, "t", 0, read=log.read, watches=watches) for _ in range(3)]
     log.commit([event])
     assert [[e.seq for e in t.next(0)] for t in tails] == [[1]] * 3 and reads == []
@@ -483,19 +497,16 @@ def test_a_silent_listener_delays_its_tails_by_a_period_then_is_replaced(
 
 
 def test_a_burst_behind_a_silent_listener_is_read_page_after_page(
-    monkeypatch: pytest.MonkeyPatch,
+    clock: Clock,
 ) -> None:
-    clock = Clock()
-    monkeypatch.setattr(firestore_tail, "time", clock)
     log = Log(keep=0)  # each commit's events in an event document of their own
-    task, _ = new_task()
-    event = status(task, TaskState.WORKING, text="x")
+    event = working()
 
     def page(owner: str, task_id: str, after: int) -> list[LoggedEvent]:
         # As the store's read: the first PAGE_DOCUMENTS event documents after `after`.
         return log.page(after, PAGE_DOCUMENTS)
 
-    watches = LogWatches(log.document, _held, Cost())
+    watches = watching(log)
     tail = FirestoreTail(ALICE, "t", 0, read=page, watches=watches)
     log.silence()
     for _ in range(PAGE_DOCUMENTS + 3):  # commits in a burst, none handed over
@@ -510,17 +521,14 @@ def test_a_burst_behind_a_silent_listener_is_read_page_after_page(
 
 
 def test_a_listener_whose_snapshot_is_on_its_way_is_not_called_silent(
-    monkeypatch: pytest.MonkeyPatch,
+    clock: Clock,
 ) -> None:
     # After a quiet spell a commit's snapshot may still be on its way when the read in the
     # listener's place finds it: the tails have it from the read, and the listener's copy,
     # arriving within LATE_SECONDS, is neither handed out again nor a reason to replace it.
-    clock = Clock()
-    monkeypatch.setattr(firestore_tail, "time", clock)
     log = Log()
-    task, _ = new_task()
-    event = status(task, TaskState.WORKING, text="x")
-    watches = LogWatches(log.document, _held, Cost())
+    event = working()
+    watches = watching(log)
     tails = [FirestoreTail(ALICE, "t", 0, read=log.read, watches=watches) for _ in range(2)]
     log.commit([event])
     assert [[e.seq for e in t.next(0)] for t in tails] == [[1]] * 2
@@ -540,19 +548,16 @@ def test_a_listener_whose_snapshot_is_on_its_way_is_not_called_silent(
 
 
 def test_a_quiet_followed_task_costs_a_read_a_period_whatever_its_tails(
-    monkeypatch: pytest.MonkeyPatch,
+    clock: Clock,
 ) -> None:
     # The price of never waiting on a silent listener alone: a minute without a commit is
     # 60 / SILENT_SECONDS reads (an empty query bills one), however many tails share the
     # listener; a minute with a commit each period is none.
-    clock = Clock()
-    monkeypatch.setattr(firestore_tail, "time", clock)
     log = Log()
-    task, _ = new_task()
-    event = status(task, TaskState.WORKING, text="x")
+    event = working()
     reads = log.reads
 
-    watches = LogWatches(log.document, _held, Cost())
+    watches = watching(log)
     tails = [FirestoreTail(ALICE, "t", 0, read=log.read, watches=watches) for _ in range(5)]
     start = clock.now
     while clock.now - start < 60:
@@ -573,19 +578,16 @@ def test_a_quiet_followed_task_costs_a_read_a_period_whatever_its_tails(
 
 
 def test_events_moved_out_of_a_version_the_listener_skipped_are_read_at_once(
-    monkeypatch: pytest.MonkeyPatch,
+    clock: Clock,
 ) -> None:
     # A listener hands over the newest version of the task's document it has: when that
     # shows events moved into event documents that no snapshot showed, one read finds them,
     # for every tail, at their next look (not a silent period later).
-    clock = Clock()
-    monkeypatch.setattr(firestore_tail, "time", clock)
     log = Log(keep=2)
-    task, _ = new_task()
-    event = status(task, TaskState.WORKING, text="x")
+    event = working()
     reads = log.reads
 
-    watches = LogWatches(log.document, _held, Cost())
+    watches = watching(log)
     tails = [FirestoreTail(ALICE, "t", 0, read=log.read, watches=watches) for _ in range(2)]
     log.commit([event] * 2)  # in the task's document
     assert [[e.seq for e in t.next(0)] for t in tails] == [[1, 2]] * 2
