@@ -25,11 +25,12 @@ handler wait behind turns. Each burst on a fresh server process. Reported:
 - what a turn's compute costs on Cloud Run at that concurrency (tests/bench/cost_model.py):
   a request-based instance, as `make deploy` deploys it, is billed while it holds a request,
   so N turns answered within T share T seconds of it; alone, a turn is billed its own time;
-- how soon a cancel reaches a turn's await (ours): CANCELS streamed turns awaiting
-  CANCEL_WAIT seconds, one at a time, each canceled once its handler began to await, the
-  time from sending CancelTask to the await's end (canceled, or run out: the handler's log,
-  $TEST_HANDLER_LOG), on the instance running the turn (embedded), and from another
-  instance (two `a2a` on the Firestore emulator).
+- how soon a cancel reaches a turn's await (ours): CANCELS turns awaiting CANCEL_WAIT
+  seconds, one at a time, each canceled once its handler began to await, the time from
+  sending CancelTask to the await's end (canceled, or run out: the handler's log,
+  $TEST_HANDLER_LOG): streamed, on the instance running the turn (embedded) and from another
+  instance (two `a2a` on the Firestore emulator); and sent not to be waited for, the turn run
+  by the worker (`a2a` and `worker` on the Firestore and Cloud Tasks emulators).
 
 The client is this process's event loop (uvloop, as the servers') speaking HTTP/1.1 on
 raw asyncio streams, a connection a burst's request (`Connection: close`, the answer read to
@@ -61,6 +62,7 @@ from tests import sse
 from tests.bench import cost_model, usage
 from tests.bench.compare import Process, first_answer, spawn
 from tests.bench.load import HEADERS, cpu_seconds, percentile, pss_mib
+from tests.bench.stacks import emulated
 from tests.conftest import Server, wait_until
 
 Kind = Literal["ours", "sdk"]
@@ -543,18 +545,44 @@ def _call(url: str, method: str, params: dict[str, object]) -> dict[str, object]
     return answer
 
 
-def cancel_latencies(sender: Server, canceller: Server, log: Path) -> list[tuple[str, float]]:
-    """CANCELS streamed turns sent to `sender`, each canceled through `canceller` once its
-    handler awaits: how its await ended, and the seconds from the cancel's send."""
-    return [_cancel_one(sender, canceller, log, f"cancel {i}") for i in range(CANCELS)]
+def cancel_latencies(
+    sender: Server, canceller: Server, log: Path, *, queued: bool = False
+) -> list[tuple[str, float]]:
+    """CANCELS turns sent to `sender`, streamed (or, `queued`, sent not to be waited for: the
+    worker runs them), each canceled through `canceller` once its handler awaits: how its
+    await ended, and the seconds from the cancel's send."""
+    return [
+        _cancel_one(sender, canceller, log, f"cancel {i}", queued=queued) for i in range(CANCELS)
+    ]
 
 
-def _cancel_one(sender: Server, canceller: Server, log: Path, text: str) -> tuple[str, float]:
+@contextmanager
+def _turn(server: Server, text: str, *, queued: bool) -> Iterator[str]:
+    """A turn's task id: of a streamed send to `server` (the stream open meanwhile), or of a
+    non-blocking one, whose turn the worker runs."""
     message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": text}]}
+    if queued:
+        answer = _call(
+            server.url,
+            "SendMessage",
+            {"message": message, "configuration": {"returnImmediately": True}},
+        )
+        result = answer["result"]
+        assert isinstance(result, dict), answer
+        yield result["task"]["id"]
+        return
     body = {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage"}
-    response = sse.stream(sender.url, {**body, "params": {"message": message}}, HEADERS)
+    response = sse.stream(server.url, {**body, "params": {"message": message}}, HEADERS)
     try:
-        task_id = next(sse.read(response)).data["result"]["task"]["id"]
+        yield next(sse.read(response)).data["result"]["task"]["id"]
+    finally:
+        response.close()
+
+
+def _cancel_one(
+    sender: Server, canceller: Server, log: Path, text: str, *, queued: bool
+) -> tuple[str, float]:
+    with _turn(sender, text, queued=queued) as task_id:
         _logged(log, ("start",), task_id, 30)
         # Another instance cancels what its store has: the turn's first commit.
         wait_until(
@@ -568,8 +596,6 @@ def _cancel_one(sender: Server, canceller: Server, log: Path, text: str) -> tupl
             raise RuntimeError(f"CancelTask of {task_id} answered {canceled}")
         what, at = _logged(log, ("canceled", "waited"), task_id, CANCEL_WAIT + 30)
         return what, at - sent
-    finally:
-        response.close()
 
 
 def _cancel_line(where: str, found: list[tuple[str, float]]) -> str:
@@ -591,7 +617,8 @@ def _cancel_line(where: str, found: list[tuple[str, float]]) -> str:
 
 
 def cancels() -> None:
-    """The cancel figures: on the instance running the turn, and from another."""
+    """The cancel figures: on the instance running the turn, from another, and of a turn
+    the worker runs."""
     log = Path(tempfile.mkdtemp()) / "handler.log"
     env = {
         "A2A_HANDLER": "tests.handlers.awaits_model",
@@ -600,8 +627,9 @@ def cancels() -> None:
         "TEST_HANDLER_LOG": str(log),
     }
     print(
-        f"\n  {CANCELS} streamed turns awaiting {CANCEL_WAIT:g} s, one at a time, each canceled "
-        "once its handler awaits:",
+        f"\n  {CANCELS} turns awaiting {CANCEL_WAIT:g} s on each path, one at a time, each "
+        "canceled once its handler awaits (streamed sends; the worker's, sent not to be "
+        "waited for):",
         flush=True,
     )
     server = Server({**env, "A2A_BACKEND": "memory"})
@@ -625,3 +653,9 @@ def cancels() -> None:
         finally:
             runner.stop()
     print(_cancel_line("from another instance (Firestore emulator)", found), flush=True)
+    with emulated(env, "worker") as (server,):
+        found = cancel_latencies(server, server, log, queued=True)
+    print(
+        _cancel_line("of a turn the worker runs (Firestore and Cloud Tasks emulators)", found),
+        flush=True,
+    )
