@@ -16,8 +16,8 @@ The Engine is built once by shared.app and handed to the service and the worker;
 it is module-global. It keeps the turns running here by task, so a cancel that reaches this
 instance reaches the turn at once (one that reaches another instance is seen by the turn's
 own check of its task). A handler that blocks the loop (a sync call in an async handler)
-holds every turn of the instance: the engine logs it when the loop was held over
-`HELD_SECONDS` while turns ran, naming them; docs/agents.md says what to do instead.
+holds every turn of the instance: the engine logs a loop held over `HELD_SECONDS`, naming
+the turns that ran (none: other threads kept the CPU from it); docs/agents.md says more.
 """
 
 from __future__ import annotations
@@ -46,6 +46,17 @@ IO_THREADS = 32
 # are due (the default first window: one is taken over within a tick of its window's close).
 HELD_SECONDS = 0.25
 TICK_SECONDS = 0.05
+# What a late tick logs: a turn that ran on the loop held it; with none, the loop's thread got
+# no CPU (a sync handler's computation on another thread), and no async handler is to blame.
+_HELD = (
+    "the turns' loop was held %.2f s by a blocking call in an async handler (turns that ran: "
+    "%s): await it, or run it with asyncio.to_thread (docs/agents.md)"
+)
+_LATE = (
+    "the turns' loop ran %.2f s late with no turn on it (turns that ran: %s): the process's "
+    "other threads kept the CPU from it (sync handlers' long computations, requests beyond "
+    "the instance's CPU): every turn of the instance waited meanwhile"
+)
 # A wait for a turn's end looks again after this even if nothing woke it (the end always
 # wakes it: this only bounds a lost wake).
 _LOOK_AGAIN = 60.0
@@ -250,9 +261,7 @@ class Engine:
 
     def _tick(self, set_at: float) -> None:
         """Every TICK_SECONDS while turns run: the held turns due are taken over; a tick that
-        comes HELD_SECONDS late means a step of some turn held the loop (a blocking call in
-        an async handler), or, when none ran on it, that the loop's thread got no CPU (the
-        process's other threads took it: sync handlers, requests)."""
+        comes HELD_SECONDS late is logged (`_HELD`, `_LATE`)."""
         now = time.monotonic()
         with self._lock:
             here = list(self._held)
@@ -261,21 +270,7 @@ class Engine:
         held = now - set_at - TICK_SECONDS
         if held > HELD_SECONDS:
             ran = sorted({*self._ended_since_tick, *(t.task.id for t in self._running.values())})
-            if ran:
-                log.warning(
-                    "the turns' loop was held %.2f s by a blocking call in an async handler "
-                    "(turns that ran: %s): await it, or run it with asyncio.to_thread "
-                    "(docs/agents.md)",
-                    held,
-                    ", ".join(ran[:5]),
-                )
-            else:
-                log.warning(
-                    "the turns' loop ran %.2f s late with no turn on it: the process's other "
-                    "threads kept the CPU from it (sync handlers' long computations, requests "
-                    "beyond the instance's CPU): every turn of the instance waited meanwhile",
-                    held,
-                )
+            log.warning(_HELD if ran else _LATE, held, ", ".join(ran[:5]) or "none")
         self._ended_since_tick.clear()
         with self._lock:
             going_on = self._ticking = bool(self._running or self._held)

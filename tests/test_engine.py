@@ -236,15 +236,16 @@ def test_a_loop_kept_from_the_cpu_by_a_sync_handler_blames_no_async_handler(
         with caplog.at_level(logging.WARNING, logger="a2a.engine"):
             task = client.result("SendMessage", send("hi", "m1"), version="1.0")["task"]
             wait_until(
-                lambda: any(r.name == "a2a.engine" for r in caplog.records),
+                lambda: any("late with no turn on it" in r.getMessage() for r in caplog.records),
                 5,
-                lambda: "the late tick was never logged",
+                lambda: f"no late tick logged: {[r.getMessage() for r in caplog.records]}",
             )
     finally:
         sys.setswitchinterval(interval)
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
-    [warning] = [r.getMessage() for r in caplog.records if r.name == "a2a.engine"]
-    assert "late with no turn on it" in warning and "async handler" not in warning
+    # (An engine of another test in this process, starved too, may log its own line.)
+    warnings = [r.getMessage() for r in caplog.records if r.name == "a2a.engine"]
+    assert not any(task["id"] in warning for warning in warnings), warnings
 
 
 def test_a_handler_that_holds_the_loop_is_named_in_the_log(
