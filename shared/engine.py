@@ -132,7 +132,7 @@ class Engine:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread = 0  # the loop's thread's ident
         self._ticking = False  # the held-loop check is scheduled
-        self._ended_since_tick: list[str] = []  # task ids of the turns that ended since
+        self._ended_since_tick: list[tuple[str, float]] = []  # (task id, when) of those ended
         self._closed = False
         self._outstanding: set[Started[Any]] = set()  # started, not yet ended (`close`)
         self._io: ThreadPoolExecutor | None = None
@@ -267,10 +267,11 @@ class Engine:
             here = list(self._held)
         for turn in here:
             turn.take_over()
-        held = now - set_at - TICK_SECONDS
-        if held > HELD_SECONDS:
-            ran = sorted({*self._ended_since_tick, *(t.task.id for t in self._running.values())})
-            log.warning(_HELD if ran else _LATE, held, ", ".join(ran[:5]) or "none")
+        due = set_at + TICK_SECONDS
+        if now - due > HELD_SECONDS:  # one that ended before the tick was due did not hold it
+            ended = [task_id for task_id, at in self._ended_since_tick if at > due]
+            ran = sorted({*ended, *(t.task.id for t in self._running.values())})
+            log.warning(_HELD if ran else _LATE, now - due, ", ".join(ran[:5]) or "none")
         self._ended_since_tick.clear()
         with self._lock:
             going_on = self._ticking = bool(self._running or self._held)
@@ -280,7 +281,7 @@ class Engine:
     def ended(self, owner: str, task_id: str, turn: Running) -> None:
         if self._running.get((owner, task_id)) is turn:
             del self._running[(owner, task_id)]
-            self._ended_since_tick.append(task_id)  # it may be what held the loop
+            self._ended_since_tick.append((task_id, time.monotonic()))  # it may have held it
 
     def cancel(self, owner: str, task_id: str) -> None:
         """The owner's task was canceled by a write of this instance: the turn running it

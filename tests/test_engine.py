@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from shared import engine as engine_module
 from shared.agent import AgentInfo, HandlerModule, load_handler_module
 from shared.app import build
 from shared.engine import Engine
@@ -246,6 +247,46 @@ def test_a_loop_kept_from_the_cpu_by_a_sync_handler_blames_no_async_handler(
     # (An engine of another test in this process, starved too, may log its own line.)
     warnings = [r.getMessage() for r in caplog.records if r.name == "a2a.engine"]
     assert not any(task["id"] in warning for warning in warnings), warnings
+
+
+class _Monotonic:
+    """The engine's `time`, moved by the test: its ticks see what the test says passed."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_a_turn_that_ended_before_the_loop_was_late_is_not_named(
+    make: Callable[..., Client], caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn that ended before the loop's tick was due cannot be what held the loop past it:
+    the late tick names the turns running (one waits meanwhile), not it."""
+    clock = _Monotonic()
+    monkeypatch.setattr(engine_module, "time", clock)
+    module = HandlerModule(
+        name="waits", handle=waits.waits_unless_quick, info=AgentInfo(), skills=()
+    )
+    client = make(module)
+    waits.reset(1)
+    with ThreadPoolExecutor(1) as clients:
+        waiting = clients.submit(client.result, "SendMessage", send("wait", "m1"), version="1.0")
+        assert waits.everyone.wait(10)  # a turn on the loop: the ticks go on
+        quick = client.result("SendMessage", send("quick", "m2"), version="1.0")["task"]
+        with caplog.at_level(logging.WARNING, logger="a2a.engine"):
+            clock.now += 1.0  # to the engine, its next tick comes a second late
+            wait_until(
+                lambda: any(r.name == "a2a.engine" for r in caplog.records),
+                5,
+                lambda: "the late tick was never logged",
+            )
+        waits.go.set()
+        waited = waiting.result(30)["task"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "a2a.engine"]
+    assert any(waited["id"] in warning for warning in warnings), warnings
+    assert not any(quick["id"] in warning for warning in warnings), warnings
 
 
 def test_a_handler_that_holds_the_loop_is_named_in_the_log(

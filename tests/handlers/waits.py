@@ -6,6 +6,7 @@ cancelled (recorded in `cancelled`). `blocking` (sync) holds its thread until le
 (a cancel recorded in `cancelled`), and notes the thread it ran on (`threads`).
 `holds_the_loop` sleeps without awaiting: a mistake the log names; `computes` (sync) keeps
 the CPU for a while, as a long computation does, which the log tells apart.
+`waits_unless_quick` answers a message "quick" at once, and waits as `handle` does otherwise.
 The test sets `expected` (how many turns make `everyone`) and resets the state between tests.
 """
 
@@ -86,3 +87,10 @@ def computes(ctx: Context) -> None:
     while time.monotonic() < until:
         pass
     ctx.artifact(text="answered")
+
+
+async def waits_unless_quick(ctx: Context) -> None:
+    if ctx.text != "quick":
+        await handle(ctx)
+    else:
+        ctx.artifact(text="answered")
