@@ -126,8 +126,8 @@ def _name(host: str) -> str:
     return host.partition(":")[0].lower()
 
 
-# No address is written in more characters (an IPv6 one, bracketed, with an IPv4 tail is
-# 47): a longer name is none, and is not parsed, nor kept in `_loopback_address`'s cache.
+# An address is written in at most 47 characters (an IPv6 one, bracketed, with an IPv4 tail),
+# a few more with a zone: a longer name is none, not parsed, not kept in the cache below.
 LONGEST_ADDRESS = 64
 
 
