@@ -52,10 +52,11 @@ Firestore reserves (`__x__`) or nest deeper than its 20 levels, and nothing quer
 Concurrency is optimistic and transaction-free: a commit's batch updates the task document
 with a precondition on the update time its snapshot was read at, so a lost race fails the
 whole batch and the writer re-reads. Each batch writes a random `commitId` on the task
-document: when the client library retries a batch that had succeeded (its answer was lost),
-the retry fails on our own write, and the store recognises its commit there instead of
-reporting a conflict. A commit is one request, and a request carries at most 10 MiB (the
-emulator's 4 MiB): a larger one (the task, its events, and the log it writes again or moves)
+document: when the client library retries a batch that had succeeded (its answer was lost;
+`COMMIT_RETRY` adds a call Firestore cancelled to what it retries), the retry fails on our
+own write, and the store recognises its commit there instead of reporting a conflict. A
+commit is one request, and a request carries at most 10 MiB (the emulator's 4 MiB): a
+larger one (the task, its events, and the log it writes again or moves)
 is refused before anything is written (LimitExceeded, naming the sizes: a handler's turn
 fails with it). Every document carries `expireAt` for the TTL policy in
 `infra/firestore.indexes.json`. A task expires a retention after its last commit; its events
@@ -78,6 +79,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from google.api_core import exceptions as google_errors
+from google.api_core import retry as google_retry
 from google.cloud import firestore
 from google.cloud.firestore_v1 import FieldFilter
 
@@ -140,6 +142,20 @@ COMMIT_BUDGET = 4_000_000
 LOG_SLACK = 1.5
 # Writes in one batch at most (Firestore's limit), when a log's expiry is refreshed.
 _BATCH_WRITES = 500
+# A task's batch is retried as the client library retries a Commit (throttled, unavailable),
+# and also when Firestore cancelled the call on its side (CANCELLED: now and then, on the
+# emulator and in Cloud Functions, googleapis/nodejs-firestore#2167), which the library
+# does not retry. A batch applied all the same fails again on its own writes, and the store
+# recognises it by its commitId (`_ours`): a retry never writes a commit twice.
+COMMIT_RETRY = google_retry.Retry(
+    predicate=google_retry.if_exception_type(
+        google_errors.ResourceExhausted, google_errors.ServiceUnavailable, google_errors.Cancelled
+    ),
+    initial=0.1,
+    maximum=60.0,
+    multiplier=1.3,
+    timeout=60.0,
+)
 
 # What a task document's `state` is while the task is live (not terminal).
 _LIVE_STATES = [state.value for state in TaskState if not state.terminal]
@@ -273,7 +289,11 @@ class FirestoreTaskStore:
         if not snapshot.exists:
             # Made once an owner (a create in the batch would fail as the task's own create
             # does, AlreadyExists, and read as a taken id): then read again.
-            ref.set({"creates": 0, "expireAt": utc_now() + self.log_retention}, merge=True)
+            ref.set(
+                {"creates": 0, "expireAt": utc_now() + self.log_retention},
+                merge=True,
+                retry=COMMIT_RETRY,
+            )
             self.cost.add(writes=1)
             raise VersionConflict(owner)
         if self.live_tasks(owner, limit) >= limit:
@@ -320,7 +340,7 @@ class FirestoreTaskStore:
                 option=self._client.write_option(last_update_time=room.update_time),
             )
         try:
-            results = batch.commit()
+            results = batch.commit(retry=COMMIT_RETRY)
         except (google_errors.FailedPrecondition, google_errors.Aborted):
             if room is None:
                 raise
@@ -404,7 +424,7 @@ class FirestoreTaskStore:
         self._append(batch, new, tail_first, moved)
         self._claim(batch, current.owner, message_key, task.id, now)
         try:
-            results = batch.commit()
+            results = batch.commit(retry=COMMIT_RETRY)
         except (
             google_errors.FailedPrecondition,
             google_errors.AlreadyExists,
@@ -452,7 +472,7 @@ class FirestoreTaskStore:
             batch = self._client.batch()
             for ref in refs[start : start + _BATCH_WRITES]:
                 batch.update(ref, {"expireAt": until})
-            self.cost.add(writes=len(batch.commit()))
+            self.cost.add(writes=len(batch.commit(retry=COMMIT_RETRY)))
 
     def _check_size(self, task_id: str, text: str, encoded: list[str]) -> None:
         """Refuse a commit too big for one request, before anything is written: the task's
