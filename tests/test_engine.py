@@ -249,22 +249,12 @@ def test_a_loop_kept_from_the_cpu_by_a_sync_handler_blames_no_async_handler(
     assert not any(task["id"] in warning for warning in warnings), warnings
 
 
-class _Monotonic:
-    """The engine's `time`, moved by the test: its ticks see what the test says passed."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-
 def test_a_turn_that_ended_before_the_loop_was_late_is_not_named(
     make: Callable[..., Client], caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A turn that ended before the loop's tick was due cannot be what held the loop past it:
     the late tick names the turns running (one waits meanwhile), not it."""
-    clock = _Monotonic()
+    clock = ManualClock()  # the engine's `time`: its ticks see what the test says passed
     monkeypatch.setattr(engine_module, "time", clock)
     module = HandlerModule(
         name="waits", handle=waits.waits_unless_quick, info=AgentInfo(), skills=()
@@ -276,7 +266,7 @@ def test_a_turn_that_ended_before_the_loop_was_late_is_not_named(
         assert waits.everyone.wait(10)  # a turn on the loop: the ticks go on
         quick = client.result("SendMessage", send("quick", "m2"), version="1.0")["task"]
         with caplog.at_level(logging.WARNING, logger="a2a.engine"):
-            clock.now += 1.0  # to the engine, its next tick comes a second late
+            clock.advance(1.0)  # to the engine, its next tick comes a second late
             wait_until(  # (an engine of another test, idle, would log its loop as late)
                 lambda: any("was held" in r.getMessage() for r in caplog.records),
                 5,

@@ -25,7 +25,7 @@ class CancellingProxy:
     def __init__(self, target: str) -> None:
         self.channel = grpc.insecure_channel(target)
         self.cancel: list[Cancel] = []  # how the next Commits are cancelled, in turn
-        self.commits = 0  # Commits that reached the emulator
+        self.commits = 0  # Commits the emulator applied
         self.server = grpc.server(futures.ThreadPoolExecutor(16))
         self.server.add_generic_rpc_handlers((_Handler(self),))
         self.port = self.server.add_insecure_port("127.0.0.1:0")
