@@ -86,8 +86,9 @@ def test_an_outage_loses_nothing_and_posts_nothing_twice(
             for e in store.events("anonymous", task["id"])
             if isinstance(e.event, StatusUpdate | ArtifactUpdate)
         ]
-        # The receiver resets every connection; the queue retries with backoff, more than once.
-        hook.wait_refused(3, timeout=60)
+        # The receiver resets every connection; the config's back-off spaces the retries
+        # (BACKOFF_FIRST, then double: a third refusal would cost the test 20 s more).
+        hook.wait_refused(2, timeout=60)
         assert hook.received == []
         hook.up()
         got = hook.wait_accepted(len(expected), timeout=30)
