@@ -17,7 +17,7 @@ it is module-global. It keeps the turns running here by task, so a cancel that r
 instance reaches the turn at once (one that reaches another instance is seen by the turn's
 own check of its task). A handler that blocks the loop (a sync call in an async handler)
 holds every turn of the instance: the engine logs a loop held over `HELD_SECONDS`, naming
-the turns that ran (none: other threads kept the CPU from it); docs/agents.md says more.
+the async turns that ran (none: other threads kept the CPU from it); docs/agents.md says more.
 """
 
 from __future__ import annotations
@@ -46,16 +46,16 @@ IO_THREADS = 32
 # are due (the default first window: one is taken over within a tick of its window's close).
 HELD_SECONDS = 0.25
 TICK_SECONDS = 0.05
-# What a late tick logs: a turn that ran on the loop held it; with none, the loop's thread got
-# no CPU (a sync handler's computation on another thread), and no async handler is to blame.
+# What a late tick logs: an async handler's turn that ran on the loop held it; with none, the
+# loop's thread got no CPU (a sync handler's computation on another thread), no one to blame.
 _HELD = (
     "the turns' loop was held %.2f s by a blocking call in an async handler (turns that ran: "
     "%s): await it, or run it with asyncio.to_thread (docs/agents.md)"
 )
 _LATE = (
-    "the turns' loop ran %.2f s late with no turn on it (turns that ran: %s): the process's "
-    "other threads kept the CPU from it (sync handlers' long computations, requests beyond "
-    "the instance's CPU): every turn of the instance waited meanwhile"
+    "the turns' loop ran %.2f s late with no async handler on it: the process's other threads "
+    "kept the CPU from it (sync handlers' long computations, requests beyond the instance's "
+    "CPU): every turn of the instance waited meanwhile"
 )
 # A wait for a turn's end looks again after this even if nothing woke it (the end always
 # wakes it: this only bounds a lost wake).
@@ -111,6 +111,11 @@ class Running(Protocol):
     @property
     def task(self) -> Any:
         """The task it runs (its id names it in the log)."""
+        ...
+
+    @property
+    def awaits(self) -> bool:
+        """Whether its handler is async: it runs on the loop, which a blocking call holds."""
         ...
 
 
@@ -270,8 +275,8 @@ class Engine:
         due = set_at + TICK_SECONDS
         if now - due > HELD_SECONDS:  # one that ended before the tick was due did not hold it
             ended = [task_id for task_id, at in self._ended_since_tick if at > due]
-            ran = sorted({*ended, *(t.task.id for t in self._running.values())})
-            log.warning(_HELD if ran else _LATE, now - due, ", ".join(ran[:5]) or "none")
+            ran = sorted({*ended, *(t.task.id for t in self._running.values() if t.awaits)})
+            log.warning(*(_HELD, now - due, ", ".join(ran[:5])) if ran else (_LATE, now - due))
         self._ended_since_tick.clear()
         with self._lock:
             going_on = self._ticking = bool(self._running or self._held)
@@ -281,7 +286,8 @@ class Engine:
     def ended(self, owner: str, task_id: str, turn: Running) -> None:
         if self._running.get((owner, task_id)) is turn:
             del self._running[(owner, task_id)]
-            self._ended_since_tick.append((task_id, time.monotonic()))  # it may have held it
+            if turn.awaits:
+                self._ended_since_tick.append((task_id, time.monotonic()))  # it may have held it
 
     def cancel(self, owner: str, task_id: str) -> None:
         """The owner's task was canceled by a write of this instance: the turn running it

@@ -287,7 +287,7 @@ class Turn:
         while the engine has a slot for it (`Engine.hold`), until the loop takes it over (then
         its end is waited for without a thread); else on the loop. The result for a send."""
         engine = self._runner.engine
-        if not inspect.iscoroutinefunction(self._runner.handler.handle):
+        if not self.awaits:
             self._began, self._ctx, self._made = time.perf_counter(), self._context(), self._task
             self._here = True
             if engine.hold(self._owner, self._task.id, self):
@@ -347,6 +347,11 @@ class Turn:
         stopped, the state it left the task in (`canceled`), or `gone`, or `taken over` (by
         another run of the turn), or `duplicate` (a resend's, dropped)."""
         return self._stopped_as if self._canceled else self._task.status.state.value
+
+    @property
+    def awaits(self) -> bool:
+        """Whether its handler is async (its turn runs on the loop from the start)."""
+        return inspect.iscoroutinefunction(self._runner.handler.handle)
 
     def stop_now(self) -> None:
         """A cancel of this task was committed on this instance: stop now (on the loop). Its
@@ -422,7 +427,7 @@ class Turn:
 
     async def _call_handler(self, ctx: Context) -> None:
         handle = self._runner.handler.handle
-        if inspect.iscoroutinefunction(handle):
+        if self.awaits:
             returned: object = handle(ctx)
         else:  # a sync handler holds a thread of the engine's pool for its whole turn
             self._made = self._task
@@ -445,9 +450,7 @@ class Turn:
 
     async def _end(self) -> Task | Message:
         self._ending = True  # the handler returned: the next commit ends the turn
-        # Its Context holds this turn (its sink): let go of it, so that the two are no cycle
-        # that only the collector frees (a pass every few hundred sends, ~10% of a send's CPU).
-        ctx, self._ctx = self._ctx, None
+        ctx, self._ctx = self._ctx, None  # it holds this turn: no cycle for the collector
         if self._reread:  # canceled here: answer the task as the cancel left it
             current = await self._runner.engine.io(
                 self._runner.store.get, self._owner, self._task.id
@@ -776,21 +779,14 @@ class Turn:
     def _holds_lease(self) -> bool:
         """Whether the stored task still names this run as its lease's holder (the commit
         that ends the turn gives it back)."""
-        stored = self._stored
-        return (
-            not self._canceled
-            and stored is not None
-            and stored.lease is not None
-            and stored.lease.holder == self._holder()
-        )
+        lease = None if self._stored is None else self._stored.lease
+        return not self._canceled and lease is not None and lease.holder == self._holder()
 
     def _renewed(self) -> Lease:
         if self._lease is None:
+            message_id = self._start.message.message_id
             self._lease = Lease(
-                turn=self._turn,
-                holder=new_id(),
-                message_id=self._start.message.message_id,
-                inline=True,
+                turn=self._turn, holder=new_id(), message_id=message_id, inline=True
             )
         seconds = self._runner.settings.lease_seconds
         return replace(self._lease, expires=self._runner.clock.now() + timedelta(seconds=seconds))

@@ -150,14 +150,9 @@ class Worker:
 
 def _queued(stored: StoredTask, job: TurnJob) -> bool:
     """Whether the stored task still waits for (or runs) this job's turn."""
-    state = stored.task.status.state
-    lease = stored.lease
-    return (
-        lease is not None
-        and lease.turn == job.turn
-        and not state.terminal
-        and not state.interrupted
-    )
+    state, lease = stored.task.status.state, stored.lease
+    waits = not (state.terminal or state.interrupted)
+    return waits and lease is not None and lease.turn == job.turn
 
 
 def _turn_message(stored: StoredTask, message_id: str) -> Message | None:

@@ -19,7 +19,7 @@ from shared import engine as engine_module
 from shared.agent import AgentInfo, HandlerModule, load_handler_module
 from shared.app import build
 from shared.engine import Engine
-from shared.model import Task, TaskState
+from shared.model import Task, TaskState, TaskStatus
 from shared.pause import wait_out
 from shared.requests import CancelRequest
 from shared.service import A2AService
@@ -237,7 +237,7 @@ def test_a_loop_kept_from_the_cpu_by_a_sync_handler_blames_no_async_handler(
         with caplog.at_level(logging.WARNING, logger="a2a.engine"):
             task = client.result("SendMessage", send("hi", "m1"), version="1.0")["task"]
             wait_until(
-                lambda: any("late with no turn on it" in r.getMessage() for r in caplog.records),
+                lambda: any("with no async handler" in r.getMessage() for r in caplog.records),
                 5,
                 lambda: f"no late tick logged: {[r.getMessage() for r in caplog.records]}",
             )
@@ -277,6 +277,57 @@ def test_a_turn_that_ended_before_the_loop_was_late_is_not_named(
     warnings = [r.getMessage() for r in caplog.records if r.name == "a2a.engine"]
     assert any(waited["id"] in warning for warning in warnings), warnings
     assert not any(quick["id"] in warning for warning in warnings), warnings
+
+
+class Turn:
+    """What the engine holds of a turn running on its loop: its task, whether it awaits."""
+
+    def __init__(self, task_id: str, *, awaits: bool) -> None:
+        self.task = Task(id=task_id, context_id="c", status=TaskStatus(state=TaskState.WORKING))
+        self.awaits = awaits
+
+    def stop_now(self) -> None:
+        pass
+
+    def take_over(self, *, now: bool = False) -> bool:
+        return False
+
+
+@pytest.mark.parametrize("awaits", [True, False])
+def test_a_late_loop_is_blamed_on_an_async_handler_only_when_one_ran(
+    awaits: bool, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sync turn the loop took over makes its commits there, its handler running on a thread
+    of its own: a late loop is no blocking call of an async handler's then, and the line
+    names no turn (it named the sync turn, with the advice to await)."""
+    clock = ManualClock()
+    monkeypatch.setattr(engine_module, "time", clock)
+    engine = Engine(2)
+    turn = Turn("t-1", awaits=awaits)
+    try:
+        with caplog.at_level(logging.WARNING, logger="a2a.engine"):
+            ran = threading.Event()
+
+            def run() -> None:  # on the loop, as a turn's start
+                engine.running("o", "t-1", turn)
+                ran.set()
+
+            engine.loop.call_soon_threadsafe(run)
+            assert ran.wait(5)  # its first tick made
+            clock.advance(1.0)  # the next, due 0.05 s after it, comes late
+            wait_until(
+                lambda: any(r.name == "a2a.engine" for r in caplog.records),
+                5,
+                lambda: "no late tick logged",
+            )
+    finally:
+        engine.loop.call_soon_threadsafe(engine.ended, "o", "t-1", turn)
+        engine.close()
+    [line] = [r.getMessage() for r in caplog.records if r.name == "a2a.engine"]
+    if awaits:
+        assert "held" in line and "t-1" in line and "asyncio.to_thread" in line
+    else:
+        assert "late with no async handler on it" in line and "t-1" not in line
 
 
 def test_a_handler_that_holds_the_loop_is_named_in_the_log(
