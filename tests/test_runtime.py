@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from functions.handlers import echo
 from shared.agent import AgentInfo, Context, HandlerModule, TurnEnded
 from shared.engine import Engine, Started
 from shared.limits import DEFAULT_LIMITS
@@ -23,7 +24,7 @@ from shared.service.base import Ports, ServiceSettings
 from shared.store.memory import MemoryTaskStore
 from shared.turn_queue import TurnQueue
 from tests.clock import ManualClock
-from tests.handlers import slow
+from tests.handlers import asynchronous, slow
 
 
 class CountingStore(MemoryTaskStore):
@@ -113,15 +114,7 @@ def test_a_short_turn_is_one_commit() -> None:
     assert [e.seq for e in store.events("o", task.id)] == [1, 2, 3, 4, 5, 6]
 
 
-def sync_echo(ctx: Context) -> None:
-    ctx.artifact(text=ctx.text)
-
-
-async def async_echo(ctx: Context) -> None:
-    ctx.artifact(text=ctx.text)
-
-
-@pytest.mark.parametrize("handle", [sync_echo, async_echo])
+@pytest.mark.parametrize("handle", [echo.handle, asynchronous.handle])
 def test_an_ended_turn_leaves_no_cycle_for_the_collector(handle: Any) -> None:
     # Freed as its send returns: no garbage that only a pass of the collector frees (a turn
     # and its Context holding each other made one a send, ~6% of a short send's CPU).
