@@ -35,11 +35,11 @@ def step(store: FirestoreTaskStore, current: StoredTask, events: list[Event]) ->
     return store.commit(current, lifecycle.apply_all(current.task, events), events)
 
 
-def listeners(caplog: pytest.LogCaptureFixture) -> int:
-    """The listeners a task's tails open: one, plus one for each the tails found silent (on a
-    loaded machine the emulator can hand a snapshot over later than SILENT_SECONDS; a fresh-clone
-    run saw it once)."""
-    return 1 + sum("fell silent" in r.getMessage() for r in caplog.records)
+def silences(caplog: pytest.LogCaptureFixture) -> int:
+    """The listeners a task's tails found silent: on a loaded machine the emulator can hand a
+    snapshot over later than SILENT_SECONDS (a fresh-clone run saw it). Each is closed, and its
+    tails listen anew, at once or after polling a while: one listener opened for each, at most."""
+    return sum("fell silent" in r.getMessage() for r in caplog.records)
 
 
 # The emulator now and then cancels a listen stream (RST_STREAM); the client library then
@@ -88,6 +88,8 @@ def test_fifty_tails_of_a_task_share_one_listener(make_firestore_store: MakeStor
         again.close()
 
 
+# (A listener closed as silent may end its stream so too, seen with silences forced.)
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_tail_that_starts_behind_the_listener_reads_the_log(
     make_firestore_store: MakeStore, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -103,13 +105,16 @@ def test_a_tail_that_starts_behind_the_listener_reads_the_log(
             assert drain(late, 5) == [1, 2, 3, 4, 5]
             step(store, current, [status(task, TaskState.COMPLETED)])
             assert drain(late, 1) == [6] and drain(first, 1) == [6]
-            assert store.watches is not None and store.watches.opened == listeners(caplog)
+            assert store.watches is not None
+            assert 1 <= store.watches.opened <= 1 + silences(caplog)
         finally:
             late.close()
     finally:
         first.close()
 
 
+# (A listener closed as silent may end its stream so too, seen with silences forced.)
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_slow_tail_holds_neither_the_others_nor_the_memory(
     make_firestore_store: MakeStore,
     monkeypatch: pytest.MonkeyPatch,
@@ -137,7 +142,8 @@ def test_a_slow_tail_holds_neither_the_others_nor_the_memory(
         assert got == list(range(3, 23))
         step(store, current, [status(task, TaskState.COMPLETED)])
         assert drain(slow, 1) == [23] and drain(fast, 1) == [23]
-        assert slow.listening and store.watches.opened == listeners(caplog)
+        assert 1 <= store.watches.opened <= 1 + silences(caplog)
+        assert slow.listening or silences(caplog)  # back on the listener, or soon after a silence
     finally:
         fast.close()
         slow.close()
