@@ -55,11 +55,10 @@ whole batch and the writer re-reads. Each batch writes a random `commitId` on th
 document: when the client library retries a batch that had succeeded (its answer was lost;
 `COMMIT_RETRY` adds a call Firestore cancelled to what it retries), the retry fails on our
 own write, and the store recognises its commit there instead of reporting a conflict. A
-commit is one request, and a request carries at most 10 MiB (the emulator's 4 MiB): a
-larger one (the task, its events, and the log it writes again or moves)
-is refused before anything is written (LimitExceeded, naming the sizes: a handler's turn
-fails with it). Every document carries `expireAt` for the TTL policy in
-`infra/firestore.indexes.json`. A task expires a retention after its last commit; its events
+commit is one request, and a request carries at most 10 MiB (the emulator's 4 MiB): a larger
+one (the task, its events, and the log it writes again or moves) is refused before anything
+is written (LimitExceeded, naming the sizes: a handler's turn fails with it). Every document
+carries `expireAt` for the TTL policy in `infra/firestore.indexes.json`. A task expires a retention after its last commit; its events
 and push configs live as long as it does (those in its document with it): event documents
 and configs are written to expire LOG_SLACK retentions after their write, the task document
 records the earliest such time (`logExpireAt`), and a commit that finds it less than a
