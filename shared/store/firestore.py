@@ -58,12 +58,13 @@ own write, and the store recognises its commit there instead of reporting a conf
 commit is one request, and a request carries at most 10 MiB (the emulator's 4 MiB): a larger
 one (the task, its events, and the log it writes again or moves) is refused before anything
 is written (LimitExceeded, naming the sizes: a handler's turn fails with it). Every document
-carries `expireAt` for the TTL policy in `infra/firestore.indexes.json`. A task expires a retention after its last commit; its events
-and push configs live as long as it does (those in its document with it): event documents
-and configs are written to expire LOG_SLACK retentions after their write, the task document
-records the earliest such time (`logExpireAt`), and a commit that finds it less than a
-retention ahead first writes every event document and config of the task again with a new
-expiry (once per half retention of a task's life).
+carries `expireAt` for the TTL policy in `infra/firestore.indexes.json`. A task expires a
+retention after its last commit; its events and push configs live as long as it does (those
+in its document with it): event documents and configs are written to expire LOG_SLACK
+retentions after their write, the task document records the earliest such time
+(`logExpireAt`), and a commit that finds it less than a retention ahead first writes every
+event document and config of the task again with a new expiry (once per half retention of a
+task's life).
 """
 
 from __future__ import annotations
