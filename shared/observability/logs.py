@@ -21,6 +21,7 @@ from typing import Any
 
 from shared import json_text
 from shared.observability.context import Record, current
+from shared.observability.lines import Lines
 
 LINE_LOGGER = "a2a.line"
 _SEVERITY = {
@@ -55,7 +56,7 @@ def write(record: Record, level: int, message: str) -> None:
     the stack for the caller (a third of the line's cost): the line's place is its kind.
     Where the line's only way out is the JSON handler `configure` installed (a deployed
     function), it is written there directly, without a LogRecord and the handlers' walk
-    (half of the line's cost): the same text, to the same stream, under the same lock."""
+    (half of the line's cost): the same text, to the same stream, whole (`Lines`)."""
     handler = _sole_json_handler(level)
     if handler is not None and handler.json is not None:
         handler.write_line(
@@ -206,25 +207,32 @@ def _indented(text: str) -> str:
 
 
 class _Handler(logging.StreamHandler):  # type: ignore[type-arg]
-    """The handler `configure` installs (found and replaced when it is called again)."""
+    """The handler `configure` installs (found and replaced when it is called again). Its
+    lines go out through `Lines`, each whole, and a unit's line without its lock."""
 
     def __init__(self, formatter: logging.Formatter) -> None:
         super().__init__(sys.stderr)
         self.setFormatter(formatter)
+        self.lines = Lines(self.stream)
         # Its formatter, when the lines are JSON (`write` formats a unit's line itself).
         self.json = formatter if isinstance(formatter, CloudLoggingFormatter) else None
 
-    def write_line(self, text: str, entry: Callable[[], logging.LogRecord]) -> None:
-        """Write one formatted line as `emit` does; a failure is reported as `emit` reports
-        it, naming the `entry` made then."""
-        self.acquire()
+    def emit(self, record: logging.LogRecord) -> None:
         try:
-            self.stream.write(text + self.terminator)
-            self.stream.flush()
+            self.lines.write(self.format(record) + self.terminator)
+        except RecursionError:  # as logging's own handlers: no report that would recurse
+            raise
+        except Exception:
+            self.handleError(record)
+
+    def write_line(self, text: str, entry: Callable[[], logging.LogRecord]) -> None:
+        """Write one formatted line as `emit` does, without the handler's lock (a unit's
+        line is written at every request: shared.observability.lines says why); a failure is
+        reported as `emit` reports it, naming the `entry` made then."""
+        try:
+            self.lines.write(text + self.terminator)
         except Exception:
             self.handleError(entry())
-        finally:
-            self.release()
 
 
 def resolve(setting: str, environ: Mapping[str, str]) -> str:

@@ -1,0 +1,114 @@
+"""Log lines written whole by many threads at once (shared.observability.lines), a unit's line
+without waiting on the handler's lock."""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from shared.observability import logs
+from shared.observability.lines import Lines
+from shared.observability.work import unit
+from tests.observability.test_logs import json_only
+
+# A line longer than a pipe holds (64 KiB on Linux): its writer has to wait for the reader
+# partway through, and a short line written meanwhile would land inside it.
+LONG = 100_000
+
+
+@contextmanager
+def pipe() -> Iterator[tuple[io.TextIOWrapper, list[bytes]]]:
+    """A pipe's writing end as a text stream, and what its reader (a thread) read, once
+    the block ends."""
+    read_end, write_end = os.pipe()
+    stream = open(write_end, "w", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
+    read: list[bytes] = []
+
+    def reader() -> None:
+        while chunk := os.read(read_end, 65536):
+            read.append(chunk)
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        yield stream, read
+    finally:
+        stream.close()
+        thread.join()
+        os.close(read_end)
+
+
+def test_lines_of_threads_at_once_arrive_whole_through_a_pipe() -> None:
+    """Eight threads, each writing short lines and lines longer than the pipe holds."""
+    sent: list[str] = []
+    with pipe() as (stream, read):
+        lines = Lines(stream)
+
+        def writer(number: int) -> None:
+            for i in range(60):
+                size = LONG if i % 15 == 0 else 40 + i
+                line = f"{number}-{i}:" + "x" * size + "\n"
+                sent.append(line)
+                lines.write(line)
+
+        threads = [threading.Thread(target=writer, args=(n,)) for n in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    received = b"".join(read).decode().splitlines(keepends=True)
+    assert sorted(received) == sorted(sent)
+
+
+def test_a_unit_s_line_is_written_while_another_thread_holds_the_handler_s_lock() -> None:
+    """A unit's line (one a request) takes no lock of the handler's: a thread that logs
+    never queues behind another's write."""
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as file, json_only():
+        [handler] = logging.getLogger().handlers
+        assert isinstance(handler, logs._Handler)
+        handler.lines = Lines(file)
+        held, done = threading.Event(), threading.Event()
+
+        def holder() -> None:
+            assert handler.lock is not None  # made by the handler's __init__
+            with handler.lock:
+                held.set()
+                done.wait()
+
+        def request() -> None:
+            with unit("request"):
+                pass
+
+        holding = threading.Thread(target=holder)
+        holding.start()
+        held.wait()
+        logging_one = threading.Thread(target=request)
+        logging_one.start()
+        logging_one.join(timeout=10)  # a bound for a failure only: it ends at once
+        done.set()
+        holding.join()
+        assert not logging_one.is_alive(), "the line waited for the handler's lock"
+        logging_one.join()
+        file.seek(0)
+        assert '"message":"request"' in file.read()
+
+
+@given(text=st.text())
+def test_any_text_is_written_as_its_stream_would_write_it(text: str) -> None:
+    """Lone surrogates and all: encoded with the stream's own encoding and errors."""
+    with tempfile.TemporaryFile() as ours, tempfile.TemporaryFile() as theirs:
+        as_text = {"encoding": "utf-8", "errors": "backslashreplace", "closefd": False}
+        Lines(open(ours.fileno(), "w", **as_text)).write(text)  # type: ignore[call-overload]  # noqa: SIM115
+        with open(theirs.fileno(), "w", **as_text) as stream:  # type: ignore[call-overload]
+            stream.write(text)
+        ours.seek(0)
+        theirs.seek(0)
+        assert ours.read() == theirs.read()
