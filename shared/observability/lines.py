@@ -3,7 +3,7 @@
 A `logging` handler writes each line under its lock. The write releases the GIL and takes it
 back before the lock is let go, so every thread that logs meanwhile queues on the lock and
 wakes in turn: under 16 requests at once that convoy made half of a request's thread switches
-and a sixth of its CPU (docs/performance.md). `Lines` keeps lines whole another way. A line
+and a quarter of its CPU (docs/performance.md). `Lines` keeps lines whole another way. A line
 of at most PIPE_BUF bytes is written by one write(2), which the kernel never splits nor mixes
 with another writer's: POSIX's guarantee for a pipe (Cloud Run reads a function's logs from
 one), and a regular file's or a terminal's writes are whole too. So such lines are written at
