@@ -11,6 +11,12 @@ once, side by side. A longer line (a traceback) waits for those under way, holds
 off, and is written alone.
 
 A stream that is no file (a test's StringIO) is written as a stream, a line at a time.
+
+A thread that writes a line while it is writing one writes it at once, waiting for nothing,
+as the logging handler's reentrant lock let it. That is a signal handler's line: Python runs
+the handler in the main thread between two bytecodes, possibly in the middle of that thread's
+own write, and a shutdown's handler may log. Waiting there, the thread would wait for itself
+forever.
 """
 
 from __future__ import annotations
@@ -36,9 +42,23 @@ class Lines:
         self._short = 0  # short lines being written
         self._long = False  # a long line waits or is being written: new short ones wait
         self._alone = threading.Lock()  # held by a line written alone: long, or to no file
+        self._writing = threading.local()  # `now`: this thread is in `write`
 
     def write(self, line: str) -> None:
         """Write `line` (its end of line included); raises what writing raises."""
+        if getattr(self._writing, "now", False):  # a signal handler's, amid this thread's
+            if self._fd is None:
+                self._stream.write(line)
+            else:
+                _write_all(self._fd, line.encode(self._encoding, self._errors))
+            return
+        self._writing.now = True
+        try:
+            self._write(line)
+        finally:
+            self._writing.now = False
+
+    def _write(self, line: str) -> None:
         if self._fd is None:
             with self._alone:
                 self._stream.write(line)

@@ -11,9 +11,11 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from shared.observability import lines as module
 from shared.observability import logs
 from shared.observability.lines import Lines
 from shared.observability.work import unit
@@ -121,3 +123,43 @@ def test_any_text_is_written_as_its_stream_would_write_it(text: str) -> None:
             file.seek(0)
             written.append(file.read())
     assert written[0] == written[1]
+
+
+def test_a_line_written_amid_the_same_thread_s_line_is_written_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A signal handler's line, run in the middle of its thread's own write (short or long,
+    to a file or to a stream that is none), is written rather than waiting for the write it
+    interrupted."""
+    interrupted: list[bool] = []
+
+    def handler() -> None:
+        if not interrupted:
+            interrupted.append(True)
+            lines.write("the handler's\n")
+
+    class Memory(io.StringIO):
+        def write(self, text: str) -> int:
+            handler()
+            return super().write(text)
+
+    real = module._write_all
+
+    def write_all(fd: int, data: bytes) -> None:
+        handler()
+        real(fd, data)
+
+    monkeypatch.setattr(module, "_write_all", write_all)
+    for size in (10, LONG, None):
+        interrupted.clear()
+        with tempfile.TemporaryFile("w+", encoding="utf-8") as file, Memory() as memory:
+            lines = Lines(memory if size is None else file)
+            line = "x" * (size or 10) + "\n"
+            # A daemon: stuck, it is not waited for at exit.
+            outer = threading.Thread(target=lines.write, args=(line,), daemon=True)
+            outer.start()
+            outer.join(timeout=10)  # a bound for a failure only: it ends at once
+            assert not outer.is_alive(), f"the writer of a line ({size}) waited for itself"
+            file.seek(0)
+            written = memory.getvalue() if size is None else file.read()
+            assert written == "the handler's\n" + line
