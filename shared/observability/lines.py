@@ -47,10 +47,7 @@ class Lines:
     def write(self, line: str) -> None:
         """Write `line` (its end of line included); raises what writing raises."""
         if getattr(self._writing, "now", False):  # a signal handler's, amid this thread's
-            if self._fd is None:
-                self._stream.write(line)
-            else:
-                _write_all(self._fd, line.encode(self._encoding, self._errors))
+            self._put(line)
             return
         self._writing.now = True
         try:
@@ -58,13 +55,23 @@ class Lines:
         finally:
             self._writing.now = False
 
+    def _put(self, line: str) -> None:
+        """`line` written as it is, minding no other line."""
+        if self._fd is None:
+            self._stream.write(line)
+            self._stream.flush()
+        else:
+            _write_all(self._fd, self._encoded(line))
+
+    def _encoded(self, line: str) -> bytes:
+        return line.encode(self._encoding, self._errors)
+
     def _write(self, line: str) -> None:
         if self._fd is None:
             with self._alone:
-                self._stream.write(line)
-                self._stream.flush()
+                self._put(line)
             return
-        data = line.encode(self._encoding, self._errors)
+        data = self._encoded(line)
         if len(data) > select.PIPE_BUF:
             self._write_alone(self._fd, data)
             return
