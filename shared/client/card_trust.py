@@ -92,7 +92,7 @@ def verify(
             raise card_signing.SignatureProblem(
                 f"it is signed by the key it carries itself (thumbprint {print_}), which "
                 "vouches for nothing: trust it only if you know it is the agent's key "
-                f"(--trust-key {print_})"
+                f"(--trust-key={print_}: a thumbprint may start with '-', so with '=')"
             )
         if trusted:
             key = card_signing.jwks_key({"keys": list(trusted.values())}, header)
@@ -106,6 +106,6 @@ def verify(
             "the card's signatures do not verify: " + "; ".join(problems),
             error=SIGNATURE_UNVERIFIED,
             hint="a signature verifies with the JWKS of the card's own origin (its jku), or "
-            "a key you pinned: --trust-key THUMBPRINT, --trust-jwks FILE",
+            "a key you pinned: --trust-key=THUMBPRINT, --trust-jwks FILE",
         )
     return keys

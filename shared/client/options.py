@@ -376,7 +376,8 @@ def build(handlers: Mapping[str, Callable[..., int]], epilog: str) -> Commands:
         action="append",
         default=[],
         metavar="THUMBPRINT",
-        help="trust an embedded key of this RFC 7638 thumbprint (repeatable)",
+        help="trust an embedded key of this RFC 7638 thumbprint (repeatable; written "
+        "--trust-key=THUMBPRINT, as one may start with -)",
     )
     card.add_argument("--trust-jwks", metavar="FILE", help="trust the keys of this JWKS file")
 

@@ -5,11 +5,13 @@ which signature and why; a card without signatures is reported as such (signing 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from shared.card_signing import CardSigner, canonical
 from shared.client.card_trust import thumbprint
@@ -18,6 +20,7 @@ from tests.client.conftest import Cli
 from tests.client.scripted import ScriptedAgent
 from tests.conftest import Server, free_port
 from tests.test_push_signing import EC_KEY
+from tests.test_push_signing import pem as pem_of
 
 CARD: dict[str, Any] = {
     "name": "Signed",
@@ -49,9 +52,9 @@ def documents() -> Iterator[ScriptedAgent]:
     served.close()
 
 
-def self_signed(card: dict[str, Any]) -> dict[str, Any]:
+def self_signed(card: dict[str, Any], pem: str = EC_KEY) -> dict[str, Any]:
     """`card` signed by a key it carries in the signature's header (a `jwk`, no `jku`)."""
-    key = SigningKey(EC_KEY, setting="test")
+    key = SigningKey(pem, setting="test")
     header = {"alg": key.algorithm, "typ": "JOSE", "kid": key.kid, "jwk": key.jwk}
     protected = b64url(json.dumps(header, separators=(",", ":")).encode())
     signing_input = f"{protected}.{b64url(canonical(card))}".encode()
@@ -99,18 +102,39 @@ def test_a_card_signed_by_its_own_embedded_key_does_not_verify_unless_pinned(
     as_json = cli("-o", "json", "card", "get", "--verify")
     assert json.loads(as_json.out)["error"]["code"] == "A2AFN_SIGNATURE_UNVERIFIED"
     # The user who knows the key pins it, by thumbprint or in a JWKS file.
-    pinned = cli.ok("card", "get", "--verify", "--trust-key", key.kid)
+    pinned = cli.ok("card", "get", "--verify", f"--trust-key={key.kid}")
     assert (
         f"Signatures: 1 verified (kid {key.kid!r} from embedded jwk {key.kid} (pinned))" in pinned
     )
     other = SigningKey(EC_KEY, setting="test").kid[::-1]
-    assert cli("card", "get", "--verify", "--trust-key", other).code == 1
+    assert cli("card", "get", "--verify", f"--trust-key={other}").code == 1
     trusted = tmp_path / "jwks.json"
     trusted.write_text(json.dumps(jwks(key)))
     assert cli("card", "get", "--verify", "--trust-jwks", str(trusted)).code == 0
     # A changed card does not verify even with its key pinned.
     documents.documents["/.well-known/agent-card.json"] = {**forged, "name": "Changed"}
-    assert cli("card", "get", "--verify", "--trust-key", key.kid).code == 1
+    assert cli("card", "get", "--verify", f"--trust-key={key.kid}").code == 1
+
+
+def test_a_key_whose_thumbprint_starts_with_a_dash_is_pinned_as_the_error_says(
+    documents: ScriptedAgent,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """A thumbprint is base64url: one in 64 starts with '-', which `--trust-key -x...` would
+    take for an option. The failure names the form that passes it, and that form pins it."""
+    pem = next(
+        key
+        for key in (pem_of(ec.generate_private_key(ec.SECP256R1())) for _ in range(5000))
+        if SigningKey(key, setting="test").kid.startswith("-")
+    )
+    documents.documents["/.well-known/agent-card.json"] = self_signed(CARD, pem)
+    cli = Cli(documents.url, tmp_path, capsys, monkeypatch)
+    refused = cli("card", "get", "--verify")
+    [named] = re.findall(r"\((--trust-key=\S+):", refused.err)
+    assert named == f"--trust-key={SigningKey(pem, setting='test').kid}"
+    assert "(pinned)" in cli.ok("card", "get", "--verify", named)
 
 
 def test_a_changed_card_fails_naming_the_signature(
