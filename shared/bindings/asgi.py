@@ -15,10 +15,12 @@ too until written, in pieces as the client takes them (`Front._pieces`). With `E
 is never solicited.
 
 An answer that waits for a turn (`Answer.later`) and a stream hold a pool thread only while
-making a step or a chunk: the loop waits out their pauses (shared.pause) until woken (the
-turn's end, a commit), their seconds pass, or a stream's client leaves (noticed at once). So
-a thousand waiting turns or idle streams (bounded by A2A_MAX_STREAMS, not THREADS) keep no
-request waiting for a thread, and a slow client holds back its own stream, never the memory.
+making a step, or a stream's chunks up to its next pause (its opening with the answer, so a
+stream costs the loop no step more to open than an answer whole): the loop waits out their
+pauses (shared.pause) until woken (the turn's end, a commit), their seconds pass, or a
+stream's client leaves (noticed at once). So a thousand waiting turns or idle streams
+(bounded by A2A_MAX_STREAMS, not THREADS) keep no request waiting for a thread, and a slow
+client holds back its own stream, never the memory.
 """
 
 from __future__ import annotations
@@ -27,9 +29,9 @@ import asyncio
 import concurrent.futures
 import contextlib
 import json
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, MutableMapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, NamedTuple
 
 from shared.bindings.budget import Budget
 from shared.bindings.wire import Answer, BodyRefused, Headers, Request
@@ -120,11 +122,11 @@ class Front:
         try:
             request = await self.request(scope, body)
             loop = asyncio.get_running_loop()
-            answer = await loop.run_in_executor(self.pool, self._answer, request)
+            answer, opening = await loop.run_in_executor(self.pool, self._answer, request)
             ended = body.done()  # the app parsed it: an answer waiting for a turn holds none
             if answer.later is not None:
                 answer = await self._waited(answer.later)
-            await self._write(request, answer, ended, receive, send)
+            await self._write(request, answer, ended, receive, send, opening=opening)
         finally:
             body.release()
 
@@ -158,7 +160,14 @@ class Front:
         return made
 
     async def _write(
-        self, request: Request, answer: Answer, ended: bool, receive: Receive, send: Send
+        self,
+        request: Request,
+        answer: Answer,
+        ended: bool,
+        receive: Receive,
+        send: Send,
+        *,
+        opening: _Batch | None,
     ) -> None:
         """Write the answer; when some of the body was left unread, the connection closes
         after it (uvicorn would otherwise read, and drop, the rest to reach the next
@@ -176,7 +185,8 @@ class Front:
             fields = _fields(answer, ended, bodiless)
             await send({"type": "http.response.start", "status": answer.status, "headers": fields})
             if answer.chunks is not None:
-                await self._stream(() if head else answer.chunks, answer.close, receive, send)
+                chunks = iter(()) if head else answer.chunks
+                await self._stream(chunks, opening, answer.close, receive, send)
             else:
                 await self._pieces(b"" if head or bodiless else answer.body, send)
         except _Cut:  # the client took nothing within write_seconds
@@ -202,9 +212,18 @@ class Front:
         except TimeoutError:
             raise _Cut from None
 
-    def _answer(self, request: Request) -> Answer:
-        """On a pool thread: the app's answer."""
-        return self.app()(request)
+    def _answer(self, request: Request) -> tuple[Answer, _Batch | None]:
+        """On a pool thread: the app's answer, and a stream's opening: its chunks up to its
+        first pause, made in this step (the loop writes them after the head). A stream that
+        fails there is closed, and the request fails before its head is written."""
+        answer = self.app()(request)
+        if answer.chunks is None or request.method == "HEAD":
+            return answer, None
+        try:
+            return answer, _batch(answer.chunks)
+        except BaseException:
+            answer.close()
+            raise
 
     async def _waited(self, later: Waiting[Answer]) -> Answer:
         """The answer of an app's work that waits (a blocking send's turn): each pause waited
@@ -221,31 +240,38 @@ class Front:
 
     async def _stream(
         self,
-        chunks: Iterable[bytes | Pause],
+        chunks: Iterator[bytes | Pause],
+        opening: _Batch | None,
         close: Callable[[], None],
         receive: Receive,
         send: Send,
     ) -> None:
-        """Write a streamed answer: each chunk made on a pool thread once the one before is
-        written, a pause waited out here (`_paused`), until the last chunk or the client's
-        leaving; then the stream is closed on a pool thread, however the writing ended."""
+        """Write a streamed answer: its chunks made on a pool thread up to its next pause
+        (`_batch`; the first ones with the answer: `opening`) and written in one piece, the
+        next ones made once those are written, a pause waited out here (`_paused`), until
+        the end or the client's leaving; then the stream is closed on a pool thread,
+        however the writing ended."""
         loop = asyncio.get_running_loop()
-        made: Iterator[bytes | Pause] = iter(chunks)
         left = asyncio.ensure_future(_disconnect(receive))
-        making: asyncio.Future[bytes | Pause | None] | None = None
+        making: asyncio.Future[_Batch] | None = None
+        batch = opening
         try:
             while not left.done():
-                making = loop.run_in_executor(self.pool, next, made, None)
-                chunk = await asyncio.shield(making)
-                if chunk is None:
+                if batch is None:
+                    making = loop.run_in_executor(self.pool, _batch, chunks)
+                    batch = await asyncio.shield(making)
+                    if left.done():
+                        break
+                if batch.data:
+                    await self._send(send, batch.data, more=True)
+                if batch.ended:
                     break
-                if isinstance(chunk, Pause):
-                    await _paused(loop, chunk, left)
-                elif not left.done():
-                    await self._send(send, chunk, more=True)
+                if batch.pause is not None:
+                    await _paused(loop, batch.pause, left)
+                batch = None
         finally:
             # However the writing ended (the server cancelling the request at its shutdown),
-            # the chunk in the making is waited for: a generator is closed only when idle.
+            # the chunks in the making are waited for: a generator is closed only when idle.
             gone = left.done()
             left.cancel()
             if making is not None and not making.done():
@@ -255,6 +281,31 @@ class Front:
             await loop.run_in_executor(self.pool, close)
         if not gone:
             await send({"type": "http.response.body", "body": b""})
+
+
+class _Batch(NamedTuple):
+    """A stream's chunks made in one step, written in one piece: up to its next pause (the
+    pause), or its end (`ended`), or PIECE bytes (neither: a stream that never pauses is
+    still made as fast as its client takes it, and holds that much at the most)."""
+
+    data: bytes
+    pause: Pause | None
+    ended: bool
+
+
+def _batch(chunks: Iterator[bytes | Pause]) -> _Batch:
+    """On a pool thread: the stream's next chunks, up to its next pause, its end or PIECE
+    bytes. A stream's frames come in bunches (its opening, a turn's last events and its
+    end): each bunch is one step of a pool thread and one write instead of one each."""
+    made: list[bytes] = []
+    size = 0
+    while size < PIECE:
+        chunk = next(chunks, None)
+        if chunk is None or isinstance(chunk, Pause):
+            return _Batch(b"".join(made), chunk, chunk is None)
+        made.append(chunk)
+        size += len(chunk)
+    return _Batch(b"".join(made), None, False)
 
 
 def _fields(answer: Answer, ended: bool, bodiless: bool) -> list[tuple[bytes, bytes]]:

@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared.bindings.asgi import Front
+from shared.bindings.asgi import PIECE, Front
 from shared.bindings.wire import Answer, BodyRefused, Request
 from shared.pause import Pause
 
@@ -101,12 +101,14 @@ def test_a_body_declared_over_the_limit_is_not_read() -> None:
 
 
 class Chunks:
-    """A stream that records, for each chunk, how many chunks were written before it was
-    made, and the thread that made and closed it."""
+    """A stream of `count` chunks of `size` bytes (chunk n: its last digit), which records,
+    for each chunk, how many pieces were written before it was made, and the thread that
+    made and closed it."""
 
-    def __init__(self, count: int, sent: list[Message]) -> None:
+    def __init__(self, count: int, sent: list[Message], size: int) -> None:
         self.count = count
         self.sent = sent
+        self.size = size
         self.written_before: list[int] = []
         self.threads: set[int] = set()
         self.closed_on: int | None = None
@@ -115,19 +117,24 @@ class Chunks:
         for number in range(self.count):
             self.threads.add(threading.get_ident())
             self.written_before.append(sum(1 for m in self.sent if m.get("more_body")))
-            yield f"{number}".encode()
+            yield str(number % 10).encode() * self.size
 
     def close(self) -> None:
         self.closed_on = threading.get_ident()
 
 
 def stream(
-    count: int, method: str = "GET", leave_after: int | None = None, cancel_after: int | None = None
+    count: int,
+    method: str = "GET",
+    leave_after: int | None = None,
+    cancel_after: int | None = None,
+    size: int = PIECE,
 ) -> Any:
-    """Serve a stream of `count` chunks; the client leaves after `leave_after` of them, or
-    the server cancels the request after `cancel_after`."""
+    """Serve a stream of `count` chunks of `size` bytes, which never pauses; the client
+    leaves after `leave_after` pieces of it, or the server cancels the request after
+    `cancel_after`."""
     sent: list[Message] = []
-    chunks = Chunks(count, sent)
+    chunks = Chunks(count, sent, size)
     left = asyncio.Event()  # the client goes
     heard = asyncio.Event()  # and the front was told
 
@@ -169,27 +176,65 @@ def stream(
     return sent, chunks
 
 
-def test_a_stream_is_made_one_chunk_after_the_other_on_pool_threads() -> None:
-    sent, chunks = stream(5)
-    assert [m["body"] for m in sent[1:]] == [b"0", b"1", b"2", b"3", b"4", b""]
-    assert chunks.written_before == [0, 1, 2, 3, 4]  # each made once the one before was written
+def test_a_stream_that_never_pauses_is_made_a_piece_at_a_time_on_pool_threads() -> None:
+    half = PIECE // 2
+    sent, chunks = stream(6, size=half)
+    # Two chunks a piece, the next piece made once the one before was written.
+    pieces = [b"0" * half + b"1" * half, b"2" * half + b"3" * half, b"4" * half + b"5" * half]
+    assert [m["body"] for m in sent[1:]] == [*pieces, b""]
+    assert chunks.written_before == [0, 0, 1, 1, 2, 2]
     assert not any(name == b"content-length" for name, _ in sent[0]["headers"])
     loop = threading.get_ident()
     assert loop not in chunks.threads and chunks.closed_on not in (None, loop)  # on the pool
 
 
-def test_a_client_that_leaves_ends_its_stream_before_the_next_chunk() -> None:
+def test_a_client_that_leaves_ends_its_stream_before_the_next_piece() -> None:
     sent, chunks = stream(100, leave_after=2)
-    assert [m["body"] for m in sent[1:]] == [b"0", b"1"]  # nothing after, not even the end
-    assert len(chunks.written_before) == 2  # no chunk made after the client left
+    assert [m["body"][:1] for m in sent[1:]] == [b"0", b"1"]  # nothing after, not even the end
+    assert len(chunks.written_before) == 2  # nothing made after the client left
     assert chunks.closed_on not in (None, threading.get_ident())
+
+
+def test_a_stream_s_chunks_up_to_each_pause_are_one_step_and_one_piece() -> None:
+    """A stream's frames come in bunches (its opening, a turn's last events and its end):
+    each bunch is made in one step of a pool thread, the first with the answer, and
+    written in one piece."""
+    sent: list[Message] = []
+    made_on: list[tuple[str, int]] = []
+
+    def chunks() -> Iterator[bytes | Pause]:
+        for bunch in (b"ab", b"c", b"de"):
+            for chunk in bunch:
+                made_on.append((chr(chunk), threading.get_ident()))
+                yield bytes([chunk])
+            yield Pause(0)  # over at once
+
+    def app(request: Request) -> Answer:
+        made_on.append(("app", threading.get_ident()))
+        return Answer(200, chunks=chunks())
+
+    async def receive() -> Message:
+        if not sent:
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await asyncio.Event().wait()  # the client stays
+        raise AssertionError("unreachable")
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    front = Front(lambda: app, 4, 100, read_seconds=30, max_buffered=10_000)
+    asyncio.run(asyncio.wait_for(front(scope(), receive, send), 30))
+    assert [m["body"] for m in sent[1:]] == [b"ab", b"c", b"de", b""]
+    threads = dict(made_on)
+    assert threads["a"] == threads["b"] == threads["app"]  # the opening: with the answer
+    assert threads["d"] == threads["e"]
 
 
 def test_a_request_the_server_cancels_ends_its_stream_on_the_pool() -> None:
     """As uvicorn cancels what is still running at its shutdown: no chunk is made after,
     the stream is closed on a pool thread, and the request ends after it."""
     sent, chunks = stream(100, cancel_after=3)
-    assert [m["body"] for m in sent[1:]] == [b"0", b"1", b"2"]  # nothing after, not the end
+    assert [m["body"][:1] for m in sent[1:]] == [b"0", b"1", b"2"]  # nothing after, not the end
     assert len(chunks.written_before) <= 4
     assert chunks.closed_on not in (None, threading.get_ident())
 
@@ -453,7 +498,8 @@ def test_an_owner_s_bodies_are_bounded_by_its_share_others_are_not() -> None:
 
 def test_a_body_s_bytes_are_let_go_once_parsed_while_its_stream_goes_on() -> None:
     """Issue 36 item 2: streams opened with bodies padded to the limit held their bytes for
-    as long as they lived; the app has parsed the body once it answers."""
+    as long as they lived; the app has parsed the body once it answers (and made the
+    stream's opening, up to its first pause, in the same step)."""
     seen: list[tuple[int, bytes]] = []
     fronts: list[Front] = []
 
@@ -461,7 +507,8 @@ def test_a_body_s_bytes_are_let_go_once_parsed_while_its_stream_goes_on() -> Non
         request.owner = "alice"
         request.read()
 
-        def chunks() -> Iterator[bytes]:
+        def chunks() -> Iterator[bytes | Pause]:
+            yield Pause(0)
             seen.append((fronts[0].budget.held, request.body))
             yield b"data: 1\n\n"
 
