@@ -15,12 +15,10 @@ too until written, in pieces as the client takes them (`Front._pieces`). With `E
 is never solicited.
 
 An answer that waits for a turn (`Answer.later`) and a stream hold a pool thread only while
-making a step, or a stream's chunks up to its next pause (its opening with the answer, so a
-stream costs the loop no step more to open than an answer whole): the loop waits out their
-pauses (shared.pause) until woken (the turn's end, a commit), their seconds pass, or a
-stream's client leaves (noticed at once). So a thousand waiting turns or idle streams
-(bounded by A2A_MAX_STREAMS, not THREADS) keep no request waiting for a thread, and a slow
-client holds back its own stream, never the memory.
+making a step or a stream's chunks up to a pause: the loop waits out their pauses (shared.pause)
+until woken (the turn's end, a commit), their seconds pass, or a stream's client leaves. So
+a thousand waiting turns or idle streams (bounded by A2A_MAX_STREAMS, not THREADS) keep no
+request waiting for a thread, and a slow client holds back its own stream, never the memory.
 """
 
 from __future__ import annotations
@@ -213,9 +211,8 @@ class Front:
             raise _Cut from None
 
     def _answer(self, request: Request) -> tuple[Answer, _Batch | None]:
-        """On a pool thread: the app's answer, and a stream's opening: its chunks up to its
-        first pause, made in this step (the loop writes them after the head). A stream that
-        fails there is closed, and the request fails before its head is written."""
+        """On a pool thread: the app's answer, and a stream's opening (`_batch`), written after
+        the head. A stream that fails there is closed, and the request fails before its head."""
         answer = self.app()(request)
         if answer.chunks is None or request.method == "HEAD":
             return answer, None
@@ -246,11 +243,10 @@ class Front:
         receive: Receive,
         send: Send,
     ) -> None:
-        """Write a streamed answer: its chunks made on a pool thread up to its next pause
-        (`_batch`; the first ones with the answer: `opening`) and written in one piece, the
-        next ones made once those are written, a pause waited out here (`_paused`), until
-        the end or the client's leaving; then the stream is closed on a pool thread,
-        however the writing ended."""
+        """Write a streamed answer: its chunks up to each pause made in a step of a pool thread
+        (`_batch`; its opening with the answer) and written in one piece, each pause waited out
+        here (`_paused`), until the end or the client's leaving; then the stream is closed on
+        a pool thread, however the writing ended."""
         loop = asyncio.get_running_loop()
         left = asyncio.ensure_future(_disconnect(receive))
         making: asyncio.Future[_Batch] | None = None
@@ -260,9 +256,7 @@ class Front:
                 if batch is None:
                     making = loop.run_in_executor(self.pool, _batch, chunks)
                     batch = await asyncio.shield(making)
-                    if left.done():
-                        break
-                if batch.data:
+                if batch.data and not left.done():
                     await self._send(send, batch.data, more=True)
                 if batch.ended:
                     break
@@ -284,9 +278,8 @@ class Front:
 
 
 class _Batch(NamedTuple):
-    """A stream's chunks made in one step, written in one piece: up to its next pause (the
-    pause), or its end (`ended`), or PIECE bytes (neither: a stream that never pauses is
-    still made as fast as its client takes it, and holds that much at the most)."""
+    """A stream's chunks made in one step: up to its next pause, its end, or PIECE bytes (a
+    stream that never pauses is made as its client takes it)."""
 
     data: bytes
     pause: Pause | None
@@ -294,9 +287,8 @@ class _Batch(NamedTuple):
 
 
 def _batch(chunks: Iterator[bytes | Pause]) -> _Batch:
-    """On a pool thread: the stream's next chunks, up to its next pause, its end or PIECE
-    bytes. A stream's frames come in bunches (its opening, a turn's last events and its
-    end): each bunch is one step of a pool thread and one write instead of one each."""
+    """On a pool thread: the stream's next chunks. Its frames come in bunches (its opening, a
+    turn's last events and its end): a step and a write a bunch, not a chunk."""
     made: list[bytes] = []
     size = 0
     while size < PIECE:
