@@ -15,10 +15,11 @@ too until written, in pieces as the client takes them (`Front._pieces`). With `E
 is never solicited.
 
 An answer that waits for a turn (`Answer.later`) and a stream hold a pool thread only while
-making a step or a stream's chunks up to a pause: the loop waits out their pauses (shared.pause)
-until woken (the turn's end, a commit), their seconds pass, or a stream's client leaves. So
-a thousand waiting turns or idle streams (bounded by A2A_MAX_STREAMS, not THREADS) keep no
-request waiting for a thread, and a slow client holds back its own stream, never the memory.
+making a step (a stream's: its chunks up to a pause): the loop waits out their pauses
+(shared.pause) until woken (the turn's end, a commit), their seconds pass, or a stream's
+client leaves (noticed at once). So a thousand waiting turns or idle streams (bounded by
+A2A_MAX_STREAMS, not THREADS) keep no request waiting for a thread, and a slow client holds
+back its own stream, never the memory.
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ import asyncio
 import concurrent.futures
 import contextlib
 import json
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, MutableMapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, NamedTuple
+from typing import Any
 
 from shared.bindings.budget import Budget
 from shared.bindings.wire import Answer, BodyRefused, Headers, Request
@@ -120,11 +121,11 @@ class Front:
         try:
             request = await self.request(scope, body)
             loop = asyncio.get_running_loop()
-            answer, opening = await loop.run_in_executor(self.pool, self._answer, request)
+            answer = await loop.run_in_executor(self.pool, self._answer, request)
             ended = body.done()  # the app parsed it: an answer waiting for a turn holds none
             if answer.later is not None:
                 answer = await self._waited(answer.later)
-            await self._write(request, answer, ended, receive, send, opening=opening)
+            await self._write(request, answer, ended, receive, send)
         finally:
             body.release()
 
@@ -158,14 +159,7 @@ class Front:
         return made
 
     async def _write(
-        self,
-        request: Request,
-        answer: Answer,
-        ended: bool,
-        receive: Receive,
-        send: Send,
-        *,
-        opening: _Batch | None,
+        self, request: Request, answer: Answer, ended: bool, receive: Receive, send: Send
     ) -> None:
         """Write the answer; when some of the body was left unread, the connection closes
         after it (uvicorn would otherwise read, and drop, the rest to reach the next
@@ -183,8 +177,7 @@ class Front:
             fields = _fields(answer, ended, bodiless)
             await send({"type": "http.response.start", "status": answer.status, "headers": fields})
             if answer.chunks is not None:
-                chunks = iter(()) if head else answer.chunks
-                await self._stream(chunks, opening, answer.close, receive, send)
+                await self._stream(() if head else answer.chunks, answer.close, receive, send)
             else:
                 await self._pieces(b"" if head or bodiless else answer.body, send)
         except _Cut:  # the client took nothing within write_seconds
@@ -210,17 +203,9 @@ class Front:
         except TimeoutError:
             raise _Cut from None
 
-    def _answer(self, request: Request) -> tuple[Answer, _Batch | None]:
-        """On a pool thread: the app's answer, and a stream's opening (`_batch`), written after
-        the head. A stream that fails there is closed, and the request fails before its head."""
-        answer = self.app()(request)
-        if answer.chunks is None or request.method == "HEAD":
-            return answer, None
-        try:
-            return answer, _batch(answer.chunks)
-        except BaseException:
-            answer.close()
-            raise
+    def _answer(self, request: Request) -> Answer:
+        """On a pool thread: the app's answer."""
+        return self.app()(request)
 
     async def _waited(self, later: Waiting[Answer]) -> Answer:
         """The answer of an app's work that waits (a blocking send's turn): each pause waited
@@ -237,32 +222,29 @@ class Front:
 
     async def _stream(
         self,
-        chunks: Iterator[bytes | Pause],
-        opening: _Batch | None,
+        chunks: Iterable[bytes | Pause],
         close: Callable[[], None],
         receive: Receive,
         send: Send,
     ) -> None:
-        """Write a streamed answer: its chunks up to each pause made in a step of a pool thread
-        (`_batch`; its opening with the answer) and written in one piece, each pause waited out
-        here (`_paused`), until the end or the client's leaving; then the stream is closed on
-        a pool thread, however the writing ended."""
+        """Write a streamed answer: its chunks up to each pause made in one step of a pool
+        thread (`_batch`) and written in one piece, once those before are written, each pause
+        waited out here (`_paused`), until the end or the client's leaving; then the stream
+        is closed on a pool thread, however the writing ended."""
         loop = asyncio.get_running_loop()
+        made: Iterator[bytes | Pause] = iter(chunks)
         left = asyncio.ensure_future(_disconnect(receive))
-        making: asyncio.Future[_Batch] | None = None
-        batch = opening
+        making: asyncio.Future[tuple[bytes, Pause | None, bool]] | None = None
         try:
             while not left.done():
-                if batch is None:
-                    making = loop.run_in_executor(self.pool, _batch, chunks)
-                    batch = await asyncio.shield(making)
-                if batch.data and not left.done():
-                    await self._send(send, batch.data, more=True)
-                if batch.ended:
+                making = loop.run_in_executor(self.pool, _batch, made)
+                data, pause, ended = await asyncio.shield(making)
+                if data and not left.done():
+                    await self._send(send, data, more=True)
+                if ended:
                     break
-                if batch.pause is not None:
-                    await _paused(loop, batch.pause, left)
-                batch = None
+                if pause is not None:
+                    await _paused(loop, pause, left)
         finally:
             # However the writing ended (the server cancelling the request at its shutdown),
             # the chunks in the making are waited for: a generator is closed only when idle.
@@ -277,27 +259,19 @@ class Front:
             await send({"type": "http.response.body", "body": b""})
 
 
-class _Batch(NamedTuple):
-    """A stream's chunks made in one step: up to its next pause, its end, or PIECE bytes (a
-    stream that never pauses is made as its client takes it)."""
-
-    data: bytes
-    pause: Pause | None
-    ended: bool
-
-
-def _batch(chunks: Iterator[bytes | Pause]) -> _Batch:
-    """On a pool thread: the stream's next chunks. Its frames come in bunches (its opening, a
-    turn's last events and its end): a step and a write a bunch, not a chunk."""
+def _batch(chunks: Iterator[bytes | Pause]) -> tuple[bytes, Pause | None, bool]:
+    """On a pool thread: the stream's next chunks, up to its next pause, its end (True), or
+    PIECE bytes (a stream that never pauses is made as its client takes it). Its frames come
+    in bunches (its opening, a turn's last events and its end): a step a bunch, not a chunk."""
     made: list[bytes] = []
     size = 0
     while size < PIECE:
         chunk = next(chunks, None)
         if chunk is None or isinstance(chunk, Pause):
-            return _Batch(b"".join(made), chunk, chunk is None)
+            return b"".join(made), chunk, chunk is None
         made.append(chunk)
         size += len(chunk)
-    return _Batch(b"".join(made), None, False)
+    return b"".join(made), None, False
 
 
 def _fields(answer: Answer, ended: bool, bodiless: bool) -> list[tuple[bytes, bytes]]:

@@ -197,8 +197,7 @@ def test_a_client_that_leaves_ends_its_stream_before_the_next_piece() -> None:
 
 def test_a_stream_s_chunks_up_to_each_pause_are_one_step_and_one_piece() -> None:
     """A stream's frames come in bunches (its opening, a turn's last events and its end):
-    each bunch is made in one step of a pool thread, the first with the answer, and
-    written in one piece."""
+    each bunch is made in one step of a pool thread and written in one piece."""
     sent: list[Message] = []
     made_on: list[tuple[str, int]] = []
 
@@ -210,7 +209,6 @@ def test_a_stream_s_chunks_up_to_each_pause_are_one_step_and_one_piece() -> None
             yield Pause(0)  # over at once
 
     def app(request: Request) -> Answer:
-        made_on.append(("app", threading.get_ident()))
         return Answer(200, chunks=chunks())
 
     async def receive() -> Message:
@@ -226,8 +224,7 @@ def test_a_stream_s_chunks_up_to_each_pause_are_one_step_and_one_piece() -> None
     asyncio.run(asyncio.wait_for(front(scope(), receive, send), 30))
     assert [m["body"] for m in sent[1:]] == [b"ab", b"c", b"de", b""]
     threads = dict(made_on)
-    assert threads["a"] == threads["b"] == threads["app"]  # the opening: with the answer
-    assert threads["d"] == threads["e"]
+    assert threads["a"] == threads["b"] and threads["d"] == threads["e"]
 
 
 def test_a_request_the_server_cancels_ends_its_stream_on_the_pool() -> None:
@@ -248,11 +245,10 @@ def paused_stream(leave: bool) -> tuple[list[Message], list[str]]:
     seen: list[str] = []
     pause = Pause(600)
     front = Front(lambda: app, 1, 100, read_seconds=30, max_buffered=10_000)
-    paused = threading.Event()
+    paused = threading.Event()  # "0" was written: the stream waits out its pause
 
     def chunks() -> Iterator[bytes | Pause]:
         yield b"0"
-        paused.set()
         yield pause
         yield b"1"
 
@@ -274,6 +270,8 @@ def paused_stream(leave: bool) -> tuple[list[Message], list[str]]:
 
     async def send(message: Message) -> None:
         sent.append(message)
+        if message.get("body") == b"0":
+            paused.set()
 
     asyncio.run(asyncio.wait_for(front(scope(), receive, send), 30))
     return sent, seen
@@ -498,8 +496,7 @@ def test_an_owner_s_bodies_are_bounded_by_its_share_others_are_not() -> None:
 
 def test_a_body_s_bytes_are_let_go_once_parsed_while_its_stream_goes_on() -> None:
     """Issue 36 item 2: streams opened with bodies padded to the limit held their bytes for
-    as long as they lived; the app has parsed the body once it answers (and made the
-    stream's opening, up to its first pause, in the same step)."""
+    as long as they lived; the app has parsed the body once it answers."""
     seen: list[tuple[int, bytes]] = []
     fronts: list[Front] = []
 
@@ -507,8 +504,7 @@ def test_a_body_s_bytes_are_let_go_once_parsed_while_its_stream_goes_on() -> Non
         request.owner = "alice"
         request.read()
 
-        def chunks() -> Iterator[bytes | Pause]:
-            yield Pause(0)
+        def chunks() -> Iterator[bytes]:
             seen.append((fronts[0].budget.held, request.body))
             yield b"data: 1\n\n"
 
