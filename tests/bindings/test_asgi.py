@@ -180,8 +180,8 @@ def test_a_stream_that_never_pauses_is_made_a_piece_at_a_time_on_pool_threads() 
     half = PIECE // 2
     sent, chunks = stream(6, size=half)
     # Two chunks a piece, the next piece made once the one before was written.
-    pieces = [b"0" * half + b"1" * half, b"2" * half + b"3" * half, b"4" * half + b"5" * half]
-    assert [m["body"] for m in sent[1:]] == [*pieces, b""]
+    expected = [b"0" * half + b"1" * half, b"2" * half + b"3" * half, b"4" * half + b"5" * half]
+    assert [m["body"] for m in sent[1:]] == [*expected, b""]
     assert chunks.written_before == [0, 0, 1, 1, 2, 2]
     assert not any(name == b"content-length" for name, _ in sent[0]["headers"])
     loop = threading.get_ident()
