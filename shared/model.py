@@ -218,6 +218,20 @@ class StatusUpdate:
     metadata: dict[str, Any] | None = None
 
 
+def status_update(
+    task: Task,
+    state: TaskState,
+    message: Message | str | None = None,
+    *,
+    at: datetime | None = None,
+) -> StatusUpdate:
+    """`task` moving to `state` now (or `at`), with the agent's message (a text: made one)."""
+    if isinstance(message, str):
+        message = agent_message(message, task_id=task.id, context_id=task.context_id)
+    status = TaskStatus(state=state, message=message, timestamp=at or utc_now())
+    return StatusUpdate(task_id=task.id, context_id=task.context_id, status=status)
+
+
 @frozen(slots=True, kw_only=True)
 class ArtifactUpdate:
     """An artifact was added, replaced, or (with `append`) extended by a chunk."""

@@ -73,10 +73,9 @@ from shared.model import (
     StatusUpdate,
     Task,
     TaskState,
-    TaskStatus,
-    agent_message,
     derived_id,
     new_id,
+    status_update,
     utc_now,
 )
 from shared.model_json import detached
@@ -245,11 +244,7 @@ class Turn:
         self._artifact_sizes = ArtifactMeter(runner.settings.limits)
         # A new task starts working at the time it was submitted (one clock read per send).
         at = start.task.status.timestamp if stored is None else utc_now()
-        working = StatusUpdate(
-            task_id=start.task.id,
-            context_id=start.task.context_id,
-            status=TaskStatus(state=TaskState.WORKING, timestamp=at),
-        )
+        working = status_update(start.task, TaskState.WORKING, at=at)
         if lease is not None:
             self._apply(working)
             return
@@ -311,7 +306,7 @@ class Turn:
             with self._moving:
                 here, self._here = self._here, False
             if not here or inspect.isawaitable(returned):
-                ending = engine.go_on(self._on_loop(self._returned(returned, error)))
+                ending = engine.go_on(self._on_loop(self._awaited(returned, error)))
                 engine.let_go(self)
                 return ending
             engine.let_go(self)
@@ -434,16 +429,12 @@ class Turn:
             returned = await self._runner.engine.in_thread(handle, ctx)
         await self._awaited(returned)
 
-    async def _returned(self, returned: object, error: BaseException | None) -> None:
-        """What a sync handler run by its request's thread left to the loop: its error, or
-        what it returned, awaited."""
+    async def _awaited(self, returned: object, error: BaseException | None = None) -> None:
+        """What the handler returned, awaited if it is awaitable (a coroutine), as a task that
+        a cancel cancels: the model call it waits on is dropped; or what it raised (a sync
+        handler run by its request's thread leaves either to the loop)."""
         if error is not None:
             raise error
-        await self._awaited(returned)
-
-    async def _awaited(self, returned: object) -> None:
-        """What the handler returned, awaited if it is awaitable (a coroutine), as a task that
-        a cancel cancels: the model call it waits on is dropped."""
         if inspect.isawaitable(returned):
             self._handler_task = asyncio.ensure_future(returned)
             await self._handler_task
@@ -462,9 +453,9 @@ class Turn:
                 reply = self._reply
                 if self._start.allow_message and self._stored is None and not self._has_output():
                     return replace(reply, task_id=None)  # nothing about the task was stored
-                self._apply(self._status(TaskState.COMPLETED, reply))
+                self._apply(status_update(self._task, TaskState.COMPLETED, reply))
             elif ctx is None or ctx.ended is None:
-                self._apply(self._status(TaskState.COMPLETED, None))
+                self._apply(status_update(self._task, TaskState.COMPLETED))
         await self._flush(force=self._holds_lease())
         if self._duplicate is not None:
             raise self._duplicate
@@ -745,18 +736,9 @@ class Turn:
 
     # -- the task's state -----------------------------------------------------------------
 
-    def _status(self, state: TaskState, message: Message | None) -> StatusUpdate:
-        return StatusUpdate(
-            task_id=self._task.id,
-            context_id=self._task.context_id,
-            status=TaskStatus(state=state, message=message),
-        )
-
     def _end_with(self, state: TaskState, text: str) -> None:
-        if self._canceled or self._task.status.state.terminal:
-            return
-        message = agent_message(text, task_id=self._task.id, context_id=self._task.context_id)
-        self._apply(self._status(state, message))
+        if not self._canceled and not self._task.status.state.terminal:
+            self._apply(status_update(self._task, state, text))
 
     def _apply(self, event: Event, size: int = 0, task: Task | None = None) -> None:
         """Fold `event` in (`task`: the task it makes, when the caller has it already)."""
@@ -810,7 +792,7 @@ class Turn:
             if isinstance(event, StatusUpdate) and event.status.state is state:
                 reply = event.status.message
                 instead: list[Event] = [] if reply is None else [reply]
-                instead.append(self._status(TaskState.SUBMITTED, None))
+                instead.append(status_update(self._task, TaskState.SUBMITTED))
                 events = [*self._pending[:index], *instead, *self._pending[index + 1 :]]
                 return stored.pending[0], apply_all(stored.task, events), events
         return None  # the end was committed before the message came: it stands

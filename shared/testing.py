@@ -42,6 +42,7 @@ from shared.model import (
     TaskState,
     TaskStatus,
     new_id,
+    status_update,
     utc_now,
 )
 from shared.ports import StoredTask, TaskPage, TaskQuery
@@ -183,7 +184,7 @@ def run_turn(
     message = replace(message, context_id=task.context_id, task_id=task.id)
     # As a turn starts: a new task holds the message, then works; a resumed one works first,
     # which moves the agent's question into history before the answer to it.
-    working = _status(task, TaskState.WORKING, None)
+    working = status_update(task, TaskState.WORKING)
     started = apply_all(task, (working, message) if resumed else (message, working))
     sink = _RecordingSink(started, cancel_after)
     if cancel_after == 0:
@@ -251,32 +252,16 @@ def _ended(sink: _RecordingSink, ctx: Context, error: BaseException | None) -> T
     if task.status.state.terminal:
         return task
     if sink.is_canceled:
-        return apply(task, _status(task, TaskState.CANCELED, None))
+        return apply(task, status_update(task, TaskState.CANCELED))
     if error is not None:
         # A limit's message is the handler's own: the runtime shows it to the client.
         text = str(error) if isinstance(error, LimitExceeded) else FAILED_TEXT
-        return apply(task, _status(task, TaskState.FAILED, _agent(task, text)))
+        return apply(task, status_update(task, TaskState.FAILED, text))
     if sink.reply_message is not None:
-        return apply(task, _status(task, TaskState.COMPLETED, sink.reply_message))
+        return apply(task, status_update(task, TaskState.COMPLETED, sink.reply_message))
     if ctx.ended is None:
-        return apply(task, _status(task, TaskState.COMPLETED, None))
+        return apply(task, status_update(task, TaskState.COMPLETED))
     return task
-
-
-def _agent(task: Task, text: str) -> Message:
-    return Message(
-        message_id=new_id(),
-        role=Role.AGENT,
-        parts=(Part(text=text),),
-        task_id=task.id,
-        context_id=task.context_id,
-    )
-
-
-def _status(task: Task, state: TaskState, message: Message | None) -> StatusUpdate:
-    return StatusUpdate(
-        task_id=task.id, context_id=task.context_id, status=TaskStatus(state=state, message=message)
-    )
 
 
 def _lister(task: Task, context: Sequence[Task]) -> Callable[[TaskQuery], TaskPage]:

@@ -23,7 +23,7 @@ from shared.clock import SYSTEM, Clock
 from shared.conflicts import retry_on_conflict
 from shared.jobs import TurnJob
 from shared.lifecycle import apply
-from shared.model import StatusUpdate, TaskState, TaskStatus, agent_message
+from shared.model import TaskState, status_update
 from shared.observability.context import note
 from shared.ports import Lease, StoredTask, TaskQueue, TaskStore
 from shared.sweep import pages
@@ -68,28 +68,20 @@ def retry_span(attempts: int, min_backoff: float, max_backoff: float) -> float:
 def abandoned(stored: StoredTask, clock: Clock = SYSTEM) -> bool:
     """True when the task's last attempt died: its final lease expired, nobody retries."""
     lease = stored.lease
-    state = stored.task.status.state
     return (
         lease is not None
         and lease.final
         and bool(lease.holder)
         and lease.expires is not None
         and lease.expires < clock.now()
-        and not state.terminal
-        and not state.interrupted
+        and not stored.task.status.state.final
     )
 
 
 def end(store: TaskStore, stored: StoredTask, state: TaskState, text: str) -> StoredTask:
     """Commit `state` with an agent message, releasing the lease. Raises VersionConflict."""
-    task = stored.task
-    message = agent_message(text, task_id=task.id, context_id=task.context_id)
-    event = StatusUpdate(
-        task_id=task.id,
-        context_id=task.context_id,
-        status=TaskStatus(state=state, message=message),
-    )
-    return store.commit(replace(stored, lease=None), apply(task, event), [event])
+    event = status_update(stored.task, state, text)
+    return store.commit(replace(stored, lease=None), apply(stored.task, event), [event])
 
 
 class TurnQueue:
@@ -171,8 +163,7 @@ class TurnQueue:
     def due(self, stored: StoredTask) -> bool:
         """Whether the task's turn has no owner left: recover it (`settle`)."""
         lease = stored.lease
-        state = stored.task.status.state
-        if lease is None or lease.expires is None or state.terminal or state.interrupted:
+        if lease is None or lease.expires is None or stored.task.status.state.final:
             return False
         if lease.outbox or abandoned(stored, self._clock):
             return True

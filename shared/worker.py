@@ -150,8 +150,8 @@ class Worker:
 
 def _queued(stored: StoredTask, job: TurnJob) -> bool:
     """Whether the stored task still waits for (or runs) this job's turn."""
-    state, lease = stored.task.status.state, stored.lease
-    waits = not (state.terminal or state.interrupted)
+    lease = stored.lease
+    waits = not stored.task.status.state.final
     return waits and lease is not None and lease.turn == job.turn
 
 

@@ -31,6 +31,7 @@ from shared.model import (
     agent_message,
     derived_id,
     new_id,
+    status_update,
     utc_now,
 )
 
@@ -121,6 +122,22 @@ def test_an_agent_message_puts_its_text_first_and_needs_some_content() -> None:
     assert (made.role, made.task_id, made.context_id) == (Role.AGENT, "t", "c")
     with pytest.raises(ValueError, match="needs text or parts"):
         agent_message(None, task_id="t", context_id="c")
+
+
+def test_a_status_update_is_its_tasks_with_the_agents_message_now_or_at_a_given_time() -> None:
+    task = Task(id="t", context_id="c", status=TaskStatus(state=TaskState.WORKING))
+    before = utc_now()
+    said = status_update(task, TaskState.FAILED, "no")
+    assert (said.task_id, said.context_id, said.status.state) == ("t", "c", TaskState.FAILED)
+    message = said.status.message
+    assert message is not None and message.parts == (Part(text="no"),)
+    assert (message.role, message.task_id, message.context_id) == (Role.AGENT, "t", "c")
+    assert said.status.timestamp >= before
+    reply = agent_message("yes", task_id="t", context_id="c")
+    assert status_update(task, TaskState.COMPLETED, reply).status.message is reply
+    at = datetime(2026, 1, 2, tzinfo=UTC)
+    plain = status_update(task, TaskState.WORKING, at=at)
+    assert plain.status == TaskStatus(state=TaskState.WORKING, timestamp=at)
 
 
 @given(st.uuids(), st.text(alphabet=st.characters(codec="utf-8")))

@@ -43,7 +43,7 @@ from shared.errors import (
 )
 from shared.lifecycle import apply, apply_all
 from shared.limits import check_history
-from shared.model import Event, Message, StatusUpdate, Task, TaskState, TaskStatus, new_id
+from shared.model import Event, Message, Task, TaskState, TaskStatus, new_id, status_update
 from shared.pause import Pause, Waiting, ready, wait_out
 from shared.ports import DuplicateMessage, MessageKey, StoredTask, TaskExists
 from shared.requests import SendRequest
@@ -285,11 +285,7 @@ class Sending:
         stores the push config, if any, and enqueues the turn). Raises VersionConflict when
         the task moved on meanwhile."""
         message = _addressed(request.message, task)
-        submitted = StatusUpdate(
-            task_id=task.id,
-            context_id=task.context_id,
-            status=TaskStatus(state=TaskState.SUBMITTED),
-        )
+        submitted = status_update(task, TaskState.SUBMITTED)
         store, turns = self._ports.store, self._ports.turns
         events: list[Event]
         if stored is None:
@@ -319,9 +315,8 @@ class Sending:
         deadline = clock.monotonic() + self._settings.blocking_wait
         pause, current = _FIRST_POLL, queued
         while True:
-            state = current.task.status.state
             left = deadline - clock.monotonic()
-            if state.terminal or state.interrupted or left <= 0:
+            if current.task.status.state.final or left <= 0:
                 return current
             yield Pause(min(pause, left))
             pause = min(pause * 2, _MAX_POLL)

@@ -22,7 +22,7 @@ from shared.errors import (
 )
 from shared.lifecycle import apply
 from shared.limits import model_bytes
-from shared.model import Message, StatusUpdate, Task, TaskState, TaskStatus
+from shared.model import Message, Task, TaskState, status_update
 from shared.ports import InvalidPageToken, StoredTask, TaskPage, TaskQuery
 from shared.requests import (
     CancelRequest,
@@ -107,11 +107,7 @@ class Tasks:
                 raise TaskNotCancelableError(
                     f"task {task_id} is already {state.value}", field="task_id"
                 )
-            event = StatusUpdate(
-                task_id=task_id,
-                context_id=stored.task.context_id,
-                status=TaskStatus(state=TaskState.CANCELED),
-            )
+            event = status_update(stored.task, TaskState.CANCELED)
             # The running turn's next commit loses and it stops; messages waiting on the task
             # are never run.
             ended = replace(stored, lease=None, pending=())
