@@ -103,7 +103,8 @@ class TaskState(StrEnum):
 
     @property
     def final(self) -> bool:
-        """Whether a stream ends at a change to this state (v0.x `final: true`)."""
+        """Terminal or interrupted: a turn ends at this state, and so does a stream (v0.x
+        `final: true`)."""
         return self.terminal or self.interrupted
 
 
